@@ -1,0 +1,55 @@
+"""Checking one protocol: load, static checks, the search engines, the verdict.
+
+Soundness rule: a protocol is only ever called safe by an engine that
+explored everything it had to; any budget that runs out makes it
+inconclusive, never safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import ir
+from .diagnostics import InputError, Severity
+from .lang import load
+from .result import CheckResult, Stats, Verdict
+
+
+@dataclass(frozen=True)
+class Options:
+    engine: str = "auto"  # auto | explicit | z3
+    max_states: int = 2_000_000
+    timeout: float = 600.0
+    max_memory_mb: float = 8192.0
+    strict: bool = False
+    defines: Mapping[str, int] = field(default_factory=dict)
+    # Readings of the PTX text that production kernels rely on but PTX does not
+    # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
+    assume_tcgen05_commit_order: bool = True
+    assume_dealloc_blocks: bool = True
+
+
+def verdict_of(diags, strict: bool) -> Verdict:
+    if any(d.code.startswith("SV1") and d.severity is Severity.ERROR for d in diags):
+        return Verdict.ERROR
+    if any(d.severity is Severity.ERROR or (strict and d.severity is Severity.WARNING) for d in diags):
+        return Verdict.VIOLATION
+    return Verdict.SAFE
+
+
+def check_protocol(protocol: ir.Protocol, options: Options = Options()) -> CheckResult:
+    """Run the engines on a loaded protocol."""
+    from .engines import run_engines
+
+    return run_engines(protocol, options)
+
+
+def check_path(path: str, options: Options = Options()) -> CheckResult:
+    """Load and check one file; input errors become an `error` result, never an exception."""
+    try:
+        protocol = load(path, options.defines)
+    except InputError as err:
+        return CheckResult(path=path, protocol=None, verdict=Verdict.ERROR, bound="",
+                           diagnostics=tuple(err.diagnostics), stats=Stats())
+    return check_protocol(protocol, options)

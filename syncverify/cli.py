@@ -1,0 +1,134 @@
+"""Command line: `syncverify check|explain …`. Every subcommand returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .check import Options, check_path
+from .diagnostics import CODES, InputError
+from .lang import load_many
+from .report import json_report, text
+from .result import CheckResult, Verdict, combine_exit
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with 2 and a one-line message (its default is also 2)."""
+
+
+def _define(value: str) -> tuple[str, int]:
+    if "=" not in value:
+        raise argparse.ArgumentTypeError(f"-D {value}: expected NAME=VALUE")
+    name, _, raw = value.partition("=")
+    try:
+        return name.strip(), int(raw.strip(), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-D {value}: {raw!r} is not an integer") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="syncverify", description="Static verifier for GPU kernel synchronization protocols.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="verify .sync protocol specs")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories (searched for *.sync)")
+    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    check.add_argument("--engine", choices=["auto", "explicit", "z3"], default="auto")
+    check.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE",
+                       help="override a param")
+    check.add_argument("--max-states", type=int, default=Options.max_states)
+    check.add_argument("--timeout", type=float, default=Options.timeout, metavar="SECONDS")
+    check.add_argument("--max-memory", type=float, default=Options.max_memory_mb, metavar="MB")
+    check.add_argument("--expect", action="store_true",
+                       help="exit 0 iff every file's error codes equal its `// expect:` header")
+    check.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    check.add_argument("--full-trace", action="store_true", help="print every step of a counterexample")
+    check.add_argument("--no-assume", action="store_true",
+                       help="drop the readings of unsettled PTX behaviour that production kernels rely on")
+    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
+    explain.add_argument("code")
+    return parser
+
+
+def expectation_met(result: CheckResult) -> tuple[bool, str]:
+    """Compare a result with its file's `// expect:` header (design §4 --expect)."""
+    from .lang.load import parse_expect, read_source
+
+    try:
+        expect = parse_expect(read_source(result.path), result.path)
+    except InputError as err:
+        return False, err.diagnostics[0].message
+    if expect is None:
+        return False, "no `// expect:` header"
+    if result.verdict is Verdict.INCONCLUSIVE:
+        return False, f"inconclusive ({result.coverage})"
+    errors = {d.code for d in result.diagnostics if d.is_error}
+    warnings = {d.code for d in result.diagnostics if not d.is_error}
+    if errors != set(expect.errors):
+        return False, f"expected {sorted(expect.errors) or 'safe'}, got {sorted(errors) or 'safe'}"
+    missing = set(expect.warnings) - warnings
+    if missing:
+        return False, f"expected warnings {sorted(missing)} did not appear"
+    return True, "as expected"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        paths = load_many(args.paths)
+    except InputError as err:
+        paths = []
+        results = [CheckResult(path=args.paths[0], protocol=None, verdict=Verdict.ERROR, bound="",
+                               diagnostics=tuple(err.diagnostics))]
+    else:
+        results = []
+    options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
+                      max_memory_mb=args.max_memory, strict=args.strict, defines=dict(args.defines),
+                      assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
+    results += [check_path(p, options) for p in paths]
+    if args.format == "json":
+        print(json_report.render(results))
+    elif args.format == "sarif":
+        from .report import sarif
+
+        print(sarif.render(results))
+    else:
+        text.render(results, text.make_console(sys.stdout), full_trace=args.full_trace)
+    if args.expect:
+        console = text.make_console(sys.stderr)
+        ok_all = True
+        for r in results:
+            ok, why = expectation_met(r)
+            ok_all &= ok
+            if not ok or args.format == "text":
+                console.print(f"{r.path}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
+        return 0 if ok_all else 1
+    return combine_exit(results)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .docs import explain
+
+    code = args.code.upper()
+    if code not in CODES:
+        print(f"syncverify: unknown code {args.code}; codes are {', '.join(CODES)}", file=sys.stderr)
+        return 2
+    print(explain(code))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = {"check": cmd_check, "explain": cmd_explain}[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

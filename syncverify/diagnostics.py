@@ -1,0 +1,126 @@
+"""Diagnostics: source spans, the code table, and the error type for bad input.
+
+Every finding syncverify reports — an input error, a deadlock, a race — is a
+:class:`Diagnostic` with a stable code (design contract: codes are never reused
+for another meaning). Input errors are raised as :class:`InputError` carrying
+one or more diagnostics, so the CLI can print them all and exit with code 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a source file; lines and columns are 1-based, end inclusive-exclusive."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One step of a counterexample, as the JSON contract names it."""
+
+    step: int
+    cta: int
+    role: str
+    line: int
+    op: str
+    note: str = ""
+    iteration: str = ""
+    state: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A second source location that explains a finding (the other access, the peer barrier)."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span | None = None
+    trace: tuple[TraceStep, ...] = ()
+    related: tuple[Related, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+
+class InputError(Exception):
+    """Raised for input that cannot be turned into a protocol (exit code 2)."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+# code -> (short title, default severity). Titles are the first line of
+# `syncverify explain`; docs/diagnostics.md has the long form.
+CODES: dict[str, tuple[str, Severity]] = {
+    "SV100": ("syntax error", Severity.ERROR),
+    "SV101": ("unknown name", Severity.ERROR),
+    "SV102": ("duplicate name", Severity.ERROR),
+    "SV103": ("roles overlap or leave the CTA", Severity.ERROR),
+    "SV104": ("index out of range", Severity.ERROR),
+    "SV105": ("mbarrier count or tx bytes out of range", Severity.ERROR),
+    "SV106": ("bad named-barrier id or thread count", Severity.ERROR),
+    "SV107": ("bytes not a positive multiple of 16", Severity.ERROR),
+    "SV108": ("remote operation not allowed here", Severity.ERROR),
+    "SV109": ("bad loop bound", Severity.ERROR),
+    "SV110": ("unknown operation, qualifier or clause", Severity.ERROR),
+    "SV111": ("wrong kind of object for this operation", Severity.ERROR),
+    "SV112": ("file cannot be read", Severity.ERROR),
+    "SV113": ("bad kernel shape", Severity.ERROR),
+    "SV114": ("bad -D parameter override", Severity.ERROR),
+    "SV115": ("bad expression", Severity.ERROR),
+    "SV116": ("construct not supported in this position", Severity.ERROR),
+    "SV117": ("malformed `expect:` header", Severity.ERROR),
+    "SV201": ("deadlock", Severity.ERROR),
+    "SV202": ("named-barrier thread counts disagree within one generation", Severity.ERROR),
+    "SV203": ("a warp contributes twice to one named-barrier generation", Severity.WARNING),
+    "SV204": ("aligned barrier reached from different sites", Severity.WARNING),
+    "SV205": ("cluster barrier arrived twice before it completed", Severity.ERROR),
+    "SV301": ("RAW race", Severity.ERROR),
+    "SV302": ("WAR race", Severity.ERROR),
+    "SV303": ("WAW race", Severity.ERROR),
+    "SV401": ("barrier used before init or after inval", Severity.ERROR),
+    "SV402": ("peer CTA may use a barrier before its init is visible", Severity.ERROR),
+    "SV403": ("init of a live barrier", Severity.ERROR),
+    "SV404": ("CTA exits while its shared memory is still in use", Severity.ERROR),
+    "SV405": ("remote operation targets a CTA outside the cluster", Severity.ERROR),
+    "SV501": ("parity aliasing", Severity.ERROR),
+    "SV502": ("arrive-on in a phase after one no wait observed", Severity.ERROR),
+    "SV503": ("tx-count out of range or never balanced", Severity.ERROR),
+    "SV504": ("more arrivals than pending", Severity.ERROR),
+    "SV601": ("missing fence.proxy.async", Severity.ERROR),
+    "SV602": ("cross-CTA synchronization with .cta scope", Severity.ERROR),
+}
+
+
+def make(code: str, message: str, span: Span | None = None, *, severity: Severity | None = None,
+         **kwargs: object) -> Diagnostic:
+    """Build a diagnostic with the code's default severity unless one is given."""
+    sev = severity if severity is not None else CODES[code][1]
+    return Diagnostic(code=code, severity=sev, message=message, span=span, **kwargs)  # type: ignore[arg-type]

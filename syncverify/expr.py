@@ -1,0 +1,149 @@
+"""Integer expressions: one evaluator for the resolver, the engines and the emitter.
+
+Arithmetic follows C on signed integers (what a kernel author writes in CUDA):
+`/` and `%` truncate toward zero; comparisons and `&&`, `||`, `!` give 0 or 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .ir import BinOp, Builtin, Const, Expr, InRole, UnOp, Var
+
+
+class EvalError(Exception):
+    """An expression cannot be evaluated (division by zero, unbound variable)."""
+
+    def __init__(self, message: str, expr: Expr):
+        super().__init__(message)
+        self.expr = expr
+
+
+def c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def c_mod(a: int, b: int) -> int:
+    return a - b * c_div(a, b)
+
+
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": c_div,
+    "%": c_mod,
+    "^": lambda a, b: a ^ b,
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b,
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b),
+    "<=": lambda a, b: int(a <= b),
+    ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b),
+}
+
+# Shift amounts and magnitudes are capped so a hostile spec cannot make the
+# checker build gigantic integers.
+MAX_MAGNITUDE = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What an expression may depend on besides variables: who is executing it."""
+
+    cta: int
+    instance: int
+    roles: frozenset[str]
+
+
+def apply_binary(op: str, a: int, b: int, expr: Expr) -> int:
+    if op in ("/", "%") and b == 0:
+        raise EvalError("division by zero", expr)
+    if op in ("<<", ">>") and not 0 <= b < 63:
+        raise EvalError(f"shift by {b} is out of range 0..62", expr)
+    value = _BINARY[op](a, b)
+    if abs(value) > MAX_MAGNITUDE:
+        raise EvalError("integer overflow (value beyond 2^62)", expr)
+    return value
+
+
+def evaluate(expr: Expr, env: Mapping[str, int], ctx: Context | None = None) -> int:
+    """Evaluate an expression; raises EvalError if it needs something not given."""
+    match expr:
+        case Const(value=v):
+            return v
+        case Var(name=name):
+            if name not in env:
+                raise EvalError(f"`{name}` has no value here", expr)
+            return env[name]
+        case Builtin(name=name):
+            if ctx is None:
+                raise EvalError(f"`{name}` is not a constant", expr)
+            return ctx.cta if name == "cta" else ctx.instance
+        case InRole(role=role):
+            if ctx is None:
+                raise EvalError(f"role `{role}` is not a constant", expr)
+            return int(role in ctx.roles)
+        case UnOp(op=op, operand=x):
+            v = evaluate(x, env, ctx)
+            return -v if op == "-" else int(not v)
+        case BinOp(op="&&", left=left, right=right):
+            return int(bool(evaluate(left, env, ctx)) and bool(evaluate(right, env, ctx)))
+        case BinOp(op="||", left=left, right=right):
+            return int(bool(evaluate(left, env, ctx)) or bool(evaluate(right, env, ctx)))
+        case BinOp(op=op, left=left, right=right):
+            return apply_binary(op, evaluate(left, env, ctx), evaluate(right, env, ctx), expr)
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def fold(expr: Expr) -> Expr:
+    """Fold constant sub-expressions; errors (x/0) are left for evaluation to report."""
+    match expr:
+        case UnOp(op=op, operand=x, span=span):
+            x = fold(x)
+            if isinstance(x, Const):
+                return Const(-x.value if op == "-" else int(not x.value), span)
+            return UnOp(op, x, span)
+        case BinOp(op=op, left=left, right=right, span=span):
+            left, right = fold(left), fold(right)
+            if isinstance(left, Const) and isinstance(right, Const):
+                try:
+                    return Const(evaluate(BinOp(op, left, right, span), {}), span)
+                except EvalError:
+                    pass
+            return BinOp(op, left, right, span)
+    return expr
+
+
+def substitute(expr: Expr, name: str, value: Expr) -> Expr:
+    """Replace variable ``name`` by ``value`` (used for the `i` of array declarations)."""
+    match expr:
+        case Var(name=n) if n == name:
+            return value
+        case UnOp(op=op, operand=x, span=span):
+            return UnOp(op, substitute(x, name, value), span)
+        case BinOp(op=op, left=left, right=right, span=span):
+            return BinOp(op, substitute(left, name, value), substitute(right, name, value), span)
+    return expr
+
+
+def free_names(expr: Expr) -> set[str]:
+    """Variables, builtins (as `cta`/`instance`) and roles (as `role:NAME`) an expression uses."""
+    match expr:
+        case Var(name=n):
+            return {n}
+        case Builtin(name=n):
+            return {n}
+        case InRole(role=r):
+            return {f"role:{r}"}
+        case UnOp(operand=x):
+            return free_names(x)
+        case BinOp(left=left, right=right):
+            return free_names(left) | free_names(right)
+    return set()

@@ -1,0 +1,364 @@
+"""The protocol IR: frozen, typed dataclasses with a source span on every node.
+
+The front end (``syncverify.lang``) produces it; every back end consumes it:
+the semantics and explicit engine, the Z3 encoder, the CUDA emitter. Names are
+resolved (a reference knows whether it names an mbarrier, a buffer or a named
+barrier), parameters are substituted, and expressions are folded as far as they
+are constant, so an engine only evaluates what depends on the executing CTA,
+role instance or loop variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from .diagnostics import Span
+
+# ---------------------------------------------------------------------------
+# Expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A `let` or `for` variable."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """`cta` (rank of the executing CTA in its cluster) or `instance` (role instance index)."""
+
+    name: Literal["cta", "instance"]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class InRole:
+    """True when the executing warp belongs to the named role."""
+
+    role: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp:
+    op: str  # + - * / % ^ & | << >> == != < <= > >= && ||
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnOp:
+    op: Literal["-", "!"]
+    operand: Expr
+    span: Span
+
+
+Expr: TypeAlias = Const | Var | Builtin | InRole | BinOp | UnOp
+
+ObjKind = Literal["mbarrier", "buffer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A reference to a declared mbarrier or buffer: `full[s]`, `tile`, or `full[*]`.
+
+    ``index`` is None for a scalar object; ``every`` is set for `[*]`.
+    """
+
+    kind: ObjKind
+    name: str
+    index: Expr | None
+    every: bool
+    span: Span
+
+
+# ---------------------------------------------------------------------------
+# Operations. Each names the primitive of ptx-semantics.md it stands for; the
+# semantics of each lives in syncverify.semantics.rules, nowhere else.
+
+Sem = Literal["release", "acquire", "relaxed"]
+Scope = Literal["cta", "cluster"]
+
+
+@dataclass(frozen=True, slots=True)
+class MbarInit:
+    bar: Ref
+    count: Expr | None  # None: the declaration's count
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MbarInval:
+    bar: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MbarArrive:
+    """`arrive`, `arrive.expect_tx`, `arrive_drop` (with or without expect_tx)."""
+
+    bar: Ref
+    count: Expr
+    tx_bytes: Expr | None
+    drop: bool
+    sem: Sem
+    scope: Scope
+    remote: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MbarTx:
+    """`expect_tx` (kind 'expect') or `complete_tx` (kind 'complete') by a thread."""
+
+    kind: Literal["expect", "complete"]
+    bar: Ref
+    tx_bytes: Expr
+    remote: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MbarWait:
+    bar: Ref
+    parity: Expr
+    sem: Sem
+    scope: Scope
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BarSync:
+    """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread)."""
+
+    bar_id: Expr
+    count: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BarArrive:
+    bar_id: Expr
+    count: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterArrive:
+    relaxed: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterWait:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Syncwarp:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """A generic-proxy `read` or `write` of a buffer slot (remote: DSMEM)."""
+
+    kind: Literal["read", "write"]
+    buf: Ref
+    remote: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TmaLoad:
+    """`tma.load dst bytes n -> bar [multicast mask]`: cp.async.bulk into shared memory."""
+
+    buf: Ref
+    tx_bytes: Expr
+    bar: Ref
+    multicast: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TmaStore:
+    """`tma.store src`: bulk copy shared -> global; reads its source asynchronously."""
+
+    buf: Ref
+    tx_bytes: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommit:
+    """`bulk.commit` or `wgmma.commit`."""
+
+    unit: Literal["bulk", "wgmma"]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class GroupWait:
+    """`bulk.wait_read n` or `wgmma.wait n`: at most n most recent groups left pending."""
+
+    unit: Literal["bulk", "wgmma"]
+    pending: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class WgmmaRead:
+    buf: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    kind: Literal["proxy_async", "mbarrier_init"]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TmemAlloc:
+    """`tmem.alloc` / `tmem.dealloc` (Blackwell; collective over the CTA pair for cta_group 2)."""
+
+    dealloc: bool
+    cta_group: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UmmaCommit:
+    """`umma.commit bar [multicast mask]`: tcgen05.commit, an async arrive(1) per target."""
+
+    bar: Ref
+    multicast: Expr | None
+    span: Span
+
+
+Op: TypeAlias = (
+    MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
+    | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
+    | Fence | TmemAlloc | UmmaCommit
+)
+
+# ---------------------------------------------------------------------------
+# Statements
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    name: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    var: str
+    lo: Expr
+    hi: Expr  # exclusive
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Elect:
+    """One thread runs the body: lane 0 of the first warp of ``role``'s instance
+    (of the CTA when ``role`` is None). ``per_warp``: lane 0 of every warp."""
+
+    body: tuple[Stmt, ...]
+    role: str | None
+    per_warp: bool
+    span: Span
+
+
+Stmt: TypeAlias = Let | For | If | Elect | Op
+
+# ---------------------------------------------------------------------------
+# Declarations
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """A role: instance i covers threads [lo, hi) of every CTA."""
+
+    name: str
+    instances: tuple[tuple[int, int], ...]
+    array: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    name: str
+    slots: int | None  # None: a scalar buffer
+    bytes: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Mbarrier:
+    name: str
+    size: int | None  # None: a scalar barrier
+    count: int | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """The `// expect:` header: the exact set of error codes (empty = safe), and warnings that must appear."""
+
+    errors: frozenset[str]
+    warnings: frozenset[str]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    name: str
+    path: str
+    params: tuple[tuple[str, int], ...]
+    cluster: int
+    threads: int
+    roles: tuple[Role, ...]
+    buffers: tuple[Buffer, ...]
+    mbarriers: tuple[Mbarrier, ...]
+    body: tuple[Stmt, ...]
+    expect: Expectation | None
+    span: Span
+
+    @property
+    def warps(self) -> int:
+        return (self.threads + 31) // 32
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def buffer(self, name: str) -> Buffer:
+        return next(b for b in self.buffers if b.name == name)
+
+    def mbarrier(self, name: str) -> Mbarrier:
+        return next(b for b in self.mbarriers if b.name == name)
+
+    def param(self, name: str) -> int:
+        return dict(self.params)[name]

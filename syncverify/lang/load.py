@@ -1,0 +1,111 @@
+"""Reading `.sync` sources: files, text, the `// expect:` header, directory search."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from .. import ir
+from ..diagnostics import CODES, InputError, Severity, Span, make
+from .parse import parse_recovering
+from .resolve import resolve
+
+_EXPECT = re.compile(r"^\s*//\s*expect\s*:(.*)$")
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def read_source(path: str | os.PathLike[str]) -> str:
+    """Read a spec file as UTF-8 text; every failure is an SV112 input error."""
+    p = Path(path)
+    span = Span(str(p), 1, 1, 1, 2)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError([make("SV112", f"no such file: {p}", span)]) from None
+    except IsADirectoryError:
+        raise InputError([make("SV112", f"{p} is a directory", span)]) from None
+    except OSError as err:
+        raise InputError([make("SV112", f"cannot read {p}: {err.strerror}", span)]) from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise InputError([make("SV112", f"{p} is {len(data)} bytes; specs are limited to 1 MiB", span)])
+    if b"\0" in data:
+        raise InputError([make("SV112", f"{p} is a binary file, not a .sync spec", span)])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InputError([make("SV112", f"{p} is not UTF-8 text (bad byte at offset {err.start})",
+                               Span(str(p), line, 1, line, 2))]) from None
+
+
+def parse_expect(text: str, path: str) -> ir.Expectation | None:
+    """The `// expect: safe` or `// expect: SV201, SV203` line among the leading comments."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("//"):
+            return None
+        m = _EXPECT.match(line)
+        if not m:
+            continue
+        span = Span(path, lineno, 1, lineno, len(line) + 1)
+        words = [w for w in re.split(r"[\s,]+", m.group(1).strip()) if w]
+        if words == ["safe"]:
+            return ir.Expectation(frozenset(), frozenset(), span)
+        unknown = [w for w in words if w not in CODES]
+        if not words or unknown:
+            raise InputError([make("SV117", "expected `// expect: safe` or a list of codes like "
+                                   f"`// expect: SV201, SV302`; unknown: {', '.join(unknown) or 'nothing given'}",
+                                   span)])
+        errors = frozenset(w for w in words if CODES[w][1] is Severity.ERROR)
+        warnings = frozenset(w for w in words if CODES[w][1] is Severity.WARNING)
+        return ir.Expectation(errors, warnings, span)
+    return None
+
+
+def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = None, *,
+         path: str | None = None) -> ir.Protocol:
+    """Load a protocol from a file path or from spec text.
+
+    ``source`` is read as a path when it names an existing file or ends in
+    `.sync`; otherwise it is the spec text itself (``path`` then names it in
+    messages). Raises InputError on any problem with the input.
+    """
+    text: str
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and ("{" not in source or source.endswith(".sync"))):
+        name = str(source)
+        text = read_source(name)
+    else:
+        name = path or "<text>"
+        text = str(source)
+    expect = parse_expect(text, name)
+    tree, syntax_errors = parse_recovering(text, name)
+    if tree is None:
+        raise InputError(syntax_errors)
+    try:
+        protocol = resolve(tree, name, text, defines or {}, expect)
+    except InputError as err:
+        raise InputError(_by_position(syntax_errors + err.diagnostics)) from None
+    if syntax_errors:
+        raise InputError(syntax_errors)
+    return protocol
+
+
+def _by_position(diags: list) -> list:
+    return sorted(diags, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+
+
+def load_many(paths: list[str]) -> list[str]:
+    """Expand directories into their `*.sync` files (sorted); files are kept as given."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(str(f) for f in Path(p).rglob("*.sync") if f.is_file())
+            if not found:
+                raise InputError([make("SV112", f"no *.sync files under {p}", Span(p, 1, 1, 1, 2))])
+            out.extend(found)
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,829 @@
+"""Resolve a Lark syntax tree into the IR, reporting every SV1xx input error.
+
+Resolution binds names (params are substituted, objects get their kind),
+evaluates declarations for the given params, folds constant expressions,
+and validates each operation against OPERATIONS: which qualifiers, operands
+and clauses it takes. Errors are collected, not raised one by one, so a user
+sees all of a file's mistakes at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from lark import Token, Tree
+
+from .. import ir
+from ..diagnostics import Diagnostic, InputError, Span, make
+from ..expr import EvalError, evaluate, fold, free_names, substitute
+
+MAX_COUNT = (1 << 20) - 1  # mbarrier counts and tx-counts (ptx-semantics §1.1)
+MAX_THREADS = 1024
+MAX_CLUSTER = 16  # non-portable maximum; 8 is portable
+MAX_ARRAY = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """What one operation accepts. ``operands``: (min, max) count."""
+
+    quals: frozenset[str] = frozenset()
+    operands: tuple[int, int] = (0, 0)
+    clauses: frozenset[str] = frozenset()
+    required: frozenset[str] = frozenset()
+
+
+def _spec(quals: str = "", operands: tuple[int, int] = (0, 0), clauses: str = "", required: str = "") -> OpSpec:
+    return OpSpec(frozenset(quals.split()), operands, frozenset(clauses.split()), frozenset(required.split()))
+
+
+_MB_ARRIVE = _spec(".release .relaxed .cta .cluster .expect_tx .shared::cta .shared::cluster", (1, 1),
+                   "count bytes remote")
+OPERATIONS: dict[str, OpSpec] = {
+    "init": _spec(".shared::cta", (1, 1), "count"),
+    "inval": _spec(".shared::cta", (1, 1)),
+    "arrive": _MB_ARRIVE,
+    "arrive_drop": _MB_ARRIVE,
+    "expect_tx": _spec(".relaxed .cta .cluster", (1, 1), "bytes remote", "bytes"),
+    "complete_tx": _spec(".relaxed .cta .cluster", (1, 1), "bytes remote", "bytes"),
+    "wait": _spec(".parity .acquire .relaxed .cta .cluster", (1, 1), "parity", "parity"),
+    "syncthreads": _spec(),
+    "syncwarp": _spec(),
+    "bar.sync": _spec(".aligned", (1, 2), "count"),
+    "bar.arrive": _spec(".aligned", (1, 2), "count"),
+    "cluster.arrive": _spec(".relaxed .release .aligned"),
+    "cluster.wait": _spec(".acquire .aligned"),
+    "cluster.sync": _spec(".aligned"),
+    "read": _spec("", (1, 1), "remote"),
+    "write": _spec("", (1, 1), "remote"),
+    "tma.load": _spec("", (1, 1), "bytes target multicast", "target"),
+    "tma.store": _spec("", (1, 1), "bytes"),
+    "bulk.commit": _spec(),
+    "bulk.wait_read": _spec("", (0, 1)),
+    "wgmma.read": _spec("", (1, 1)),
+    "wgmma.commit": _spec(),
+    "wgmma.wait": _spec("", (0, 1)),
+    "fence.proxy.async": _spec(".shared::cta .shared::cluster"),
+    "fence.mbarrier_init": _spec(".release .cluster"),
+    "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
+    "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
+    "umma.commit": _spec("", (1, 1), "multicast"),
+}
+_ALIASES = {"try_wait": "wait", "barrier.sync": "bar.sync", "barrier.arrive": "bar.arrive",
+            "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
+_CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
+                 "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote"}
+_CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
+                  "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA"}
+# Operations that must be executed by every lane of a warp (.sync.aligned forms).
+_WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "cluster.arrive", "cluster.wait",
+                    "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc"}
+
+
+@dataclass
+class _Named:
+    """A `named` barrier declaration: ids and counts as expressions of the index `i`."""
+
+    size: int | None
+    id_expr: ir.Expr
+    count_expr: ir.Expr | None
+    span: Span
+
+
+@dataclass
+class _Scope:
+    variables: dict[str, Span] = field(default_factory=dict)
+
+
+@dataclass
+class _Ctx:
+    role: str | None = None  # innermost role guard, for `elect`
+    in_elect: bool = False
+
+
+def _suggest(name: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+class Resolver:
+    def __init__(self, path: str, text: str, defines: Mapping[str, int]):
+        self.path = path
+        self.text = text
+        self.defines = dict(defines)
+        self.errors: list[Diagnostic] = []
+        self.params: dict[str, int] = {}
+        self.kinds: dict[str, tuple[str, Span]] = {}  # global name -> (kind, decl span)
+        self.roles: list[ir.Role] = []
+        self.buffers: dict[str, ir.Buffer] = {}
+        self.mbarriers: dict[str, ir.Mbarrier] = {}
+        self.named: dict[str, _Named] = {}
+        self.cluster = 1
+        self.threads: int | None = None
+        self.scopes: list[_Scope] = []
+
+    # ---- helpers ---------------------------------------------------------
+    def span(self, node: Tree | Token) -> Span:
+        if isinstance(node, Token):
+            line, col = node.line or 1, node.column or 1
+            end_line = node.end_line or line
+            end_col = node.end_column or col + len(str(node))
+            return Span(self.path, line, col, end_line, end_col)
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            return Span(self.path, 1, 1, 1, 2)
+        return Span(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def error(self, code: str, message: str, span: Span) -> None:
+        self.errors.append(make(code, message, span))
+
+    def declare(self, name: Token, kind: str) -> bool:
+        span = self.span(name)
+        if str(name) in ("i", "cta", "instance"):
+            self.error("SV102", f"`{name}` is a built-in name and cannot be declared", span)
+            return False
+        if str(name) in self.kinds:
+            prev = self.kinds[str(name)][1]
+            self.error("SV102", f"`{name}` is already declared (as a {self.kinds[str(name)][0]} at line {prev.line})",
+                       span)
+            return False
+        self.kinds[str(name)] = (kind, span)
+        return True
+
+    def const(self, tree: Tree | Token, what: str, env: Mapping[str, int] | None = None) -> int | None:
+        """Evaluate an expression that must be constant for the given params."""
+        expr = self.expr(tree, allow_i=env is not None and "i" in env)
+        try:
+            return evaluate(expr, env or {})
+        except EvalError as err:
+            self.error("SV115", f"{what} must be a constant integer: {err}", self.span(tree))
+            return None
+
+    # ---- expressions -----------------------------------------------------
+    def expr(self, tree: Tree | Token, allow_i: bool = False) -> ir.Expr:
+        return fold(self._expr(tree, allow_i))
+
+    def _expr(self, t: Tree | Token, allow_i: bool) -> ir.Expr:
+        span = self.span(t)
+        if isinstance(t, Token):  # pragma: no cover - the grammar wraps tokens in rules
+            return ir.Const(0, span)
+        kind = t.data
+        if kind == "num":
+            return ir.Const(int(str(t.children[0]).replace("_", ""), 0), span)
+        if kind == "name":
+            return self._name(t.children[0], allow_i)
+        if kind in ("index", "index_all"):
+            self.error("SV111", f"`{t.children[0]}[…]` names an object; only integers are allowed here", span)
+            return ir.Const(0, span)
+        if kind == "cta_rank":
+            return ir.Builtin("cta", span)
+        if kind == "instance":
+            return ir.Builtin("instance", span)
+        if kind == "neg":
+            return ir.UnOp("-", self._expr(t.children[0], allow_i), span)
+        if kind == "not_":
+            return ir.UnOp("!", self._expr(t.children[0], allow_i), span)
+        if kind == "or_":
+            return ir.BinOp("||", self._expr(t.children[0], allow_i), self._expr(t.children[1], allow_i), span)
+        if kind == "and_":
+            return ir.BinOp("&&", self._expr(t.children[0], allow_i), self._expr(t.children[1], allow_i), span)
+        if kind == "binop":
+            left, op, right = t.children
+            return ir.BinOp(str(op), self._expr(left, allow_i), self._expr(right, allow_i), span)
+        raise AssertionError(f"unexpected expression node {kind}")  # pragma: no cover
+
+    def _name(self, tok: Token, allow_i: bool) -> ir.Expr:
+        name, span = str(tok), self.span(tok)
+        if name == "i" and allow_i:
+            return ir.Var("i", span)
+        for scope in reversed(self.scopes):
+            if name in scope.variables:
+                return ir.Var(name, span)
+        if name in self.params:
+            return ir.Const(self.params[name], span)
+        if name in self.kinds:
+            kind = self.kinds[name][0]
+            if kind == "role":
+                return ir.InRole(name, span)
+            self.error("SV111", f"`{name}` is a {kind}, not an integer", span)
+            return ir.Const(0, span)
+        options = [*self.params, *self.kinds, *(v for s in self.scopes for v in s.variables)]
+        self.error("SV101", f"unknown name `{name}`{_suggest(name, options)}", span)
+        return ir.Const(0, span)
+
+    # ---- declarations ----------------------------------------------------
+    def declarations(self, items: list[Tree]) -> None:
+        for item in items:
+            handler = getattr(self, f"decl_{item.data}", None)
+            if handler is not None:
+                handler(item)
+        for name in self.defines:
+            if name not in self.params:
+                self.errors.append(make("SV114", f"-D {name}: no `param {name}` in this protocol"
+                                        + _suggest(name, self.params), Span(self.path, 1, 1, 1, 2)))
+
+    def decl_param(self, t: Tree) -> None:
+        name, value = t.children
+        v = self.const(value, f"param `{name}`")
+        if not self.declare(name, "param"):
+            return
+        if str(name) in self.defines:
+            v = self.defines[str(name)]
+        self.params[str(name)] = v if v is not None else 0
+
+    def decl_cluster(self, t: Tree) -> None:
+        v = self.const(t.children[0], "the cluster size")
+        if v is not None:
+            if not 1 <= v <= MAX_CLUSTER:
+                self.error("SV113", f"cluster size {v} is outside 1..{MAX_CLUSTER}", self.span(t.children[0]))
+            else:
+                self.cluster = v
+
+    def decl_cta_threads(self, t: Tree) -> None:
+        v = self.const(t.children[0], "the CTA thread count")
+        if v is None:
+            return
+        if not 32 <= v <= MAX_THREADS or v % 32:
+            self.error("SV113", f"CTA thread count {v} must be a multiple of 32 in 32..{MAX_THREADS}",
+                       self.span(t.children[0]))
+        else:
+            self.threads = v
+
+    def _array(self, t: Tree | None) -> tuple[int | None, bool]:
+        if t is None:
+            return None, True
+        n = self.const(t.children[0], "an array size")
+        if n is None:
+            return None, False
+        if not 1 <= n <= MAX_ARRAY:
+            self.error("SV104", f"array size {n} is outside 1..{MAX_ARRAY}", self.span(t.children[0]))
+            return None, False
+        return n, True
+
+    @staticmethod
+    def _split_array(children: list) -> tuple[Token, Tree | None, list]:
+        name, rest = children[0], children[1:]
+        if rest and isinstance(rest[0], Tree) and rest[0].data == "array":
+            return name, rest[0], rest[1:]
+        return name, None, rest
+
+    def decl_role(self, t: Tree) -> None:
+        name, array, rest = self._split_array(t.children)
+        size, ok = self._array(array)
+        rng = rest[0]
+        kind = str(rng.children[0].children[0])
+        unit = {"thread": 1, "threads": 1, "warp": 32, "warps": 32, "warpgroup": 128, "warpgroups": 128}[kind]
+        plural = kind.endswith("s")
+        if plural and len(rng.children) != 3:
+            self.error("SV100", f"`{kind}` takes a range `A..B`", self.span(rng))
+            return
+        if not plural and len(rng.children) != 2:
+            self.error("SV100", f"`{kind}` takes one index; use `{kind}s A..B` for a range", self.span(rng))
+            return
+        if not self.declare(name, "role") or not ok:
+            return
+        instances = []
+        for i in range(size or 1):
+            env = {"i": i}
+            lo = self.const(rng.children[1], "a role range", env)
+            hi = self.const(rng.children[2], "a role range", env) if plural else (lo + 1 if lo is not None else None)
+            if lo is None or hi is None:
+                return
+            if hi <= lo:
+                self.error("SV103", f"role `{name}` instance {i} is empty ({kind} {lo}..{hi})", self.span(rng))
+                return
+            instances.append((lo * unit, hi * unit))
+        self.roles.append(ir.Role(str(name), tuple(instances), size is not None, self.span(t)))
+
+    def decl_smem(self, t: Tree) -> None:
+        name, array, rest = self._split_array(t.children)
+        size, ok = self._array(array)
+        nbytes = self.const(rest[0], "buffer bytes")
+        if not self.declare(name, "buffer") or not ok or nbytes is None:
+            return
+        if nbytes <= 0 or nbytes % 16:
+            self.error("SV107", f"buffer `{name}` has {nbytes} bytes; shared-memory buffers used by bulk copies "
+                       "need a positive multiple of 16", self.span(rest[0]))
+            return
+        self.buffers[str(name)] = ir.Buffer(str(name), size, nbytes, self.span(t))
+
+    def decl_mbarrier(self, t: Tree) -> None:
+        name, array, rest = self._split_array(t.children)
+        size, ok = self._array(array)
+        count = self.const(rest[0], "an mbarrier count") if rest else None
+        if not self.declare(name, "mbarrier") or not ok:
+            return
+        if count is not None and not 1 <= count <= MAX_COUNT:
+            self.error("SV105", f"mbarrier `{name}` count {count} is outside 1..{MAX_COUNT} (2^20-1)",
+                       self.span(rest[0]))
+            count = 1  # reported once here; keeps `init` from reporting a missing count again
+        self.mbarriers[str(name)] = ir.Mbarrier(str(name), size, count, self.span(t))
+
+    def decl_named(self, t: Tree) -> None:
+        name, array, rest = self._split_array(t.children)
+        size, ok = self._array(array)
+        if not self.declare(name, "named barrier") or not ok:
+            return
+        id_expr = self.expr(rest[0], allow_i=size is not None)
+        count_expr = self.expr(rest[1], allow_i=size is not None) if len(rest) > 1 else None
+        for i in range(size or 1):
+            env = {"i": i}
+            bid = self.const(rest[0], "a named-barrier id", env)
+            cnt = self.const(rest[1], "a named-barrier count", env) if count_expr is not None else None
+            if bid is not None:
+                self._check_bar_id(bid, self.span(rest[0]))
+            if cnt is not None:
+                self._check_bar_count(cnt, self.span(rest[1]))
+        self.named[str(name)] = _Named(size, id_expr, count_expr, self.span(t))
+
+    def _check_bar_id(self, bid: int, span: Span) -> bool:
+        if not 0 <= bid <= 15:
+            self.error("SV106", f"named-barrier id {bid} is outside 0..15", span)
+            return False
+        return True
+
+    def _check_bar_count(self, count: int, span: Span) -> bool:
+        limit = self.threads or MAX_THREADS
+        if count <= 0 or count % 32 or count > limit:
+            self.error("SV106", f"named-barrier thread count {count} must be a positive multiple of 32 "
+                       f"and at most the CTA's {limit} threads", span)
+            return False
+        return True
+
+    def check_roles(self) -> None:
+        threads = self.threads or 0
+        owner: dict[int, str] = {}
+        for role in self.roles:
+            for i, (lo, hi) in enumerate(role.instances):
+                label = f"{role.name}[{i}]" if role.array else role.name
+                if hi > threads:
+                    self.error("SV103", f"role `{label}` covers threads {lo}..{hi - 1}, beyond the CTA's {threads} "
+                               "threads", role.span)
+                    continue
+                for tid in range(lo, hi):
+                    if tid in owner:
+                        self.error("SV103", f"roles `{owner[tid]}` and `{label}` overlap at thread {tid}", role.span)
+                        break
+                    owner[tid] = label
+
+    # ---- statements ------------------------------------------------------
+    def block(self, items: Iterable[Tree], ctx: _Ctx) -> tuple[ir.Stmt, ...]:
+        self.scopes.append(_Scope())
+        out: list[ir.Stmt] = []
+        for item in items:
+            if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named"):
+                if len(self.scopes) > 1:
+                    self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
+                continue
+            out.extend(self.stmt(item, ctx))
+        self.scopes.pop()
+        return tuple(out)
+
+    def bind(self, name: Token) -> None:
+        n = str(name)
+        if n in self.kinds or n in self.params or n in ("i", "cta", "instance") or any(
+                n in s.variables for s in self.scopes):
+            self.error("SV102", f"`{n}` is already declared; pick another name for the variable", self.span(name))
+        self.scopes[-1].variables[n] = self.span(name)
+
+    def stmt(self, t: Tree, ctx: _Ctx) -> list[ir.Stmt]:
+        span = self.span(t)
+        if t.data == "let":
+            name, value = t.children
+            expr = self.expr(value)
+            self.bind(name)
+            return [ir.Let(str(name), expr, span)]
+        if t.data == "for_":
+            var, lo_t, hi_t, body = t.children
+            lo, hi = self.expr(lo_t), self.expr(hi_t)
+            for bound, tree in ((lo, lo_t), (hi, hi_t)):
+                if not isinstance(bound, ir.Const):
+                    self.error("SV109", "a loop bound must be a constant (params are fine); "
+                               f"this one depends on {', '.join(sorted(free_names(bound)))}", self.span(tree))
+                elif bound.value < 0:
+                    self.error("SV109", f"loop bound {bound.value} is negative", self.span(tree))
+            if isinstance(lo, ir.Const) and isinstance(hi, ir.Const) and hi.value < lo.value:
+                self.error("SV109", f"loop range {lo.value}..{hi.value} runs backwards", self.span(hi_t))
+            self.scopes.append(_Scope())
+            self.bind(var)
+            inner = self.block(body.children, ctx)
+            self.scopes.pop()
+            return [ir.For(str(var), lo, hi, inner, span)]
+        if t.data == "if_stmt":
+            return [self.if_stmt(t, ctx)]
+        if t.data in ("elect", "per_warp"):
+            if ctx.in_elect:
+                self.error("SV116", "`elect`/`per warp` inside another one: the body already runs on one thread",
+                           span)
+            inner = self.block(t.children[0].children, _Ctx(ctx.role, True))
+            return [ir.Elect(inner, ctx.role, t.data == "per_warp", span)]
+        if t.data == "op":
+            op = self.op(t, ctx)
+            if op is None:
+                return []
+            return op if isinstance(op, list) else [op]
+        raise AssertionError(t.data)  # pragma: no cover
+
+    def if_stmt(self, t: Tree, ctx: _Ctx) -> ir.If:
+        cond_t, then_t, *rest = t.children
+        cond = self.expr(cond_t)
+        guard = _guard_role(cond)
+        inner_ctx = _Ctx(guard or ctx.role, ctx.in_elect)
+        then = self.block(then_t.children, inner_ctx)
+        orelse: tuple[ir.Stmt, ...] = ()
+        if rest:
+            other = rest[0]
+            orelse = (self.if_stmt(other, ctx),) if other.data == "if_stmt" else self.block(other.children, ctx)
+        return ir.If(cond, then, orelse, self.span(t))
+
+    # ---- operations ------------------------------------------------------
+    def op(self, t: Tree, ctx: _Ctx) -> ir.Op | list[ir.Op] | None:
+        head = t.children[0]
+        span = self.span(t)
+        if head.data == "clusterop":
+            words = ["cluster", *(str(q)[1:] for q in head.children)]
+            head_span = self.span(head)
+        else:
+            words = [str(head.children[0]), *(str(q)[1:] for q in head.children[1:])]
+            head_span = self.span(head)
+        name, quals = _split_mnemonic(words)
+        if name is None:
+            full = ".".join(words)
+            self.error("SV110", f"unknown operation `{full}`{_suggest(full, [*OPERATIONS, *_ALIASES])}", head_span)
+            return None
+        spec = OPERATIONS[name]
+        for q in quals:
+            if q not in spec.quals:
+                allowed = " ".join(sorted(spec.quals)) or "none"
+                self.error("SV110", f"`{name}` does not take qualifier `{q}` (allowed: {allowed})", head_span)
+                return None
+        operands: list[Tree] = []
+        clauses: dict[str, Tree] = {}
+        for child in t.children[1:]:
+            if child.data == "operands":
+                operands = list(child.children)
+            else:
+                word = _CLAUSE_WORDS[child.data]
+                if word in clauses:
+                    self.error("SV110", f"`{_CLAUSE_SYNTAX[word]}` given twice", self.span(child))
+                    return None
+                if word not in spec.clauses:
+                    allowed = ", ".join(f"`{_CLAUSE_SYNTAX[c]}`" for c in sorted(spec.clauses)) or "none"
+                    if word == "remote" and name in ("wait", "init", "inval"):
+                        self.error("SV108", f"`{name}` works only on the executing CTA's own barrier "
+                                   "(PTX has no .shared::cluster form of it)", self.span(child))
+                    else:
+                        self.error("SV110", f"`{name}` does not take `{_CLAUSE_SYNTAX[word]}` (it takes: {allowed})",
+                                   self.span(child))
+                    return None
+                clauses[word] = child.children[0]
+        lo, hi = spec.operands
+        if not lo <= len(operands) <= hi:
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            self.error("SV110", f"`{name}` takes {want} operand(s), got {len(operands)}", span)
+            return None
+        for req in spec.required:
+            if req not in clauses:
+                self.error("SV110", f"`{name}` needs `{_CLAUSE_SYNTAX[req]}`", span)
+                return None
+        if name in _WARP_COLLECTIVE and ctx.in_elect:
+            self.error("SV116", f"`{name}` must be executed by every lane of a warp; it cannot sit inside "
+                       "`elect`/`per warp`", span)
+            return None
+        if "remote" in clauses and self.cluster == 1:
+            self.error("SV108", "remote operation (`@ CTA`) in a protocol whose cluster has 1 CTA", self.span(
+                clauses["remote"]))
+            return None
+        builder = getattr(self, "op_" + name.replace(".", "_"))
+        return builder(span, set(quals), operands, clauses)
+
+    def ref(self, t: Tree, kind: str, *, every_ok: bool = False) -> ir.Ref | None:
+        span = self.span(t)
+        if t.data not in ("name", "index", "index_all"):
+            self.error("SV111", f"expected a {kind} here", span)
+            return None
+        name = str(t.children[0])
+        if name not in self.kinds:
+            options = [n for n, (k, _) in self.kinds.items() if k == kind]
+            self.error("SV101", f"unknown {kind} `{name}`{_suggest(name, options)}", span)
+            return None
+        actual = self.kinds[name][0]
+        if actual != kind:
+            self.error("SV111", f"`{name}` is a {actual}, but this operation needs a {kind}", span)
+            return None
+        size = self.buffers[name].slots if kind == "buffer" else self.mbarriers[name].size
+        if t.data == "index_all":
+            if not every_ok:
+                self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)
+                return None
+            if size is None:
+                self.error("SV104", f"`{name}` is not an array", span)
+                return None
+            return ir.Ref(kind, name, None, True, span)  # type: ignore[arg-type]
+        if t.data == "name":
+            if size is not None:
+                self.error("SV104", f"`{name}` is an array of {size}; give an index", span)
+                return None
+            return ir.Ref(kind, name, None, False, span)  # type: ignore[arg-type]
+        if size is None:
+            self.error("SV104", f"`{name}` is not an array", span)
+            return None
+        index = self.expr(t.children[1])
+        if isinstance(index, ir.Const) and not 0 <= index.value < size:
+            self.error("SV104", f"index {index.value} is out of range for `{name}[{size}]`", self.span(t.children[1]))
+            return None
+        return ir.Ref(kind, name, index, False, span)  # type: ignore[arg-type]
+
+    def _bytes(self, t: Tree, what: str) -> ir.Expr:
+        e = self.expr(t)
+        if isinstance(e, ir.Const) and (e.value <= 0 or e.value % 16 or e.value > MAX_COUNT):
+            if e.value > MAX_COUNT:
+                self.error("SV105", f"{what} {e.value} exceeds the tx-count limit 2^20-1", self.span(t))
+            else:
+                self.error("SV107", f"{what} {e.value} is not a positive multiple of 16", self.span(t))
+        return e
+
+    def _remote(self, clauses: Mapping[str, Tree]) -> ir.Expr | None:
+        if "remote" not in clauses:
+            return None
+        e = self.expr(clauses["remote"])
+        if isinstance(e, ir.Const) and not 0 <= e.value < self.cluster:
+            self.error("SV405", f"CTA rank {e.value} is outside the cluster (ranks 0..{self.cluster - 1})",
+                       self.span(clauses["remote"]))
+        return e
+
+    @staticmethod
+    def _sem_scope(quals: set[str], default_sem: str) -> tuple[str, str]:
+        sem = "relaxed" if ".relaxed" in quals else default_sem
+        scope = "cluster" if ".cluster" in quals else "cta"
+        return sem, scope
+
+    def _check_sem_scope(self, quals: set[str], span: Span) -> bool:
+        sem = {".release", ".relaxed", ".acquire"} & quals
+        scope = {".cta", ".cluster"} & quals
+        if len(sem) > 1 or len(scope) > 1:
+            self.error("SV110", "conflicting qualifiers " + " ".join(sorted(sem | scope)), span)
+            return False
+        return True
+
+    def op_init(self, span, quals, operands, clauses):
+        bar = self.ref(operands[0], "mbarrier", every_ok=True)
+        count = self.expr(clauses["count"]) if "count" in clauses else None
+        if bar is None:
+            return None
+        if count is None and self.mbarriers[bar.name].count is None:
+            self.error("SV105", f"`init {bar.name}` needs `count N`: the declaration gives none", span)
+            return None
+        if isinstance(count, ir.Const) and not 1 <= count.value <= MAX_COUNT:
+            self.error("SV105", f"init count {count.value} is outside 1..{MAX_COUNT} (2^20-1)",
+                       self.span(clauses["count"]))
+            return None
+        return ir.MbarInit(bar, count, span)
+
+    def op_inval(self, span, quals, operands, clauses):
+        bar = self.ref(operands[0], "mbarrier", every_ok=True)
+        return ir.MbarInval(bar, span) if bar else None
+
+    def _arrive(self, span, quals, operands, clauses, drop: bool):
+        if not self._check_sem_scope(quals, span):
+            return None
+        bar = self.ref(operands[0], "mbarrier")
+        tx = None
+        if ".expect_tx" in quals:
+            if "bytes" not in clauses:
+                self.error("SV110", "`arrive.expect_tx` needs `bytes N`", span)
+                return None
+            tx = self._bytes(clauses["bytes"], "expect_tx bytes")
+        elif "bytes" in clauses:
+            self.error("SV110", "`bytes N` on an arrive needs the `.expect_tx` qualifier", self.span(clauses["bytes"]))
+            return None
+        count = self.expr(clauses["count"]) if "count" in clauses else ir.Const(1, span)
+        if isinstance(count, ir.Const) and not 1 <= count.value <= MAX_COUNT:
+            self.error("SV105", f"arrive count {count.value} is outside 1..{MAX_COUNT}", span)
+            return None
+        sem, scope = self._sem_scope(quals, "release")
+        remote = self._remote(clauses)
+        if bar is None:
+            return None
+        return ir.MbarArrive(bar, count, tx, drop, sem, scope, remote, span)  # type: ignore[arg-type]
+
+    def op_arrive(self, span, quals, operands, clauses):
+        return self._arrive(span, quals, operands, clauses, drop=False)
+
+    def op_arrive_drop(self, span, quals, operands, clauses):
+        return self._arrive(span, quals, operands, clauses, drop=True)
+
+    def _tx(self, kind, span, operands, clauses):
+        bar = self.ref(operands[0], "mbarrier")
+        nbytes = self.expr(clauses["bytes"])
+        if isinstance(nbytes, ir.Const) and not 0 <= nbytes.value <= MAX_COUNT:
+            self.error("SV105", f"tx bytes {nbytes.value} are outside 0..{MAX_COUNT}", self.span(clauses["bytes"]))
+        remote = self._remote(clauses)
+        return ir.MbarTx(kind, bar, nbytes, remote, span) if bar else None
+
+    def op_expect_tx(self, span, quals, operands, clauses):
+        return self._tx("expect", span, operands, clauses)
+
+    def op_complete_tx(self, span, quals, operands, clauses):
+        return self._tx("complete", span, operands, clauses)
+
+    def op_wait(self, span, quals, operands, clauses):
+        if not self._check_sem_scope(quals, span):
+            return None
+        bar = self.ref(operands[0], "mbarrier")
+        parity = self.expr(clauses["parity"])
+        sem, scope = self._sem_scope(quals, "acquire")
+        return ir.MbarWait(bar, parity, sem, scope, span) if bar else None  # type: ignore[arg-type]
+
+    def op_syncthreads(self, span, quals, operands, clauses):
+        return ir.BarSync(ir.Const(0, span), None, span)
+
+    def op_syncwarp(self, span, quals, operands, clauses):
+        return ir.Syncwarp(span)
+
+    def _bar_operands(self, span, operands, clauses, need_count: bool) -> tuple[ir.Expr, ir.Expr | None] | None:
+        first = operands[0]
+        count: ir.Expr | None = None
+        if first.data in ("name", "index") and str(first.children[0]) in self.named:
+            decl = self.named[str(first.children[0])]
+            if first.data == "name" and decl.size is not None:
+                self.error("SV104", f"`{first.children[0]}` is an array of {decl.size}; give an index", span)
+                return None
+            if first.data == "index":
+                if decl.size is None:
+                    self.error("SV104", f"`{first.children[0]}` is not an array", span)
+                    return None
+                index = self.expr(first.children[1])
+                if isinstance(index, ir.Const) and not 0 <= index.value < decl.size:
+                    self.error("SV104", f"index {index.value} is out of range for `{first.children[0]}"
+                               f"[{decl.size}]`", self.span(first.children[1]))
+                    return None
+                bar_id = fold(substitute(decl.id_expr, "i", index))
+                count = fold(substitute(decl.count_expr, "i", index)) if decl.count_expr is not None else None
+            else:
+                bar_id, count = decl.id_expr, decl.count_expr
+            if len(operands) > 1:
+                self.error("SV110", "give the count of a named barrier as `count N`, or in its declaration", span)
+                return None
+        else:
+            bar_id = self.expr(first)
+            if len(operands) > 1:
+                count = self.expr(operands[1])
+        if "count" in clauses:
+            if count is not None and len(operands) > 1:
+                self.error("SV110", "thread count given twice", span)
+                return None
+            count = self.expr(clauses["count"])
+        if isinstance(bar_id, ir.Const) and not self._check_bar_id(bar_id.value, self.span(first)):
+            return None
+        if isinstance(count, ir.Const) and not self._check_bar_count(count.value, span):
+            return None
+        if need_count and count is None:
+            self.error("SV106", "`bar.arrive` needs a thread count (`bar.arrive ID, N`)", span)
+            return None
+        return bar_id, count
+
+    def op_bar_sync(self, span, quals, operands, clauses):
+        r = self._bar_operands(span, operands, clauses, need_count=False)
+        return ir.BarSync(r[0], r[1], span) if r else None
+
+    def op_bar_arrive(self, span, quals, operands, clauses):
+        r = self._bar_operands(span, operands, clauses, need_count=True)
+        return ir.BarArrive(r[0], r[1], span) if r else None  # type: ignore[arg-type]
+
+    def op_cluster_arrive(self, span, quals, operands, clauses):
+        return ir.ClusterArrive(".relaxed" in quals, span)
+
+    def op_cluster_wait(self, span, quals, operands, clauses):
+        return ir.ClusterWait(span)
+
+    def op_cluster_sync(self, span, quals, operands, clauses):
+        return [ir.ClusterArrive(False, span), ir.ClusterWait(span)]
+
+    def _access(self, kind, span, operands, clauses):
+        buf = self.ref(operands[0], "buffer")
+        remote = self._remote(clauses)
+        return ir.Access(kind, buf, remote, span) if buf else None
+
+    def op_read(self, span, quals, operands, clauses):
+        return self._access("read", span, operands, clauses)
+
+    def op_write(self, span, quals, operands, clauses):
+        return self._access("write", span, operands, clauses)
+
+    def _buffer_bytes(self, buf: ir.Ref, clauses, span) -> ir.Expr:
+        if "bytes" in clauses:
+            return self._bytes(clauses["bytes"], "copy bytes")
+        return ir.Const(self.buffers[buf.name].bytes, span)
+
+    def op_tma_load(self, span, quals, operands, clauses):
+        buf = self.ref(operands[0], "buffer")
+        bar = self.ref(clauses["target"], "mbarrier")
+        mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
+        if mask is not None and self.cluster == 1:
+            self.error("SV108", "`multicast` in a protocol whose cluster has 1 CTA", span)
+            return None
+        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
+            self.error("SV405", f"multicast mask {mask.value:#b} names CTAs outside the cluster of {self.cluster}"
+                       if mask.value else "multicast mask is 0: the copy goes nowhere", span)
+            return None
+        if buf is None or bar is None:
+            return None
+        return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span)
+
+    def op_tma_store(self, span, quals, operands, clauses):
+        buf = self.ref(operands[0], "buffer")
+        return ir.TmaStore(buf, self._buffer_bytes(buf, clauses, span), span) if buf else None
+
+    def op_bulk_commit(self, span, quals, operands, clauses):
+        return ir.GroupCommit("bulk", span)
+
+    def _pending(self, operands, span) -> ir.Expr:
+        n = self.expr(operands[0]) if operands else ir.Const(0, span)
+        if not isinstance(n, ir.Const) or not 0 <= n.value <= 7:
+            self.error("SV110", "the number of groups left pending must be a constant 0..7", span)
+        return n
+
+    def op_bulk_wait_read(self, span, quals, operands, clauses):
+        return ir.GroupWait("bulk", self._pending(operands, span), span)
+
+    def op_wgmma_read(self, span, quals, operands, clauses):
+        buf = self.ref(operands[0], "buffer")
+        return ir.WgmmaRead(buf, span) if buf else None
+
+    def op_wgmma_commit(self, span, quals, operands, clauses):
+        return ir.GroupCommit("wgmma", span)
+
+    def op_wgmma_wait(self, span, quals, operands, clauses):
+        return ir.GroupWait("wgmma", self._pending(operands, span), span)
+
+    def op_fence_proxy_async(self, span, quals, operands, clauses):
+        return ir.Fence("proxy_async", span)
+
+    def op_fence_mbarrier_init(self, span, quals, operands, clauses):
+        return ir.Fence("mbarrier_init", span)
+
+    def _tmem(self, dealloc, span, clauses):
+        group = self.const(clauses["cta_group"], "cta_group") if "cta_group" in clauses else 1
+        if group not in (1, 2):
+            self.error("SV110", "cta_group must be 1 or 2", span)
+            return None
+        if group == 2 and self.cluster < 2:
+            self.error("SV108", "cta_group 2 needs a cluster of at least 2 CTAs", span)
+            return None
+        return ir.TmemAlloc(dealloc, group, span)
+
+    def op_tmem_alloc(self, span, quals, operands, clauses):
+        return self._tmem(False, span, clauses)
+
+    def op_tmem_dealloc(self, span, quals, operands, clauses):
+        return self._tmem(True, span, clauses)
+
+    def op_umma_commit(self, span, quals, operands, clauses):
+        bar = self.ref(operands[0], "mbarrier")
+        mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
+        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
+            self.error("SV405", "multicast mask names CTAs outside the cluster", span)
+            return None
+        return ir.UmmaCommit(bar, mask, span) if bar else None
+
+
+def _split_mnemonic(words: list[str]) -> tuple[str | None, list[str]]:
+    """Longest known mnemonic prefix of `a.b.c`; the rest are qualifiers (as `.q`)."""
+    for n in range(len(words), 0, -1):
+        head = ".".join(words[:n])
+        head = _ALIASES.get(head, head)
+        if head in OPERATIONS:
+            return head, ["." + w for w in words[n:]]
+    return None, []
+
+
+def _guard_role(cond: ir.Expr) -> str | None:
+    """The role a condition restricts execution to, if it is `ROLE` or `ROLE && …`."""
+    if isinstance(cond, ir.InRole):
+        return cond.role
+    if isinstance(cond, ir.BinOp) and cond.op == "&&":
+        return _guard_role(cond.left) or _guard_role(cond.right)
+    return None
+
+
+def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
+            expect: ir.Expectation | None) -> ir.Protocol:
+    """Turn a parse tree into a Protocol, or raise InputError with every problem found."""
+    res = Resolver(path, text, defines)
+    proto = tree.children[0]
+    name, *items = proto.children
+    res.declarations(items)
+    if res.threads is None and not any(i.data == "cta_threads" for i in items):
+        res.error("SV113", "missing `cta threads N;`", res.span(name))
+    res.check_roles()
+    body = res.block(items, _Ctx())
+    if res.errors:
+        raise InputError(sorted(res.errors, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0)))
+    return ir.Protocol(
+        name=str(name), path=path, params=tuple(res.params.items()), cluster=res.cluster,
+        threads=res.threads or 0, roles=tuple(res.roles), buffers=tuple(res.buffers.values()),
+        mbarriers=tuple(res.mbarriers.values()), body=body, expect=expect, span=res.span(proto),
+    )

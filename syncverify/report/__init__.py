@@ -1,0 +1,1 @@
+"""Reporters: turn CheckResults into text (rich), JSON, SARIF."""

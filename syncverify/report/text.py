@@ -1,0 +1,78 @@
+"""Terminal report via rich: `file:line:col: SVnnn message`, the source line, a caret.
+
+Colour only when writing to a terminal; rich honours NO_COLOR itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..diagnostics import Diagnostic, Severity
+from ..result import CheckResult, Verdict
+
+_VERDICT_STYLE = {Verdict.SAFE: "bold green", Verdict.VIOLATION: "bold red", Verdict.ERROR: "bold red",
+                  Verdict.INCONCLUSIVE: "bold yellow"}
+
+
+def make_console(stream=None) -> Console:
+    return Console(file=stream, highlight=False, soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")))
+
+
+def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8") as f:
+                cache[path] = f.read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    lines = cache[path]
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def print_diagnostic(console: Console, d: Diagnostic, sources: dict[str, list[str]], full_trace: bool) -> None:
+    style = "red" if d.severity is Severity.ERROR else "yellow"
+    where = f"{d.span}: " if d.span else ""
+    console.print(f"{escape(where)}[bold {style}]{d.code}[/] {escape(d.message)}")
+    if d.span:
+        src = _source_line(d.span.path, d.span.line, sources)
+        if src is not None:
+            width = max(1, (d.span.end_column - d.span.column) if d.span.end_line == d.span.line else 1)
+            console.print("    " + escape(src.expandtabs(4)))
+            console.print("    " + " " * (d.span.column - 1) + f"[{style}]^" + "~" * (width - 1) + "[/]")
+    for rel in d.related:
+        console.print(f"  [dim]note:[/] {escape(str(rel.span))}: {escape(rel.message)}")
+    for note in d.notes:
+        console.print(f"  [dim]note:[/] {escape(note)}")
+    if d.trace:
+        print_trace(console, d, full_trace)
+
+
+def print_trace(console: Console, d: Diagnostic, full_trace: bool) -> None:
+    table = Table(title=f"counterexample ({len(d.trace)} steps)", title_justify="left", show_edge=False,
+                  pad_edge=False, box=None)
+    for col in ("step", "cta", "role", "line", "iter", "op", "state after"):
+        table.add_column(col, overflow="fold")
+    for s in d.trace:
+        table.add_row(str(s.step), str(s.cta), escape(s.role), str(s.line), escape(s.iteration),
+                      escape(s.op) + (f" [dim]{escape(s.note)}[/]" if s.note else ""), escape(s.state))
+    console.print(table)
+
+
+def render(results: Iterable[CheckResult], console: Console, full_trace: bool = False) -> None:
+    sources: dict[str, list[str]] = {}
+    for r in results:
+        for d in r.diagnostics:
+            print_diagnostic(console, d, sources, full_trace)
+        name = f" ({r.protocol})" if r.protocol else ""
+        extra = f" — {r.coverage}" if r.coverage else ""
+        stats = ""
+        if r.stats.states:
+            stats = f" [dim][{r.stats.states} states, {r.stats.seconds:.2f}s][/]"
+        bound = f" [dim]bound: {r.bound}[/]" if r.verdict in (Verdict.SAFE, Verdict.VIOLATION) else ""
+        console.print(f"{escape(r.path)}{escape(name)}: [{_VERDICT_STYLE[r.verdict]}]{r.verdict.value}[/]"
+                      f"{bound}{escape(extra)}{stats}")
