@@ -23,6 +23,7 @@ class Options:
     timeout: float = 600.0
     max_memory_mb: float = 8192.0
     strict: bool = False
+    full_trace: bool = False
     defines: Mapping[str, int] = field(default_factory=dict)
     # Readings of the PTX text that production kernels rely on but PTX does not
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.

@@ -346,6 +346,8 @@ class Protocol:
     body: tuple[Stmt, ...]
     expect: Expectation | None
     span: Span
+    loop_params: tuple[str, ...] = ()  # params used in `for` bounds: what "ITERS=N" bounds name
+    source: str = ""  # the spec text, for quoting operations in traces
 
     @property
     def warps(self) -> int:

@@ -1,0 +1,291 @@
+"""Explicit-state search: breadth-first over every interleaving.
+
+Breadth-first order makes every counterexample a shortest one. Visited states
+are kept whole (not hashed to fingerprints) so that no state can be skipped by
+a collision: a false "safe" is the one bug this engine must not have. Each
+state stores its parent and the step that led to it; traces are rebuilt by
+replaying those steps through the machine.
+
+Budgets (states, seconds, memory) end the search as *inconclusive*, with what
+was covered, never as safe. A violating step is reported and not explored
+further; the search goes on to find the other distinct violations.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from .. import ir
+from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
+from ..result import CheckResult, Stats, Verdict
+from ..semantics.machine import Machine, StepResult, Violation
+from ..semantics.program import BAR_WAIT, END
+from ..semantics.state import P_PC, P_VARS, State
+from ..semantics.symmetry import Symmetry
+
+MAX_DISTINCT_ERRORS = 12
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_states: int = 2_000_000
+    seconds: float = 600.0
+    memory_mb: float = 8192.0
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@dataclass
+class SearchOutcome:
+    complete: bool
+    states: int
+    transitions: int
+    seconds: float
+    peak_mb: float
+    errors: list[tuple[Violation, list[tuple]]]  # violation, path of labels
+    warnings: list[tuple[Violation, list[tuple]]]
+    stop_reason: str = ""
+
+
+def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None) -> SearchOutcome:
+    start = time.monotonic()
+    base_mb = _rss_mb()
+    canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))
+    init = canon(machine.initial())[0]
+    index: dict[State, int] = {init: 0}
+    parents: list[tuple[int, tuple | None]] = [(-1, None)]
+    queue: deque[State] = deque([init])
+    errors: dict[tuple, tuple[Violation, int, tuple]] = {}
+    warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
+    transitions = 0
+    peak = base_mb
+    stop = ""
+    nprocs = len(machine.procs)
+    while queue:
+        if len(index) > budget.max_states:
+            stop = f"state budget of {budget.max_states} reached"
+            break
+        if transitions % 2048 == 0:
+            if time.monotonic() - start > budget.seconds:
+                stop = f"time budget of {budget.seconds:g}s reached"
+                break
+            peak = max(peak, _rss_mb())
+            if peak - base_mb > budget.memory_mb:
+                stop = f"memory budget of {budget.memory_mb:g} MB reached"
+                break
+        if len(errors) >= MAX_DISTINCT_ERRORS:
+            stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
+            break
+        state = queue.popleft()
+        sid = index[state]
+        results: list[StepResult] = list(machine.successors(state))
+        if not results and not all(machine.done(state, p) for p in range(nprocs)):
+            v = _deadlock(machine, state)
+            key = (v.code, v.span.line if v.span else 0, "deadlock")
+            if key not in errors:
+                errors[key] = (v, sid, None)
+        for res in results:
+            transitions += 1
+            for warn in res.warnings:
+                key = (warn.code, warn.span.line if warn.span else 0)
+                if key not in warnings:
+                    warnings[key] = (warn, sid, res.label)
+            if res.violation is not None:
+                v = res.violation
+                key = (v.code, v.span.line if v.span else 0, v.related[0][0] if v.related else 0)
+                if key not in errors:
+                    errors[key] = (v, sid, res.label)
+                continue
+            nxt = canon(res.state)[0]
+            if nxt not in index:
+                index[nxt] = len(parents)
+                parents.append((sid, res.label))
+                queue.append(nxt)
+    peak = max(peak, _rss_mb())
+
+    def path(sid: int, last: tuple | None) -> list[tuple]:
+        labels = [] if last is None else [last]
+        while sid > 0:
+            parent, label = parents[sid]
+            labels.append(label)
+            sid = parent
+        return labels[::-1]
+
+    return SearchOutcome(
+        complete=not queue and not stop, states=len(index), transitions=transitions,
+        seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
+        errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
+        warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],
+        stop_reason=stop,
+    )
+
+
+def _deadlock(machine: Machine, state: State) -> Violation:
+    """SV201 (or SV503 when bytes that never arrive are the cause): every blocked process."""
+    blocked = [p for p in range(len(machine.procs)) if not machine.done(state, p)]
+    lines = [f"{machine.proc_label(p)} {machine.blocked_reason(state, p)}" for p in blocked]
+    first = blocked[0]
+    ins = machine.programs[first].code[state.procs[first][P_PC]]
+    span = ins.op.span if ins.op is not None else machine.protocol.span
+    tx_stuck = [m for m in range(len(machine.mb_names)) if state.mbars[m][0] and state.mbars[m][2] == 0
+                and state.mbars[m][4] != 0]
+    roles = sorted({machine.procs[p].role or "cta" for p in blocked})
+    if tx_stuck and any(machine.mb_label(m) in line for m in tx_stuck for line in lines):
+        desc = "; ".join(machine.describe_mbar(state, m) for m in tx_stuck)
+        return Violation("SV503", f"deadlock: all arrivals are in but the transaction bytes never balance ({desc}). "
+                         "Blocked: " + "; ".join(lines), span)
+    return Violation("SV201", f"deadlock: {', '.join(roles)} can never move again. Blocked: " + "; ".join(lines),
+                     span)
+
+
+# ---------------------------------------------------------------------- traces
+def _op_text(protocol: ir.Protocol, span: Span | None) -> str:
+    if span is None or not protocol.source:
+        return ""
+    lines = protocol.source.splitlines()
+    if not 0 < span.line <= len(lines):
+        return ""
+    text = lines[span.line - 1]
+    if span.end_line == span.line:
+        text = text[span.column - 1: span.end_column - 1]
+    else:
+        text = text[span.column - 1:]
+    return " ".join(text.split())[:80]
+
+
+def _diff(machine: Machine, before: State, after: State) -> str:
+    parts = []
+    for m, (a, b) in enumerate(zip(before.mbars, after.mbars, strict=True)):
+        if a[:5] != b[:5]:
+            parts.append(machine.describe_mbar(after, m))
+    for i, (a, b) in enumerate(zip(before.named, after.named, strict=True)):
+        if a != b:
+            parts.append(f"bar {i % 16}@cta{i // 16}: {b.arrived} arrived, generation {b.gen}")
+    if before.cluster != after.cluster:
+        parts.append(f"cluster barrier: {after.cluster[1]} arrived, generation {after.cluster[0]}")
+    return "; ".join(parts)
+
+
+def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
+                symmetry: Symmetry | None = None) -> tuple[TraceStep, ...]:
+    """Replay a path of step labels and describe each step.
+
+    Under symmetry reduction the search stored representatives; the replay
+    applies the same canonicalization and tracks the permutations so that each
+    step is attributed to the warp that really took it."""
+    state = machine.initial()
+    real = list(range(len(machine.procs)))  # representative index -> real process
+    if symmetry is not None:
+        state, perm = symmetry.canon(state)
+        real = _follow(real, perm)
+    steps: list[TraceStep] = []
+    for n, label in enumerate(labels, start=1):
+        if label[0] == "p":
+            p = label[1]
+            ps = state.procs[p]
+            ins = machine.programs[p].code[ps[P_PC]]
+            proc = machine.procs[real[p]]
+            role = machine.proc_label(real[p])
+            line = ins.line
+            op_text = _op_text(machine.protocol, ins.op.span if ins.op is not None else None)
+            iteration = machine.iteration(p, ps[P_VARS])
+            cta = proc.cta
+            note = ""
+        else:
+            a = label[1]
+            cta, line = a[1], a[7]
+            role = "async agent"
+            iteration = ""
+            op_text = "bulk copy completes" if a[0] == 0 else "tensor-core commit arrives"
+            note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
+        res = machine.step(state, label)
+        after = res.state if res is not None and res.state is not None else state
+        if res is not None and res.violation is not None:
+            note = (note + " " if note else "") + f"<- {res.violation.code}"
+        steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
+                               state=_diff(machine, state, after)))
+        state = after
+        if symmetry is not None and res is not None and res.state is not None:
+            state, perm = symmetry.canon(state)
+            real = _follow(real, perm)
+    if full or len(steps) <= 12:
+        return tuple(steps)
+    return _trim(steps)
+
+
+def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
+    if not perm:
+        return real
+    out = list(real)
+    for old, new in perm.items():
+        out[new] = real[old]
+    return out
+
+
+def _trim(steps: list[TraceStep]) -> tuple[TraceStep, ...]:
+    """Keep the steps of the actors in the last step and every step that changed barrier state
+    those actors depended on; always keep the last step."""
+    last = steps[-1]
+    actors = {last.role}
+    touched = {part.split(":")[0] for part in last.state.split("; ") if part}
+    keep = []
+    for s in reversed(steps):
+        changed = {part.split(":")[0] for part in s.state.split("; ") if part}
+        if s.role in actors or changed & touched or s is last:
+            keep.append(s)
+            touched |= changed
+    return tuple(reversed(keep))
+
+
+def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: bool,
+                symmetry: Symmetry | None) -> Diagnostic:
+    related = tuple(Related(Span(machine.protocol.path, line, 1, line, 2), msg) for line, msg in v.related)
+    notes: tuple[str, ...] = ()
+    trace = build_trace(machine, labels, full=full_trace, symmetry=symmetry)
+    if not full_trace and len(trace) < len(labels):
+        notes = (f"trace trimmed to {len(trace)} of {len(labels)} steps (--full-trace shows all)",)
+    return make(v.code, v.message, v.span, severity=v.severity, trace=trace, related=related, notes=notes)
+
+
+def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
+            strict: bool = False, symmetry: bool = True) -> CheckResult:
+    sym = Symmetry(machine.procs, machine.programs) if symmetry else None
+    outcome = search(machine, budget, sym)
+    diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
+    diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
+    diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
+    stats = Stats(outcome.states, outcome.transitions, outcome.seconds, outcome.peak_mb)
+    bound = bound_of(protocol)
+    has_error = any(d.is_error or (strict and d.severity is Severity.WARNING) for d in diags)
+    if has_error:
+        verdict = Verdict.VIOLATION
+        coverage = "" if outcome.complete else f"search not finished ({outcome.stop_reason})"
+    elif not outcome.complete:
+        verdict = Verdict.INCONCLUSIVE
+        coverage = f"no violation in {outcome.states} states; {outcome.stop_reason}"
+    else:
+        verdict = Verdict.SAFE
+        coverage = ""
+    return CheckResult(path=protocol.path, protocol=protocol.name, verdict=verdict, bound=bound,
+                       diagnostics=tuple(diags), stats=stats, coverage=coverage)
+
+
+def bound_of(protocol: ir.Protocol) -> str:
+    """What an explicit check covers: the loop-bound params at their values, or all iterations."""
+    if not protocol.loop_params:
+        return "all-iterations"
+    values = dict(protocol.params)
+    return ", ".join(f"{name}={values[name]}" for name in protocol.loop_params)
+
+
+__all__ = ["BAR_WAIT", "END", "Budget", "explore", "search"]

@@ -1,0 +1,1056 @@
+"""The operational semantics: initial state and successor function of a protocol.
+
+One step is one atomic action of one process (a warp executing one operation)
+or of one asynchronous agent (a bulk copy completing, a tensor-core commit
+arriving). Barrier arithmetic comes from ``rules``; this module adds who
+executes what, the happens-before knowledge, and the checks that turn
+undefined behaviour into diagnostics (raised as ``Violation``).
+
+Where PTX is silent we fail closed and say so in a comment marked
+``UNSPECIFIED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .. import ir
+from ..diagnostics import Severity
+from ..expr import Context, EvalError, evaluate
+from . import rules
+from .program import (
+    BAR_WAIT,
+    BRANCH,
+    END,
+    FOR_INIT,
+    FOR_NEXT,
+    JUMP,
+    LET,
+    OP,
+    Process,
+    Program,
+    compile_program,
+    processes,
+)
+from .state import (
+    AG_TMA,
+    AG_UMMA,
+    F_ASYNC,
+    F_INFLIGHT,
+    F_REPEAT,
+    FULL,
+    LEADER,
+    M_EXP,
+    M_JPREV,
+    M_K,
+    M_OBSERVED,
+    M_PEND,
+    M_RDATA,
+    M_TX,
+    M_VALID,
+    P_BULK,
+    P_CLTOKEN,
+    P_PC,
+    P_TOKEN,
+    P_VARS,
+    P_WGMMA,
+    R_AKNOWN,
+    R_CTA,
+    R_EPOCH,
+    R_FLAGS,
+    R_GRP,
+    R_KIND,
+    R_KNOWN,
+    R_LINE,
+    R_OWNER,
+    R_PART,
+    R_SPACE,
+    READ,
+    SPACE_DATA,
+    SPACE_INIT,
+    SPACE_START,
+    WRITE,
+    Holders,
+    State,
+    acquire,
+    clear_bits,
+    release,
+    shift_phase,
+)
+
+STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
+
+
+class Violation(Exception):
+    """A step that breaks a rule. ``span`` is the offending operation."""
+
+    def __init__(self, code: str, message: str, span: ir.Span | None = None,
+                 related: tuple[tuple[int, str], ...] = (), severity: Severity = Severity.ERROR):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.span = span
+        self.related = related
+        self.severity = severity
+
+
+@dataclass
+class StepResult:
+    label: tuple
+    state: State | None
+    violation: Violation | None = None
+    warnings: list[Violation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Readings of behaviour PTX does not settle that production kernels rely on (§10.8)."""
+
+    tcgen05_commit_in_order: bool = True
+    dealloc_blocks: bool = True
+
+
+class _Work:
+    """A mutable view of one state while a step is being applied."""
+
+    __slots__ = ("agents", "cluster", "mbars", "named", "procs", "records", "tmem", "warnings")
+
+    def __init__(self, s: State):
+        self.procs = list(s.procs)
+        self.mbars = list(s.mbars)
+        self.named = list(s.named)
+        self.cluster = s.cluster
+        self.agents = list(s.agents)
+        self.records = s.records
+        self.tmem = list(s.tmem)
+        self.warnings: list[Violation] = []
+
+    def freeze(self) -> State:
+        return State(tuple(self.procs), tuple(self.mbars), tuple(self.named), self.cluster,
+                     tuple(sorted(self.agents)), tuple(sorted(self.records)), tuple(self.tmem))
+
+
+class Machine:
+    """The transition system of one protocol."""
+
+    def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
+        self.protocol = protocol
+        self.reduce = reduce
+        self.assume = assumptions
+        self.procs: list[Process] = processes(protocol)
+        self.programs: list[Program] = [compile_program(protocol, p) for p in self.procs]
+        self.ncta = protocol.cluster
+        # mbarrier layout: one global index per (cta, name, element)
+        self.mb_index: dict[tuple[int, str, int], int] = {}
+        self.mb_names: list[tuple[int, str, int]] = []
+        for cta in range(self.ncta):
+            for mb in protocol.mbarriers:
+                for i in range(mb.size or 1):
+                    self.mb_index[(cta, mb.name, i)] = len(self.mb_names)
+                    self.mb_names.append((cta, mb.name, i))
+        self.buf_index = {b.name: n for n, b in enumerate(protocol.buffers)}
+        self.holders = Holders(len(self.procs), len(self.mb_names), self.ncta)
+        self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
+        self.cta_threads = protocol.threads
+        self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
+
+    # ------------------------------------------------------------------ names
+    def mb_label(self, m: int) -> str:
+        cta, name, i = self.mb_names[m]
+        decl = self.protocol.mbarrier(name)
+        idx = f"[{i}]" if decl.size is not None else ""
+        return f"{name}{idx}" + (f"@cta{cta}" if self.ncta > 1 else "")
+
+    def slot_label(self, cta: int, buf: int, slot: int) -> str:
+        b = self.protocol.buffers[buf]
+        idx = f"[{slot}]" if b.slots is not None else ""
+        return f"{b.name}{idx}" + (f"@cta{cta}" if self.ncta > 1 else "")
+
+    def proc_label(self, p: int) -> str:
+        proc = self.procs[p]
+        return proc.label() + (f"@cta{proc.cta}" if self.ncta > 1 else "")
+
+    def iteration(self, p: int, vars_: tuple) -> str:
+        prog = self.programs[p]
+        return " ".join(f"{prog.var_names[s]}={vars_[s]}" for s in prog.loop_slots if s < len(vars_))
+
+    # ------------------------------------------------------------------ initial state
+    def initial(self) -> State:
+        procs = []
+        for p, prog in enumerate(self.programs):
+            pc, vars_ = self._run_local(p, 0, (0,) * len(prog.var_names))
+            procs.append((pc, vars_, -1, -1, 0, 0))
+        mbars = [(0, 0, 0, 0, 0, 1, (), 0)] * len(self.mb_names)
+        named = [rules.NB_FRESH] * (16 * self.ncta)
+        # Each CTA's start is a record its own threads know: peers learn it from a cluster barrier.
+        records = []
+        for c in range(self.ncta):
+            mask = 0
+            for p in self.procs_of_cta[c]:
+                mask |= self.holders.proc_mask(p)
+            records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, mask, mask))
+        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2))
+        state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),
+                      tuple(tmem))
+        return state
+
+    def _run_local(self, p: int, pc: int, vars_: tuple) -> tuple[int, tuple]:
+        """Run local control flow (let/for/if) until the next visible instruction."""
+        code = self.programs[p].code
+        ctx = self.ctx[p]
+        env = None
+        while True:
+            ins = code[pc]
+            kind = ins.kind
+            if kind in (OP, BAR_WAIT, END):
+                return pc, vars_
+            if env is None:
+                env = dict(zip(self.programs[p].var_names, vars_, strict=True))
+            if kind == LET:
+                value = self._eval(ins.expr, env, ctx)
+                vars_ = (*vars_[:ins.slot], value, *vars_[ins.slot + 1:])
+                env[self.programs[p].var_names[ins.slot]] = value
+                pc += 1
+            elif kind == FOR_INIT:
+                lo = self._eval(ins.expr, env, ctx)
+                hi = self._eval(ins.expr2, env, ctx)
+                if lo < hi:
+                    vars_ = (*vars_[:ins.slot], lo, *vars_[ins.slot + 1:])
+                    env[ins.loop_var] = lo
+                    pc += 1
+                else:
+                    pc = ins.target
+            elif kind == FOR_NEXT:
+                value = vars_[ins.slot] + 1
+                if value < self._eval(ins.expr2, env, ctx):
+                    vars_ = (*vars_[:ins.slot], value, *vars_[ins.slot + 1:])
+                    env[ins.loop_var] = value
+                    pc = ins.target
+                else:
+                    pc += 1
+            elif kind == BRANCH:
+                pc = pc + 1 if self._eval(ins.expr, env, ctx) else ins.target
+            elif kind == JUMP:
+                pc = ins.target
+
+    @staticmethod
+    def _eval(expr: ir.Expr, env: dict, ctx: Context) -> int:
+        try:
+            return evaluate(expr, env, ctx)
+        except EvalError as err:
+            raise Violation("SV115", f"expression cannot be evaluated: {err}", err.expr.span) from None
+
+    def env(self, p: int, vars_: tuple) -> dict:
+        return dict(zip(self.programs[p].var_names, vars_, strict=True))
+
+    # ------------------------------------------------------------------ successors
+    def done(self, state: State, p: int) -> bool:
+        return self.programs[p].code[state.procs[p][P_PC]].kind == END
+
+    def successors(self, state: State) -> Iterator[StepResult]:
+        """Every step enabled in ``state`` — or, by partial-order reduction, just one.
+
+        Partial-order reduction: an operation in LOCAL_OPS touches only its own
+        process, the records of the slot it accesses and agents it creates. It is
+        never blocked, and it commutes with every step of every other process or
+        agent: two accesses to one slot that are both enabled are concurrent, so
+        if they conflict each order reports the race (records are checked in both
+        directions), and if they do not, both orders reach the same state. Such a
+        step can therefore be taken alone (a persistent set of size one, [Godefroid
+        1996]); since it stays enabled, no deadlock is lost either. Steps that end
+        the process (exit has effects on barriers) or that violate a rule are not
+        taken alone. The state graph is acyclic (loops are bounded), so the
+        cycle proviso holds trivially."""
+        if self.reduce:
+            for p in range(len(self.procs)):
+                ins = self.programs[p].code[state.procs[p][P_PC]]
+                if ins.kind == OP and type(ins.op) in LOCAL_OPS:
+                    res = self.step_process(state, p)
+                    if res is not None and res.violation is None and not res.warnings and \
+                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
+                        yield res
+                        return
+        for p in range(len(self.procs)):
+            kind = self.programs[p].code[state.procs[p][P_PC]].kind
+            if kind != OP:
+                continue
+            res = self.step_process(state, p)
+            if res is not None:
+                yield res
+        seen = set()
+        for a in state.agents:
+            if a in seen:
+                continue
+            seen.add(a)
+            if not self._agent_enabled(state, a):
+                continue
+            yield self.step_agent(state, a)
+
+    def step(self, state: State, label: tuple) -> StepResult | None:
+        if label[0] == "p":
+            return self.step_process(state, label[1])
+        return self.step_agent(state, label[1])
+
+    def step_process(self, state: State, p: int) -> StepResult | None:
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        w = _Work(state)
+        label = ("p", p)
+        try:
+            advanced = self._exec(w, p, ins, pstate)
+        except Violation as v:
+            return StepResult(label, None, v, w.warnings)
+        if not advanced:
+            return None  # blocked
+        try:
+            pc, vars_ = self._run_local(p, w.procs[p][P_PC], w.procs[p][P_VARS])
+            w.procs[p] = (pc, vars_, *w.procs[p][2:])
+            if self.programs[p].code[pc].kind == END:
+                self._exit(w, p)
+        except Violation as v:
+            return StepResult(label, None, v, w.warnings)
+        return StepResult(label, w.freeze(), None, w.warnings)
+
+    # ------------------------------------------------------------------ process operations
+    def _exec(self, w: _Work, p: int, ins, pstate: tuple) -> bool:
+        """Apply one operation of process p. Returns False if it cannot move (blocked).
+
+        Handlers return True (done: go to the next instruction), False (blocked: no
+        step) or STAY (a visible effect, but the process stays, e.g. it joined a rendezvous)."""
+        op = ins.op
+        env = self.env(p, pstate[P_VARS])
+        ctx = self.ctx[p]
+        proc = self.procs[p]
+        lanes = self._lanes(p, ins.leader_only)
+        handler = _HANDLERS[type(op)]
+        moved = handler(self, w, p, proc, op, ins, env, ctx, lanes)
+        if moved is STAY:
+            return True
+        if moved:
+            pc = w.procs[p][P_PC]
+            if pc == pstate[P_PC] and self.programs[p].code[pc].kind == OP:
+                w.procs[p] = (pc + 1, *w.procs[p][1:])
+        return moved
+
+    def _lanes(self, p: int, leader_only: bool) -> int:
+        """Holder mask of the lanes executing: the leader alone, or the whole process."""
+        if leader_only or self.procs[p].nthreads == 1:
+            return self.holders.leader(p)
+        return self.holders.proc_mask(p)
+
+    def _part(self, p: int, leader_only: bool) -> int:
+        return LEADER if leader_only or self.procs[p].nthreads == 1 else FULL
+
+    def _target_cta(self, w: _Work, p: int, remote: ir.Expr | None, env, ctx, span) -> int:
+        if remote is None:
+            return self.procs[p].cta
+        cta = self._eval(remote, env, ctx)
+        if not 0 <= cta < self.ncta:
+            raise Violation("SV405", f"remote operation targets CTA rank {cta}, outside the cluster "
+                            f"(ranks 0..{self.ncta - 1})", span)
+        return cta
+
+    def _mbar(self, w: _Work, p: int, ref: ir.Ref, cta: int, env, ctx) -> int:
+        decl = self.protocol.mbarrier(ref.name)
+        idx = 0
+        if ref.index is not None:
+            idx = self._eval(ref.index, env, ctx)
+            if not 0 <= idx < (decl.size or 1):
+                raise Violation("SV104", f"index {idx} is out of range for `{ref.name}[{decl.size}]`", ref.span)
+        return self.mb_index[(cta, ref.name, idx)]
+
+    def _slot(self, ref: ir.Ref, env, ctx) -> tuple[int, int]:
+        buf = self.buf_index[ref.name]
+        decl = self.protocol.buffers[buf]
+        slot = 0
+        if ref.index is not None:
+            slot = self._eval(ref.index, env, ctx)
+            if not 0 <= slot < (decl.slots or 1):
+                raise Violation("SV104", f"index {slot} is out of range for `{ref.name}[{decl.slots}]`", ref.span)
+        return buf, slot
+
+    def _cta_exited(self, w: _Work, cta: int) -> bool:
+        return all(self.programs[q].code[w.procs[q][P_PC]].kind == END for q in self.procs_of_cta[cta])
+
+    def _check_peer_alive(self, w: _Work, p: int, cta: int, span, what: str) -> None:
+        if cta != self.procs[p].cta and self._cta_exited(w, cta):
+            raise Violation("SV404", f"{what} targets CTA {cta}, which may already have exited "
+                            "(nothing makes it wait for this access; end with a cluster barrier)", span)
+
+    def _knows(self, records: tuple, key: tuple, mask: int) -> bool:
+        """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?"""
+        for r in records:
+            if r[:4] == key:
+                return (r[R_KNOWN] & mask) == mask
+        return True  # no such record: nothing to order after
+
+    def _check_barrier_usable(self, w: _Work, p: int, m: int, lanes: int, span, what: str) -> None:
+        """SV401/SV402: the barrier must be valid and its init must happen-before this use."""
+        cta = self.mb_names[m][0]
+        remote = cta != self.procs[p].cta
+        if remote:
+            self._check_peer_alive(w, p, cta, span, what)
+        mb = w.mbars[m]
+        init_key = (SPACE_INIT, cta, m, 0)
+        if not mb[M_VALID] or not self._knows(w.records, init_key, lanes):
+            if remote:
+                raise Violation("SV402", f"{what} on {self.mb_label(m)} in peer CTA {cta} may run before that "
+                                "CTA's init of it is visible (needs init; fence.mbarrier_init; a cluster barrier "
+                                "that both sides pass before the remote use)", span)
+            state = "not initialized" if not mb[M_VALID] else "initialized, but nothing orders the init before it"
+            raise Violation("SV401", f"{what} on {self.mb_label(m)}: the barrier is {state}", span)
+
+    def _check_consumption(self, w: _Work, m: int, span, what: str) -> None:
+        """§1.3 consumption rule (SV502): the previous phase must have been observed by a wait."""
+        mb = w.mbars[m]
+        if not mb[M_OBSERVED]:
+            raise Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
+                            f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span)
+
+    def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, release_mask: int = 0,
+                rdata: int | None = None) -> None:
+        """Store a barrier after a rule was applied, with knowledge and phase bookkeeping."""
+        rd = old[M_RDATA] if rdata is None else rdata
+        observed = old[M_OBSERVED]
+        if release_mask:
+            w.records = release(w.records, release_mask, self.holders.mb_cur(m))
+        if mb.k != old[M_K]:
+            w.records = shift_phase(w.records, self.holders.mb_cur(m), self.holders.mb_last(m))
+            observed = 0
+            rd = (rd & 1) << 1
+        w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, observed, old[M_JPREV], rd)
+
+    @staticmethod
+    def _rule_state(mb: tuple) -> rules.Mbar:
+        return rules.Mbar(mb[M_VALID], mb[M_K], mb[M_PEND], mb[M_EXP], mb[M_TX])
+
+    def _tx_check(self, m: int, tx: int, span) -> None:
+        if rules.tx_out_of_range(tx):
+            raise Violation("SV503", f"tx-count of {self.mb_label(m)} would reach {tx}, outside ±(2^20-1)", span)
+
+    # ---- mbarrier
+    def op_init(self, w, p, proc, op: ir.MbarInit, ins, env, ctx, lanes) -> bool:
+        decl = self.protocol.mbarrier(op.bar.name)
+        count = decl.count if op.count is None else self._eval(op.count, env, ctx)
+        if not 1 <= count <= rules.MAX_COUNT:
+            raise Violation("SV105", f"init count {count} is outside 1..2^20-1", op.span)
+        elems = range(decl.size or 1) if op.bar.every else None
+        targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in elems] if elems is not None else \
+            [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
+        part = self._part(p, ins.leader_only)
+        for m in targets:
+            if w.mbars[m][M_VALID] or ins.threads > 1:
+                why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
+                    f"{ins.threads} threads init it at once (wrap the init in `elect`)"
+                raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
+            mb = rules.mb_init(count)
+            w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
+            w.records = clear_bits(w.records, self.holders.mb_cur(m) | self.holders.mb_last(m))
+            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0))
+            w.records = (*w.records, (SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes))
+        return True
+
+    def op_inval(self, w, p, proc, op: ir.MbarInval, ins, env, ctx, lanes) -> bool:
+        decl = self.protocol.mbarrier(op.bar.name)
+        targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in range(decl.size or 1)] if op.bar.every else \
+            [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
+        for m in targets:
+            self._check_barrier_usable(w, p, m, lanes, op.span, "inval")
+            mb = rules.mb_inval(self._rule_state(w.mbars[m]))
+            w.mbars[m] = (mb.valid, *w.mbars[m][1:])
+            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0))
+        return True
+
+    def op_arrive(self, w, p, proc, op: ir.MbarArrive, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        m = self._mbar(w, p, op.bar, cta, env, ctx)
+        what = "arrive_drop" if op.drop else "arrive"
+        self._check_barrier_usable(w, p, m, lanes, op.span, what)
+        self._check_consumption(w, m, op.span, what)
+        count = self._eval(op.count, env, ctx) * ins.threads
+        old = w.mbars[m]
+        s = self._rule_state(old)
+        if op.drop and count >= s.exp:
+            raise Violation("SV504", f"arrive_drop of {count} on {self.mb_label(m)} takes its expected count "
+                            f"{s.exp} to {s.exp - count} (UB at 0)", op.span)
+        if rules.arrive_overflows(s, count):
+            raise Violation("SV504", f"{count} arrival(s) on {self.mb_label(m)} but only {s.pend} pending in "
+                            f"phase {s.k} (the extra ones would land in the next phase)", op.span)
+        if op.tx_bytes is not None:
+            nbytes = self._eval(op.tx_bytes, env, ctx) * ins.threads
+            self._tx_check(m, s.tx + nbytes, op.span)
+            s = rules.Mbar(s.valid, s.k, s.pend, s.exp, s.tx + nbytes)
+        s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
+        rdata = None
+        release_mask = lanes if op.sem == "release" else 0
+        if cta != proc.cta and release_mask:
+            rdata = self._check_cross_cta_release(w, p, m, op, lanes)
+        self._set_mb(w, m, s, old, release_mask, rdata)
+        return True
+
+    def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
+        """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
+        carries_data = any(r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC
+                           and r[R_KNOWN] & lanes and r[R_CTA] != self.mb_names[m][0] for r in w.records)
+        if op.scope == "cta":
+            if carries_data:
+                raise Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data to "
+                                "another CTA with a .cta-scope release; use arrive.release.cluster", op.span)
+            w.warnings.append(Violation(
+                "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards buffer "
+                "reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)", op.span,
+                severity=Severity.WARNING))
+        return w.mbars[m][M_RDATA] | (1 if carries_data else 0)
+
+    def op_tx(self, w, p, proc, op: ir.MbarTx, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        m = self._mbar(w, p, op.bar, cta, env, ctx)
+        what = f"{op.kind}_tx"
+        self._check_barrier_usable(w, p, m, lanes, op.span, what)
+        nbytes = self._eval(op.tx_bytes, env, ctx) * ins.threads
+        old = w.mbars[m]
+        s = self._rule_state(old)
+        if op.kind == "expect":
+            self._tx_check(m, s.tx + nbytes, op.span)
+            s = rules.mb_expect_tx(s, nbytes)
+        else:
+            self._tx_check(m, s.tx - nbytes, op.span)
+            s = rules.mb_complete_tx(s, nbytes)
+        self._set_mb(w, m, s, old)
+        return True
+
+    def _jprev(self, mb: tuple, p: int) -> int:
+        for q, j in mb[M_JPREV]:
+            if q == p:
+                return j
+        return -1
+
+    def op_wait(self, w, p, proc, op: ir.MbarWait, ins, env, ctx, lanes) -> bool:
+        m = self._mbar(w, p, op.bar, proc.cta, env, ctx)
+        self._check_barrier_usable(w, p, m, lanes, op.span, "wait")
+        parity = self._eval(op.parity, env, ctx)
+        mb = w.mbars[m]
+        s = self._rule_state(mb)
+        jprev = self._jprev(mb, p)
+        intended = rules.intended_phase(jprev, parity)
+        if rules.wait_aliases(s, intended):
+            raise Violation("SV501", f"wait on {self.mb_label(m)} for parity {parity % 2} means phase {intended}, "
+                            f"but the barrier is already in phase {s.k}: that phase completed and was overtaken, "
+                            "so the parity now names a later phase (stale waiter)", op.span)
+        if not rules.mb_wait_passes(s, parity):
+            return False
+        observed_phase = s.k - 1
+        new_j = max(jprev, observed_phase if intended == observed_phase else jprev)
+        jprevs = tuple(sorted([(q, j) for q, j in mb[M_JPREV] if q != p] + [(p, new_j)]))
+        observed = mb[M_OBSERVED] or intended == observed_phase
+        w.mbars[m] = (*mb[:M_OBSERVED], int(observed), jprevs, mb[M_RDATA])
+        if op.sem == "acquire":
+            if op.scope == "cta" and mb[M_RDATA] & 2:
+                raise Violation("SV602", f"wait on {self.mb_label(m)} acquires data another CTA released to it, "
+                                "but with .cta scope; use wait.acquire.cluster", op.span)
+            w.records = acquire(w.records, self.holders.mb_last(m), lanes)
+        return True
+
+    # ---- named barriers
+    def _nb_expected(self, w: _Work, cta: int, nb: rules.NamedBar) -> int:
+        if nb.count is not None:
+            return nb.count
+        return sum(self.procs[q].nthreads for q in self.procs_of_cta[cta]
+                   if self.programs[q].code[w.procs[q][P_PC]].kind != END)
+
+    def _nb_arrive(self, w: _Work, p: int, proc: Process, bar_id: int, count: int | None, span, aligned: bool,
+                   lanes: int) -> None:
+        idx = proc.cta * 16 + bar_id
+        nb = w.named[idx]
+        if nb.arrived and nb.count != count:
+            show = lambda c: "all threads" if c is None else str(c)  # noqa: E731
+            raise Violation("SV202", f"barrier {bar_id}: this arrival says {show(count)} threads but the open "
+                            f"generation was started with {show(nb.count)}", span)
+        bit = 1 << proc.warp
+        if nb.warps & bit:
+            w.warnings.append(Violation("SV203", f"warp {proc.warp} arrives a second time in one generation of "
+                                        f"barrier {bar_id} (legal: the barrier counts threads, but check that it "
+                                        "is intended)", span, severity=Severity.WARNING))
+        if aligned and nb.arrived and nb.site and nb.site != span.line:
+            w.warnings.append(Violation("SV204", f"aligned barrier {bar_id} reached at line {span.line} while "
+                                        f"other warps reached it at line {nb.site}", span,
+                                        severity=Severity.WARNING))
+        w.records = release(w.records, lanes, self.holders.nb(proc.cta, bar_id))
+        w.named[idx] = rules.nb_arrive(nb, count, proc.nthreads, bit, span.line if aligned else 0)
+        self._nb_try_complete(w, proc.cta, bar_id)
+
+    def _nb_try_complete(self, w: _Work, cta: int, bar_id: int) -> None:
+        idx = cta * 16 + bar_id
+        nb = w.named[idx]
+        if not nb.arrived:
+            return
+        done = rules.nb_complete(nb, self._nb_expected(w, cta, nb))
+        if done is nb:
+            return
+        w.named[idx] = done
+        bit = self.holders.nb(cta, bar_id)
+        for q in self.procs_of_cta[cta]:
+            qs = w.procs[q]
+            ins = self.programs[q].code[qs[P_PC]]
+            if ins.kind == BAR_WAIT and qs[P_TOKEN] == idx * 65536 + nb.gen:
+                w.records = acquire(w.records, bit, self.holders.proc_mask(q))
+                pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+                w.procs[q] = (pc, vars_, -1, *qs[3:])
+                if self.programs[q].code[pc].kind == END:
+                    self._exit(w, q)
+        w.records = clear_bits(w.records, bit)
+
+    def _bar_id(self, expr: ir.Expr, env, ctx, span) -> int:
+        bar_id = self._eval(expr, env, ctx)
+        if not 0 <= bar_id <= 15:
+            raise Violation("SV106", f"named-barrier id {bar_id} is outside 0..15", span)
+        return bar_id
+
+    def _bar_count(self, expr: ir.Expr | None, env, ctx, span) -> int | None:
+        if expr is None:
+            return None
+        count = self._eval(expr, env, ctx)
+        if count <= 0 or count % 32 or count > self.cta_threads:
+            raise Violation("SV106", f"named-barrier count {count} is not a positive multiple of 32 within the "
+                            "CTA", span)
+        return count
+
+    def op_bar_sync(self, w, p, proc, op: ir.BarSync, ins, env, ctx, lanes) -> bool:
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        idx = proc.cta * 16 + bar_id
+        gen = w.named[idx].gen
+        ps = w.procs[p]
+        # park at the BAR_WAIT that follows; completion (maybe right now) moves us on
+        w.procs[p] = (ps[P_PC] + 1, ps[P_VARS], idx * 65536 + gen, *ps[3:])
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, True, lanes)
+        return True
+
+    def op_bar_arrive(self, w, p, proc, op: ir.BarArrive, ins, env, ctx, lanes) -> bool:
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, False, lanes)
+        return True
+
+    # ---- cluster barrier
+    def _cluster_expected(self, w: _Work) -> int:
+        return sum(self.procs[q].nthreads for q in range(len(self.procs))
+                   if self.programs[q].code[w.procs[q][P_PC]].kind != END)
+
+    def _cb_try_complete(self, w: _Work) -> None:
+        cb = rules.ClusterBar(*w.cluster)
+        if not cb.arrived:
+            return
+        done = rules.cb_complete(cb, self._cluster_expected(w))
+        if done is not cb:
+            w.records = shift_phase(w.records, 1 << self.holders.cl_cur, 1 << self.holders.cl_last)
+            w.cluster = tuple(done)
+
+    def op_cluster_arrive(self, w, p, proc, op: ir.ClusterArrive, ins, env, ctx, lanes) -> bool:
+        ps = w.procs[p]
+        if ps[P_CLTOKEN] >= 0:
+            raise Violation("SV205", "cluster barrier arrive a second time before this warp waited on it (PTX: each "
+                            "thread must arrive only once before the barrier completes)", op.span)
+        cb = rules.ClusterBar(*w.cluster)
+        cur = 1 << self.holders.cl_cur
+        # A relaxed arrive orders nothing, except inits published by fence.mbarrier_init; any arrive
+        # shows that this CTA is running (its start record travels).
+        w.records = release(w.records, lanes, cur, relaxed=op.relaxed)
+        w.procs[p] = (*ps[:P_CLTOKEN], cb.gen, *ps[P_CLTOKEN + 1:])
+        w.cluster = tuple(rules.cb_arrive(cb, proc.nthreads, 1 << p))
+        self._cb_try_complete(w)
+        return True
+
+    def op_cluster_wait(self, w, p, proc, op: ir.ClusterWait, ins, env, ctx, lanes) -> bool:
+        ps = w.procs[p]
+        if ps[P_CLTOKEN] < 0 or w.cluster[0] <= ps[P_CLTOKEN]:
+            return False
+        w.records = acquire(w.records, 1 << self.holders.cl_last, lanes)
+        w.procs[p] = (*ps[:P_CLTOKEN], -1, *ps[P_CLTOKEN + 1:])
+        return True
+
+    def op_syncwarp(self, w, p, proc, op: ir.Syncwarp, ins, env, ctx, lanes) -> bool:
+        # __syncwarp orders the memory accesses of the participating lanes: the leader
+        # and the other lanes learn what each other knows.
+        mask = self.holders.proc_mask(p)
+        w.records = acquire(w.records, self.holders.leader(p), mask)
+        w.records = acquire(w.records, self.holders.lanes(p), mask)
+        return True
+
+    # ---- data
+    def _conflicts(self, w: _Work, p: int, part: int, lanes: int, key: tuple, kind: int, span,
+                   what: str, async_op: bool = False) -> None:
+        """Check a new access against the live records of its slot (happens-before, §10.4)."""
+        for r in w.records:
+            if r[:4] != key or (r[R_KIND] == READ and kind == READ):
+                continue
+            if self._ordered(r, p, part, lanes):
+                continue
+            self._raise_race(w, p, lanes, key, kind, r, span, what)
+        if async_op:
+            for r in w.records:
+                if r[:4] == key and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC and \
+                        (r[R_AKNOWN] & lanes) != lanes:
+                    raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
+                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
+                                    "followed by that writer's fence.proxy.async", span,
+                                    related=((r[R_LINE], "the unfenced generic write"),))
+
+    @staticmethod
+    def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
+        if r[R_FLAGS] & F_INFLIGHT:
+            return False
+        if r[R_OWNER] == p and not r[R_FLAGS] & F_ASYNC and r[R_PART] == part:
+            return True  # program order (lanes of a whole-warp access touch their own part: language doc)
+        return (r[R_KNOWN] & lanes) == lanes
+
+    def _raise_race(self, w, p, lanes, key, kind, r, span, what) -> None:
+        slot = self.slot_label(*key[1:])
+        other = f"{'write' if r[R_KIND] == WRITE else 'read'} at line {r[R_LINE]} by {self._owner_label(r)}"
+        if kind == WRITE and r[R_KIND] == WRITE:
+            code, name = "SV303", "WAW"
+        elif kind == WRITE:
+            # A read of an epoch its reader had already consumed was waiting for this write (RAW);
+            # otherwise the write came too early for a read that was due (WAR).
+            code, name = ("SV301", "RAW") if r[R_FLAGS] & F_REPEAT else ("SV302", "WAR")
+        else:
+            code, name = ("SV302", "WAR") if self._read_intends_older(w, p, lanes, key, r) else ("SV301", "RAW")
+        inflight = " (still in flight)" if r[R_FLAGS] & F_INFLIGHT else ""
+        raise Violation(code, f"{name} race on {slot}: {what} by {self.proc_label(p)} is not ordered with the "
+                        f"{other}{inflight}; no release/acquire chain, barrier or async-completion wait orders "
+                        "them", span, related=((r[R_LINE], f"the other access ({other})"),))
+
+    def _read_intends_older(self, w: _Work, p: int, lanes: int, key: tuple, unordered_write: tuple) -> bool:
+        """Was this read meant for an older write that the unordered one overwrote too early?"""
+        known_epoch = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == WRITE
+                           and self._ordered(r, p, LEADER if lanes == self.holders.leader(p) else FULL, lanes)),
+                          default=0)
+        last_read = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p),
+                        default=0)
+        return known_epoch > last_read and known_epoch < unordered_write[R_EPOCH]
+
+    def _owner_label(self, r: tuple) -> str:
+        who = self.proc_label(r[R_OWNER]) if r[R_OWNER] >= 0 else "an async agent"
+        if r[R_FLAGS] & F_ASYNC:
+            return f"the async operation issued by {who}"
+        return who
+
+    def _epoch(self, records: tuple, key: tuple) -> int:
+        return max((r[R_EPOCH] for r in records if r[:4] == key and r[R_KIND] == WRITE), default=0)
+
+    def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
+        epoch = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == WRITE
+                     and self._ordered(r, p, part, lanes)), default=0)
+        repeat = 0
+        keep = []
+        for r in w.records:
+            if r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p and r[R_PART] == part and \
+                    not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
+                if r[R_EPOCH] == epoch:
+                    repeat = F_REPEAT
+                continue  # subsumed by the new read of the same lanes
+            keep.append(r)
+        if epoch == 0:
+            repeat = F_REPEAT  # nothing was written yet: the read waits for a write to come
+        known = 0 if flags & F_ASYNC else (lanes if part == LEADER else self.holders.lanes(p))
+        keep.append((*key, READ, p, part, line, flags | repeat, epoch, grp, known, known))
+        w.records = tuple(keep)
+
+    def _add_write(self, w, p, part, lanes, key, line, flags=0) -> None:
+        epoch = self._epoch(w.records, key) + 1
+        if flags & F_INFLIGHT:
+            keep = list(w.records)
+            known = 0
+        else:
+            keep = [r for r in w.records if r[:4] != key]  # every older access is ordered before (checked)
+            known = lanes if part == LEADER else self.holders.lanes(p)
+        # a generic write is visible to the async proxy only after its writer's fence.proxy.async
+        aknown = known if flags & F_ASYNC else 0
+        keep.append((*key, WRITE, p, part, line, flags, epoch, -1, aknown, known))
+        w.records = tuple(keep)
+
+    def op_access(self, w, p, proc, op: ir.Access, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        if cta != proc.cta:
+            self._check_peer_alive(w, p, cta, op.span, f"{op.kind} of distributed shared memory")
+            if not self._knows(w.records, (SPACE_START, cta, 0, 0), lanes):
+                raise Violation("SV404", f"{op.kind} of CTA {cta}'s shared memory before anything shows that CTA "
+                                "is running (PTX: make sure the peer's shared memory exists; use a cluster "
+                                "barrier first)", op.span)
+        buf, slot = self._slot(op.buf, env, ctx)
+        key = (SPACE_DATA, cta, buf, slot)
+        part = self._part(p, ins.leader_only)
+        kind = WRITE if op.kind == "write" else READ
+        self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind)
+        if kind == WRITE:
+            self._add_write(w, p, part, lanes, key, op.span.line)
+        else:
+            self._add_read(w, p, part, lanes, key, op.span.line)
+        return True
+
+    def op_tma_load(self, w, p, proc, op: ir.TmaLoad, ins, env, ctx, lanes) -> bool:
+        buf, slot = self._slot(op.buf, env, ctx)
+        nbytes = self._eval(op.tx_bytes, env, ctx)
+        if nbytes <= 0 or nbytes % 16:
+            raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
+        dests = [proc.cta]
+        if op.multicast is not None:
+            mask = self._eval(op.multicast, env, ctx)
+            if mask <= 0 or mask >= 1 << self.ncta:
+                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        part = self._part(p, ins.leader_only)
+        for cta in dests:
+            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
+            key = (SPACE_DATA, cta, buf, slot)
+            self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            for _ in range(ins.threads):
+                self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
+                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
+        return True
+
+    def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
+        buf, slot = self._slot(op.buf, env, ctx)
+        key = (SPACE_DATA, proc.cta, buf, slot)
+        part = self._part(p, ins.leader_only)
+        self._conflicts(w, p, part, lanes, key, READ, op.span, "tma.store source read", async_op=True)
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * w.procs[p][P_BULK])
+        return True
+
+    def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
+        buf, slot = self._slot(op.buf, env, ctx)
+        key = (SPACE_DATA, proc.cta, buf, slot)
+        part = self._part(p, ins.leader_only)
+        self._conflicts(w, p, part, lanes, key, READ, op.span, "wgmma operand read", async_op=True)
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * w.procs[p][P_WGMMA] + 1)
+        return True
+
+    def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
+        field_ = P_BULK if op.unit == "bulk" else P_WGMMA
+        ps = w.procs[p]
+        w.procs[p] = (*ps[:field_], ps[field_] + 1, *ps[field_ + 1:])
+        return True
+
+    def op_group_wait(self, w, p, proc, op: ir.GroupWait, ins, env, ctx, lanes) -> bool:
+        """`cp.async.bulk.wait_group.read n` / `wgmma.wait_group n` (§5, §6): every committed
+        group but the n most recent is complete; its async reads become ordered before
+        the waiting lanes' later accesses."""
+        unit = 0 if op.unit == "bulk" else 1
+        committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
+        limit = committed - self._eval(op.pending, env, ctx)
+        out = []
+        for r in w.records:
+            grp = r[R_GRP]
+            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit:
+                r = (*r[:R_GRP], -1, r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            out.append(r)
+        w.records = tuple(out)
+        return True
+
+    def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
+        """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
+        async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
+        cluster scope once a cluster barrier arrive follows."""
+        space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
+        part = self._part(p, ins.leader_only)
+        out = []
+        for r in w.records:
+            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
+                    and (part == FULL or r[R_PART] == LEADER):
+                r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
+            out.append(r)
+        w.records = tuple(out)
+        return True
+
+    def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
+        """tcgen05.alloc/dealloc (§7). With cta_group 2 the warp pair of the two CTAs acts
+        collectively: "the issuing warp must make sure that peer CTA is launched" — so the
+        issuer must know the peer's start (SV402) — and each waits for the other."""
+        if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
+            return True
+        peer = proc.cta ^ 1
+        if peer >= self.ncta:
+            raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
+        idx = (proc.cta // 2) * 2 + int(op.dealloc)
+        arrived, gen = w.tmem[idx]
+        ps = w.procs[p]
+        if ps[P_TOKEN] < 0:  # first visit: join the rendezvous
+            if not op.dealloc and not self._knows(w.records, (SPACE_START, peer, 0, 0), lanes):
+                raise Violation("SV402", f"tmem.alloc cta_group 2 in CTA {proc.cta} may run before peer CTA {peer} "
+                                "is running and has initialized its side (PTX: the issuing warp must make sure the "
+                                "peer CTA is launched); put a cluster barrier before the allocation", op.span)
+            arrived |= 1 << (proc.cta & 1)
+            if arrived == 3:
+                w.tmem[idx] = (0, gen + 1)
+                return True
+            w.tmem[idx] = (arrived, gen)
+            w.procs[p] = (*ps[:P_TOKEN], gen, *ps[P_TOKEN + 1:])
+            return STAY
+        if gen > ps[P_TOKEN]:
+            w.procs[p] = (*ps[:P_TOKEN], -1, *ps[P_TOKEN + 1:])
+            return True
+        return False
+
+    def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
+        """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the
+        thread's prior tensor-core operations complete."""
+        dests = [proc.cta]
+        if op.multicast is not None:
+            mask = self._eval(op.multicast, env, ctx)
+            if mask <= 0 or mask >= 1 << self.ncta:
+                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        seq = sum(1 for a in w.agents if a[0] == AG_UMMA and a[6] == p)
+        for cta in dests:
+            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
+            w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))
+        return True
+
+    # ------------------------------------------------------------------ exit
+    def _exit(self, w: _Work, p: int) -> None:
+        """A process ran off the end. Only bar/barrier waits are released by exited threads
+        (§1.6): a `syncthreads` generation may now be complete, and so may the cluster barrier."""
+        cta = self.procs[p].cta
+        for bar_id in range(16):
+            if w.named[cta * 16 + bar_id].arrived:
+                # UNSPECIFIED for explicit counts: we only re-evaluate all-thread generations, so a
+                # `bar.sync id, n` that waits for exited warps stays blocked (reported as a deadlock).
+                if w.named[cta * 16 + bar_id].count is None:
+                    self._nb_try_complete(w, cta, bar_id)
+        self._cb_try_complete(w)
+        if self._cta_exited(w, cta):
+            for a in w.agents:
+                if a[1] == cta or self.mb_names[a[4]][0] == cta:
+                    what = "a bulk copy into its shared memory" if a[0] == AG_TMA else "a tensor-core commit"
+                    raise Violation("SV404", f"CTA {cta} exits while {what} (issued at line {a[7]}) is still in "
+                                    "flight", self.protocol.span, related=((a[7], "the asynchronous operation"),))
+
+    # ------------------------------------------------------------------ agents
+    def _agent_enabled(self, state: State, a: tuple) -> bool:
+        if a[0] == AG_UMMA and self.assume.tcgen05_commit_in_order:
+            # successive commits of one thread deliver their arrivals in issue order (§10.8)
+            return a[5] == min(b[5] for b in state.agents if b[0] == AG_UMMA and b[6] == a[6])
+        return True
+
+    def step_agent(self, state: State, a: tuple) -> StepResult:
+        w = _Work(state)
+        w.agents.remove(a)
+        label = ("a", a)
+        try:
+            if a[0] == AG_TMA:
+                self._complete_tma(w, a)
+            else:
+                self._complete_umma(w, a)
+        except Violation as v:
+            return StepResult(label, None, v, w.warnings)
+        return StepResult(label, w.freeze(), None, w.warnings)
+
+    def _agent_span(self, line: int) -> ir.Span:
+        return ir.Span(self.protocol.path, line, 1, line, 2)
+
+    def _complete_tma(self, w: _Work, a: tuple) -> None:
+        """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
+        barrier with .release at .cluster scope — covering the copy's own write only."""
+        _, cta, buf, slot, m, nbytes, issuer, line, _ = a
+        span = self._agent_span(line)
+        if self._cta_exited(w, cta):
+            raise Violation("SV404", f"a bulk copy completes into CTA {cta}, which has exited", span)
+        key = (SPACE_DATA, cta, buf, slot)
+        cur = self.holders.mb_cur(m)
+        out = []
+        done = False
+        for r in w.records:
+            if not done and r[:4] == key and r[R_FLAGS] & F_INFLIGHT and r[R_OWNER] == issuer and r[R_LINE] == line:
+                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur)
+                done = True
+            out.append(r)
+        w.records = tuple(out)
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a bulk copy completes on {self.mb_label(m)}, which is not initialized", span)
+        s = self._rule_state(old)
+        self._tx_check(m, s.tx - nbytes, span)
+        self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
+
+    def _complete_umma(self, w: _Work, a: tuple) -> None:
+        m, line = a[4], a[7]
+        span = self._agent_span(line)
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a tensor-core commit arrives on {self.mb_label(m)}, which is not initialized",
+                            span)
+        self._check_consumption(w, m, span, "umma.commit arrive")
+        s = self._rule_state(old)
+        if rules.arrive_overflows(s, 1):
+            raise Violation("SV504", f"umma.commit arrival on {self.mb_label(m)} with nothing pending", span)
+        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
+    # ------------------------------------------------------------------ descriptions
+    def describe_mbar(self, state: State, m: int) -> str:
+        mb = state.mbars[m]
+        if not mb[M_VALID]:
+            return f"{self.mb_label(m)}: not initialized"
+        return (f"{self.mb_label(m)}: phase {mb[M_K]} (parity {mb[M_K] % 2}), pending {mb[M_PEND]}/{mb[M_EXP]}, "
+                f"tx {mb[M_TX]}")
+
+    def blocked_reason(self, state: State, p: int) -> str:
+        """What a process that cannot move is waiting for."""
+        ps = state.procs[p]
+        ins = self.programs[p].code[ps[P_PC]]
+        env = self.env(p, ps[P_VARS])
+        ctx = self.ctx[p]
+        proc = self.procs[p]
+        op = ins.op
+        line = ins.line
+        try:
+            if isinstance(op, ir.MbarWait):
+                m = self.mb_index[(proc.cta, op.bar.name, evaluate(op.bar.index, env, ctx) if op.bar.index else 0)]
+                parity = evaluate(op.parity, env, ctx) % 2
+                return (f"line {line}: wait on {self.mb_label(m)} for parity {parity} — "
+                        f"{self.describe_mbar(state, m)}")
+            if ins.kind == BAR_WAIT:
+                bar_id = evaluate(op.bar_id, env, ctx)
+                nb = state.named[proc.cta * 16 + bar_id]
+                exp = self._nb_expected(_Work(state), proc.cta, nb)
+                return f"line {line}: bar.sync {bar_id} — {nb.arrived} of {exp} threads arrived"
+            if isinstance(op, ir.ClusterWait):
+                if state.procs[p][P_CLTOKEN] < 0:
+                    return f"line {line}: cluster.wait without having arrived (waits on itself)"
+                return (f"line {line}: cluster.wait — {state.cluster[1]} of "
+                        f"{self._cluster_expected(_Work(state))} threads arrived")
+            if isinstance(op, ir.TmemAlloc):
+                return f"line {line}: {'tmem.dealloc' if op.dealloc else 'tmem.alloc'} cta_group 2 — the peer " \
+                       "CTA's warp never joins"
+        except (EvalError, KeyError):
+            pass
+        return f"line {line}"
+
+
+# Operations that only touch their own process, their slot's records and agents they create.
+LOCAL_OPS = frozenset({ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore,
+                       ir.TmaLoad, ir.UmmaCommit})
+
+_HANDLERS = {
+    ir.MbarInit: Machine.op_init,
+    ir.MbarInval: Machine.op_inval,
+    ir.MbarArrive: Machine.op_arrive,
+    ir.MbarTx: Machine.op_tx,
+    ir.MbarWait: Machine.op_wait,
+    ir.BarSync: Machine.op_bar_sync,
+    ir.BarArrive: Machine.op_bar_arrive,
+    ir.ClusterArrive: Machine.op_cluster_arrive,
+    ir.ClusterWait: Machine.op_cluster_wait,
+    ir.Syncwarp: Machine.op_syncwarp,
+    ir.Access: Machine.op_access,
+    ir.TmaLoad: Machine.op_tma_load,
+    ir.TmaStore: Machine.op_tma_store,
+    ir.GroupCommit: Machine.op_commit,
+    ir.GroupWait: Machine.op_group_wait,
+    ir.WgmmaRead: Machine.op_wgmma_read,
+    ir.Fence: Machine.op_fence,
+    ir.TmemAlloc: Machine.op_tmem,
+    ir.UmmaCommit: Machine.op_umma_commit,
+}

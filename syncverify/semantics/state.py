@@ -1,0 +1,158 @@
+"""Layout of the global state and of the happens-before knowledge it carries.
+
+A state is a tuple of tuples (hashable, canonical):
+
+    (procs, mbars, named, cluster, agents, records, tmem)
+
+* procs[p]  = (pc, vars, token, cl_token, bulk_seq, wgmma_seq)
+* mbars[m]  = (valid, k, pend, exp, tx, observed, jprevs, rdata) — rules.Mbar plus
+  whether the last completed phase was observed by a successful wait (the
+  consumption rule, SV502), each waiter's last observed phase (SV501), and
+  whether a cross-CTA thread release carried data into the current/last phase (SV602)
+* named[c*16+id] = rules.NamedBar; cluster = rules.ClusterBar
+* agents: in-flight asynchronous operations (sorted)
+* records: access records for race detection (sorted), see below
+* tmem[pair*2+dealloc] = (arrived CTA bitmask, generation): the cta_group 2 rendezvous
+
+Happens-before is tracked with *knowledge*: every live access record carries
+the set of holders that are ordered after it, as a bitmask. A holder is a
+thread group (per process: its leader lane L and its other lanes W) or a
+synchronization object's release accumulator (per mbarrier: the current and
+the last completed phase; per named barrier id: the open generation; the
+cluster barrier: current and last). A release copies the releaser's
+knowledge into the object's holder; an acquire copies it back out. This is
+vector-clock happens-before restricted to the accesses still live, which
+keeps the state finite.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# record fields
+R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_AKNOWN, R_KNOWN = range(13)
+# spaces: data slots, mbarrier init records, CTA start records
+SPACE_DATA, SPACE_INIT, SPACE_START = 0, 1, 2
+READ, WRITE = 0, 1
+LEADER, FULL = 0, 1
+# flags
+F_ASYNC = 1  # performed by the async proxy (TMA, bulk store, wgmma)
+F_INFLIGHT = 2  # async write not yet complete
+F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming)
+
+# process fields
+P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
+# mbarrier fields
+M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
+# agent kinds
+AG_TMA, AG_UMMA = 0, 1
+
+
+class State(NamedTuple):
+    procs: tuple
+    mbars: tuple
+    named: tuple
+    cluster: tuple
+    agents: tuple
+    records: tuple
+    tmem: tuple
+
+
+class Holders:
+    """Bit positions of every knowledge holder of one machine."""
+
+    def __init__(self, nprocs: int, nmbars: int, nctas: int):
+        self.nprocs = nprocs
+        self.mb_base = 2 * nprocs
+        self.nb_base = self.mb_base + 2 * nmbars
+        self.cl_cur = self.nb_base + 16 * nctas
+        self.cl_last = self.cl_cur + 1
+
+    @staticmethod
+    def leader(p: int) -> int:
+        return 1 << (2 * p)
+
+    @staticmethod
+    def lanes(p: int) -> int:
+        return 1 << (2 * p + 1)
+
+    def mb_cur(self, m: int) -> int:
+        return 1 << (self.mb_base + 2 * m)
+
+    def mb_last(self, m: int) -> int:
+        return 1 << (self.mb_base + 2 * m + 1)
+
+    def nb(self, cta: int, bar_id: int) -> int:
+        return 1 << (self.nb_base + 16 * cta + bar_id)
+
+    def proc_mask(self, p: int) -> int:
+        return 3 << (2 * p)
+
+
+def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:
+    """What the holders in ``source_mask`` know becomes known by ``target_bit`` (both
+    bitmasks). A ``relaxed`` release (a relaxed cluster arrive) carries only the
+    async-visible part of init and CTA-start records."""
+    out = []
+    changed = False
+    for r in records:
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        if relaxed:
+            if r[R_SPACE] == SPACE_DATA or not aknown & source_mask:
+                out.append(r)
+                continue
+            nk, na = known | target_bit, aknown | target_bit
+        else:
+            nk = known | target_bit if known & source_mask else known
+            na = aknown | target_bit if aknown & source_mask else aknown
+        if nk != known or na != aknown:
+            r = (*r[:R_AKNOWN], na, nk)
+            changed = True
+        out.append(r)
+    return tuple(out) if changed else records
+
+
+def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
+    """What ``source_bit`` knows becomes known by the holders in ``target_mask``."""
+    out = []
+    changed = False
+    for r in records:
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        nk = known | target_mask if known & source_bit else known
+        na = aknown | target_mask if aknown & source_bit else aknown
+        if nk != known or na != aknown:
+            r = (*r[:R_AKNOWN], na, nk)
+            changed = True
+        out.append(r)
+    return tuple(out) if changed else records
+
+
+def _shift(bits: int, cur_bit: int, last_bit: int) -> int:
+    return (bits | last_bit if bits & cur_bit else bits & ~last_bit) & ~cur_bit
+
+
+def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
+    """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied."""
+    out = []
+    changed = False
+    both = cur_bit | last_bit
+    for r in records:
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        if (known | aknown) & both:
+            nk, na = _shift(known, cur_bit, last_bit), _shift(aknown, cur_bit, last_bit)
+            if nk != known or na != aknown:
+                r = (*r[:R_AKNOWN], na, nk)
+                changed = True
+        out.append(r)
+    return tuple(out) if changed else records
+
+
+def clear_bits(records: tuple, mask: int) -> tuple:
+    out = []
+    changed = False
+    for r in records:
+        if (r[R_KNOWN] | r[R_AKNOWN]) & mask:
+            r = (*r[:R_AKNOWN], r[R_AKNOWN] & ~mask, r[R_KNOWN] & ~mask)
+            changed = True
+        out.append(r)
+    return tuple(out) if changed else records

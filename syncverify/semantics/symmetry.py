@@ -1,0 +1,145 @@
+"""Symmetry reduction: identical warps are interchangeable.
+
+Two processes are *symmetric* when they are whole warps of the same CTA and
+role, run the same compiled program, and their programs never read a value
+that tells them apart at run time (`instance` — `cta` is equal by
+construction). Swapping two such processes everywhere in a state — their
+local states, the owners and knowledge bits of access records, the waiters
+of barriers, the warp bits of named barriers, the cluster barrier's arrivals,
+the issuers of async agents — maps a reachable state to a reachable state and
+a violation to a violation of the same code, because no rule looks at a
+process's identity except through those fields.
+
+The search stores one representative per orbit: processes of a group are
+sorted by their local state. Any representative in the orbit is sound (the
+successors of a representative are images of the successors of the state it
+stands for), so ties need no perfect canonical form; a better tie-break only
+merges more states.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .program import Instr, Process, Program
+from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
+
+
+def _uses_instance(code: tuple[Instr, ...]) -> bool:
+    def expr_uses(e) -> bool:
+        match e:
+            case ir.Builtin(name="instance"):
+                return True
+            case ir.BinOp(left=left, right=right):
+                return expr_uses(left) or expr_uses(right)
+            case ir.UnOp(operand=x):
+                return expr_uses(x)
+        return False
+
+    def walk(obj) -> bool:
+        if isinstance(obj, ir.Builtin | ir.BinOp | ir.UnOp):
+            return expr_uses(obj)
+        if isinstance(obj, tuple):
+            return any(walk(x) for x in obj)
+        if hasattr(obj, "__dataclass_fields__"):
+            return any(walk(getattr(obj, f)) for f in obj.__dataclass_fields__ if f != "span")
+        return False
+
+    return any(walk(ins) for ins in code)
+
+
+def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
+    """Groups (of two or more) of interchangeable processes."""
+    buckets: dict[tuple, list[int]] = {}
+    for proc, prog in zip(procs, programs, strict=True):
+        if not proc.whole_warp:
+            continue
+        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code)
+        buckets.setdefault(key, []).append(proc.index)
+    return [g for g in buckets.values() if len(g) > 1]
+
+
+class Symmetry:
+    def __init__(self, procs: list[Process], programs: list[Program]):
+        self.groups = symmetry_groups(procs, programs)
+        self.warp_of = [p.warp for p in procs]
+
+    def canon(self, state: State) -> tuple[State, dict[int, int] | None]:
+        """A representative of the state's orbit, and the permutation applied (old -> new)."""
+        if not self.groups:
+            return state, None
+        procs = state.procs
+        perm: dict[int, int] = {}
+        for group in self.groups:
+            order = sorted(group, key=lambda q: (procs[q], self._signature(state, q)))
+            for new, old in zip(group, order, strict=True):
+                if new != old:
+                    perm[old] = new
+        if not perm:
+            return state, None
+        return self.apply(state, perm), perm
+
+    @staticmethod
+    def _signature(state: State, q: int) -> tuple:
+        own = tuple(sorted(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN] for r in state.records if r[R_OWNER] == q))
+        waits = tuple(sorted((mi, j) for mi, mb in enumerate(state.mbars) for p, j in mb[M_JPREV] if p == q))
+        return own, waits
+
+    def apply(self, state: State, perm: dict[int, int]) -> State:
+        new_procs = list(state.procs)
+        for old, new in perm.items():
+            new_procs[new] = state.procs[old]
+        bit_pairs = []
+        for old, new in perm.items():
+            bit_pairs.append((3 << (2 * old), 2 * old, 2 * new))
+        moved = 0
+        for mask, _, _ in bit_pairs:
+            moved |= mask
+
+        def remap(bits: int) -> int:
+            if not bits & moved:
+                return bits
+            out = bits & ~moved
+            for mask, src, dst in bit_pairs:
+                if bits & mask:
+                    out |= ((bits >> src) & 3) << dst
+            return out
+
+        records = []
+        for r in state.records:
+            owner = perm.get(r[R_OWNER], r[R_OWNER])
+            records.append((*r[:R_OWNER], owner, *r[R_OWNER + 1:R_AKNOWN], remap(r[R_AKNOWN]), remap(r[R_KNOWN])))
+        mbars = []
+        for mb in state.mbars:
+            if mb[M_JPREV]:
+                jp = tuple(sorted((perm.get(p, p), j) for p, j in mb[M_JPREV]))
+                mb = (*mb[:M_JPREV], jp, *mb[M_JPREV + 1:])
+            mbars.append(mb)
+        warp_pairs = [(self.warp_of[old], self.warp_of[new]) for old, new in perm.items()]
+        wmoved = 0
+        for w_old, _ in warp_pairs:
+            wmoved |= 1 << w_old
+        named = []
+        for nb in state.named:
+            if nb.warps & wmoved:
+                bits = nb.warps & ~wmoved
+                for w_old, w_new in warp_pairs:
+                    if nb.warps >> w_old & 1:
+                        bits |= 1 << w_new
+                nb = nb._replace(warps=bits)
+            named.append(nb)
+        cluster = state.cluster
+        if cluster[2]:
+            bits = cluster[2]
+            out = bits
+            for old in perm:
+                out &= ~(1 << old)
+            for old, new in perm.items():
+                if bits >> old & 1:
+                    out |= 1 << new
+            cluster = (cluster[0], cluster[1], out)
+        agents = tuple(sorted((*a[:6], perm.get(a[6], a[6]), *a[7:]) for a in state.agents))
+        return State(tuple(new_procs), tuple(mbars), tuple(named), cluster, agents, tuple(sorted(records)),
+                     state.tmem)
+
+
+__all__ = ["P_PC", "Symmetry", "symmetry_groups"]
