@@ -82,7 +82,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         results = []
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
-                      max_memory_mb=args.max_memory, strict=args.strict, full_trace=args.full_trace, defines=dict(args.defines),
+                      max_memory_mb=args.max_memory, strict=args.strict, full_trace=args.full_trace,
+                      defines=dict(args.defines),
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
     results += [check_path(p, options) for p in paths]
     if args.format == "json":

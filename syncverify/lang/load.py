@@ -36,8 +36,10 @@ def read_source(path: str | os.PathLike[str]) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise InputError([make("SV112", f"{p} is not UTF-8 text (bad byte at offset {err.start})",
-                               Span(str(p), line, 1, line, 2))]) from None
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise InputError([make("SV112", f"{p} is not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, "
+                               f"offset {err.start}); save it as UTF-8",
+                               Span(str(p), line, col, line, col + 1))]) from None
 
 
 def parse_expect(text: str, path: str) -> ir.Expectation | None:
@@ -51,15 +53,20 @@ def parse_expect(text: str, path: str) -> ir.Expectation | None:
             continue
         span = Span(path, lineno, 1, lineno, len(line) + 1)
         words = [w for w in re.split(r"[\s,]+", m.group(1).strip()) if w]
-        if words == ["safe"]:
-            return ir.Expectation(frozenset(), frozenset(), span)
-        unknown = [w for w in words if w not in CODES]
-        if not words or unknown:
-            raise InputError([make("SV117", "expected `// expect: safe` or a list of codes like "
-                                   f"`// expect: SV201, SV302`; unknown: {', '.join(unknown) or 'nothing given'}",
-                                   span)])
-        errors = frozenset(w for w in words if CODES[w][1] is Severity.ERROR)
-        warnings = frozenset(w for w in words if CODES[w][1] is Severity.WARNING)
+        usage = "write `// expect: safe` or the codes it must report, like `// expect: SV201, SV302`"
+        if not words:
+            raise InputError([make("SV117", f"the `expect:` header lists nothing; {usage}", span)])
+        safe = "safe" in words
+        codes = [w.upper() for w in words if w != "safe"]
+        unknown = [w for w in words if w != "safe" and w.upper() not in CODES]
+        if unknown:
+            raise InputError([make("SV117", f"unknown code{'s' if len(unknown) > 1 else ''} "
+                                   f"{', '.join(unknown)} in the `expect:` header; {usage}", span)])
+        errors = frozenset(w for w in codes if CODES[w][1] is Severity.ERROR)
+        warnings = frozenset(w for w in codes if CODES[w][1] is Severity.WARNING)
+        if safe and errors:
+            raise InputError([make("SV117", f"the `expect:` header says `safe` but also lists errors "
+                                   f"{', '.join(sorted(errors))}; {usage}", span)])
         return ir.Expectation(errors, warnings, span)
     return None
 
@@ -73,7 +80,7 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
     messages). Raises InputError on any problem with the input.
     """
     text: str
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
                                            and ("{" not in source or source.endswith(".sync"))):
         name = str(source)
         text = read_source(name)
@@ -88,6 +95,9 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
         protocol = resolve(tree, name, text, defines or {}, expect)
     except InputError as err:
         raise InputError(_by_position(syntax_errors + err.diagnostics)) from None
+    except RecursionError:  # the parser's nesting limits should prevent this; never leak a traceback
+        raise InputError([make("SV115", "the protocol is nested too deeply to analyse", Span(name, 1, 1, 1, 2))]) \
+            from None
     if syntax_errors:
         raise InputError(syntax_errors)
     return protocol

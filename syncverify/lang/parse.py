@@ -17,6 +17,11 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..diagnostics import Diagnostic, InputError, Span, make
 
 MAX_ERRORS = 20
+# Nesting limits, checked before anything recursive (the resolver, the engines)
+# walks the tree: far beyond any real kernel, far below Python's recursion limit.
+MAX_BLOCK_DEPTH = 100
+MAX_EXPR_DEPTH = 100
+_EXPR_NODES = frozenset({"binop", "or_", "and_", "neg", "not_", "index", "index_all"})
 
 # What each terminal looks like to a user.
 _TERMINAL_WORDS = {
@@ -50,7 +55,8 @@ def _parser() -> Lark:
 
 
 def _expected(tokens: set[str] | frozenset[str]) -> str:
-    words = sorted({_word(t) for t in tokens if not t.startswith("__")})
+    # Kinds of token ("a name") before literal ones ("`;`"), so a cut-off list keeps them.
+    words = sorted({_word(t) for t in tokens}, key=lambda w: (w.startswith("`"), w))
     if len(words) > 8:
         words = [*words[:8], "…"]
     return ", ".join(words)
@@ -58,6 +64,22 @@ def _expected(tokens: set[str] | frozenset[str]) -> str:
 
 def _span_at(path: str, line: int, column: int, width: int = 1) -> Span:
     return Span(path, line, column, line, column + max(width, 1))
+
+
+def _accepts(err: UnexpectedInput) -> set[str] | frozenset[str]:
+    """The terminals the parser can really take here.
+
+    ``err.expected`` is the LALR state's table row, which state merging makes
+    too wide (it may list `;` where a `;` cannot follow); ``accepts()`` tries
+    each terminal on a copy of the parser.
+    """
+    parser = getattr(err, "interactive_parser", None)
+    if parser is not None:
+        try:
+            return parser.accepts()
+        except Exception:  # pragma: no cover - fall back to the table row
+            pass
+    return getattr(err, "expected", None) or set()
 
 
 def _diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic:
@@ -71,22 +93,47 @@ def _diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic:
         lines = text.rstrip().splitlines() or [""]
         line = len(lines)
         col = len(lines[-1]) + 1
-        expected = err.expected
+        expected = _accepts(err)
+        unclosed = _unclosed_brace(text)
+        if unclosed is not None and "RBRACE" in expected:
+            return make("SV100", f"unexpected end of file: the `{{` at line {unclosed[0]}, column {unclosed[1]} "
+                        "is never closed", _span_at(path, line, col))
         return make("SV100", f"unexpected end of file; expected {_expected(expected)}",
                     _span_at(path, line, col))
     assert isinstance(err, UnexpectedToken)
     tok: Token = err.token
     found = f"`{tok.value}`" if tok.value else _word(tok.type)
-    if "SEMICOLON" in err.expected and tok.start_pos is not None:
+    expected = _accepts(err)
+    if "SEMICOLON" in expected and tok.start_pos is not None:
         line, col = _end_of_previous_token(text, tok.start_pos)
         if line < (tok.line or 1):  # the statement ended at a line break: the `;` is missing there
             return make("SV100", f"missing `;` at the end of the statement (next comes {found})",
                         _span_at(path, line, col))
-    return make("SV100", f"unexpected {found}; expected {_expected(err.expected)}",
+        if tok.type == "RBRACE":
+            return make("SV100", "missing `;` before `}`", _span_at(path, line, col))
+    hint = ""
+    if tok.type == "EQUAL":
+        hint = " (compare with `==`)" if "CMPOP" in expected else " (variables are bound with `let NAME = EXPR;`)"
+    return make("SV100", f"unexpected {found}; expected {_expected(expected)}{hint}",
                 _span_at(path, tok.line or 1, tok.column or 1, len(str(tok.value))))
 
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*(?:.|\n)*?\*/")
+
+
+def _unclosed_brace(text: str) -> tuple[int, int] | None:
+    """(line, column) of the last `{` that no `}` closes, comments ignored."""
+    blanked = _COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    opened: list[int] = []
+    for m in re.finditer(r"[{}]", blanked):
+        if m.group() == "{":
+            opened.append(m.start())
+        elif opened:
+            opened.pop()
+    if not opened:
+        return None
+    pos = opened[-1]
+    return blanked.count("\n", 0, pos) + 1, pos - (blanked.rfind("\n", 0, pos) + 1) + 1
 
 
 def _end_of_previous_token(text: str, pos: int) -> tuple[int, int]:
@@ -126,14 +173,14 @@ def parse_recovering(text: str, path: str) -> tuple[Tree | None, list[Diagnostic
         errors.append(diag)
         if len(errors) >= MAX_ERRORS or not isinstance(err, UnexpectedToken):
             return False
-        if "SEMICOLON" in err.expected and err.token.type != "$END":
+        if "SEMICOLON" in _accepts(err) and err.token.type != "$END":
             err.interactive_parser.feed_token(Token("SEMICOLON", ";"))
             err.interactive_parser.feed_token(err.token)
             return True
         return False
 
     try:
-        return _parser().parse(text, on_error=recover), errors
+        tree = _parser().parse(text, on_error=recover)
     except UnexpectedInput as err:
         diag = _diagnostic(err, path, text)
         if not errors or errors[-1].span != diag.span:
@@ -141,4 +188,36 @@ def parse_recovering(text: str, path: str) -> tuple[Tree | None, list[Diagnostic
     except Exception as err:  # interactive recovery can fail inside lark; never leak a traceback
         if not errors:
             errors.append(make("SV100", f"cannot parse: {err}", _span_at(path, 1, 1)))
+    else:
+        too_deep = _nesting_errors(tree, path)
+        if too_deep:
+            return None, errors + too_deep
+        return tree, errors
     return None, errors
+
+
+def _nesting_errors(tree: Tree, path: str) -> list[Diagnostic]:
+    """SV116 / SV115 for blocks / expressions nested beyond the limits (an iterative walk)."""
+    found: dict[str, Diagnostic] = {}
+    stack: list[tuple[Tree, int, int]] = [(tree, 0, 0)]
+    while stack and len(found) < 2:
+        node, blocks, exprs = stack.pop()
+        if node.data == "block":
+            blocks += 1
+        if node.data in _EXPR_NODES:
+            exprs += 1
+        meta = node.meta
+        line, col = (1, 1) if getattr(meta, "empty", True) else (meta.line, meta.column)
+        if blocks > MAX_BLOCK_DEPTH and "block" not in found:
+            found["block"] = make("SV116", f"blocks nested more than {MAX_BLOCK_DEPTH} deep (an `else if` counts "
+                                  "as one more); flatten the protocol", _span_at(path, line, col))
+            continue
+        if exprs > MAX_EXPR_DEPTH and "expr" not in found:
+            found["expr"] = make("SV115", f"expression nested more than {MAX_EXPR_DEPTH} deep; split it with `let`",
+                                 _span_at(path, line, col))
+            continue
+        for child in reversed(node.children):
+            if isinstance(child, Tree):  # an `else if` nests like a block
+                chained = node.data == "if_stmt" and child.data == "if_stmt"
+                stack.append((child, blocks + chained, exprs))
+    return sorted(found.values(), key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))

@@ -17,7 +17,8 @@ from lark import Token, Tree
 
 from .. import ir
 from ..diagnostics import Diagnostic, InputError, Span, make
-from ..expr import EvalError, evaluate, fold, free_names, substitute
+from ..expr import MAX_MAGNITUDE, EvalError, evaluate, fold, free_names, substitute
+from .parse import _end_of_previous_token
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts and tx-counts (ptx-semantics §1.1)
 MAX_THREADS = 1024
@@ -77,6 +78,17 @@ _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "
                  "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
                   "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA"}
+# How the operations most often given the wrong operands are written.
+_USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
+          "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
+          "expect_tx": "expect_tx BAR bytes N", "complete_tx": "complete_tx BAR bytes N [@ CTA]",
+          "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "read": "read BUF [@ CTA]",
+          "write": "write BUF [@ CTA]", "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
+          "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR"}
+# First words of the operations: a bare name like this on the line after an op is a missing `;`.
+_OP_WORDS = frozenset(op.split(".")[0] for op in [*OPERATIONS, *_ALIASES])
+# Operations that PTX spells `mbarrier.NAME` (also accepted with that prefix).
+_MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "wait"}
 # Operations that must be executed by every lane of a warp (.sync.aligned forms).
 _WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "cluster.arrive", "cluster.wait",
                     "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc"}
@@ -103,6 +115,34 @@ class _Ctx:
     in_elect: bool = False
 
 
+def _number(text: str) -> tuple[int, str | None]:
+    """The value of a NUMBER token, or (0, why it is not a valid literal).
+
+    C reads `010` as octal 8, so decimal literals with leading zeros are refused
+    rather than guessed; literals beyond the evaluator's 2^62 are refused before
+    Python builds (or refuses to build) a huge integer.
+    """
+    digits = text.replace("_", "")
+    base, body = 10, digits
+    if digits[:2].lower() in ("0x", "0b"):
+        base, body = (16 if digits[1] in "xX" else 2), digits[2:]
+        if not body:
+            return 0, f"number `{text}` has no digits after `{text[:2]}`"
+    elif len(digits) > 1 and digits[0] == "0":
+        return 0, f"number `{text}`: leading zeros are not allowed (C would read it as octal)"
+    if len(body) > 64:
+        return 0, f"number `{text[:20]}…` is too large (the limit is 2^62)"
+    value = int(body, base)
+    if value > MAX_MAGNITUDE:
+        return 0, f"number {text} is too large (the limit is 2^62)"
+    return value, None
+
+
+def _a(word: str) -> str:
+    """`a buffer`, `an mbarrier`."""
+    return ("an " if word[0] in "aeiou" or word.startswith("mbarrier") else "a ") + word
+
+
 def _suggest(name: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(options), n=1)
     return f"; did you mean `{close[0]}`?" if close else ""
@@ -123,6 +163,8 @@ class Resolver:
         self.cluster = 1
         self.threads: int | None = None
         self.scopes: list[_Scope] = []
+        self.loop_params: list[str] = []
+        self.header = Span(path, 1, 1, 1, 2)  # the protocol's name: where -D errors point
 
     # ---- helpers ---------------------------------------------------------
     def span(self, node: Tree | Token) -> Span:
@@ -146,7 +188,7 @@ class Resolver:
             return False
         if str(name) in self.kinds:
             prev = self.kinds[str(name)][1]
-            self.error("SV102", f"`{name}` is already declared (as a {self.kinds[str(name)][0]} at line {prev.line})",
+            self.error("SV102", f"`{name}` is already declared (as {_a(self.kinds[str(name)][0])} at line {prev.line})",
                        span)
             return False
         self.kinds[str(name)] = (kind, span)
@@ -154,7 +196,14 @@ class Resolver:
 
     def const(self, tree: Tree | Token, what: str, env: Mapping[str, int] | None = None) -> int | None:
         """Evaluate an expression that must be constant for the given params."""
+        before = len(self.errors)
         expr = self.expr(tree, allow_i=env is not None and "i" in env)
+        if len(self.errors) > before:  # reported; a placeholder value would only cause follow-on errors
+            return None
+        return self.value(expr, tree, what, env)
+
+    def value(self, expr: ir.Expr, tree: Tree | Token, what: str, env: Mapping[str, int] | None = None) -> int | None:
+        """Evaluate a resolved expression; SV115 if it is not constant."""
         try:
             return evaluate(expr, env or {})
         except EvalError as err:
@@ -163,7 +212,27 @@ class Resolver:
 
     # ---- expressions -----------------------------------------------------
     def expr(self, tree: Tree | Token, allow_i: bool = False) -> ir.Expr:
-        return fold(self._expr(tree, allow_i))
+        before = len(self.errors)
+        expr = fold(self._expr(tree, allow_i))
+        if len(self.errors) == before:  # placeholders for bad names would give follow-on errors
+            self._check_folded(expr)
+        return expr
+
+    def _check_folded(self, expr: ir.Expr) -> None:
+        """Report constant sub-expressions that `fold` could not evaluate (x/0, overflow, bad shift)."""
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.UnOp):
+                stack.append(e.operand)
+            elif isinstance(e, ir.BinOp):
+                if isinstance(e.left, ir.Const) and isinstance(e.right, ir.Const):
+                    try:
+                        evaluate(e, {})
+                    except EvalError as err:
+                        self.error("SV115", f"bad expression: {err}", e.span)
+                else:
+                    stack += [e.right, e.left]
 
     def _expr(self, t: Tree | Token, allow_i: bool) -> ir.Expr:
         span = self.span(t)
@@ -171,7 +240,10 @@ class Resolver:
             return ir.Const(0, span)
         kind = t.data
         if kind == "num":
-            return ir.Const(int(str(t.children[0]).replace("_", ""), 0), span)
+            value, problem = _number(str(t.children[0]))
+            if problem:
+                self.error("SV115", problem, span)
+            return ir.Const(value, span)
         if kind == "name":
             return self._name(t.children[0], allow_i)
         if kind in ("index", "index_all"):
@@ -207,10 +279,13 @@ class Resolver:
             kind = self.kinds[name][0]
             if kind == "role":
                 return ir.InRole(name, span)
-            self.error("SV111", f"`{name}` is a {kind}, not an integer", span)
+            self.error("SV111", f"`{name}` is {_a(kind)}, not an integer", span)
             return ir.Const(0, span)
         options = [*self.params, *self.kinds, *(v for s in self.scopes for v in s.variables)]
-        self.error("SV101", f"unknown name `{name}`{_suggest(name, options)}", span)
+        hint = _suggest(name, options)
+        if name == "i" and not hint:
+            hint = "; `i` is the element index, only inside the declaration of an array (`role r[2] = warp i;`)"
+        self.error("SV101", f"unknown name `{name}`{hint}", span)
         return ir.Const(0, span)
 
     # ---- declarations ----------------------------------------------------
@@ -222,7 +297,7 @@ class Resolver:
         for name in self.defines:
             if name not in self.params:
                 self.errors.append(make("SV114", f"-D {name}: no `param {name}` in this protocol"
-                                        + _suggest(name, self.params), Span(self.path, 1, 1, 1, 2)))
+                                        + _suggest(name, self.params), self.header))
 
     def decl_param(self, t: Tree) -> None:
         name, value = t.children
@@ -284,15 +359,25 @@ class Resolver:
             return
         if not self.declare(name, "role") or not ok:
             return
+        before = len(self.errors)
+        lo_expr = self.expr(rng.children[1], allow_i=size is not None)
+        hi_expr = self.expr(rng.children[2], allow_i=size is not None) if plural else None
+        if len(self.errors) > before:
+            return
         instances = []
         for i in range(size or 1):
             env = {"i": i}
-            lo = self.const(rng.children[1], "a role range", env)
-            hi = self.const(rng.children[2], "a role range", env) if plural else (lo + 1 if lo is not None else None)
+            label = f"{name}[{i}]" if size is not None else str(name)
+            lo = self.value(lo_expr, rng.children[1], "a role range", env)
+            hi = (self.value(hi_expr, rng.children[2], "a role range", env) if hi_expr is not None
+                  else (lo + 1 if lo is not None else None))
             if lo is None or hi is None:
                 return
+            if lo < 0:
+                self.error("SV103", f"role `{label}` starts at {kind} {lo}; indices start at 0", self.span(rng))
+                return
             if hi <= lo:
-                self.error("SV103", f"role `{name}` instance {i} is empty ({kind} {lo}..{hi})", self.span(rng))
+                self.error("SV103", f"role `{label}` is empty ({kind} {lo}..{hi})", self.span(rng))
                 return
             instances.append((lo * unit, hi * unit))
         self.roles.append(ir.Role(str(name), tuple(instances), size is not None, self.span(t)))
@@ -326,16 +411,18 @@ class Resolver:
         size, ok = self._array(array)
         if not self.declare(name, "named barrier") or not ok:
             return
+        before = len(self.errors)
         id_expr = self.expr(rest[0], allow_i=size is not None)
         count_expr = self.expr(rest[1], allow_i=size is not None) if len(rest) > 1 else None
-        for i in range(size or 1):
+        if len(self.errors) > before:
+            return
+        for i in range(size or 1):  # one report per declaration, not one per element
             env = {"i": i}
-            bid = self.const(rest[0], "a named-barrier id", env)
-            cnt = self.const(rest[1], "a named-barrier count", env) if count_expr is not None else None
-            if bid is not None:
-                self._check_bar_id(bid, self.span(rest[0]))
-            if cnt is not None:
-                self._check_bar_count(cnt, self.span(rest[1]))
+            bid = self.value(id_expr, rest[0], "a named-barrier id", env)
+            cnt = self.value(count_expr, rest[1], "a named-barrier count", env) if count_expr else None
+            if (bid is None or (count_expr is not None and cnt is None) or not self._check_bar_id(bid, self.span(
+                    rest[0])) or (cnt is not None and not self._check_bar_count(cnt, self.span(rest[1])))):
+                return  # reported; its uses are then skipped silently (see _bar_operands)
         self.named[str(name)] = _Named(size, id_expr, count_expr, self.span(t))
 
     def _check_bar_id(self, bid: int, span: Span) -> bool:
@@ -353,20 +440,22 @@ class Resolver:
         return True
 
     def check_roles(self) -> None:
-        threads = self.threads or 0
+        """SV103: every role inside the CTA, no thread in two roles (one report per role)."""
+        threads = self.threads
         owner: dict[int, str] = {}
         for role in self.roles:
             for i, (lo, hi) in enumerate(role.instances):
                 label = f"{role.name}[{i}]" if role.array else role.name
-                if hi > threads:
-                    self.error("SV103", f"role `{label}` covers threads {lo}..{hi - 1}, beyond the CTA's {threads} "
-                               "threads", role.span)
-                    continue
-                for tid in range(lo, hi):
-                    if tid in owner:
-                        self.error("SV103", f"roles `{owner[tid]}` and `{label}` overlap at thread {tid}", role.span)
-                        break
-                    owner[tid] = label
+                if threads is not None and hi > threads:  # (no thread count: its own error says why)
+                    covers = f"thread {lo}" if hi - lo == 1 else f"threads {lo}..{hi - 1}"
+                    self.error("SV103", f"role `{label}` covers {covers}, beyond the CTA's {threads} threads",
+                               role.span)
+                    break
+                clash = next((tid for tid in range(lo, hi) if tid in owner), None)
+                if clash is not None:
+                    self.error("SV103", f"roles `{owner[clash]}` and `{label}` overlap at thread {clash}", role.span)
+                    break
+                owner.update((tid, label) for tid in range(lo, hi))
 
     # ---- statements ------------------------------------------------------
     def block(self, items: Iterable[Tree], ctx: _Ctx) -> tuple[ir.Stmt, ...]:
@@ -383,8 +472,9 @@ class Resolver:
 
     def bind(self, name: Token) -> None:
         n = str(name)
-        if n in self.kinds or n in self.params or n in ("i", "cta", "instance") or any(
-                n in s.variables for s in self.scopes):
+        if n in ("i", "cta", "instance"):
+            self.error("SV102", f"`{n}` is a built-in name; pick another name for the variable", self.span(name))
+        elif n in self.kinds or n in self.params or any(n in s.variables for s in self.scopes):
             self.error("SV102", f"`{n}` is already declared; pick another name for the variable", self.span(name))
         self.scopes[-1].variables[n] = self.span(name)
 
@@ -398,6 +488,9 @@ class Resolver:
         if t.data == "for_":
             var, lo_t, hi_t, body = t.children
             lo, hi = self.expr(lo_t), self.expr(hi_t)
+            for tok in hi_t.scan_values(lambda v: isinstance(v, Token) and v.type == "NAME"):
+                if str(tok) in self.params and str(tok) not in self.loop_params:
+                    self.loop_params.append(str(tok))
             for bound, tree in ((lo, lo_t), (hi, hi_t)):
                 if not isinstance(bound, ir.Const):
                     self.error("SV109", "a loop bound must be a constant (params are fine); "
@@ -442,13 +535,17 @@ class Resolver:
     def op(self, t: Tree, ctx: _Ctx) -> ir.Op | list[ir.Op] | None:
         head = t.children[0]
         span = self.span(t)
+        head_span = self.span(head)
         if head.data == "clusterop":
             words = ["cluster", *(str(q)[1:] for q in head.children)]
-            head_span = self.span(head)
+        elif head.data == "mbarrierop":  # PTX spelling `mbarrier.arrive…`
+            words = [str(q)[1:] for q in head.children]
         else:
             words = [str(head.children[0]), *(str(q)[1:] for q in head.children[1:])]
-            head_span = self.span(head)
         name, quals = _split_mnemonic(words)
+        if head.data == "mbarrierop" and name not in _MBARRIER_OPS:
+            name = None
+            words = ["mbarrier", *words]
         if name is None:
             full = ".".join(words)
             self.error("SV110", f"unknown operation `{full}`{_suggest(full, [*OPERATIONS, *_ALIASES])}", head_span)
@@ -479,10 +576,20 @@ class Resolver:
                                    self.span(child))
                     return None
                 clauses[word] = child.children[0]
+        for operand in operands:
+            # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing.
+            word = str(operand.children[0]) if operand.data == "name" else ""
+            if (word in _OP_WORDS and self.span(operand).line > head_span.end_line and word not in self.kinds
+                    and word not in self.params and not any(word in sc.variables for sc in self.scopes)):
+                line, col = _end_of_previous_token(self.text, operand.meta.start_pos)
+                self.error("SV100", f"missing `;` at the end of the statement (next comes `{word}`)",
+                           Span(self.path, line, col, line, col + 1))
+                return None
         lo, hi = spec.operands
         if not lo <= len(operands) <= hi:
             want = f"{lo}" if lo == hi else f"{lo} to {hi}"
-            self.error("SV110", f"`{name}` takes {want} operand(s), got {len(operands)}", span)
+            usage = f"; write `{_USAGE[name]}`" if name in _USAGE else ""
+            self.error("SV110", f"`{name}` takes {want} operand(s), got {len(operands)}{usage}", span)
             return None
         for req in spec.required:
             if req not in clauses:
@@ -502,18 +609,25 @@ class Resolver:
     def ref(self, t: Tree, kind: str, *, every_ok: bool = False) -> ir.Ref | None:
         span = self.span(t)
         if t.data not in ("name", "index", "index_all"):
-            self.error("SV111", f"expected a {kind} here", span)
+            self.error("SV111", f"expected {_a(kind)} here", span)
             return None
         name = str(t.children[0])
         if name not in self.kinds:
+            if name in self.params or any(name in s.variables for s in self.scopes):
+                self.error("SV111", f"`{name}` is an integer, but this operation needs {_a(kind)}", span)
+                return None
             options = [n for n, (k, _) in self.kinds.items() if k == kind]
             self.error("SV101", f"unknown {kind} `{name}`{_suggest(name, options)}", span)
             return None
         actual = self.kinds[name][0]
         if actual != kind:
-            self.error("SV111", f"`{name}` is a {actual}, but this operation needs a {kind}", span)
+            self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
-        size = self.buffers[name].slots if kind == "buffer" else self.mbarriers[name].size
+        table: Mapping[str, ir.Buffer | ir.Mbarrier] = self.buffers if kind == "buffer" else self.mbarriers
+        if name not in table:
+            return None  # its declaration was rejected, and that error is reported already
+        obj = table[name]
+        size = obj.slots if isinstance(obj, ir.Buffer) else obj.size
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)
@@ -524,7 +638,8 @@ class Resolver:
             return ir.Ref(kind, name, None, True, span)  # type: ignore[arg-type]
         if t.data == "name":
             if size is not None:
-                self.error("SV104", f"`{name}` is an array of {size}; give an index", span)
+                every = f" (or `{name}[*]` for every element)" if every_ok else ""
+                self.error("SV104", f"`{name}` is an array of {size}; give an index{every}", span)
                 return None
             return ir.Ref(kind, name, None, False, span)  # type: ignore[arg-type]
         if size is None:
@@ -550,7 +665,9 @@ class Resolver:
             return None
         e = self.expr(clauses["remote"])
         if isinstance(e, ir.Const) and not 0 <= e.value < self.cluster:
-            self.error("SV405", f"CTA rank {e.value} is outside the cluster (ranks 0..{self.cluster - 1})",
+            # A constant rank is checked here, as an input error like any index (SV405 is the
+            # checker's finding for ranks computed while the kernel runs, such as `cta + 1`).
+            self.error("SV104", f"CTA rank {e.value} is outside the cluster (ranks 0..{self.cluster - 1})",
                        self.span(clauses["remote"]))
         return e
 
@@ -601,7 +718,8 @@ class Resolver:
             return None
         count = self.expr(clauses["count"]) if "count" in clauses else ir.Const(1, span)
         if isinstance(count, ir.Const) and not 1 <= count.value <= MAX_COUNT:
-            self.error("SV105", f"arrive count {count.value} is outside 1..{MAX_COUNT}", span)
+            self.error("SV105", f"arrive count {count.value} is outside 1..{MAX_COUNT} (2^20-1)",
+                       self.span(clauses["count"]))
             return None
         sem, scope = self._sem_scope(quals, "release")
         remote = self._remote(clauses)
@@ -644,41 +762,56 @@ class Resolver:
         return ir.Syncwarp(span)
 
     def _bar_operands(self, span, operands, clauses, need_count: bool) -> tuple[ir.Expr, ir.Expr | None] | None:
+        op = "bar.arrive" if need_count else "bar.sync"
         first = operands[0]
         count: ir.Expr | None = None
-        if first.data in ("name", "index") and str(first.children[0]) in self.named:
-            decl = self.named[str(first.children[0])]
+        count_span = span
+        obj = str(first.children[0]) if first.data in ("name", "index", "index_all") else None
+        kind = self.kinds[obj][0] if obj in self.kinds else None
+        if kind == "named barrier" and obj not in self.named:
+            return None  # its declaration was rejected, and that error is reported already
+        if kind in ("mbarrier", "buffer"):
+            self.error("SV111", f"`{obj}` is {_a(kind)}, but `{op}` needs a barrier id 0..15 or a `named` barrier",
+                       self.span(first))
+            return None
+        if obj is not None and kind == "named barrier":
+            decl = self.named[obj]
+            if first.data == "index_all":
+                self.error("SV116", f"`{obj}[*]` (every element) is only allowed with `init` and `inval`",
+                           self.span(first))
+                return None
             if first.data == "name" and decl.size is not None:
-                self.error("SV104", f"`{first.children[0]}` is an array of {decl.size}; give an index", span)
+                self.error("SV104", f"`{obj}` is an array of {decl.size}; give an index", self.span(first))
                 return None
             if first.data == "index":
                 if decl.size is None:
-                    self.error("SV104", f"`{first.children[0]}` is not an array", span)
+                    self.error("SV104", f"`{obj}` is not an array", self.span(first))
                     return None
                 index = self.expr(first.children[1])
                 if isinstance(index, ir.Const) and not 0 <= index.value < decl.size:
-                    self.error("SV104", f"index {index.value} is out of range for `{first.children[0]}"
-                               f"[{decl.size}]`", self.span(first.children[1]))
+                    self.error("SV104", f"index {index.value} is out of range for `{obj}[{decl.size}]`",
+                               self.span(first.children[1]))
                     return None
                 bar_id = fold(substitute(decl.id_expr, "i", index))
                 count = fold(substitute(decl.count_expr, "i", index)) if decl.count_expr is not None else None
             else:
                 bar_id, count = decl.id_expr, decl.count_expr
             if len(operands) > 1:
-                self.error("SV110", "give the count of a named barrier as `count N`, or in its declaration", span)
+                self.error("SV110", "give the count of a named barrier as `count N`, or in its declaration",
+                           self.span(operands[1]))
                 return None
         else:
             bar_id = self.expr(first)
             if len(operands) > 1:
-                count = self.expr(operands[1])
+                count, count_span = self.expr(operands[1]), self.span(operands[1])
         if "count" in clauses:
             if count is not None and len(operands) > 1:
-                self.error("SV110", "thread count given twice", span)
+                self.error("SV110", "thread count given twice", self.span(clauses["count"]))
                 return None
-            count = self.expr(clauses["count"])
+            count, count_span = self.expr(clauses["count"]), self.span(clauses["count"])
         if isinstance(bar_id, ir.Const) and not self._check_bar_id(bar_id.value, self.span(first)):
             return None
-        if isinstance(count, ir.Const) and not self._check_bar_count(count.value, span):
+        if isinstance(count, ir.Const) and not self._check_bar_count(count.value, count_span):
             return None
         if need_count and count is None:
             self.error("SV106", "`bar.arrive` needs a thread count (`bar.arrive ID, N`)", span)
@@ -713,21 +846,23 @@ class Resolver:
     def op_write(self, span, quals, operands, clauses):
         return self._access("write", span, operands, clauses)
 
-    def _buffer_bytes(self, buf: ir.Ref, clauses, span) -> ir.Expr:
+    def _buffer_bytes(self, buf: ir.Ref, clauses, span, tx: bool = True) -> ir.Expr:
         if "bytes" in clauses:
             return self._bytes(clauses["bytes"], "copy bytes")
-        return ir.Const(self.buffers[buf.name].bytes, span)
+        nbytes = self.buffers[buf.name].bytes
+        if tx and nbytes > MAX_COUNT:  # a whole-buffer copy still completes its bytes on one tx-count
+            self.error("SV105", f"copying all of `{buf.name}` ({nbytes} bytes) exceeds the tx-count limit 2^20-1; "
+                       "give `bytes N`", span)
+        return ir.Const(nbytes, span)
 
     def op_tma_load(self, span, quals, operands, clauses):
         buf = self.ref(operands[0], "buffer")
         bar = self.ref(clauses["target"], "mbarrier")
         mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
         if mask is not None and self.cluster == 1:
-            self.error("SV108", "`multicast` in a protocol whose cluster has 1 CTA", span)
+            self.error("SV108", "`multicast` in a protocol whose cluster has 1 CTA", self.span(clauses["multicast"]))
             return None
-        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
-            self.error("SV405", f"multicast mask {mask.value:#b} names CTAs outside the cluster of {self.cluster}"
-                       if mask.value else "multicast mask is 0: the copy goes nowhere", span)
+        if mask is not None and not self._check_mask(mask, clauses["multicast"]):
             return None
         if buf is None or bar is None:
             return None
@@ -735,7 +870,7 @@ class Resolver:
 
     def op_tma_store(self, span, quals, operands, clauses):
         buf = self.ref(operands[0], "buffer")
-        return ir.TmaStore(buf, self._buffer_bytes(buf, clauses, span), span) if buf else None
+        return ir.TmaStore(buf, self._buffer_bytes(buf, clauses, span, tx=False), span) if buf else None
 
     def op_bulk_commit(self, span, quals, operands, clauses):
         return ir.GroupCommit("bulk", span)
@@ -773,6 +908,12 @@ class Resolver:
         if group == 2 and self.cluster < 2:
             self.error("SV108", "cta_group 2 needs a cluster of at least 2 CTAs", span)
             return None
+        cols = self.const(clauses["cols"], "cols") if "cols" in clauses else 32
+        if cols is None:
+            return None
+        if not 32 <= cols <= 512 or cols & (cols - 1):  # PTX tcgen05.alloc: nCols a power of two in 32..512
+            self.error("SV110", f"cols {cols} must be a power of two in 32..512", self.span(clauses["cols"]))
+            return None
         return ir.TmemAlloc(dealloc, group, span)
 
     def op_tmem_alloc(self, span, quals, operands, clauses):
@@ -784,10 +925,17 @@ class Resolver:
     def op_umma_commit(self, span, quals, operands, clauses):
         bar = self.ref(operands[0], "mbarrier")
         mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
-        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
-            self.error("SV405", "multicast mask names CTAs outside the cluster", span)
+        if mask is not None and not self._check_mask(mask, clauses["multicast"]):
             return None
         return ir.UmmaCommit(bar, mask, span) if bar else None
+
+    def _check_mask(self, mask: ir.Expr, tree: Tree) -> bool:
+        """SV104 for a constant multicast mask naming no CTA or CTAs outside the cluster."""
+        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
+            self.error("SV104", f"multicast mask {mask.value:#b} names CTAs outside the cluster of {self.cluster}"
+                       if mask.value else "multicast mask is 0: it names no CTA", self.span(tree))
+            return False
+        return True
 
 
 def _split_mnemonic(words: list[str]) -> tuple[str | None, list[str]]:
@@ -815,6 +963,7 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
     res = Resolver(path, text, defines)
     proto = tree.children[0]
     name, *items = proto.children
+    res.header = res.span(name)
     res.declarations(items)
     if res.threads is None and not any(i.data == "cta_threads" for i in items):
         res.error("SV113", "missing `cta threads N;`", res.span(name))
@@ -826,4 +975,5 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
         name=str(name), path=path, params=tuple(res.params.items()), cluster=res.cluster,
         threads=res.threads or 0, roles=tuple(res.roles), buffers=tuple(res.buffers.values()),
         mbarriers=tuple(res.mbarriers.values()), body=body, expect=expect, span=res.span(proto),
+        loop_params=tuple(res.loop_params), source=text,
     )

@@ -1,6 +1,8 @@
 """Terminal report via rich: `file:line:col: SVnnn message`, the source line, a caret.
 
-Colour only when writing to a terminal; rich honours NO_COLOR itself.
+Colour only when writing to a terminal. With NO_COLOR set nothing is styled at
+all (rich's own NO_COLOR handling drops colours but keeps bold, and FORCE_COLOR
+would still bring escapes).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ _VERDICT_STYLE = {Verdict.SAFE: "bold green", Verdict.VIOLATION: "bold red", Ver
 
 
 def make_console(stream=None) -> Console:
-    return Console(file=stream, highlight=False, soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")))
+    no_color = bool(os.environ.get("NO_COLOR"))
+    return Console(file=stream, highlight=False, soft_wrap=True, no_color=no_color,
+                   color_system=None if no_color else "auto")
 
 
 def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
@@ -31,7 +35,10 @@ def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | Non
         except (OSError, UnicodeDecodeError):
             cache[path] = []
     lines = cache[path]
-    return lines[line - 1] if 0 < line <= len(lines) else None
+    text = lines[line - 1] if 0 < line <= len(lines) else None
+    if text is not None and any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in text):
+        return None  # a binary file: nothing readable to show
+    return text
 
 
 def print_diagnostic(console: Console, d: Diagnostic, sources: dict[str, list[str]], full_trace: bool) -> None:
@@ -42,8 +49,9 @@ def print_diagnostic(console: Console, d: Diagnostic, sources: dict[str, list[st
         src = _source_line(d.span.path, d.span.line, sources)
         if src is not None:
             width = max(1, (d.span.end_column - d.span.column) if d.span.end_line == d.span.line else 1)
+            indent = len(src[: d.span.column - 1].expandtabs(4))  # the caret's column once tabs are expanded
             console.print("    " + escape(src.expandtabs(4)))
-            console.print("    " + " " * (d.span.column - 1) + f"[{style}]^" + "~" * (width - 1) + "[/]")
+            console.print("    " + " " * indent + f"[{style}]^" + "~" * (width - 1) + "[/]")
     for rel in d.related:
         console.print(f"  [dim]note:[/] {escape(str(rel.span))}: {escape(rel.message)}")
     for note in d.notes:

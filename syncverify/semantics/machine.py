@@ -1030,8 +1030,10 @@ class Machine:
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
-LOCAL_OPS = frozenset({ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore,
-                       ir.TmaLoad, ir.UmmaCommit})
+LOCAL_OPS = frozenset({
+    ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
+    ir.UmmaCommit,
+})
 
 _HANDLERS = {
     ir.MbarInit: Machine.op_init,
