@@ -100,6 +100,10 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None) -
                 key = (warn.code, warn.span.line if warn.span else 0)
                 if key not in warnings:
                     warnings[key] = (warn, sid, res.label)
+            for v in res.soft:
+                key = (v.code, v.span.line if v.span else 0, 0)
+                if key not in errors:
+                    errors[key] = (v, sid, res.label)
             if res.violation is not None:
                 v = res.violation
                 key = (v.code, v.span.line if v.span else 0, v.related[0][0] if v.related else 0)

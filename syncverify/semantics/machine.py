@@ -97,10 +97,15 @@ class Violation(Exception):
 
 @dataclass
 class StepResult:
+    """One step: its label, the state it leads to (None if it ends the path in a violation),
+    and findings that do not end the path: warnings, and errors after which the model
+    stays well defined (``soft``: a consumption-rule breach, a scope error)."""
+
     label: tuple
     state: State | None
     violation: Violation | None = None
     warnings: list[Violation] = field(default_factory=list)
+    soft: list[Violation] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ class Assumptions:
 class _Work:
     """A mutable view of one state while a step is being applied."""
 
-    __slots__ = ("agents", "cluster", "mbars", "named", "procs", "records", "tmem", "warnings")
+    __slots__ = ("agents", "cluster", "mbars", "named", "procs", "records", "soft", "tmem", "warnings")
 
     def __init__(self, s: State):
         self.procs = list(s.procs)
@@ -125,6 +130,7 @@ class _Work:
         self.records = s.records
         self.tmem = list(s.tmem)
         self.warnings: list[Violation] = []
+        self.soft: list[Violation] = []
 
     def freeze(self) -> State:
         return State(tuple(self.procs), tuple(self.mbars), tuple(self.named), self.cluster,
@@ -154,6 +160,7 @@ class Machine:
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
+        self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -265,9 +272,9 @@ class Machine:
         if self.reduce:
             for p in range(len(self.procs)):
                 ins = self.programs[p].code[state.procs[p][P_PC]]
-                if ins.kind == OP and type(ins.op) in LOCAL_OPS:
+                if ins.kind == OP and (type(ins.op) in LOCAL_OPS or self._lone_arrive(state, p, ins.op)):
                     res = self.step_process(state, p)
-                    if res is not None and res.violation is None and not res.warnings and \
+                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
                             self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
                         yield res
                         return
@@ -287,6 +294,26 @@ class Machine:
                 continue
             yield self.step_agent(state, a)
 
+    def _lone_arrive(self, state: State, p: int, op: ir.Op) -> bool:
+        """May this mbarrier arrive be taken alone (partial-order reduction)?
+
+        A plain arrive on the executing CTA's own barrier commutes with every other
+        step except a wait, init or inval of that barrier. Against a wait, taking the
+        arrive first reports any violation the other order would (an arrive that
+        completes the phase makes a late wait stale, SV501; an arrive before the
+        wait that observes the previous phase breaks the consumption rule, SV502)
+        and otherwise reaches the same state. Against init/inval it does not, so
+        the arrive is taken alone only when no other process can still reach an
+        init or inval of that barrier array."""
+        if not isinstance(op, ir.MbarArrive) or op.remote is not None or op.tx_bytes is not None or op.drop:
+            return False
+        name = op.bar.name
+        cta = self.procs[p].cta
+        for q in self.procs_of_cta[cta]:
+            if q != p and name in self.lifecycle_ahead[q][state.procs[q][P_PC]]:
+                return False
+        return True
+
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":
             return self.step_process(state, label[1])
@@ -300,7 +327,7 @@ class Machine:
         try:
             advanced = self._exec(w, p, ins, pstate)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings)
+            return StepResult(label, None, v, w.warnings, w.soft)
         if not advanced:
             return None  # blocked
         try:
@@ -309,8 +336,8 @@ class Machine:
             if self.programs[p].code[pc].kind == END:
                 self._exit(w, p)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings)
-        return StepResult(label, w.freeze(), None, w.warnings)
+            return StepResult(label, None, v, w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft)
 
     # ------------------------------------------------------------------ process operations
     def _exec(self, w: _Work, p: int, ins, pstate: tuple) -> bool:
@@ -405,8 +432,8 @@ class Machine:
         """§1.3 consumption rule (SV502): the previous phase must have been observed by a wait."""
         mb = w.mbars[m]
         if not mb[M_OBSERVED]:
-            raise Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
-                            f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span)
+            w.soft.append(Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
+                            f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span))
 
     def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, release_mask: int = 0,
                 rdata: int | None = None) -> None:
@@ -495,8 +522,9 @@ class Machine:
                            and r[R_KNOWN] & lanes and r[R_CTA] != self.mb_names[m][0] for r in w.records)
         if op.scope == "cta":
             if carries_data:
-                raise Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data to "
-                                "another CTA with a .cta-scope release; use arrive.release.cluster", op.span)
+                w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
+                                        "to another CTA with a .cta-scope release; use arrive.release.cluster",
+                                        op.span))
             w.warnings.append(Violation(
                 "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards buffer "
                 "reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)", op.span,
@@ -547,8 +575,8 @@ class Machine:
         w.mbars[m] = (*mb[:M_OBSERVED], int(observed), jprevs, mb[M_RDATA])
         if op.sem == "acquire":
             if op.scope == "cta" and mb[M_RDATA] & 2:
-                raise Violation("SV602", f"wait on {self.mb_label(m)} acquires data another CTA released to it, "
-                                "but with .cta scope; use wait.acquire.cluster", op.span)
+                w.soft.append(Violation("SV602", f"wait on {self.mb_label(m)} acquires data another CTA released "
+                                        "to it, but with .cta scope; use wait.acquire.cluster", op.span))
             w.records = acquire(w.records, self.holders.mb_last(m), lanes)
         return True
 
@@ -945,8 +973,8 @@ class Machine:
             else:
                 self._complete_umma(w, a)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings)
-        return StepResult(label, w.freeze(), None, w.warnings)
+            return StepResult(label, None, v, w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft)
 
     def _agent_span(self, line: int) -> ir.Span:
         return ir.Span(self.protocol.path, line, 1, line, 2)
@@ -1027,6 +1055,34 @@ class Machine:
         except (EvalError, KeyError):
             pass
         return f"line {line}"
+
+
+def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:
+    """For every pc: the mbarrier names that ops of the given kinds can still touch from there."""
+    code = prog.code
+    n = len(code)
+    succ: list[list[int]] = []
+    for pc, ins in enumerate(code):
+        nxt = [] if ins.kind == END else [pc + 1]
+        if ins.kind in (FOR_INIT, BRANCH):
+            nxt.append(ins.target)
+        elif ins.kind == JUMP:
+            nxt = [ins.target]
+        elif ins.kind == FOR_NEXT:
+            nxt.append(ins.target)
+        succ.append([t for t in nxt if t < n])
+    own = [frozenset({ins.op.bar.name}) if ins.kind == OP and isinstance(ins.op, kinds) else frozenset()
+           for ins in code]
+    ahead = list(own)
+    changed = True
+    while changed:  # backward fixpoint over the (small) control-flow graph
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            acc = own[pc].union(*(ahead[t] for t in succ[pc])) if succ[pc] else own[pc]
+            if acc != ahead[pc]:
+                ahead[pc] = acc
+                changed = True
+    return ahead
 
 
 # Operations that only touch their own process, their slot's records and agents they create.

@@ -121,7 +121,8 @@ class _Compiler:
             slot = self.slot(s.var)
             init = len(self.code)
             self.code.append(Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, line=line, loop_var=s.var))
-            self.loop_slots.append(slot)
+            if slot not in self.loop_slots:
+                self.loop_slots.append(slot)
             self.block(s.body, leader_only)
             self.code.append(Instr(FOR_NEXT, slot=slot, expr2=s.hi, target=init + 1, line=line, loop_var=s.var))
             self.code[init] = Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, target=len(self.code), line=line,

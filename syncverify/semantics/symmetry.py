@@ -69,8 +69,20 @@ class Symmetry:
             return state, None
         procs = state.procs
         perm: dict[int, int] = {}
+        signatures: dict[int, tuple] | None = None
         for group in self.groups:
-            order = sorted(group, key=lambda q: (procs[q], self._signature(state, q)))
+            order = sorted(group, key=procs.__getitem__)
+            # break ties between equal local states by what each warp owns in the records
+            start = 0
+            while start < len(order):
+                end = start + 1
+                while end < len(order) and procs[order[end]] == procs[order[start]]:
+                    end += 1
+                if end - start > 1:
+                    if signatures is None:
+                        signatures = self._signatures(state)
+                    order[start:end] = sorted(order[start:end], key=lambda q: signatures.get(q, ()))
+                start = end
             for new, old in zip(group, order, strict=True):
                 if new != old:
                     perm[old] = new
@@ -79,10 +91,16 @@ class Symmetry:
         return self.apply(state, perm), perm
 
     @staticmethod
-    def _signature(state: State, q: int) -> tuple:
-        own = tuple(sorted(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN] for r in state.records if r[R_OWNER] == q))
-        waits = tuple(sorted((mi, j) for mi, mb in enumerate(state.mbars) for p, j in mb[M_JPREV] if p == q))
-        return own, waits
+    def _signatures(state: State) -> dict[int, tuple]:
+        """Per process: the records it owns (without owner and knowledge) and its observed phases."""
+        own: dict[int, list] = {}
+        for r in state.records:
+            own.setdefault(r[R_OWNER], []).append(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN])
+        waits: dict[int, list] = {}
+        for mi, mb in enumerate(state.mbars):
+            for p, j in mb[M_JPREV]:
+                waits.setdefault(p, []).append((mi, j))
+        return {q: (tuple(sorted(own.get(q, ()))), tuple(waits.get(q, ()))) for q in own.keys() | waits.keys()}
 
     def apply(self, state: State, perm: dict[int, int]) -> State:
         new_procs = list(state.procs)
