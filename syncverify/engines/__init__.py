@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..diagnostics import InputError
 from ..result import CheckResult, Verdict
+from ..staticcheck import static_findings
 
 if TYPE_CHECKING:
     from .. import ir
@@ -22,4 +24,15 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
-    return explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict)
+    result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict)
+    return merge_static(result, static_findings(protocol, machine.programs))
+
+
+def merge_static(result: CheckResult, findings: list) -> CheckResult:
+    """Add the search-free findings; a static error makes the protocol a violation."""
+    seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
+    extra = [d for d in findings if (d.code, d.span.line if d.span else 0) not in seen]
+    if not extra:
+        return result
+    verdict = Verdict.VIOLATION if any(d.is_error for d in extra) else result.verdict
+    return replace(result, verdict=verdict, diagnostics=tuple(extra) + result.diagnostics)
