@@ -62,6 +62,7 @@ class Symmetry:
     def __init__(self, procs: list[Process], programs: list[Program]):
         self.groups = symmetry_groups(procs, programs)
         self.warp_of = [p.warp for p in procs]
+        self.cta_of = [p.cta for p in procs]
 
     def canon(self, state: State) -> tuple[State, dict[int, int] | None]:
         """A representative of the state's orbit, and the permutation applied (old -> new)."""
@@ -132,19 +133,23 @@ class Symmetry:
                 jp = tuple(sorted((perm.get(p, p), j) for p, j in mb[M_JPREV]))
                 mb = (*mb[:M_JPREV], jp, *mb[M_JPREV + 1:])
             mbars.append(mb)
-        warp_pairs = [(self.warp_of[old], self.warp_of[new]) for old, new in perm.items()]
-        wmoved = 0
-        for w_old, _ in warp_pairs:
-            wmoved |= 1 << w_old
-        named = []
-        for nb in state.named:
-            if nb.warps & wmoved:
-                bits = nb.warps & ~wmoved
-                for w_old, w_new in warp_pairs:
-                    if nb.warps >> w_old & 1:
-                        bits |= 1 << w_new
-                nb = nb._replace(warps=bits)
-            named.append(nb)
+        # named barriers count warps of their own CTA: remap each CTA's bits by its own warps' moves
+        moves_by_cta: dict[int, list[tuple[int, int]]] = {}
+        for old, new in perm.items():
+            moves_by_cta.setdefault(self.cta_of[old], []).append((self.warp_of[old], self.warp_of[new]))
+        named = list(state.named)
+        for cta, pairs in moves_by_cta.items():
+            wmoved = 0
+            for w_old, _ in pairs:
+                wmoved |= 1 << w_old
+            for i in range(cta * 16, cta * 16 + 16):
+                nb = named[i]
+                if nb.warps & wmoved:
+                    bits = nb.warps & ~wmoved
+                    for w_old, w_new in pairs:
+                        if nb.warps >> w_old & 1:
+                            bits |= 1 << w_new
+                    named[i] = nb._replace(warps=bits)
         cluster = state.cluster
         if cluster[2]:
             bits = cluster[2]
