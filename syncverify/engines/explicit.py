@@ -147,9 +147,9 @@ def _deadlock(machine: Machine, state: State) -> Violation:
     if tx_stuck and any(machine.mb_label(m) in line for m in tx_stuck for line in lines):
         desc = "; ".join(machine.describe_mbar(state, m) for m in tx_stuck)
         return Violation("SV503", f"deadlock: all arrivals are in but the transaction bytes never balance ({desc}). "
-                         "Blocked: " + "; ".join(lines), span)
+                         "Blocked: " + "; ".join(lines), span, procs=tuple(blocked))
     return Violation("SV201", f"deadlock: {', '.join(roles)} can never move again. Blocked: " + "; ".join(lines),
-                     span)
+                     span, procs=tuple(blocked))
 
 
 # ---------------------------------------------------------------------- traces
@@ -174,14 +174,15 @@ def _diff(machine: Machine, before: State, after: State) -> str:
             parts.append(machine.describe_mbar(after, m))
     for i, (a, b) in enumerate(zip(before.named, after.named, strict=True)):
         if a != b:
-            parts.append(f"bar {i % 16}@cta{i // 16}: {b.arrived} arrived, generation {b.gen}")
+            cta = f"@cta{i // 16}" if machine.ncta > 1 else ""
+            parts.append(f"bar {i % 16}{cta}: {b.arrived} arrived, gen {b.gen}")
     if before.cluster != after.cluster:
-        parts.append(f"cluster barrier: {after.cluster[1]} arrived, generation {after.cluster[0]}")
+        parts.append(f"cluster barrier: {after.cluster[1]} arrived, gen {after.cluster[0]}")
     return "; ".join(parts)
 
 
 def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
-                symmetry: Symmetry | None = None) -> tuple[TraceStep, ...]:
+                symmetry: Symmetry | None = None, involved: tuple[int, ...] = ()) -> tuple[TraceStep, ...]:
     """Replay a path of step labels and describe each step.
 
     Under symmetry reduction the search stored representatives; the replay
@@ -202,7 +203,7 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             role = machine.proc_label(real[p])
             line = ins.line
             op_text = _op_text(machine.protocol, ins.op.span if ins.op is not None else None)
-            iteration = machine.iteration(p, ps[P_VARS])
+            iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
             cta = proc.cta
             note = ""
         else:
@@ -224,7 +225,25 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             real = _follow(real, perm)
     if full or len(steps) <= 12:
         return tuple(steps)
-    return _trim(steps)
+    return _collapse(_trim(steps, {machine.proc_label(real[p]) for p in involved}))
+
+
+def _collapse(steps: tuple[TraceStep, ...]) -> tuple[TraceStep, ...]:
+    """Merge runs of the same operation (same line, same iteration) by different warps into one row."""
+    out: list[TraceStep] = []
+    run = 1
+    for s in steps:
+        prev = out[-1] if out else None
+        if prev is not None and prev.line == s.line and prev.op == s.op and prev.iteration == s.iteration \
+                and prev.cta == s.cta and not s.note and not prev.note:
+            run += 1
+            first = prev.role.split(" (+")[0]
+            out[-1] = TraceStep(step=s.step, cta=s.cta, role=f"{first} (+{run - 1} more)", line=s.line, op=s.op,
+                                note="", iteration=s.iteration, state=s.state)
+        else:
+            run = 1
+            out.append(s)
+    return tuple(out)
 
 
 def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
@@ -236,11 +255,11 @@ def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
     return out
 
 
-def _trim(steps: list[TraceStep]) -> tuple[TraceStep, ...]:
-    """Keep the steps of the actors in the last step and every step that changed barrier state
-    those actors depended on; always keep the last step."""
+def _trim(steps: list[TraceStep], involved: set[str]) -> tuple[TraceStep, ...]:
+    """Keep the steps of the actors of the last step and of the processes the finding names,
+    and every step that changed barrier state those steps depended on."""
     last = steps[-1]
-    actors = {last.role}
+    actors = {last.role} | involved
     touched = {part.split(":")[0] for part in last.state.split("; ") if part}
     keep = []
     for s in reversed(steps):
@@ -255,7 +274,7 @@ def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace:
                 symmetry: Symmetry | None) -> Diagnostic:
     related = tuple(Related(Span(machine.protocol.path, line, 1, line, 2), msg) for line, msg in v.related)
     notes: tuple[str, ...] = ()
-    trace = build_trace(machine, labels, full=full_trace, symmetry=symmetry)
+    trace = build_trace(machine, labels, full=full_trace, symmetry=symmetry, involved=v.procs)
     if not full_trace and len(trace) < len(labels):
         notes = (f"trace trimmed to {len(trace)} of {len(labels)} steps (--full-trace shows all)",)
     return make(v.code, v.message, v.span, severity=v.severity, trace=trace, related=related, notes=notes)

@@ -86,13 +86,15 @@ class Violation(Exception):
     """A step that breaks a rule. ``span`` is the offending operation."""
 
     def __init__(self, code: str, message: str, span: ir.Span | None = None,
-                 related: tuple[tuple[int, str], ...] = (), severity: Severity = Severity.ERROR):
+                 related: tuple[tuple[int, str], ...] = (), severity: Severity = Severity.ERROR,
+                 procs: tuple[int, ...] = ()):
         super().__init__(message)
         self.code = code
         self.message = message
         self.span = span
         self.related = related
         self.severity = severity
+        self.procs = procs  # other processes involved (e.g. the other side of a race), for trimming traces
 
 
 @dataclass
@@ -178,9 +180,10 @@ class Machine:
         proc = self.procs[p]
         return proc.label() + (f"@cta{proc.cta}" if self.ncta > 1 else "")
 
-    def iteration(self, p: int, vars_: tuple) -> str:
+    def iteration(self, p: int, vars_: tuple, pc: int) -> str:
+        """The loop variables of the loops enclosing pc, e.g. `k=3`."""
         prog = self.programs[p]
-        return " ".join(f"{prog.var_names[s]}={vars_[s]}" for s in prog.loop_slots if s < len(vars_))
+        return " ".join(f"{prog.var_names[s]}={vars_[s]}" for s in prog.loops_at[pc])
 
     # ------------------------------------------------------------------ initial state
     def initial(self) -> State:
@@ -747,7 +750,8 @@ class Machine:
         inflight = " (still in flight)" if r[R_FLAGS] & F_INFLIGHT else ""
         raise Violation(code, f"{name} race on {slot}: {what} by {self.proc_label(p)} is not ordered with the "
                         f"{other}{inflight}; no release/acquire chain, barrier or async-completion wait orders "
-                        "them", span, related=((r[R_LINE], f"the other access ({other})"),))
+                        "them", span, related=((r[R_LINE], f"the other access ({other})"),),
+                        procs=(r[R_OWNER],) if r[R_OWNER] >= 0 else ())
 
     def _read_intends_older(self, w: _Work, p: int, lanes: int, key: tuple, unordered_write: tuple) -> bool:
         """Was this read meant for an older write that the unordered one overwrote too early?"""
@@ -1021,8 +1025,8 @@ class Machine:
         mb = state.mbars[m]
         if not mb[M_VALID]:
             return f"{self.mb_label(m)}: not initialized"
-        return (f"{self.mb_label(m)}: phase {mb[M_K]} (parity {mb[M_K] % 2}), pending {mb[M_PEND]}/{mb[M_EXP]}, "
-                f"tx {mb[M_TX]}")
+        tx = f" tx {mb[M_TX]}" if mb[M_TX] else ""
+        return f"{self.mb_label(m)}: phase {mb[M_K]} pending {mb[M_PEND]}/{mb[M_EXP]}{tx}"
 
     def blocked_reason(self, state: State, p: int) -> str:
         """What a process that cannot move is waiting for."""

@@ -72,6 +72,7 @@ class Program:
     code: tuple[Instr, ...]
     var_names: tuple[str, ...]
     loop_slots: tuple[int, ...]  # slots of `for` variables, innermost last (for trace iteration labels)
+    loops_at: tuple[tuple[int, ...], ...] = ()  # per pc: slots of the loops enclosing it, outermost first
 
 
 class _Compiler:
@@ -188,4 +189,10 @@ def compile_program(protocol: ir.Protocol, proc: Process) -> Program:
     comp = _Compiler(protocol, proc)
     comp.block(protocol.body, False)
     comp.code.append(Instr(END, line=protocol.span.end_line))
-    return Program(proc, tuple(comp.code), tuple(comp.slots), tuple(comp.loop_slots))
+    loops_at: list[list[int]] = [[] for _ in comp.code]
+    for pc, ins in enumerate(comp.code):
+        if ins.kind == FOR_INIT:
+            for inner in range(pc + 1, ins.target):
+                loops_at[inner].append(ins.slot)
+    return Program(proc, tuple(comp.code), tuple(comp.slots), tuple(comp.loop_slots),
+                   tuple(tuple(x) for x in loops_at))
