@@ -551,11 +551,11 @@ class Machine:
         self._set_mb(w, m, s, old)
         return True
 
-    def _jprev(self, mb: tuple, p: int) -> int:
+    def _jprev(self, mb: tuple, p: int) -> int | None:
         for q, j in mb[M_JPREV]:
             if q == p:
                 return j
-        return -1
+        return None
 
     def op_wait(self, w, p, proc, op: ir.MbarWait, ins, env, ctx, lanes) -> bool:
         m = self._mbar(w, p, op.bar, proc.cta, env, ctx)
@@ -564,7 +564,14 @@ class Machine:
         mb = w.mbars[m]
         s = self._rule_state(mb)
         jprev = self._jprev(mb, p)
-        intended = rules.intended_phase(jprev, parity)
+        if jprev is None:
+            # A first wait has no history to say which phase it means: PTX's validity window
+            # (the current phase or the one before, §1.3) holds for whichever of the two has
+            # the wait's parity.
+            intended = s.k - 1 if (s.k - 1) % 2 == parity % 2 else s.k
+            jprev = -1
+        else:
+            intended = rules.intended_phase(jprev, parity)
         if rules.wait_aliases(s, intended):
             raise Violation("SV501", f"wait on {self.mb_label(m)} for parity {parity % 2} means phase {intended}, "
                             f"but the barrier is already in phase {s.k}: that phase completed and was overtaken, "
