@@ -70,20 +70,26 @@ class Symmetry:
             return state, None
         procs = state.procs
         perm: dict[int, int] = {}
-        signatures: dict[int, tuple] | None = None
+        tied: list[tuple[list[int], int, int]] = []
+        orders = []
         for group in self.groups:
             order = sorted(group, key=procs.__getitem__)
-            # break ties between equal local states by what each warp owns in the records
+            orders.append((group, order))
             start = 0
             while start < len(order):
                 end = start + 1
                 while end < len(order) and procs[order[end]] == procs[order[start]]:
                     end += 1
                 if end - start > 1:
-                    if signatures is None:
-                        signatures = self._signatures(state)
-                    order[start:end] = sorted(order[start:end], key=lambda q: signatures.get(q, ()))
+                    tied.append((order, start, end))
                 start = end
+        if tied:
+            # break ties between equal local states by what each warp owns in the records
+            wanted = {q for order, a, b in tied for q in order[a:b]}
+            signatures = self._signatures(state, wanted)
+            for order, a, b in tied:
+                order[a:b] = sorted(order[a:b], key=lambda q: signatures.get(q, ()))
+        for group, order in orders:
             for new, old in zip(group, order, strict=True):
                 if new != old:
                     perm[old] = new
@@ -92,15 +98,18 @@ class Symmetry:
         return self.apply(state, perm), perm
 
     @staticmethod
-    def _signatures(state: State) -> dict[int, tuple]:
-        """Per process: the records it owns (without owner and knowledge) and its observed phases."""
+    def _signatures(state: State, wanted: set[int]) -> dict[int, tuple]:
+        """For the wanted processes: the records each owns (without owner and knowledge) and its
+        observed phases."""
         own: dict[int, list] = {}
         for r in state.records:
-            own.setdefault(r[R_OWNER], []).append(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN])
+            if r[R_OWNER] in wanted:
+                own.setdefault(r[R_OWNER], []).append(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN])
         waits: dict[int, list] = {}
         for mi, mb in enumerate(state.mbars):
             for p, j in mb[M_JPREV]:
-                waits.setdefault(p, []).append((mi, j))
+                if p in wanted:
+                    waits.setdefault(p, []).append((mi, j))
         return {q: (tuple(sorted(own.get(q, ()))), tuple(waits.get(q, ()))) for q in own.keys() | waits.keys()}
 
     def apply(self, state: State, perm: dict[int, int]) -> State:
