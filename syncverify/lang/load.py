@@ -75,9 +75,10 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
          path: str | None = None) -> ir.Protocol:
     """Load a protocol from a file path or from spec text.
 
-    ``source`` is read as a path when it names an existing file or ends in
-    `.sync`; otherwise it is the spec text itself (``path`` then names it in
-    messages). Raises InputError on any problem with the input.
+    ``source`` is read as a path when it is a PathLike, or a non-blank string of
+    one line that has no `{` or ends in `.sync`; otherwise it is the spec text
+    itself (``path`` then names it in messages). Raises InputError on any
+    problem with the input.
     """
     text: str
     if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source

@@ -18,7 +18,6 @@ from lark import Token, Tree
 from .. import ir
 from ..diagnostics import Diagnostic, InputError, Span, make
 from ..expr import MAX_MAGNITUDE, EvalError, evaluate, fold, free_names, substitute
-from .parse import _end_of_previous_token
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts and tx-counts (ptx-semantics §1.1)
 MAX_THREADS = 1024
@@ -442,11 +441,13 @@ class Resolver:
     def check_roles(self) -> None:
         """SV103: every role inside the CTA, no thread in two roles (one report per role)."""
         threads = self.threads
+        if threads is None:  # no valid `cta threads`: SV113 says so; without it nothing bounds the ranges
+            return
         owner: dict[int, str] = {}
         for role in self.roles:
             for i, (lo, hi) in enumerate(role.instances):
                 label = f"{role.name}[{i}]" if role.array else role.name
-                if threads is not None and hi > threads:  # (no thread count: its own error says why)
+                if hi > threads:
                     covers = f"thread {lo}" if hi - lo == 1 else f"threads {lo}..{hi - 1}"
                     self.error("SV103", f"role `{label}` covers {covers}, beyond the CTA's {threads} threads",
                                role.span)
@@ -576,15 +577,14 @@ class Resolver:
                                    self.span(child))
                     return None
                 clauses[word] = child.children[0]
-        for operand in operands:
-            # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing.
-            word = str(operand.children[0]) if operand.data == "name" else ""
-            if (word in _OP_WORDS and self.span(operand).line > head_span.end_line and word not in self.kinds
-                    and word not in self.params and not any(word in sc.variables for sc in self.scopes)):
-                line, col = _end_of_previous_token(self.text, operand.meta.start_pos)
-                self.error("SV100", f"missing `;` at the end of the statement (next comes `{word}`)",
-                           Span(self.path, line, col, line, col + 1))
-                return None
+        # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing after the head.
+        word = str(operands[0].children[0]) if operands and operands[0].data == "name" else ""
+        if (word in _OP_WORDS and self.span(operands[0]).line > head_span.end_line and word not in self.kinds
+                and word not in self.params and not any(word in sc.variables for sc in self.scopes)):
+            line, col = head_span.end_line, head_span.end_column
+            self.error("SV100", f"missing `;` at the end of the statement (next comes `{word}`)",
+                       Span(self.path, line, col, line, col + 1))
+            return None
         lo, hi = spec.operands
         if not lo <= len(operands) <= hi:
             want = f"{lo}" if lo == hi else f"{lo} to {hi}"
@@ -663,13 +663,9 @@ class Resolver:
     def _remote(self, clauses: Mapping[str, Tree]) -> ir.Expr | None:
         if "remote" not in clauses:
             return None
-        e = self.expr(clauses["remote"])
-        if isinstance(e, ir.Const) and not 0 <= e.value < self.cluster:
-            # A constant rank is checked here, as an input error like any index (SV405 is the
-            # checker's finding for ranks computed while the kernel runs, such as `cta + 1`).
-            self.error("SV104", f"CTA rank {e.value} is outside the cluster (ranks 0..{self.cluster - 1})",
-                       self.span(clauses["remote"]))
-        return e
+        # A rank outside the cluster, constant or not, is the checker's SV405 (a violation, exit 1):
+        # input errors are SV1xx only.
+        return self.expr(clauses["remote"])
 
     @staticmethod
     def _sem_scope(quals: set[str], default_sem: str) -> tuple[str, str]:
@@ -862,8 +858,6 @@ class Resolver:
         if mask is not None and self.cluster == 1:
             self.error("SV108", "`multicast` in a protocol whose cluster has 1 CTA", self.span(clauses["multicast"]))
             return None
-        if mask is not None and not self._check_mask(mask, clauses["multicast"]):
-            return None
         if buf is None or bar is None:
             return None
         return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span)
@@ -925,17 +919,7 @@ class Resolver:
     def op_umma_commit(self, span, quals, operands, clauses):
         bar = self.ref(operands[0], "mbarrier")
         mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
-        if mask is not None and not self._check_mask(mask, clauses["multicast"]):
-            return None
         return ir.UmmaCommit(bar, mask, span) if bar else None
-
-    def _check_mask(self, mask: ir.Expr, tree: Tree) -> bool:
-        """SV104 for a constant multicast mask naming no CTA or CTAs outside the cluster."""
-        if isinstance(mask, ir.Const) and not 0 < mask.value < (1 << self.cluster):
-            self.error("SV104", f"multicast mask {mask.value:#b} names CTAs outside the cluster of {self.cluster}"
-                       if mask.value else "multicast mask is 0: it names no CTA", self.span(tree))
-            return False
-        return True
 
 
 def _split_mnemonic(words: list[str]) -> tuple[str | None, list[str]]:

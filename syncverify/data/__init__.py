@@ -1,0 +1,1 @@
+"""Package data: the diagnostics reference (diagnostics.md), read by `syncverify explain`."""
