@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from .check import Options, check_path
-from .diagnostics import CODES, InputError
+from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .lang import load_many
 from .report import json_report, text
 from .result import CheckResult, Verdict, combine_exit
@@ -17,14 +18,15 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits with 2 and a one-line message (its default is also 2)."""
 
 
-def _define(value: str) -> tuple[str, int]:
+def _define(value: str) -> tuple[str, int | str]:
+    """NAME=VALUE; a VALUE that is not an integer is kept as text and reported as SV114."""
     if "=" not in value:
         raise argparse.ArgumentTypeError(f"-D {value}: expected NAME=VALUE")
     name, _, raw = value.partition("=")
     try:
         return name.strip(), int(raw.strip(), 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"-D {value}: {raw!r} is not an integer") from None
+        return name.strip(), raw
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +74,18 @@ def expectation_met(result: CheckResult) -> tuple[bool, str]:
     return True, "as expected"
 
 
+def _bad_defines(defines: list[tuple[str, int | str]]) -> list[Diagnostic]:
+    return [make("SV114", f"-D {name}={raw}: {raw!r} is not an integer", Span("<command line>", 1, 1, 1, 2))
+            for name, raw in defines if isinstance(raw, str)]
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    bad = _bad_defines(args.defines)
+    if bad:
+        results = [CheckResult(path="<command line>", protocol=None, verdict=Verdict.ERROR, bound="",
+                               diagnostics=tuple(bad))]
+        _print(results, args)
+        return 2
     try:
         paths = load_many(args.paths)
     except InputError as err:
@@ -86,14 +99,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       defines=dict(args.defines),
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
     results += [check_path(p, options) for p in paths]
-    if args.format == "json":
-        print(json_report.render(results))
-    elif args.format == "sarif":
-        from .report import sarif
-
-        print(sarif.render(results))
-    else:
-        text.render(results, text.make_console(sys.stdout), full_trace=args.full_trace)
+    _print(results, args)
     if args.expect:
         console = text.make_console(sys.stderr)
         ok_all = True
@@ -104,6 +110,17 @@ def cmd_check(args: argparse.Namespace) -> int:
                 console.print(f"{r.path}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
+
+
+def _print(results: list[CheckResult], args: argparse.Namespace) -> None:
+    if args.format == "json":
+        print(json_report.render(results))
+    elif args.format == "sarif":
+        from .report import sarif
+
+        print(sarif.render(results))
+    else:
+        text.render(results, text.make_console(sys.stdout), full_trace=args.full_trace)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -125,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`syncverify … | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def entry() -> None:

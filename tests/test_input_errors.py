@@ -97,7 +97,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "`;`, … (variables are bound with `let NAME = EXPR;`)"]),
     "assignment-in-condition": (H + "  if k = 1 { }\n}\n", [
         "7:8: SV100 unexpected `=`; expected a comparison, `&&`, `&`, `*`, `/` or `%`, `+` or `-`, `<<` or `>>`, "
-        "`[`, `^`, … (compare with `==`)"]),
+        "`==` or `!=`, `[`, … (compare with `==`)"]),
     "warp-with-range": (H + "  role r = warp 2..3;\n}\n", [
         "7:12: SV100 `warp` takes one index; use `warps A..B` for a range"]),
     "warps-without-range": (H + "  role r = warps 2;\n}\n", ["7:12: SV100 `warps` takes a range `A..B`"]),
@@ -419,18 +419,25 @@ def test_define_value_out_of_range(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("define", "message"), [
-    ("STAGES=four", "argument -D: -D STAGES=four: 'four' is not an integer"),
-    ("STAGES=1.5", "argument -D: -D STAGES=1.5: '1.5' is not an integer"),
-    ("STAGES", "argument -D: -D STAGES: expected NAME=VALUE"),
+    ("STAGES=four", "<command line>:1:1: SV114 -D STAGES=four: 'four' is not an integer"),
+    ("STAGES=1.5", "<command line>:1:1: SV114 -D STAGES=1.5: '1.5' is not an integer"),
 ])
-def test_define_not_an_integer_is_a_usage_error(define, message, tmp_path, capsys):
+def test_define_not_an_integer_is_sv114(define, message, tmp_path, capsys):
+    path = tmp_path / "spec.sync"
+    path.write_text(VALID)
+    assert main(["check", str(path), "-D", define]) == 2
+    out, err = capsys.readouterr()
+    assert message in out and "Traceback" not in out + err
+
+
+def test_define_without_value_is_a_usage_error(tmp_path, capsys):
     path = tmp_path / "spec.sync"
     path.write_text(VALID)
     with pytest.raises(SystemExit) as info:
-        main(["check", str(path), "-D", define])
+        main(["check", str(path), "-D", "STAGES"])
     out, err = capsys.readouterr()
     assert info.value.code == 2
-    assert message in err and "Traceback" not in out + err
+    assert "argument -D: -D STAGES: expected NAME=VALUE" in err and "Traceback" not in out + err
 
 
 def test_defines_through_the_api():

@@ -205,9 +205,8 @@ def test_bar_ids_and_counts_from_params_and_variables():
     ("2 + 3 == 5", 1), ("1 + 2 < 4 && 5 > 4", 1), ("1 <= 1", 1), ("2 >= 3", 0), ("1 != 1", 0),
     ("!0 && 1 || 0", 1), ("0 || 0 && 1", 0), ("1 || 0 && 0", 1), ("!5", 0), ("!!5", 1),
     ("-2 * 3", -6), ("- -3", 3), ("-(2 + 3)", -5),
-    # Unlike C, the bitwise operators bind tighter than comparisons (as in Python, Rust, Go):
-    # `k & 1 == 0` tests the low bit instead of always being 0.
-    ("1 & 3 == 3", 0), ("2 | 1 == 3", 1), ("6 ^ 3 != 5", 0),
+    # As in C, comparisons bind tighter than the bit operators: `1 & 3 == 3` is `1 & (3 == 3)`.
+    ("1 & 3 == 3", 1), ("2 | 1 == 3", 2), ("6 ^ 3 != 5", 7), ("(1 & 3) == 3", 0), ("1 < 2 == 1", 1),
     # Literals.
     ("0x10 + 0b11 + 1_000", 1019), ("0", 0), ("0xFF", 255),
 ])

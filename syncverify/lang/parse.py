@@ -28,7 +28,7 @@ _TERMINAL_WORDS = {
     "NAME": "a name", "NUMBER": "a number", "QUAL": "a qualifier like `.release`",
     "SEMICOLON": "`;`", "LBRACE": "`{`", "RBRACE": "`}`", "LSQB": "`[`", "RSQB": "`]`",
     "LPAR": "`(`", "RPAR": "`)`", "COMMA": "`,`", "EQUAL": "`=`", "STAR": "`*`",
-    "AT": "`@`", "BANG": "`!`", "MINUS": "`-`", "CMPOP": "a comparison", "ADDOP": "`+` or `-`",
+    "AT": "`@`", "BANG": "`!`", "MINUS": "`-`", "EQOP": "`==` or `!=`", "RELOP": "a comparison", "ADDOP": "`+` or `-`",
     "MULOP": "`*`, `/` or `%`", "BOROP": "`|`", "XOROP": "`^`", "ANDOP": "`&`", "SHIFTOP": "`<<` or `>>`",
     "$END": "end of file",
 }
@@ -113,7 +113,7 @@ def _diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic:
             return make("SV100", "missing `;` before `}`", _span_at(path, line, col))
     hint = ""
     if tok.type == "EQUAL":
-        hint = " (compare with `==`)" if "CMPOP" in expected else " (variables are bound with `let NAME = EXPR;`)"
+        hint = " (compare with `==`)" if "EQOP" in expected else " (variables are bound with `let NAME = EXPR;`)"
     return make("SV100", f"unexpected {found}; expected {_expected(expected)}{hint}",
                 _span_at(path, tok.line or 1, tok.column or 1, len(str(tok.value))))
 

@@ -844,7 +844,12 @@ class Resolver:
 
     def _buffer_bytes(self, buf: ir.Ref, clauses, span, tx: bool = True) -> ir.Expr:
         if "bytes" in clauses:
-            return self._bytes(clauses["bytes"], "copy bytes")
+            e = self._bytes(clauses["bytes"], "copy bytes")
+            size = self.buffers[buf.name].bytes
+            if isinstance(e, ir.Const) and e.value > size:
+                self.error("SV107", f"copy of {e.value} bytes into `{buf.name}`, whose slots hold {size} bytes",
+                           self.span(clauses["bytes"]))
+            return e
         nbytes = self.buffers[buf.name].bytes
         if tx and nbytes > MAX_COUNT:  # a whole-buffer copy still completes its bytes on one tx-count
             self.error("SV105", f"copying all of `{buf.name}` ({nbytes} bytes) exceeds the tx-count limit 2^20-1; "

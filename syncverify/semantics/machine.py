@@ -56,7 +56,6 @@ from .state import (
     P_VARS,
     P_WGMMA,
     R_AKNOWN,
-    R_CTA,
     R_EPOCH,
     R_FLAGS,
     R_GRP,
@@ -521,8 +520,9 @@ class Machine:
 
     def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
+        # any generic write this release publishes reaches another CTA: the data crosses CTAs
         carries_data = any(r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC
-                           and r[R_KNOWN] & lanes and r[R_CTA] != self.mb_names[m][0] for r in w.records)
+                           and r[R_KNOWN] & lanes for r in w.records)
         if op.scope == "cta":
             if carries_data:
                 w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
@@ -610,12 +610,14 @@ class Machine:
             w.warnings.append(Violation("SV203", f"warp {proc.warp} arrives a second time in one generation of "
                                         f"barrier {bar_id} (legal: the barrier counts threads, but check that it "
                                         "is intended)", span, severity=Severity.WARNING))
-        if aligned and nb.arrived and nb.site and nb.site != span.line:
-            w.warnings.append(Violation("SV204", f"aligned barrier {bar_id} reached at line {span.line} while "
-                                        f"other warps reached it at line {nb.site}", span,
+        site = span.line * 4096 + span.column  # a static site: line and column
+        if aligned and nb.arrived and nb.site and nb.site != site:
+            w.warnings.append(Violation("SV204", f"aligned barrier {bar_id} reached at line {span.line}, column "
+                                        f"{span.column} while other warps of this generation reached it at line "
+                                        f"{nb.site // 4096}, column {nb.site % 4096}", span,
                                         severity=Severity.WARNING))
         w.records = release(w.records, lanes, self.holders.nb(proc.cta, bar_id))
-        w.named[idx] = rules.nb_arrive(nb, count, proc.nthreads, bit, span.line if aligned else 0)
+        w.named[idx] = rules.nb_arrive(nb, count, proc.nthreads, bit, site if aligned else 0)
         self._nb_try_complete(w, proc.cta, bar_id)
 
     def _nb_try_complete(self, w: _Work, cta: int, bar_id: int) -> None:
