@@ -39,6 +39,7 @@ from .state import (
     F_ASYNC,
     F_INFLIGHT,
     F_REPEAT,
+    F_SUPERSEDED,
     FULL,
     LEADER,
     M_EXP,
@@ -56,6 +57,7 @@ from .state import (
     P_VARS,
     P_WGMMA,
     R_AKNOWN,
+    R_CTA,
     R_EPOCH,
     R_FLAGS,
     R_GRP,
@@ -520,18 +522,21 @@ class Machine:
 
     def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
-        # any generic write this release publishes reaches another CTA: the data crosses CTAs
+        # data crosses CTAs when the release publishes a generic write made outside the barrier's CTA
+        bar_cta = self.mb_names[m][0]
         carries_data = any(r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC
-                           and r[R_KNOWN] & lanes for r in w.records)
+                           and r[R_KNOWN] & lanes and r[R_OWNER] >= 0 and self.procs[r[R_OWNER]].cta != bar_cta
+                           for r in w.records)
         if op.scope == "cta":
             if carries_data:
                 w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
                                         "to another CTA with a .cta-scope release; use arrive.release.cluster",
                                         op.span))
-            w.warnings.append(Violation(
-                "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards buffer "
-                "reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)", op.span,
-                severity=Severity.WARNING))
+            else:
+                w.warnings.append(Violation(
+                    "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards "
+                    "buffer reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)",
+                    op.span, severity=Severity.WARNING))
         return w.mbars[m][M_RDATA] | (1 if carries_data else 0)
 
     def op_tx(self, w, p, proc, op: ir.MbarTx, ins, env, ctx, lanes) -> bool:
@@ -565,10 +570,11 @@ class Machine:
         s = self._rule_state(mb)
         jprev = self._jprev(mb, p)
         if jprev is None:
-            # A first wait has no history to say which phase it means: PTX's validity window
-            # (the current phase or the one before, §1.3) holds for whichever of the two has
-            # the wait's parity.
-            intended = s.k - 1 if (s.k - 1) % 2 == parity % 2 else s.k
+            # A first wait has no history: it means the first phase since the init with its
+            # parity (phase 0 for parity 0, phase 1 for parity 1). The CUTLASS producer start
+            # (parity 1 on a fresh barrier, meaning "phase -1") passes at once and keeps no
+            # history; nvFuser's first WAR wait (parity 1 after a pre-arrived phase 0) means 1.
+            intended = parity % 2
             jprev = -1
         else:
             intended = rules.intended_phase(jprev, parity)
@@ -723,14 +729,14 @@ class Machine:
                    what: str, async_op: bool = False) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
         for r in w.records:
-            if r[:4] != key or (r[R_KIND] == READ and kind == READ):
+            if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
                 continue
             if self._ordered(r, p, part, lanes):
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
             for r in w.records:
-                if r[:4] == key and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC and \
+                if r[:4] == key and r[R_KIND] == WRITE and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
                         (r[R_AKNOWN] & lanes) != lanes:
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
@@ -804,7 +810,15 @@ class Machine:
             keep = list(w.records)
             known = 0
         else:
-            keep = [r for r in w.records if r[:4] != key]  # every older access is ordered before (checked)
+            # Every older access is ordered before this write (checked), so none can race with a
+            # later access that this write does not race with. The latest older write is kept,
+            # marked superseded, only so that a late read that acquired it is named WAR (it was
+            # meant for that write) rather than RAW.
+            latest = max((r for r in w.records if r[:4] == key and r[R_KIND] == WRITE), default=None,
+                         key=lambda r: r[R_EPOCH])
+            keep = [r for r in w.records if r[:4] != key]
+            if latest is not None:
+                keep.append((*latest[:R_FLAGS], latest[R_FLAGS] | F_SUPERSEDED, *latest[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
         # a generic write is visible to the async proxy only after its writer's fence.proxy.async
         aknown = known if flags & F_ASYNC else 0
@@ -947,7 +961,8 @@ class Machine:
         for cta in dests:
             m = self._mbar(w, p, op.bar, cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
-            w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))
+            for _ in range(ins.threads):  # each executing thread commits (and arrives) once; identical
+                w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))  # agents merge
         return True
 
     # ------------------------------------------------------------------ exit
@@ -963,6 +978,12 @@ class Machine:
                     self._nb_try_complete(w, cta, bar_id)
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
+            for r in w.records:
+                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0:
+                    what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
+                    raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
+                                    f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait)",
+                                    self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
             for a in w.agents:
                 if a[1] == cta or self.mb_names[a[4]][0] == cta:
                     what = "a bulk copy into its shared memory" if a[0] == AG_TMA else "a tensor-core commit"

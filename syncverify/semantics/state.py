@@ -39,6 +39,7 @@ LEADER, FULL = 0, 1
 F_ASYNC = 1  # performed by the async proxy (TMA, bulk store, wgmma)
 F_INFLIGHT = 2  # async write not yet complete
 F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming)
+F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)

@@ -1,0 +1,222 @@
+"""What the checker finds does not depend on incidental choices.
+
+1. Declaration order: roles, buffers, mbarriers and named barriers may be declared
+   in any order. Permuting those declaration lines (each stays one line, so every
+   operation keeps its line number) must give the same verdict and the same
+   diagnostics (code, severity, line). Object order decides the layout of the state
+   (mbarrier and buffer indices, knowledge bit positions) and the representatives the
+   symmetry reduction picks, so this is a real check on both.
+2. Reductions: the default search (partial-order reduction + symmetry) must give the
+   same verdict and error codes as the plain search
+   (``Machine(protocol, reduce=False)`` + ``explore(..., symmetry=False)``).
+
+Known engine bugs where the reductions DO change the reported codes are in
+engine_bug_reports.py (not collected); the protocols affected are listed in
+``POR_CHANGES_RACE_CODES`` below and are checked here for the verdict only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_properties import CASES
+
+from syncverify import load
+from syncverify.check import Options, check_protocol
+from syncverify.engines.explicit import Budget, explore
+from syncverify.result import CheckResult
+from syncverify.semantics.machine import Machine
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+# Fast specs with several declarations; loops shortened but long enough to keep each bug.
+SPEC_NAMES = [
+    "tilelang_bar_h_deadlock.sync", "tilelang_bar_h_fixed.sync", "cutlass_ws_ring_per_warp_release.sync",
+    "cutlass_ws_ring_per_warp_release_syncwarp.sync", "nvfuser_cb_no_war_wait.sync", "nvfuser_warp_specialized.sync",
+    "wgmma_release_before_wait.sync", "tma_store_no_fence.sync", "fa3_pingpong.sync",
+]
+SMALL = {"ITERS": 3, "STAGES": 2, "ROUNDS": 2}
+OWN = ["cross_wait", "raw", "early_release", "stale", "wgmma_release", "exit_syncthreads", "wgmma_fence", "scope",
+       "remote_empty", "waw", "overflow", "leader_warp_data", "multicast"]
+DECL = re.compile(r"^\s*(role|smem|mbarrier|named)\s")
+SETTINGS = settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _sources() -> dict[str, tuple[str, dict[str, int]]]:
+    out = {}
+    for name in SPEC_NAMES:
+        path = SPECS / name
+        if path.exists():  # specs/ is edited concurrently; test what is there
+            text = path.read_text(encoding="utf-8")
+            out[name] = (text, {k: v for k, v in SMALL.items() if re.search(rf"\bparam {k}\b", text)})
+    for name in OWN:
+        out[name] = (CASES[name], {})
+    return out
+
+
+SOURCES = _sources()
+
+
+def decl_lines(text: str) -> list[int]:
+    return [n for n, t in enumerate(text.splitlines(keepends=True)) if DECL.match(t)]
+
+
+def permuted(text: str, order: list[int]) -> str:
+    """The text with its declaration lines placed in ``order`` (a permutation of decl_lines)."""
+    lines = text.splitlines(keepends=True)
+    out = list(lines)
+    for dst, src in zip(decl_lines(text), order, strict=True):
+        out[dst] = lines[src]
+    return "".join(out)
+
+
+def findings(r: CheckResult) -> tuple:
+    return r.verdict, frozenset((d.code, d.severity, d.span.line if d.span else 0) for d in r.diagnostics)
+
+
+@functools.cache
+def baseline(name: str) -> tuple:
+    text, defines = SOURCES[name]
+    return findings(check_protocol(load(text, defines, path=name), Options()))
+
+
+def test_sources_have_declarations_to_permute():
+    assert len(SOURCES) >= len(OWN) + 5
+    for name, (text, _) in SOURCES.items():
+        assert len(decl_lines(text)) >= 2, name
+
+
+def test_permutation_helper_moves_lines_and_keeps_line_count():
+    text = CASES["raw"]
+    idx = decl_lines(text)
+    order = list(reversed(idx))
+    out = permuted(text, order)
+    assert out != text and sorted(out.splitlines()) == sorted(text.splitlines())
+    assert len(out.splitlines()) == len(text.splitlines())
+    protocol = load(out, path="raw.sync")
+    assert [r.name for r in protocol.roles] == ["consumer", "producer"]
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+@SETTINGS
+@given(data=st.data())
+def test_declaration_order_does_not_change_findings(name, data):
+    text, defines = SOURCES[name]
+    order = data.draw(st.permutations(decl_lines(text)), label="declaration order")
+    protocol = load(permuted(text, order), defines, path=name)
+    assert findings(check_protocol(protocol, Options())) == baseline(name)
+
+
+# ---------------------------------------------------------------------------- reductions
+
+# Reductions change which race code is reported on these (see engine_bug_reports.py).
+POR_CHANGES_RACE_CODES = {"early_release", "leader_warp_data"}
+
+
+def both_searches(text: str, defines: dict | None = None) -> tuple[CheckResult, CheckResult]:
+    protocol = load(text, defines or {}, path="t.sync")
+    budget = Budget(max_states=200_000, seconds=60)
+    reduced = explore(protocol, budget, Machine(protocol))
+    plain = explore(protocol, budget, Machine(protocol, reduce=False), symmetry=False)
+    return reduced, plain
+
+
+def codes(r: CheckResult) -> tuple[set[str], set[str]]:
+    return {d.code for d in r.diagnostics if d.is_error}, {d.code for d in r.diagnostics if not d.is_error}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reductions_do_not_change_the_verdict_or_codes(name):
+    reduced, plain = both_searches(CASES[name])
+    assert reduced.verdict == plain.verdict
+    assert reduced.stats.states <= plain.stats.states
+    if name not in POR_CHANGES_RACE_CODES:
+        assert codes(reduced) == codes(plain)
+
+
+def ring(iters: int, stages: int, consumers: int, release: str, wait_empty: bool, writer: str) -> str:
+    """A producer/consumer ring with one of several release disciplines (some of them wrong)."""
+    produce = {
+        "tma": "elect { arrive.expect_tx full[s] bytes 128; tma.load tile[s] -> full[s]; }",
+        "st": "elect { write tile[s]; arrive full[s]; }",
+    }[writer]
+    consume = {
+        "after": "read tile[s]; arrive empty[s];",               # every thread releases its own read
+        "before": "arrive empty[s]; read tile[s];",              # WAR: released before the read
+        "elect": "read tile[s]; elect { arrive empty[s]; }",     # WAR: the other lanes' reads not covered
+        "elect_sw": "read tile[s]; syncwarp; elect { arrive empty[s]; }",
+    }[release]
+    count = 32 * consumers if release in ("after", "before") else consumers
+    wait = "wait empty[s] parity (k / STAGES + 1) % 2;" if wait_empty else ""
+    return f"""\
+protocol ring {{
+  param ITERS = {iters};
+  param STAGES = {stages};
+  cta threads {32 * (consumers + 1)};
+  role producer = warp 0;
+  role consumer[{consumers}] = warp 1 + i;
+  smem tile[STAGES] bytes 128;
+  mbarrier full[STAGES] count 1;
+  mbarrier empty[STAGES] count {count};
+  if producer {{ elect {{ init full[*]; init empty[*]; }} }}
+  syncthreads;
+  if producer {{
+    for k in 0..ITERS {{
+      let s = k % STAGES;
+      {wait}
+      {produce}
+    }}
+  }}
+  if consumer {{
+    for k in 0..ITERS {{
+      let s = k % STAGES;
+      wait full[s] parity (k / STAGES) % 2;
+      {consume}
+    }}
+  }}
+}}
+"""
+
+
+RING = st.tuples(st.integers(2, 3), st.integers(1, 2), st.integers(1, 2),
+                 st.sampled_from(["after", "before", "elect", "elect_sw"]), st.booleans(),
+                 st.sampled_from(["tma", "st"]))
+
+
+def ring_por_bug(release: str, wait_empty: bool, writer: str) -> bool:
+    """Rings on which the reductions change the race codes (engine_bug_reports.py)."""
+    return writer == "st" and (release == "before" or not wait_empty)
+
+
+@SETTINGS
+@given(RING)
+def test_reductions_agree_on_rings(params):
+    *_, release, wait_empty, writer = params
+    reduced, plain = both_searches(ring(*params))
+    assert reduced.verdict == plain.verdict
+    assert reduced.stats.states <= plain.stats.states
+    if not ring_por_bug(release, wait_empty, writer):
+        assert codes(reduced) == codes(plain)
+
+
+@SETTINGS
+@given(RING, st.data())
+def test_ring_declaration_order_does_not_change_findings(params, data):
+    text = ring(*params)
+    order = data.draw(st.permutations(decl_lines(text)), label="declaration order")
+    expected = findings(check_protocol(load(text, path="ring.sync"), Options()))
+    assert findings(check_protocol(load(permuted(text, order), path="ring.sync"), Options())) == expected
+
+
+def test_ring_family_is_not_trivial():
+    """The generator yields safe rings and each kind of bug, so the properties above test something."""
+    safe = check_protocol(load(ring(3, 2, 2, "after", True, "tma"), path="r.sync"), Options())
+    assert not codes(safe)[0]
+    assert codes(check_protocol(load(ring(3, 1, 1, "elect", True, "tma"), path="r.sync"), Options()))[0] == {"SV302"}
+    assert codes(check_protocol(load(ring(3, 2, 1, "elect_sw", True, "st"), path="r.sync"), Options()))[0] == set()
+    broken = check_protocol(load(ring(3, 1, 1, "after", False, "tma"), path="r.sync"), Options())
+    assert {"SV302", "SV502"} <= codes(broken)[0]
