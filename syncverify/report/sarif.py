@@ -1,0 +1,116 @@
+"""SARIF 2.1.0 report, for code-scanning services.
+
+One rule per diagnostic code (its help text is the code's section of the
+diagnostics reference); one result per diagnostic; a counterexample becomes a
+code flow with one thread flow per role instance or agent that took part; the
+other access of a race or the peer barrier is a related location. Fingerprints
+are stable across runs: they hash the code, the file, the line and the message
+without its trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .. import __version__
+from ..diagnostics import CODES, Diagnostic, Severity
+from ..result import CheckResult
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _rule(code: str) -> dict[str, Any]:
+    from ..docs import explain
+
+    title, severity = CODES[code]
+    return {
+        "id": code,
+        "name": title.title().replace(" ", "").replace("`", "").replace(".", "").replace("/", "")
+        .replace("-", "").replace(",", ""),
+        "shortDescription": {"text": title},
+        "fullDescription": {"text": title},
+        "help": {"text": explain(code), "markdown": explain(code)},
+        "defaultConfiguration": {"level": "error" if severity is Severity.ERROR else "warning"},
+    }
+
+
+def _region(line: int, column: int = 1, end_line: int | None = None, end_column: int | None = None) -> dict:
+    region = {"startLine": max(line, 1), "startColumn": max(column, 1)}
+    if end_line is not None and end_column is not None and (end_line, end_column) > (line, column):
+        region |= {"endLine": end_line, "endColumn": end_column}
+    return region
+
+
+def _location(uri: str, line: int, column: int = 1, end_line: int | None = None, end_column: int | None = None,
+              message: str | None = None) -> dict:
+    loc: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": uri},
+                                                "region": _region(line, column, end_line, end_column)}}
+    if message:
+        loc["message"] = {"text": message}
+    return loc
+
+
+def _code_flow(uri: str, d: Diagnostic) -> dict:
+    """One thread flow per role instance / agent, each holding its own steps in trace order."""
+    flows: dict[str, list[dict]] = {}
+    for step in d.trace:
+        text = f"step {step.step}: {step.op}".strip()
+        if step.iteration:
+            text += f" ({step.iteration})"
+        if step.note:
+            text += f" {step.note}"
+        if step.state:
+            text += f" — {step.state}"
+        flows.setdefault(f"{step.role} (CTA {step.cta})", []).append({
+            "location": _location(uri, step.line or 1, message=text),
+            "executionOrder": step.step,
+        })
+    return {"message": {"text": f"counterexample of {len(d.trace)} steps"},
+            "threadFlows": [{"id": who, "message": {"text": who}, "locations": locs} for who, locs in flows.items()]}
+
+
+def _fingerprint(path: str, d: Diagnostic) -> str:
+    line = d.span.line if d.span else 0
+    return hashlib.sha256(f"{d.code}|{path}|{line}|{d.message}".encode()).hexdigest()[:32]
+
+
+def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
+    uri = d.span.path if d.span else r.path
+    res: dict[str, Any] = {
+        "ruleId": d.code,
+        "ruleIndex": rule_index[d.code],
+        "level": "error" if d.severity is Severity.ERROR else "warning",
+        "message": {"text": d.message},
+        "locations": [_location(uri, d.span.line, d.span.column, d.span.end_line, d.span.end_column)
+                      if d.span else _location(uri, 1)],
+        "partialFingerprints": {"syncverify/v1": _fingerprint(uri, d)},
+        "properties": {"protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound},
+    }
+    if d.related:
+        res["relatedLocations"] = [dict(_location(rel.span.path, rel.span.line, rel.span.column,
+                                                  message=rel.message), id=i)
+                                   for i, rel in enumerate(d.related)]
+    if d.trace:
+        res["codeFlows"] = [_code_flow(uri, d)]
+    return res
+
+
+def to_sarif(results: list[CheckResult]) -> dict[str, Any]:
+    codes = sorted({d.code for r in results for d in r.diagnostics})
+    rule_index = {code: i for i, code in enumerate(codes)}
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "syncverify", "version": __version__,
+                                "rules": [_rule(code) for code in codes]}},
+            "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics],
+            "invocations": [{"executionSuccessful": True}],
+        }],
+    }
+
+
+def render(results: list[CheckResult]) -> str:
+    return json.dumps(to_sarif(results), indent=2)
