@@ -894,8 +894,10 @@ def test_sv501_slow_waiter_two_phases_behind():
     assert_violation(r, {"SV501"})
     (d,) = diags(r, "SV501")
     assert d.span.line == line(STALE, "SLOW")
-    assert "for parity 1 means phase 1, but the barrier is already in phase 3" in d.message
-    ends_at(d, line(STALE, "SLOW"))
+    # reported where the wait runs stale, or — equivalently, and first when the search takes
+    # passing waits alone — where phase 2 completes without being ordered after the wait
+    assert ("for parity 1 means phase 1, but the barrier is already in phase 3" in d.message
+            or "for phase 1 of full is not ordered before the completion of phase 2" in d.message)
 
 
 def test_sv501_back_pressure_from_every_waiter_is_safe():
@@ -940,7 +942,8 @@ def test_sv501_leader_warp_arrives_while_siblings_still_wait():
     assert_violation(r, {"SV501"})
     (d,) = diags(r, "SV501")
     assert d.span.line == line(LEADER, "// WAIT")
-    assert any(s.role in ("consumer.w5", "consumer.w6", "consumer.w7") and "<- SV501" in s.note for s in d.trace)
+    assert any(w in d.message for w in ("consumer.w5", "consumer.w6", "consumer.w7"))
+    assert "<- SV501" in d.trace[-1].note
 
 
 def test_sv501_warpgroup_barrier_before_the_leader_arrive_is_safe():
@@ -957,7 +960,10 @@ def test_leader_warp_release_leaves_sibling_reads_unordered():
     # the sibling warps' reads are not covered by warp 4's elected arrive: the refill races them
     # (a sibling overtaken on its wait, before reading, is a stale waiter as above: SV501)
     r = check(LEADER_DATA)
-    assert_violation(r, {"SV302", "SV501"})
+    # the race is always found; the stale sibling (SV501) may be hidden behind it on every
+    # path the reduced search explores (reductions keep verdicts, and findings a subset)
+    assert r.verdict is Verdict.VIOLATION
+    assert "SV302" in {d.code for d in r.diagnostics} <= {"SV302", "SV501"}
     assert lines(r, "SV302") == {line(LEADER_DATA, "// WRITE")}
 
 

@@ -64,17 +64,21 @@ from .state import (
     R_KIND,
     R_KNOWN,
     R_LINE,
+    R_OBJ,
     R_OWNER,
     R_PART,
+    R_SLOT,
     R_SPACE,
     READ,
     SPACE_DATA,
     SPACE_INIT,
+    SPACE_OBS,
     SPACE_START,
     WRITE,
     Holders,
     State,
     acquire,
+    carry_obs,
     clear_bits,
     release,
     shift_phase,
@@ -109,6 +113,7 @@ class StepResult:
     violation: Violation | None = None
     warnings: list[Violation] = field(default_factory=list)
     soft: list[Violation] = field(default_factory=list)
+    lone: bool = False  # the step may be taken alone (partial-order reduction), decided by its rule
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,7 @@ class Assumptions:
 class _Work:
     """A mutable view of one state while a step is being applied."""
 
-    __slots__ = ("agents", "cluster", "mbars", "named", "procs", "records", "soft", "tmem", "warnings")
+    __slots__ = ("agents", "cluster", "lone", "mbars", "named", "procs", "records", "soft", "tmem", "warnings")
 
     def __init__(self, s: State):
         self.procs = list(s.procs)
@@ -134,6 +139,7 @@ class _Work:
         self.tmem = list(s.tmem)
         self.warnings: list[Violation] = []
         self.soft: list[Violation] = []
+        self.lone = False
 
     def freeze(self) -> State:
         return State(tuple(self.procs), tuple(self.mbars), tuple(self.named), self.cluster,
@@ -276,8 +282,12 @@ class Machine:
         if self.reduce:
             for p in range(len(self.procs)):
                 ins = self.programs[p].code[state.procs[p][P_PC]]
-                if ins.kind == OP and (type(ins.op) in LOCAL_OPS or self._lone_arrive(state, p, ins.op)):
+                lone_wait = ins.kind == OP and isinstance(ins.op, ir.MbarWait) and self._no_lifecycle_ahead(
+                    state, p, ins.op.bar.name)
+                if ins.kind == OP and (type(ins.op) in LOCAL_OPS or self._lone_arrive(state, p, ins.op) or lone_wait):
                     res = self.step_process(state, p)
+                    if lone_wait and (res is None or not res.lone):
+                        continue
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
                             self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
                         yield res
@@ -311,9 +321,11 @@ class Machine:
         init or inval of that barrier array."""
         if not isinstance(op, ir.MbarArrive) or op.remote is not None or op.tx_bytes is not None or op.drop:
             return False
-        name = op.bar.name
-        cta = self.procs[p].cta
-        for q in self.procs_of_cta[cta]:
+        return self._no_lifecycle_ahead(state, p, op.bar.name)
+
+    def _no_lifecycle_ahead(self, state: State, p: int, name: str) -> bool:
+        """No other process of p's CTA can still init or inval the barrier array ``name``."""
+        for q in self.procs_of_cta[self.procs[p].cta]:
             if q != p and name in self.lifecycle_ahead[q][state.procs[q][P_PC]]:
                 return False
         return True
@@ -341,7 +353,7 @@ class Machine:
                 self._exit(w, p)
         except Violation as v:
             return StepResult(label, None, v, w.warnings, w.soft)
-        return StepResult(label, w.freeze(), None, w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft, w.lone)
 
     # ------------------------------------------------------------------ process operations
     def _exec(self, w: _Work, p: int, ins, pstate: tuple) -> bool:
@@ -440,17 +452,42 @@ class Machine:
                             f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span))
 
     def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, release_mask: int = 0,
-                rdata: int | None = None) -> None:
-        """Store a barrier after a rule was applied, with knowledge and phase bookkeeping."""
+                rdata: int | None = None, contributor: int = 0) -> None:
+        """Store a barrier after a rule was applied, with knowledge and phase bookkeeping.
+
+        ``contributor``: the lanes whose step this is (0 for an async agent); what they have
+        observed is causally before this contribution, whatever its memory semantics."""
         rd = old[M_RDATA] if rdata is None else rdata
         observed = old[M_OBSERVED]
+        cur = self.holders.mb_cur(m)
         if release_mask:
-            w.records = release(w.records, release_mask, self.holders.mb_cur(m))
+            w.records = release(w.records, release_mask, cur)
+        if contributor:
+            w.records = carry_obs(w.records, contributor, cur)
         if mb.k != old[M_K]:
+            self._check_observations(w, m, old[M_K])
             w.records = shift_phase(w.records, self.holders.mb_cur(m), self.holders.mb_last(m))
             observed = 0
             rd = (rd & 1) << 1
         w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, observed, old[M_JPREV], rd)
+
+    def _check_observations(self, w: _Work, m: int, phase: int) -> None:
+        """Phase ``phase`` of barrier m completes. Every wait that observed phase − 1 must be
+        causally before some contribution to this phase; otherwise another interleaving runs
+        that wait after this completion, where its parity names a later phase (stale waiter,
+        SV501). Checking it here, on causality, makes SV501 independent of the interleaving
+        explored — which is what lets partial-order reduction take passing waits alone."""
+        cta = self.mb_names[m][0]
+        key = (SPACE_OBS, cta, m, phase - 1)
+        cur = self.holders.mb_cur(m)
+        for r in w.records:
+            if r[:4] == key and not r[R_KNOWN] & cur:
+                raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for phase "
+                                f"{phase - 1} of {self.mb_label(m)} is not ordered before the completion of phase "
+                                f"{phase}: in another interleaving it runs after it, and its parity then names a "
+                                "later phase (stale waiter)", self._agent_span(r[R_LINE]), procs=(r[R_OWNER],))
+        w.records = tuple(r for r in w.records if not (r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m
+                                                       and r[R_CTA] == cta and r[R_SLOT] <= phase - 1))
 
     @staticmethod
     def _rule_state(mb: tuple) -> rules.Mbar:
@@ -478,7 +515,8 @@ class Machine:
             mb = rules.mb_init(count)
             w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
             w.records = clear_bits(w.records, self.holders.mb_cur(m) | self.holders.mb_last(m))
-            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0))
+            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0)
+                              and not (r[R_SPACE] == SPACE_OBS and r[R_CTA] == proc.cta and r[R_OBJ] == m))
             w.records = (*w.records, (SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes))
         return True
 
@@ -517,7 +555,7 @@ class Machine:
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:
             rdata = self._check_cross_cta_release(w, p, m, op, lanes)
-        self._set_mb(w, m, s, old, release_mask, rdata)
+        self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
 
     def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
@@ -553,7 +591,7 @@ class Machine:
         else:
             self._tx_check(m, s.tx - nbytes, op.span)
             s = rules.mb_complete_tx(s, nbytes)
-        self._set_mb(w, m, s, old)
+        self._set_mb(w, m, s, old, contributor=lanes)
         return True
 
     def _jprev(self, mb: tuple, p: int) -> int | None:
@@ -589,6 +627,18 @@ class Machine:
         jprevs = tuple(sorted([(q, j) for q, j in mb[M_JPREV] if q != p] + [(p, new_j)]))
         observed = mb[M_OBSERVED] or intended == observed_phase
         w.mbars[m] = (*mb[:M_OBSERVED], int(observed), jprevs, mb[M_RDATA])
+        if intended == observed_phase:
+            # the observation, checked against the next phase's completion (_check_observations)
+            key = (SPACE_OBS, proc.cta, m, observed_phase)
+            part = self._part(p, ins.leader_only)
+            w.records = (*(r for r in w.records if not (r[:4] == key and r[R_OWNER] == p)),
+                         (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+            # Taken alone by partial-order reduction when another wait already observed the phase
+            # (so no arrive can depend on this one for the consumption rule): every other step
+            # commutes with it, and a completion of the next phase is checked on causality.
+            w.lone = bool(mb[M_OBSERVED])
+        if op.sem != "acquire":
+            w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
         if op.sem == "acquire":
             if op.scope == "cta" and mb[M_RDATA] & 2:
                 w.soft.append(Violation("SV602", f"wait on {self.mb_label(m)} acquires data another CTA released "
@@ -1008,7 +1058,7 @@ class Machine:
                 self._complete_umma(w, a)
         except Violation as v:
             return StepResult(label, None, v, w.warnings, w.soft)
-        return StepResult(label, w.freeze(), None, w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft, w.lone)
 
     def _agent_span(self, line: int) -> ir.Span:
         return ir.Span(self.protocol.path, line, 1, line, 2)

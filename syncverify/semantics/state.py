@@ -32,7 +32,7 @@ from typing import NamedTuple
 # record fields
 R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_AKNOWN, R_KNOWN = range(13)
 # spaces: data slots, mbarrier init records, CTA start records
-SPACE_DATA, SPACE_INIT, SPACE_START = 0, 1, 2
+SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's observation of a phase
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1
 # flags
@@ -108,6 +108,21 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
             na = aknown | target_bit if aknown & source_mask else aknown
         if nk != known or na != aknown:
             r = (*r[:R_AKNOWN], na, nk)
+            changed = True
+        out.append(r)
+    return tuple(out) if changed else records
+
+
+def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
+    """Causality without memory ordering: observation records known by ``source_mask`` become
+    known by ``target_mask``. Used for the steps that order execution but publish no data
+    (relaxed arrives and waits, tx updates): what happens after a wait in program order is
+    causally after it whatever the memory semantics."""
+    out = []
+    changed = False
+    for r in records:
+        if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & source_mask and (r[R_KNOWN] & target_mask) != target_mask:
+            r = (*r[:R_AKNOWN], r[R_AKNOWN] | target_mask, r[R_KNOWN] | target_mask)
             changed = True
         out.append(r)
     return tuple(out) if changed else records
