@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from . import cli_gpu
 from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .lang import load_many
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code")
+    cli_gpu.add_subcommands(sub)
     return parser
 
 
@@ -137,7 +139,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"check": cmd_check, "explain": cmd_explain}[args.command]
+    handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

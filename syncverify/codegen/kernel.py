@@ -1,0 +1,427 @@
+"""Translate a protocol body into the CUDA C++ of one sm_90a kernel.
+
+Every warp runs the whole body, as in the model (one process per warp, or per
+role segment of a warp): roles, instances and the CTA rank are per-thread
+values computed once, `if`/`for`/`let` become C control flow, and every
+operation becomes the PTX of ptx-semantics.md §8. Who executes an operation is
+decided exactly as the model decides it (``semantics.program._Compiler``):
+outside `elect` every lane of the warp executes it (an `arrive` by a warp is 32
+arrivals); `elect` is lane 0 of the first warp of the innermost role guard's
+instance (thread 0 of the CTA at top level); `per warp` is lane 0 of each warp.
+
+Around the protocol the kernel adds only what the checks need: stamps in every
+write, comparisons in every read, a watchdog in every mbarrier wait, progress
+records before every barrier wait that cannot time out, and (for a replay) a
+global turn counter that forces the order of a counterexample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ir
+from ..expr import free_names
+from . import ptx
+from .sites import Site
+
+
+@dataclass
+class Layout:
+    """Dynamic shared memory: every mbarrier (8 bytes each), then every buffer's slots (128-byte aligned)."""
+
+    mbar_first: dict[str, int]
+    nmbars: int
+    buf_offset: dict[str, int]
+    slot_stride: dict[str, int]
+    slot_words: dict[str, int]
+    check_words: dict[str, int]  # words every writer of the slot covers (a TMA copy may write less)
+    buffers_start: int
+    smem_bytes: int
+
+
+def make_layout(protocol: ir.Protocol, load_bytes: dict[str, int]) -> Layout:
+    mbar_first: dict[str, int] = {}
+    n = 0
+    for mb in protocol.mbarriers:
+        mbar_first[mb.name] = n
+        n += mb.size or 1
+    offset = _align(max(n, 1) * 8, 128)
+    start = offset
+    buf_offset, stride, words, check = {}, {}, {}, {}
+    for b in protocol.buffers:
+        buf_offset[b.name] = offset
+        stride[b.name] = _align(b.bytes, 128)
+        words[b.name] = b.bytes // 4 // 4 * 4
+        check[b.name] = min(words[b.name], load_bytes.get(b.name, b.bytes) // 16 * 4)
+        offset += stride[b.name] * (b.slots or 1)
+    return Layout(mbar_first, n, buf_offset, stride, words, check, start, _align(offset, 128))
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+@dataclass
+class Tables:
+    """Per (process, site) ranges into the expectation list, the TMA source and store regions."""
+
+    nprocs: int
+    nsites: int
+    read_base: list[int] = field(default_factory=list)
+    read_count: list[int] = field(default_factory=list)
+    src_base: list[int] = field(default_factory=list)
+    src_count: list[int] = field(default_factory=list)
+    dst_base: list[int] = field(default_factory=list)
+    dst_count: list[int] = field(default_factory=list)
+    src_regions: int = 0
+    src_region_words: int = 4
+    dst_regions: int = 0
+    dst_region_words: int = 4
+
+
+@dataclass
+class Shape:
+    """Who is who in a CTA: the model's processes, per CTA-relative thread."""
+
+    proc_of_tid: list[int]
+    proc_lo: list[int]
+    proc_n: list[int]
+    procs_per_cta: int
+
+
+class KernelWriter:
+    def __init__(self, protocol: ir.Protocol, sites: list[Site], site_of: dict[int, int], layout: Layout,
+                 tables: Tables, shape: Shape, replay: bool, check_stride: int = 1):
+        self.p = protocol
+        self.sites = sites
+        self.site_of = site_of
+        self.layout = layout
+        self.tables = tables
+        self.shape = shape
+        self.replay = replay
+        self.check_stride = check_stride
+        self.out: list[str] = []
+        self.depth = 1
+        self.loops: list[str] = []
+        self.site_loops: dict[int, list[str]] = {}
+        self.wait_variants: dict[str, str] = {}
+        self.wgmma_sites = [s.index for s in sites if isinstance(s.op, ir.WgmmaRead)]
+
+    # ------------------------------------------------------------------ output
+    def line(self, text: str) -> None:
+        self.out.append("  " * self.depth + text)
+
+    def expr(self, e: ir.Expr) -> str:
+        match e:
+            case ir.Const(value=v):
+                return str(v) if -(2**31) <= v < 2**31 else f"{v}LL"
+            case ir.Var(name=n):
+                return f"v_{n}"
+            case ir.Builtin(name=n):
+                return "(int)c.cta" if n == "cta" else "inst"
+            case ir.InRole(role=r):
+                return f"in_{r}"
+            case ir.UnOp(op=op, operand=x):
+                return f"({op}{self.expr(x)})"
+            case ir.BinOp(op=op, left=left, right=right):
+                return f"({self.expr(left)} {op} {self.expr(right)})"
+        raise TypeError(f"not an expression: {e!r}")
+
+    def index(self, ref: ir.Ref) -> str:
+        return "0" if ref.index is None else self.expr(ref.index)
+
+    def bar_addr(self, ref: ir.Ref, idx: str | None = None) -> str:
+        first = self.layout.mbar_first[ref.name]
+        return f"(sv_bars + 8u * (u32)({first} + {idx if idx is not None else self.index(ref)}))"
+
+    def bar_obj(self, ref: ir.Ref) -> str:
+        return f"(u32)({self.layout.mbar_first[ref.name]} + {self.index(ref)})"
+
+    def slot_ptr(self, ref: ir.Ref) -> str:
+        off = self.layout.buf_offset[ref.name]
+        stride = self.layout.slot_stride[ref.name]
+        return f"(sv_smem_base + {off}u + {stride}u * (u32)({self.index(ref)}))"
+
+    def slot_id(self, ref: ir.Ref, cta: str) -> str:
+        b = [x.name for x in self.p.buffers].index(ref.name)
+        return f"((({cta}) << 24) | ({b}u << 16) | (u32)({self.index(ref)}))"
+
+    def iters(self) -> str:
+        vals = [f"v_{n}" for n in self.loops[-3:]]
+        vals += ["0"] * (3 - len(vals))
+        return f"{', '.join(vals)}, {min(len(self.loops), 3)}u"
+
+    # ------------------------------------------------------------------ statements
+    def body(self) -> list[str]:
+        self.block(self.p.body, leader=False)
+        return self.out
+
+    def block(self, stmts: tuple[ir.Stmt, ...], leader: bool) -> None:
+        for s in stmts:
+            self.stmt(s, leader)
+
+    def stmt(self, s: ir.Stmt, leader: bool) -> None:
+        if isinstance(s, ir.Let):
+            self.line(f"v_{s.name} = {self.expr(s.value)};")
+        elif isinstance(s, ir.For):
+            v = f"v_{s.var}"
+            self.line(f"for ({v} = {self.expr(s.lo)}; {v} < {self.expr(s.hi)}; ++{v}) {{  // line {s.span.line}")
+            self.depth += 1
+            self.loops.append(s.var)
+            self.block(s.body, leader)
+            self.loops.pop()
+            self.depth -= 1
+            self.line("}")
+        elif isinstance(s, ir.If):
+            self.line(f"if ({self.expr(s.cond)}) {{  // line {s.span.line}")
+            self.depth += 1
+            self.block(s.then, leader)
+            self.depth -= 1
+            if s.orelse:
+                self.line("} else {")
+                self.depth += 1
+                self.block(s.orelse, leader)
+                self.depth -= 1
+            self.line("}")
+        elif isinstance(s, ir.Elect):
+            self.line(f"if ({self.elect_cond(s)}) {{  // line {s.span.line}: "
+                      f"{'per warp' if s.per_warp else 'elect'}")
+            self.depth += 1
+            self.block(s.body, True)
+            self.depth -= 1
+            self.line("}")
+        else:
+            self.op(s, leader)
+
+    def elect_cond(self, s: ir.Elect) -> str:
+        if s.per_warp:
+            return "(c.tid & 31u) == 0u"
+        if s.role is None:
+            return "c.tid == 0u"
+        role = self.p.role(s.role)
+        firsts = [lo for lo, _ in role.instances]
+        if len(firsts) == 1:
+            return f"in_{s.role} && c.tid == {firsts[0]}u"
+        chain = " : ".join(f"inst == {i} ? {f}u" for i, f in enumerate(firsts[:-1])) + f" : {firsts[-1]}u"
+        return f"in_{s.role} && c.tid == ({chain})"
+
+    # ------------------------------------------------------------------ operations
+    def op(self, op: ir.Op, leader: bool) -> None:
+        site = self.site_of[id(op)]
+        self.site_loops[site] = list(self.loops)
+        text = self.sites[site].text.replace("*/", "* /")
+        self.line(f"{{  /* line {op.span.line}: {text} */")
+        self.depth += 1
+        part = "0u, 1u" if leader else "c.pidx, c.pn"
+        whole = "false" if leader else "true"
+        gate_first = isinstance(op, ir.BarSync)  # a bar.sync blocks: give the turn away before it
+        if self.replay:
+            self.line(f"bool g = sv_gate(c, replay, replay_len, rcur, {site}u, o{site});")
+            if gate_first:
+                self.line(f"sv_gate_done(c, g, rcur, {whole});")
+        handler = getattr(self, "op_" + type(op).__name__)
+        handler(op, site, part, leader)
+        if self.replay and not gate_first:
+            self.line(f"sv_gate_done(c, g, rcur, {whole});")
+        self.line(f"++o{site};")
+        self.depth -= 1
+        self.line("}")
+
+    def op_MbarInit(self, op: ir.MbarInit, site: int, part: str, leader: bool) -> None:
+        decl = self.p.mbarrier(op.bar.name)
+        count = self.expr(op.count) if op.count is not None else str(decl.count)
+        if op.bar.every:
+            self.line(f"for (u32 i = 0; i < {decl.size or 1}u; ++i)")
+            self.line(f'  asm volatile("{ptx.INIT}" :: "r"((u32)({count})), "r"({self.bar_addr(op.bar, "i")}) '
+                      ': "memory");')
+        else:
+            self.line(f'asm volatile("{ptx.INIT}" :: "r"((u32)({count})), "r"({self.bar_addr(op.bar)}) : "memory");')
+
+    def op_MbarInval(self, op: ir.MbarInval, site: int, part: str, leader: bool) -> None:
+        decl = self.p.mbarrier(op.bar.name)
+        if op.bar.every:
+            self.line(f"for (u32 i = 0; i < {decl.size or 1}u; ++i)")
+            self.line(f'  asm volatile("{ptx.INVAL}" :: "r"({self.bar_addr(op.bar, "i")}) : "memory");')
+        else:
+            self.line(f'asm volatile("{ptx.INVAL}" :: "r"({self.bar_addr(op.bar)}) : "memory");')
+
+    def op_MbarArrive(self, op: ir.MbarArrive, site: int, part: str, leader: bool) -> None:
+        count_one = isinstance(op.count, ir.Const) and op.count.value == 1
+        bar = self.bar_addr(op.bar)
+        count = f"(u32)({self.expr(op.count)})"
+        if op.tx_bytes is not None and not count_one:
+            # arrive.expect_tx has no count operand: expect the bytes, then arrive `count` times at once
+            tx = ir.MbarTx("expect", op.bar, op.tx_bytes, op.remote, op.span)
+            self.op_MbarTx(tx, site, part, leader)
+            op = ir.MbarArrive(op.bar, op.count, None, op.drop, op.sem, op.scope, op.remote, op.span)
+        asm, kind = ptx.arrive_asm(op, count_one)
+        tx_val = f"(u32)({self.expr(op.tx_bytes)})" if op.tx_bytes is not None else ""
+        rank = f"(u32)({self.expr(op.remote)})" if op.remote is not None else ""
+        operands = {
+            "plain": f'"r"({bar})', "count": f'"r"({bar}), "r"({count})', "tx": f'"r"({tx_val}), "r"({bar})',
+            "remote": f'"r"({bar}), "r"({rank})', "remote_count": f'"r"({bar}), "r"({rank}), "r"({count})',
+            "remote_tx": f'"r"({bar}), "r"({rank}), "r"({tx_val})',
+        }[kind]
+        self.line(f'if (!sv_aborted(c)) asm volatile("{asm}" :: {operands} : "memory");')
+
+    def op_MbarTx(self, op: ir.MbarTx, site: int, part: str, leader: bool) -> None:
+        bar = self.bar_addr(op.bar)
+        nbytes = f"(u32)({self.expr(op.tx_bytes)})"
+        asm = ptx.tx_asm(op)
+        if op.kind == "expect" and op.remote is None:
+            operands = f'"r"({nbytes}), "r"({bar})'
+        else:
+            rank = f"(u32)({self.expr(op.remote)})" if op.remote is not None else "c.cta"
+            operands = f'"r"({bar}), "r"({rank}), "r"({nbytes})'
+        self.line(f'if (!sv_aborted(c)) asm volatile("{asm}" :: {operands} : "memory");')
+
+    def wait_fn(self, op: ir.MbarWait) -> str:
+        asm = ptx.try_wait_asm(op)
+        name = f"sv_wait_{op.sem}_{op.scope}"
+        self.wait_variants[name] = asm
+        return name
+
+    def op_MbarWait(self, op: ir.MbarWait, site: int, part: str, leader: bool) -> None:
+        fn = self.wait_fn(op)
+        self.line(f"{fn}(c, {self.bar_addr(op.bar)}, (u32)({self.expr(op.parity)}) & 1u, {op.span.line}u, {site}u, "
+                  f"{self.bar_obj(op.bar)}, o{site}, {self.iters()});")
+
+    def _progress(self, site: int, line: int, obj: str) -> None:
+        self.line(f"if (c.pfirst) sv_status(c, SV_STATE_BARRIER, {line}u, {site}u, {obj}, 0u, o{site}, "
+                  f"{self.iters()});")
+
+    def _progress_done(self, site: int, line: int) -> None:
+        self.line(f"if (c.pfirst) sv_status(c, SV_STATE_RUNNING, {line}u, {site}u, 0u, 0u, o{site}, {self.iters()});")
+
+    def op_BarSync(self, op: ir.BarSync, site: int, part: str, leader: bool) -> None:
+        bar_id = f"(u32)({self.expr(op.bar_id)})"
+        self._progress(site, op.span.line, bar_id)
+        if op.count is None:
+            self.line(f'asm volatile("{ptx.BAR_SYNC_ALL}" :: "r"({bar_id}) : "memory");')
+        else:
+            self.line(f'asm volatile("{ptx.BAR_SYNC}" :: "r"({bar_id}), "r"((u32)({self.expr(op.count)})) '
+                      ': "memory");')
+        self._progress_done(site, op.span.line)
+
+    def op_BarArrive(self, op: ir.BarArrive, site: int, part: str, leader: bool) -> None:
+        self.line(f'asm volatile("{ptx.BAR_ARRIVE}" :: "r"((u32)({self.expr(op.bar_id)})), '
+                  f'"r"((u32)({self.expr(op.count)})) : "memory");')
+
+    def op_ClusterArrive(self, op: ir.ClusterArrive, site: int, part: str, leader: bool) -> None:
+        asm = ptx.CLUSTER_ARRIVE_RELAXED if op.relaxed else ptx.CLUSTER_ARRIVE
+        self.line(f'asm volatile("{asm}" ::: "memory");')
+
+    def op_ClusterWait(self, op: ir.ClusterWait, site: int, part: str, leader: bool) -> None:
+        self._progress(site, op.span.line, "0xFFFFu")
+        self.line(f'asm volatile("{ptx.CLUSTER_WAIT}" ::: "memory");')
+        self._progress_done(site, op.span.line)
+
+    def op_Syncwarp(self, op: ir.Syncwarp, site: int, part: str, leader: bool) -> None:
+        self.line("__syncwarp(c.seg_mask);")
+
+    def op_Fence(self, op: ir.Fence, site: int, part: str, leader: bool) -> None:
+        if op.kind == "mbarrier_init":
+            self.line(f'asm volatile("{ptx.FENCE_MBARRIER_INIT}" ::: "memory");')
+            # CUDA PG TMA examples: also make the initialized barriers visible to the async proxy
+        self.line(f'asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");')
+
+    def _lookup(self, table: str, site: int) -> None:
+        self.line(f"const int base = {table}_base[c.proc * {self.tables.nsites}u + {site}u];")
+        self.line(f"const bool known = base >= 0 && o{site} < {table}_count[c.proc * {self.tables.nsites}u + {site}u];")
+
+    def op_Access(self, op: ir.Access, site: int, part: str, leader: bool) -> None:
+        name = op.buf.name
+        if op.remote is not None:
+            target = f"(u32)({self.expr(op.remote)})"
+            self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
+        else:
+            target = "c.cta"
+            self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
+        if op.kind == "write":
+            stamp = f"SV_STAMP(c.proc, {site}u, o{site})"
+            self.line(f"sv_stamp(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
+            return
+        self._lookup("sv_read", site)
+        self.line(f"if (known) sv_check(c, slot, {self.layout.check_words[name]}u, expect[base + o{site}], {site}u, "
+                  f"o{site}, {self.slot_id(op.buf, target)}, {part}, {self.check_stride}u);")
+        self.line("else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+
+    def op_TmaLoad(self, op: ir.TmaLoad, site: int, part: str, leader: bool) -> None:
+        t = self.tables
+        self.line("if (!sv_aborted(c)) {")
+        self.depth += 1
+        self._lookup("sv_src", site)
+        self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+        self.line(f"const u32 region = known ? (u32)base + o{site} : 0u;")
+        self.line(f"const u32* g = src + ((u64)c.cluster * {t.src_regions}u + region) * {t.src_region_words}u;")
+        dst = f"sv_smem({self.slot_ptr(op.buf)})"
+        nbytes = f"(u32)({self.expr(op.tx_bytes)})"
+        bar = self.bar_addr(op.bar)
+        if op.multicast is None:
+            self.line(f'asm volatile("{ptx.TMA_LOAD}" :: "r"({dst}), "l"(g), "r"({nbytes}), "r"({bar}) : "memory");')
+        else:
+            mask = f"(unsigned short)({self.expr(op.multicast)})"
+            self.line(f'asm volatile("{ptx.TMA_LOAD_MULTICAST}" :: "r"({dst}), "l"(g), "r"({nbytes}), "r"({bar}), '
+                      f'"h"({mask}) : "memory");')
+        self.depth -= 1
+        self.line("}")
+
+    def op_TmaStore(self, op: ir.TmaStore, site: int, part: str, leader: bool) -> None:
+        t = self.tables
+        self.line("if (!sv_aborted(c)) {")
+        self.depth += 1
+        self._lookup("sv_dst", site)
+        self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+        self.line(f"u32* g = dst + ((u64)c.cluster * {t.dst_regions}u + (known ? (u32)base + o{site} : 0u)) * "
+                  f"{t.dst_region_words}u;")
+        self.line(f'if (known) asm volatile("{ptx.TMA_STORE}" :: "l"(g), "r"(sv_smem({self.slot_ptr(op.buf)})), '
+                  f'"r"((u32)({self.expr(op.tx_bytes)})) : "memory");')
+        self.depth -= 1
+        self.line("}")
+
+    def op_GroupCommit(self, op: ir.GroupCommit, site: int, part: str, leader: bool) -> None:
+        asm = ptx.BULK_COMMIT if op.unit == "bulk" else ptx.WGMMA_COMMIT
+        self.line(f'asm volatile("{asm}" ::: "memory");')
+
+    def op_GroupWait(self, op: ir.GroupWait, site: int, part: str, leader: bool) -> None:
+        asm = ptx.BULK_WAIT_READ if op.unit == "bulk" else ptx.WGMMA_WAIT
+        if not free_names(op.pending):
+            self.line(f'asm volatile("{asm}" :: "n"({self.expr(op.pending)}) : "memory");')
+        else:  # the immediate must be a constant: dispatch on the value (PTX allows 0..7 pending groups here)
+            self.line(f"switch ((int)({self.expr(op.pending)})) {{")
+            for n in range(8):
+                self.line(f'  case {n}: asm volatile("{asm}" :: "n"({n}) : "memory"); break;')
+            self.line(f'  default: asm volatile("{asm}" :: "n"(7) : "memory"); break;')
+            self.line("}")
+        if op.unit == "wgmma":
+            self.check_wgmma()
+
+    def op_WgmmaRead(self, op: ir.WgmmaRead, site: int, part: str, leader: bool) -> None:
+        self.line(f'asm volatile("{ptx.WGMMA_FENCE}" ::: "memory");')
+        self.line(f"const u64 d = sv_wgmma_desc(sv_smem({self.slot_ptr(op.buf)}));")
+        self.line(f'asm volatile("{ptx.WGMMA_MMA}" : "+r"(acc{site}[0]), "+r"(acc{site}[1]), "+r"(acc{site}[2]), '
+                  f'"+r"(acc{site}[3]) : "l"(d), "l"(d), "r"(0) : "memory");')
+        self._lookup("sv_read", site)
+        self.line(f"wg_pending{site} = known ? 1u : 2u; wg_expect{site} = known ? expect[base + o{site}] : 0u; "
+                  f"wg_occ{site} = o{site}; wg_slot{site} = {self.slot_id(op.buf, 'c.cta')};")
+
+    def check_wgmma(self) -> None:
+        """After a wgmma.wait: check every retired wgmma read (the emitter allows only `wgmma.wait 0`)."""
+        for s in self.wgmma_sites:
+            self.line(f"if (wg_pending{s}) {{")
+            self.line(f'  asm volatile("" : "+r"(acc{s}[0]), "+r"(acc{s}[1]), "+r"(acc{s}[2]), "+r"(acc{s}[3]) '
+                      ':: "memory");')
+            self.line(f"  if (wg_pending{s} == 1u) {{")
+            self.line(f"    const u32 want = sv_wgmma_value(wg_expect{s});")
+            self.line("    for (int i = 0; i < 4; ++i)")
+            self.line(f"      if (acc{s}[i] != want) {{ atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); "
+                      f"sv_record(c, 1u, c.proc, {s}u, wg_occ{s}, wg_slot{s}, wg_expect{s}, acc{s}[i], (u32)i); "
+                      "break; }")
+            self.line("  } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+            self.line(f"  wg_pending{s} = 0u;")
+            self.line("}")
+
+    def op_TmemAlloc(self, op: ir.TmemAlloc, site: int, part: str, leader: bool) -> None:
+        raise AssertionError("refused before emission")
+
+    op_UmmaCommit = op_TmemAlloc

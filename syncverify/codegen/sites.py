@@ -1,0 +1,62 @@
+"""Operation sites: a stable number for every operation of a protocol body.
+
+The emitted kernel and the schedule computed through the model must name the
+same event the same way, so an event is identified by (process, site,
+occurrence): the process that executes it, the operation's site number, and how
+many times that process executed that site before. Both sides count
+occurrences by running the same control flow, so no loop variable needs to be
+matched between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    index: int
+    op: ir.Op
+    line: int
+    text: str  # the operation as written in the spec (for messages)
+
+
+def op_text(protocol: ir.Protocol, span: ir.Span) -> str:
+    lines = protocol.source.splitlines()
+    if not protocol.source or not 0 < span.line <= len(lines):
+        return type(span).__name__
+    text = lines[span.line - 1]
+    if span.end_line == span.line:
+        text = text[span.column - 1: span.end_column - 1]
+    else:
+        text = text[span.column - 1:]
+    return " ".join(text.split())[:80]
+
+
+def collect_sites(protocol: ir.Protocol) -> list[Site]:
+    """Every operation of the body in source order (a `cluster.sync` gives two sites)."""
+    sites: list[Site] = []
+
+    def walk(stmts: tuple[ir.Stmt, ...]) -> None:
+        for s in stmts:
+            if isinstance(s, ir.For):
+                walk(s.body)
+            elif isinstance(s, ir.If):
+                walk(s.then)
+                walk(s.orelse)
+            elif isinstance(s, ir.Elect):
+                walk(s.body)
+            elif isinstance(s, ir.Let):
+                continue
+            else:
+                sites.append(Site(len(sites), s, s.span.line, op_text(protocol, s.span)))
+
+    walk(protocol.body)
+    return sites
+
+
+def site_index(sites: list[Site]) -> dict[int, int]:
+    """id(op) -> site number: the compiled programs share the IR's op objects."""
+    return {id(s.op): s.index for s in sites}

@@ -1,0 +1,42 @@
+"""What the emitter can turn into a runnable sm_90a kernel, and why not otherwise.
+
+Refusals are raised as :class:`EmitRefused` with a message meant for the user:
+the CLI prints it and exits with 2, the exit code for input the tool cannot
+take (design §4). Blackwell tensor-memory operations have no sm_90 equivalent,
+so a spec that uses them is refused rather than approximated.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .sites import Site
+
+
+class EmitRefused(Exception):
+    """The spec cannot be emitted as a runnable Hopper kernel."""
+
+
+WGMMA_TILE_BYTES = 2048  # m64n8k32 u8: A is 64x32 bytes; B (256 bytes) is read from the same tile
+
+
+def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
+    """Refuse what sm_90a cannot run; everything else in the IR has an exact PTX form."""
+    for s in sites:
+        if isinstance(s.op, ir.TmemAlloc | ir.UmmaCommit):
+            what = "tmem.dealloc" if isinstance(s.op, ir.TmemAlloc) and s.op.dealloc else \
+                "tmem.alloc" if isinstance(s.op, ir.TmemAlloc) else "umma.commit"
+            raise EmitRefused(
+                f"{protocol.path}:{s.line}: `{what}` is a Blackwell tcgen05 operation (sm_100a); it cannot run on "
+                "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "
+                "mbarrier arrive before the peer's init is visible, as in specs/peer_init_race.sync) to run it on a "
+                "Hopper GPU")
+        if isinstance(s.op, ir.WgmmaRead):
+            decl = protocol.buffer(s.op.buf.name)
+            if decl.bytes < WGMMA_TILE_BYTES:
+                raise EmitRefused(f"{protocol.path}:{s.line}: `wgmma.read {s.op.buf.name}` is emitted as a "
+                                  f"wgmma.mma_async m64n8k32 reading {WGMMA_TILE_BYTES} bytes of the slot, but "
+                                  f"`{s.op.buf.name}` has only {decl.bytes} bytes per slot")
+    if protocol.threads > 1024:
+        raise EmitRefused(f"{protocol.path}: a CTA of {protocol.threads} threads cannot be launched (limit 1024)")
+    if protocol.threads % 32:
+        raise EmitRefused(f"{protocol.path}: the emitter needs whole warps; the CTA has {protocol.threads} threads")

@@ -1,0 +1,180 @@
+"""The CUDA emitter: committed kernels are current and compile; PTX strings, expectations, refusals.
+
+Runs without a GPU. Compiling uses nvcc when it is on PATH, else NVRTC through cuda.core when that
+is importable, else the compile test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from syncverify.codegen import EmitRefused, emit
+from syncverify.codegen.golden import generate
+from syncverify.codegen.schedule import stamp
+from syncverify.gpu import outcome as oc
+from syncverify.lang import load
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+
+
+@pytest.fixture(scope="module")
+def regenerated() -> dict[str, str]:
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the launch descriptions name specs by their path relative to the repository
+    try:
+        return generate(Path("specs"))
+    finally:
+        os.chdir(cwd)
+
+
+def _strip_replay(index_text: str) -> list[dict]:
+    return [{k: v for k, v in e.items() if not k.startswith("replay")} for e in json.loads(index_text)["specs"]]
+
+
+def test_committed_kernels_are_up_to_date(regenerated):
+    stale = []
+    for rel, text in regenerated.items():
+        path = KERNELS / rel
+        if not path.exists():
+            stale.append(f"{rel} (missing)")
+        elif rel == "index.json":
+            if _strip_replay(path.read_text()) != _strip_replay(text):
+                stale.append(rel)
+        elif path.read_text() != text:
+            stale.append(rel)
+    extra = [p.name for p in KERNELS.glob("*.cu") if p.name not in regenerated]
+    assert not stale and not extra, (f"kernels/ is out of date: {stale + extra}; regenerate with "
+                                     "`python3 -m syncverify.codegen.golden` (and --replay for kernels/replay/)")
+
+
+def _compiler():
+    if shutil.which("nvcc"):
+        return "nvcc"
+    try:
+        from cuda.core import Program  # noqa: F401
+    except Exception as err:  # not installed, or no NVRTC library
+        pytest.skip(f"no nvcc on PATH and no NVRTC through cuda.core ({type(err).__name__}: {err})")
+    return "nvrtc"
+
+
+@pytest.mark.parametrize("kernel", sorted(p.relative_to(KERNELS).as_posix() for p in KERNELS.rglob("*.cu")))
+def test_kernel_compiles_for_sm90a(kernel, tmp_path):
+    how = _compiler()
+    src = KERNELS / kernel
+    if how == "nvcc":
+        r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    else:
+        from cuda.core import Program, ProgramOptions
+
+        Program(src.read_text(), code_type="c++", options=ProgramOptions(arch="sm_90a", std="c++17")).compile("cubin")
+
+
+def test_tcgen05_specs_are_refused_with_a_reason():
+    with pytest.raises(EmitRefused, match="tcgen05"):
+        emit(load(str(ROOT / "specs/cutlass_2sm_tmem_alloc_race.sync")))
+
+
+def test_cli_emit_refusal_exits_2(tmp_path, capsys):
+    import argparse
+
+    from syncverify.cli_gpu import cmd_emit
+    args = argparse.Namespace(spec=str(ROOT / "specs/cutlass_2sm_tmem_alloc_fixed.sync"), output=str(tmp_path / "k.cu"),
+                              defines=[], grid=1, replay=None, check_stride=1)
+    assert cmd_emit(args) == 2
+    assert "sm_90a" in capsys.readouterr().err
+
+
+def test_cli_emit_writes_kernel_and_launch(tmp_path):
+    import argparse
+
+    from syncverify.cli_gpu import cmd_emit
+
+    args = argparse.Namespace(spec=str(ROOT / "specs/cutlass_ws_ring.sync"), output=str(tmp_path / "ring.cu"),
+                              defines=[("ITERS", 12)], grid=2, replay=None, check_stride=1)
+    assert cmd_emit(args) == 0
+    launch = json.loads((tmp_path / "ring.json").read_text())
+    assert launch["grid"] == 2 and launch["block"] == 384 and launch["params"]["ITERS"] == 12
+    assert launch["shmem_size"] >= 4 * 16384
+
+
+def test_exact_ptx_of_the_semantics_table():
+    src = (KERNELS / "cluster_multicast_ring.cu").read_text()
+    for s in ["mbarrier.init.shared::cta.b64 [%1], %0;",
+              "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;",
+              "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%1], %2;",
+              "mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  "
+              "_, [remAddr32];",
+              "fence.mbarrier_init.release.cluster;",
+              "barrier.cluster.arrive.relaxed.aligned;", "barrier.cluster.wait.aligned;",
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"]:
+        assert s in src, s
+    store = (KERNELS / "tma_store_epilogue.cu").read_text()
+    for s in ["cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;", "cp.async.bulk.commit_group;",
+              "cp.async.bulk.wait_group.read %0;", "bar.sync %0, %1;", "fence.proxy.async.shared::cta;"]:
+        assert s in store, s
+    assert "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.u8" in (KERNELS / "wgmma_release_after_wait.cu").read_text()
+    assert 'asm volatile("mbarrier' in src and '"memory");' in src
+
+
+def test_every_wait_has_a_watchdog():
+    src = (KERNELS / "cutlass_ws_ring.cu").read_text()
+    assert "%%globaltimer" in src and "SV_STATE_TIMEOUT" in src
+    assert src.count("sv_wait_acquire_cta(c,") == 2  # the producer's empty wait and the consumers' full wait
+
+
+def test_ring_reads_observe_the_copy_of_their_iteration():
+    launch = json.loads((KERNELS / "cutlass_ws_ring.json").read_text())
+    nsites = launch["nsites"]
+    load_site = next(s["index"] for s in launch["sites"] if s["kind"] == "TmaLoad")
+    producer = next(p["index"] for p in launch["processes"] if p["role"] == "producer")
+    iters = launch["params"]["ITERS"]
+    consumers = [p for p in launch["processes"] if p["role"] == "consumer"]
+    assert len(launch["expected"]) == iters * len(consumers)
+    for k in range(iters):  # every consumer warp's k-th read expects the producer's k-th copy
+        assert launch["expected"][k] == stamp(producer, load_site, k, nsites)
+    assert launch["schedule"]["complete"] and not launch["schedule"]["intended"]
+
+
+def test_stamps_decode_to_spec_terms():
+    launch = json.loads((KERNELS / "cutlass_ws_ring.json").read_text())
+    word = launch["expected"][3]
+    assert "producer.w0@cta0 line" in oc.decode_stamp(launch, word) and "#3" in oc.decode_stamp(launch, word)
+    assert oc.decode_stamp(launch, 0).startswith("nobody")
+
+
+def test_agreement_rules():
+    ok = [oc.Rep(oc.COMPLETED)] * 3
+    hang = [oc.Rep(oc.HANG, stuck=[{"line": 67}, {"line": 79}])] * 3
+    assert oc.agreement(set(), set(), ok)[0]
+    assert not oc.agreement(set(), set(), hang)[0]
+    assert oc.agreement({"SV201"}, {67, 79, 89}, hang)[0]
+    assert not oc.agreement({"SV201"}, {12}, hang)[0]
+    assert oc.agreement({"SV402"}, set(), [oc.Rep(oc.COMPLETED), oc.Rep(oc.HANG)])[0]
+    assert not oc.agreement({"SV302"}, set(), ok)[0]
+    msg = "deadlock: a can never move again. Blocked: producer.w0 line 67: wait on x; a.w3 line 89: wait on y"
+    assert oc.model_blocked_lines(msg) == {67, 89}
+
+
+def test_runner_imports_nothing_of_the_checker():
+    """The GPU machine has no lark and no z3: the runner must load with both unavailable."""
+    code = ("import sys; sys.modules['lark'] = None; sys.modules['z3'] = None; "
+            f"sys.path.insert(0, {str(ROOT / 'syncverify/gpu')!r}); import runner, outcome, device; "
+            "assert 'syncverify' not in sys.modules; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+def test_a_stuck_replay_is_no_evidence():
+    stuck = [oc.Rep(oc.REPLAY_FAILED, stuck=[{"line": 44, "state": "replay_stuck"}])] * 2
+    agree, why = oc.agreement({"SV302"}, set(), stuck)
+    assert not agree and "no evidence" in why
