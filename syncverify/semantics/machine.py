@@ -338,6 +338,8 @@ class Machine:
     def step_process(self, state: State, p: int) -> StepResult | None:
         pstate = state.procs[p]
         ins = self.programs[p].code[pstate[P_PC]]
+        if isinstance(ins.op, ir.MbarWait) and self._wait_blocked(state, p, ins, pstate):
+            return None
         w = _Work(state)
         label = ("p", p)
         try:
@@ -593,6 +595,31 @@ class Machine:
             s = rules.mb_complete_tx(s, nbytes)
         self._set_mb(w, m, s, old, contributor=lanes)
         return True
+
+    def _wait_blocked(self, state: State, p: int, ins, pstate: tuple) -> bool:
+        """Fast path: a wait that would simply block (valid barrier, parity not passing, not
+        stale). Anything else — including an expression that cannot be evaluated — goes
+        through op_wait, which decides and reports."""
+        op: ir.MbarWait = ins.op
+        try:
+            env = self.env(p, pstate[P_VARS])
+            ctx = self.ctx[p]
+            decl_size = self.protocol.mbarrier(op.bar.name).size or 1
+            idx = evaluate(op.bar.index, env, ctx) if op.bar.index is not None else 0
+            if not 0 <= idx < decl_size:
+                return False
+            m = self.mb_index[(self.procs[p].cta, op.bar.name, idx)]
+            mb = state.mbars[m]
+            parity = evaluate(op.parity, env, ctx)
+        except EvalError:
+            return False
+        if not mb[M_VALID] or mb[M_K] % 2 != parity % 2:
+            return False  # invalid (reported by op_wait) or passing
+        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
+            return False  # the init is not ordered before this wait: op_wait reports it
+        jprev = self._jprev(mb, p)
+        intended = parity % 2 if jprev is None else rules.intended_phase(jprev, parity)
+        return mb[M_K] <= intended + 1  # not stale: it just blocks
 
     def _jprev(self, mb: tuple, p: int) -> int | None:
         for q, j in mb[M_JPREV]:

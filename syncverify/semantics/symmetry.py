@@ -123,19 +123,27 @@ class Symmetry:
         for mask, _, _ in bit_pairs:
             moved |= mask
 
+        keep = ~moved
+        cache: dict[int, int] = {}
+
         def remap(bits: int) -> int:
-            if not bits & moved:
-                return bits
-            out = bits & ~moved
-            for mask, src, dst in bit_pairs:
-                if bits & mask:
-                    out |= ((bits >> src) & 3) << dst
+            out = cache.get(bits)
+            if out is None:
+                out = bits & keep
+                for mask, src, dst in bit_pairs:
+                    if bits & mask:
+                        out |= ((bits >> src) & 3) << dst
+                cache[bits] = out
             return out
 
         records = []
         for r in state.records:
-            owner = perm.get(r[R_OWNER], r[R_OWNER])
-            records.append((*r[:R_OWNER], owner, *r[R_OWNER + 1:R_AKNOWN], remap(r[R_AKNOWN]), remap(r[R_KNOWN])))
+            owner = r[R_OWNER]
+            aknown, known = r[R_AKNOWN], r[R_KNOWN]
+            if owner in perm or (aknown | known) & moved:
+                r = (*r[:R_OWNER], perm.get(owner, owner), *r[R_OWNER + 1:R_AKNOWN],
+                     remap(aknown) if aknown & moved else aknown, remap(known) if known & moved else known)
+            records.append(r)
         mbars = []
         for mb in state.mbars:
             if mb[M_JPREV]:
