@@ -23,6 +23,9 @@ from .. import ir
 from .program import Instr, Process, Program
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
+# operations after which a warp owns records (accesses, inits, observations) or is a barrier waiter
+_OWNING_OPS = (ir.Access, ir.MbarInit, ir.MbarWait, ir.TmaLoad, ir.TmaStore, ir.WgmmaRead, ir.UmmaCommit)
+
 
 def _uses_instance(code: tuple[Instr, ...]) -> bool:
     def expr_uses(e) -> bool:
@@ -61,6 +64,10 @@ def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[
 class Symmetry:
     def __init__(self, procs: list[Process], programs: list[Program]):
         self.groups = symmetry_groups(procs, programs)
+        # Groups whose program never owns a record or waits on an mbarrier (e.g. warps that only
+        # take part in `syncthreads`) need no tie-break: their tied members are indistinguishable.
+        self.needs_signature = [any(isinstance(ins.op, _OWNING_OPS) for ins in programs[g[0]].code)
+                                for g in self.groups]
         self.warp_of = [p.warp for p in procs]
         self.cta_of = [p.cta for p in procs]
 
@@ -72,9 +79,11 @@ class Symmetry:
         perm: dict[int, int] = {}
         tied: list[tuple[list[int], int, int]] = []
         orders = []
-        for group in self.groups:
+        for group, needs_signature in zip(self.groups, self.needs_signature, strict=True):
             order = sorted(group, key=procs.__getitem__)
             orders.append((group, order))
+            if not needs_signature:
+                continue
             start = 0
             while start < len(order):
                 end = start + 1
