@@ -364,3 +364,12 @@ class Protocol:
 
     def param(self, name: str) -> int:
         return dict(self.params)[name]
+
+    def text_of(self, span: Span | None, limit: int = 80) -> str:
+        """The spec text a span covers, on one line (for traces and generated comments)."""
+        lines = self.source.splitlines()
+        if span is None or not 0 < span.line <= len(lines):
+            return ""
+        text = lines[span.line - 1]
+        text = text[span.column - 1: span.end_column - 1] if span.end_line == span.line else text[span.column - 1:]
+        return " ".join(text.split())[:limit]

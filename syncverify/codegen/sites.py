@@ -24,15 +24,7 @@ class Site:
 
 
 def op_text(protocol: ir.Protocol, span: ir.Span) -> str:
-    lines = protocol.source.splitlines()
-    if not protocol.source or not 0 < span.line <= len(lines):
-        return type(span).__name__
-    text = lines[span.line - 1]
-    if span.end_line == span.line:
-        text = text[span.column - 1: span.end_column - 1]
-    else:
-        text = text[span.column - 1:]
-    return " ".join(text.split())[:80]
+    return protocol.text_of(span) or type(span).__name__
 
 
 def collect_sites(protocol: ir.Protocol) -> list[Site]:

@@ -153,20 +153,6 @@ def _deadlock(machine: Machine, state: State) -> Violation:
 
 
 # ---------------------------------------------------------------------- traces
-def _op_text(protocol: ir.Protocol, span: Span | None) -> str:
-    if span is None or not protocol.source:
-        return ""
-    lines = protocol.source.splitlines()
-    if not 0 < span.line <= len(lines):
-        return ""
-    text = lines[span.line - 1]
-    if span.end_line == span.line:
-        text = text[span.column - 1: span.end_column - 1]
-    else:
-        text = text[span.column - 1:]
-    return " ".join(text.split())[:80]
-
-
 def _diff(machine: Machine, before: State, after: State) -> str:
     parts = []
     for m, (a, b) in enumerate(zip(before.mbars, after.mbars, strict=True)):
@@ -202,7 +188,7 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             proc = machine.procs[real[p]]
             role = machine.proc_label(real[p])
             line = ins.line
-            op_text = _op_text(machine.protocol, ins.op.span if ins.op is not None else None)
+            op_text = machine.protocol.text_of(ins.op.span if ins.op is not None else None)
             iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
             cta = proc.cta
             note = ""

@@ -943,21 +943,23 @@ class Machine:
                 w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
         return True
 
-    def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
+    def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
+                    what: str) -> bool:
+        """An async-proxy read of a slot that lasts until a group wait retires it (§5, §6): it
+        belongs to the process's open group of ``unit`` (0 bulk, 1 wgmma)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
         part = self._part(p, ins.leader_only)
-        self._conflicts(w, p, part, lanes, key, READ, op.span, "tma.store source read", async_op=True)
-        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * w.procs[p][P_BULK])
+        self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
+        seq = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * seq + unit)
         return True
 
+    def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
+        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 0, "tma.store source read")
+
     def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
-        buf, slot = self._slot(op.buf, env, ctx)
-        key = (SPACE_DATA, proc.cta, buf, slot)
-        part = self._part(p, ins.leader_only)
-        self._conflicts(w, p, part, lanes, key, READ, op.span, "wgmma operand read", async_op=True)
-        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * w.procs[p][P_WGMMA] + 1)
-        return True
+        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
         field_ = P_BULK if op.unit == "bulk" else P_WGMMA
