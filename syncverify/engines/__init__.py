@@ -23,6 +23,13 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
+    if options.engine == "z3":
+        try:
+            from . import symbolic
+        except ImportError:
+            return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound="",
+                               coverage="the Z3 engine is not part of this version; use --engine explicit or auto")
+        return symbolic.check(protocol, options)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict)
     return merge_static(result, static_findings(protocol, machine.programs))
