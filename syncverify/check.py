@@ -7,7 +7,7 @@ inconclusive, never safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from . import ir
@@ -24,6 +24,7 @@ class Options:
     max_memory_mb: float = 8192.0
     strict: bool = False
     full_trace: bool = False
+    progress: Callable[[int, int, float, float], None] | None = None  # states, frontier, s, MB
     defines: Mapping[str, int] = field(default_factory=dict)
     # Readings of the PTX text that production kernels rely on but PTX does not
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.

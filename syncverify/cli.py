@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from . import cli_gpu
 from .check import Options, check_path
@@ -100,7 +101,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                       max_memory_mb=args.max_memory, strict=args.strict, full_trace=args.full_trace,
                       defines=dict(args.defines),
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
-    results += [check_path(p, options) for p in paths]
+    for path in paths:
+        results.append(_check_with_progress(path, options, args.format))
     _print(results, args)
     if args.expect:
         console = text.make_console(sys.stderr)
@@ -112,6 +114,19 @@ def cmd_check(args: argparse.Namespace) -> int:
                 console.print(f"{r.path}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
+
+
+def _check_with_progress(path: str, options: Options, fmt: str) -> CheckResult:
+    """Check one file; on a terminal (text output) show a live status line while it runs."""
+    if fmt != "text" or not sys.stderr.isatty():  # a real terminal only, not a forced one
+        return check_path(path, options)
+    console = text.make_console(sys.stderr)
+    with console.status(f"{path}: starting") as status:
+        def show(states: int, frontier: int, seconds: float, mb: float) -> None:
+            status.update(f"{path}: {states:,} states, {states / max(seconds, 1e-9):,.0f}/s, "
+                          f"frontier {frontier:,}, {mb:,.0f} MB, {seconds:.1f}s")
+
+        return check_path(path, replace(options, progress=show))
 
 
 def _print(results: list[CheckResult], args: argparse.Namespace) -> None:

@@ -381,3 +381,21 @@ def test_no_color_wins_over_force_color(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     _, out, err = run(capsys, "--expect", path)
     assert "SV110" in out and "\x1b" not in out + err
+
+
+def test_search_reports_progress_to_a_callback():
+    from syncverify import load
+    from syncverify.check import Options, check_protocol
+
+    seen = []
+    protocol = load(str(Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"), {"ITERS": 8})
+    result = check_protocol(protocol, Options(progress=lambda *a: seen.append(a)))
+    assert result.verdict.value == "safe"
+    assert seen and all(states > 0 and seconds >= 0 for states, _, seconds, _ in seen)
+    assert [s[0] for s in seen] == sorted(s[0] for s in seen)
+
+
+def test_time_budget_ends_in_inconclusive(capsys):
+    spec = Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"
+    assert main(["check", str(spec), "-D", "CONSUMERS=4", "-D", "ITERS=64", "--timeout", "1"]) == 3
+    assert "time budget of 1s reached" in capsys.readouterr().out

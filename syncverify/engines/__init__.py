@@ -31,7 +31,8 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
                                coverage="the Z3 engine is not part of this version; use --engine explicit or auto")
         return symbolic.check(protocol, options)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
-    result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict)
+    result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
+                     progress=options.progress)
     return merge_static(result, static_findings(protocol, machine.programs))
 
 

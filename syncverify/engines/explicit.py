@@ -17,6 +17,7 @@ import os
 import resource
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import ir
@@ -57,7 +58,11 @@ class SearchOutcome:
     stop_reason: str = ""
 
 
-def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None) -> SearchOutcome:
+Progress = Callable[[int, int, float, float], None]  # states, frontier, seconds, MB
+
+
+def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
+           progress: Progress | None = None) -> SearchOutcome:
     start = time.monotonic()
     base_mb = _rss_mb()
     canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))
@@ -71,18 +76,25 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None) -
     peak = base_mb
     stop = ""
     nprocs = len(machine.procs)
+    popped = 0
+    last_report = start
     while queue:
         if len(index) > budget.max_states:
             stop = f"state budget of {budget.max_states} reached"
             break
-        if transitions % 2048 == 0:
-            if time.monotonic() - start > budget.seconds:
+        popped += 1
+        if popped % 256 == 0:
+            now = time.monotonic()
+            if now - start > budget.seconds:
                 stop = f"time budget of {budget.seconds:g}s reached"
                 break
             peak = max(peak, _rss_mb())
             if peak - base_mb > budget.memory_mb:
                 stop = f"memory budget of {budget.memory_mb:g} MB reached"
                 break
+            if progress is not None and now - last_report >= 0.25:
+                progress(len(index), len(queue), now - start, peak - base_mb)
+                last_report = now
         if len(errors) >= MAX_DISTINCT_ERRORS:
             stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
             break
@@ -267,9 +279,9 @@ def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace:
 
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
-            strict: bool = False, symmetry: bool = True) -> CheckResult:
+            strict: bool = False, symmetry: bool = True, progress: Progress | None = None) -> CheckResult:
     sym = Symmetry(machine.procs, machine.programs) if symmetry else None
-    outcome = search(machine, budget, sym)
+    outcome = search(machine, budget, sym, progress)
     diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
