@@ -1,7 +1,7 @@
 """Every diagnostic the model checker reports, triggered by a small protocol and absent
 from a near-identical one.
 
-Each test pairs a protocol that breaks one rule of /work/shared/ptx-semantics.md with
+Each test pairs a protocol that breaks one rule of ptx-semantics.md (the project's semantics reference) with
 the same protocol fixed (one line changed). The buggy one must report exactly the
 expected error codes, at the offending line, with a message that says what is wrong;
 the fixed one must be safe (or at least free of that code). Loops run 2–3 times and

@@ -1,6 +1,6 @@
 """Unit tests of the pure barrier rules (syncverify/semantics/rules.py) against the PTX text.
 
-Each test names the rule of /work/shared/ptx-semantics.md it checks. The rules are
+Each test names the rule of ptx-semantics.md (the project's semantics reference) it checks. The rules are
 also evaluated over Z3 terms (the symbolic engine's Arith), where the completion
 rule is *proved* for all integers instead of sampled.
 """
