@@ -158,6 +158,8 @@ class Machine:
         self.ncta = protocol.cluster
         # mbarrier layout: one global index per (cta, name, element)
         self.mb_index: dict[tuple[int, str, int], int] = {}
+        self.mb_decl: dict[str, ir.Mbarrier] = {b.name: b for b in protocol.mbarriers}
+        self._wait_targets: dict[tuple, tuple[int, int] | bool] = {}  # see _wait_target
         self.mb_names: list[tuple[int, str, int]] = []
         for cta in range(self.ncta):
             for mb in protocol.mbarriers:
@@ -279,13 +281,15 @@ class Machine:
         the process (exit has effects on barriers) or that violate a rule are not
         taken alone. The state graph is acyclic (loops are bounded), so the
         cycle proviso holds trivially."""
+        tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
         if self.reduce:
             for p in range(len(self.procs)):
                 ins = self.programs[p].code[state.procs[p][P_PC]]
-                lone_wait = ins.kind == OP and isinstance(ins.op, ir.MbarWait) and self._no_lifecycle_ahead(
-                    state, p, ins.op.bar.name)
-                if ins.kind == OP and (type(ins.op) in LOCAL_OPS or self._lone_arrive(state, p, ins.op) or lone_wait):
-                    res = self.step_process(state, p)
+                if ins.kind != OP:
+                    continue
+                lone_wait = isinstance(ins.op, ir.MbarWait) and self._no_lifecycle_ahead(state, p, ins.op.bar.name)
+                if type(ins.op) in LOCAL_OPS or lone_wait or self._lone_arrive(state, p, ins.op):
+                    res = tried[p] = self.step_process(state, p)
                     if lone_wait and (res is None or not res.lone):
                         continue
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
@@ -296,7 +300,7 @@ class Machine:
             kind = self.programs[p].code[state.procs[p][P_PC]].kind
             if kind != OP:
                 continue
-            res = self.step_process(state, p)
+            res = tried[p] if p in tried else self.step_process(state, p)
             if res is not None:
                 yield res
         seen = set()
@@ -397,7 +401,7 @@ class Machine:
         return cta
 
     def _mbar(self, w: _Work, p: int, ref: ir.Ref, cta: int, env, ctx) -> int:
-        decl = self.protocol.mbarrier(ref.name)
+        decl = self.mb_decl[ref.name]
         idx = 0
         if ref.index is not None:
             idx = self._eval(ref.index, env, ctx)
@@ -501,7 +505,7 @@ class Machine:
 
     # ---- mbarrier
     def op_init(self, w, p, proc, op: ir.MbarInit, ins, env, ctx, lanes) -> bool:
-        decl = self.protocol.mbarrier(op.bar.name)
+        decl = self.mb_decl[op.bar.name]
         count = decl.count if op.count is None else self._eval(op.count, env, ctx)
         if not 1 <= count <= rules.MAX_COUNT:
             raise Violation("SV105", f"init count {count} is outside 1..2^20-1", op.span)
@@ -509,6 +513,9 @@ class Machine:
         targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in elems] if elems is not None else \
             [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
         part = self._part(p, ins.leader_only)
+        # One pass over the records for all targets (`init B[*]` of thousands of barriers stays linear);
+        # the same records as one pass per target: the new init records carry no barrier bits.
+        mask = 0
         for m in targets:
             if w.mbars[m][M_VALID] or ins.threads > 1:
                 why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
@@ -516,14 +523,18 @@ class Machine:
                 raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
             mb = rules.mb_init(count)
             w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
-            w.records = clear_bits(w.records, self.holders.mb_cur(m) | self.holders.mb_last(m))
-            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0)
-                              and not (r[R_SPACE] == SPACE_OBS and r[R_CTA] == proc.cta and r[R_OBJ] == m))
-            w.records = (*w.records, (SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes))
+            mask |= self.holders.mb_cur(m) | self.holders.mb_last(m)
+        inited = set(targets)
+        w.records = clear_bits(w.records, mask)
+        w.records = tuple(r for r in w.records
+                          if not (r[R_SPACE] in (SPACE_INIT, SPACE_OBS) and r[R_CTA] == proc.cta
+                                  and r[R_OBJ] in inited and (r[R_SPACE] == SPACE_OBS or r[R_SLOT] == 0)))
+        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes)
+                                   for m in targets))
         return True
 
     def op_inval(self, w, p, proc, op: ir.MbarInval, ins, env, ctx, lanes) -> bool:
-        decl = self.protocol.mbarrier(op.bar.name)
+        decl = self.mb_decl[op.bar.name]
         targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in range(decl.size or 1)] if op.bar.every else \
             [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
         for m in targets:
@@ -600,19 +611,14 @@ class Machine:
         """Fast path: a wait that would simply block (valid barrier, parity not passing, not
         stale). Anything else — including an expression that cannot be evaluated — goes
         through op_wait, which decides and reports."""
-        op: ir.MbarWait = ins.op
-        try:
-            env = self.env(p, pstate[P_VARS])
-            ctx = self.ctx[p]
-            decl_size = self.protocol.mbarrier(op.bar.name).size or 1
-            idx = evaluate(op.bar.index, env, ctx) if op.bar.index is not None else 0
-            if not 0 <= idx < decl_size:
-                return False
-            m = self.mb_index[(self.procs[p].cta, op.bar.name, idx)]
-            mb = state.mbars[m]
-            parity = evaluate(op.parity, env, ctx)
-        except EvalError:
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        target = self._wait_targets.get(key)
+        if target is None:
+            target = self._wait_targets[key] = self._wait_target(p, ins.op, pstate[P_VARS])
+        if target is False:
             return False
+        m, parity = target
+        mb = state.mbars[m]
         if not mb[M_VALID] or mb[M_K] % 2 != parity % 2:
             return False  # invalid (reported by op_wait) or passing
         if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
@@ -620,6 +626,20 @@ class Machine:
         jprev = self._jprev(mb, p)
         intended = parity % 2 if jprev is None else rules.intended_phase(jprev, parity)
         return mb[M_K] <= intended + 1  # not stale: it just blocks
+
+    def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
+        """The barrier index and parity of a wait of process p under its variables, or False
+        when they cannot be evaluated or are out of range (op_wait reports that). It depends
+        only on the process's program position and variables, so it is remembered."""
+        try:
+            env = self.env(p, vars_)
+            ctx = self.ctx[p]
+            idx = evaluate(op.bar.index, env, ctx) if op.bar.index is not None else 0
+            if not 0 <= idx < (self.mb_decl[op.bar.name].size or 1):
+                return False
+            return self.mb_index[(self.procs[p].cta, op.bar.name, idx)], evaluate(op.parity, env, ctx)
+        except EvalError:
+            return False
 
     def _jprev(self, mb: tuple, p: int) -> int | None:
         for q, j in mb[M_JPREV]:
@@ -658,7 +678,7 @@ class Machine:
             # the observation, checked against the next phase's completion (_check_observations)
             key = (SPACE_OBS, proc.cta, m, observed_phase)
             part = self._part(p, ins.leader_only)
-            w.records = (*(r for r in w.records if not (r[:4] == key and r[R_OWNER] == p)),
+            w.records = (*[r for r in w.records if r[R_OWNER] != p or r[:4] != key],
                          (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step

@@ -93,24 +93,27 @@ class Holders:
 def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:
     """What the holders in ``source_mask`` know becomes known by ``target_bit`` (both
     bitmasks). A ``relaxed`` release (a relaxed cluster arrive) carries only the
-    async-visible part of init and CTA-start records."""
-    out = []
-    changed = False
-    for r in records:
+    async-visible part of init and CTA-start records.
+
+    These knowledge updates run on every synchronizing step, so they copy the record
+    tuple only when some record changes, and touch only the changed positions."""
+    out = None
+    for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
         if relaxed:
             if r[R_SPACE] == SPACE_DATA or not aknown & source_mask:
-                out.append(r)
                 continue
             nk, na = known | target_bit, aknown | target_bit
         else:
+            if not (known | aknown) & source_mask:
+                continue
             nk = known | target_bit if known & source_mask else known
             na = aknown | target_bit if aknown & source_mask else aknown
         if nk != known or na != aknown:
-            r = (*r[:R_AKNOWN], na, nk)
-            changed = True
-        out.append(r)
-    return tuple(out) if changed else records
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_AKNOWN], na, nk)
+    return records if out is None else tuple(out)
 
 
 def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
@@ -118,29 +121,29 @@ def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
     known by ``target_mask``. Used for the steps that order execution but publish no data
     (relaxed arrives and waits, tx updates): what happens after a wait in program order is
     causally after it whatever the memory semantics."""
-    out = []
-    changed = False
-    for r in records:
+    out = None
+    for i, r in enumerate(records):
         if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & source_mask and (r[R_KNOWN] & target_mask) != target_mask:
-            r = (*r[:R_AKNOWN], r[R_AKNOWN] | target_mask, r[R_KNOWN] | target_mask)
-            changed = True
-        out.append(r)
-    return tuple(out) if changed else records
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | target_mask, r[R_KNOWN] | target_mask)
+    return records if out is None else tuple(out)
 
 
 def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
     """What ``source_bit`` knows becomes known by the holders in ``target_mask``."""
-    out = []
-    changed = False
-    for r in records:
+    out = None
+    for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        if not (known | aknown) & source_bit:
+            continue
         nk = known | target_mask if known & source_bit else known
         na = aknown | target_mask if aknown & source_bit else aknown
         if nk != known or na != aknown:
-            r = (*r[:R_AKNOWN], na, nk)
-            changed = True
-        out.append(r)
-    return tuple(out) if changed else records
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_AKNOWN], na, nk)
+    return records if out is None else tuple(out)
 
 
 def _shift(bits: int, cur_bit: int, last_bit: int) -> int:
@@ -149,26 +152,24 @@ def _shift(bits: int, cur_bit: int, last_bit: int) -> int:
 
 def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
     """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied."""
-    out = []
-    changed = False
+    out = None
     both = cur_bit | last_bit
-    for r in records:
+    for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
         if (known | aknown) & both:
             nk, na = _shift(known, cur_bit, last_bit), _shift(aknown, cur_bit, last_bit)
             if nk != known or na != aknown:
-                r = (*r[:R_AKNOWN], na, nk)
-                changed = True
-        out.append(r)
-    return tuple(out) if changed else records
+                if out is None:
+                    out = list(records)
+                out[i] = (*r[:R_AKNOWN], na, nk)
+    return records if out is None else tuple(out)
 
 
 def clear_bits(records: tuple, mask: int) -> tuple:
-    out = []
-    changed = False
-    for r in records:
+    out = None
+    for i, r in enumerate(records):
         if (r[R_KNOWN] | r[R_AKNOWN]) & mask:
-            r = (*r[:R_AKNOWN], r[R_AKNOWN] & ~mask, r[R_KNOWN] & ~mask)
-            changed = True
-        out.append(r)
-    return tuple(out) if changed else records
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] & ~mask, r[R_KNOWN] & ~mask)
+    return records if out is None else tuple(out)

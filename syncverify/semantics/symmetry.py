@@ -23,8 +23,7 @@ from .. import ir
 from .program import Instr, Process, Program
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
-# operations after which a warp owns records (accesses, inits, observations) or is a barrier waiter
-_OWNING_OPS = (ir.Access, ir.MbarInit, ir.MbarWait, ir.TmaLoad, ir.TmaStore, ir.WgmmaRead, ir.UmmaCommit)
+_MEMO_LIMIT = 1 << 16  # images remembered per permutation before that table starts over
 
 
 def _uses_instance(code: tuple[Instr, ...]) -> bool:
@@ -64,62 +63,30 @@ def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[
 class Symmetry:
     def __init__(self, procs: list[Process], programs: list[Program]):
         self.groups = symmetry_groups(procs, programs)
-        # Groups whose program never owns a record or waits on an mbarrier (e.g. warps that only
-        # take part in `syncthreads`) need no tie-break: their tied members are indistinguishable.
-        self.needs_signature = [any(isinstance(ins.op, _OWNING_OPS) for ins in programs[g[0]].code)
-                                for g in self.groups]
         self.warp_of = [p.warp for p in procs]
         self.cta_of = [p.cta for p in procs]
+        # memo table: a record's image under a permutation (records recur across states)
+        self._images: dict[tuple, dict[tuple, tuple]] = {}
 
     def canon(self, state: State) -> tuple[State, dict[int, int] | None]:
-        """A representative of the state's orbit, and the permutation applied (old -> new)."""
+        """A representative of the state's orbit, and the permutation applied (old -> new).
+
+        Each group's members are ordered by local state; members with equal local states
+        keep their relative order. A tie-break on what each warp owns in the records was
+        measured to merge no additional state on any spec or on the ring family (it cost
+        a fifth of the search time), so there is none."""
         if not self.groups:
             return state, None
         procs = state.procs
         perm: dict[int, int] = {}
-        tied: list[tuple[list[int], int, int]] = []
-        orders = []
-        for group, needs_signature in zip(self.groups, self.needs_signature, strict=True):
+        for group in self.groups:
             order = sorted(group, key=procs.__getitem__)
-            orders.append((group, order))
-            if not needs_signature:
-                continue
-            start = 0
-            while start < len(order):
-                end = start + 1
-                while end < len(order) and procs[order[end]] == procs[order[start]]:
-                    end += 1
-                if end - start > 1:
-                    tied.append((order, start, end))
-                start = end
-        if tied:
-            # break ties between equal local states by what each warp owns in the records
-            wanted = {q for order, a, b in tied for q in order[a:b]}
-            signatures = self._signatures(state, wanted)
-            for order, a, b in tied:
-                order[a:b] = sorted(order[a:b], key=lambda q: signatures.get(q, ()))
-        for group, order in orders:
             for new, old in zip(group, order, strict=True):
                 if new != old:
                     perm[old] = new
         if not perm:
             return state, None
         return self.apply(state, perm), perm
-
-    @staticmethod
-    def _signatures(state: State, wanted: set[int]) -> dict[int, tuple]:
-        """For the wanted processes: the records each owns (without owner and knowledge) and its
-        observed phases."""
-        own: dict[int, list] = {}
-        for r in state.records:
-            if r[R_OWNER] in wanted:
-                own.setdefault(r[R_OWNER], []).append(r[:R_OWNER] + r[R_OWNER + 1:R_AKNOWN])
-        waits: dict[int, list] = {}
-        for mi, mb in enumerate(state.mbars):
-            for p, j in mb[M_JPREV]:
-                if p in wanted:
-                    waits.setdefault(p, []).append((mi, j))
-        return {q: (tuple(sorted(own.get(q, ()))), tuple(waits.get(q, ()))) for q in own.keys() | waits.keys()}
 
     def apply(self, state: State, perm: dict[int, int]) -> State:
         new_procs = list(state.procs)
@@ -133,32 +100,39 @@ class Symmetry:
             moved |= mask
 
         keep = ~moved
-        cache: dict[int, int] = {}
 
         def remap(bits: int) -> int:
-            out = cache.get(bits)
-            if out is None:
-                out = bits & keep
-                for mask, src, dst in bit_pairs:
-                    if bits & mask:
-                        out |= ((bits >> src) & 3) << dst
-                cache[bits] = out
+            if not bits & moved:
+                return bits
+            out = bits & keep
+            for mask, src, dst in bit_pairs:
+                if bits & mask:
+                    out |= ((bits >> src) & 3) << dst
             return out
 
-        records = []
-        for r in state.records:
+        # records and waiter lists recur across states: remember their images under this permutation
+        perm_key = tuple(perm.items())
+        images = self._images.get(perm_key)
+        if images is None or len(images) > _MEMO_LIMIT:
+            images = self._images[perm_key] = {}
+        get = images.get
+
+        def image_of(r: tuple) -> tuple:
             owner = r[R_OWNER]
-            aknown, known = r[R_AKNOWN], r[R_KNOWN]
-            if owner in perm or (aknown | known) & moved:
-                r = (*r[:R_OWNER], perm.get(owner, owner), *r[R_OWNER + 1:R_AKNOWN],
-                     remap(aknown) if aknown & moved else aknown, remap(known) if known & moved else known)
-            records.append(r)
-        mbars = []
-        for mb in state.mbars:
-            if mb[M_JPREV]:
-                jp = tuple(sorted((perm.get(p, p), j) for p, j in mb[M_JPREV]))
-                mb = (*mb[:M_JPREV], jp, *mb[M_JPREV + 1:])
-            mbars.append(mb)
+            image = images[r] = (*r[:R_OWNER], perm.get(owner, owner), *r[R_OWNER + 1:R_AKNOWN],
+                                 remap(r[R_AKNOWN]), remap(r[R_KNOWN]))
+            return image
+
+        records = [get(r) or image_of(r) for r in state.records]
+        mbars = list(state.mbars)
+        for i, mb in enumerate(mbars):
+            jprev = mb[M_JPREV]
+            if jprev:
+                jp = get(jprev)
+                if jp is None:
+                    jp = images[jprev] = tuple(sorted([(perm.get(p, p), j) for p, j in jprev]))
+                if jp is not jprev:
+                    mbars[i] = (*mb[:M_JPREV], jp, *mb[M_JPREV + 1:])
         # named barriers count warps of their own CTA: remap each CTA's bits by its own warps' moves
         moves_by_cta: dict[int, list[tuple[int, int]]] = {}
         for old, new in perm.items():
