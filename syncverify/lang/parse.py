@@ -50,8 +50,12 @@ def grammar_text() -> str:
 
 @cache
 def _parser() -> Lark:
+    """The LALR parser. Building it costs about half a second (Lark checks the terminals'
+    regular expressions for collisions), which every command would pay; Lark's own cache
+    keeps the built tables in the temp directory, keyed by a hash of the grammar, the
+    options and the Lark version, and rebuilds them when the file is missing or stale."""
     return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=False)
+                maybe_placeholders=False, cache=True)
 
 
 def _expected(tokens: set[str] | frozenset[str]) -> str:
