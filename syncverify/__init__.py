@@ -1,7 +1,11 @@
 """syncverify: a static verifier for GPU kernel synchronization protocols."""
 
-from .diagnostics import Diagnostic, InputError, Severity, Span
+from .builder import ProtocolBuilder
+from .check import Options, check_protocol
+from .diagnostics import Diagnostic, InputError, Severity, Span, TraceStep
 from .lang import load
+from .result import CheckResult, Verdict
 
-__all__ = ["Diagnostic", "InputError", "Severity", "Span", "load"]
+__all__ = ["CheckResult", "Diagnostic", "InputError", "Options", "ProtocolBuilder", "Severity", "Span", "TraceStep",
+           "Verdict", "check_protocol", "load"]
 __version__ = "0.1.0"

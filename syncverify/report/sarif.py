@@ -6,13 +6,21 @@ code flow with one thread flow per role instance or agent that took part; the
 other access of a race or the peer barrier is a related location. Fingerprints
 are stable across runs: they hash the code, the file, the line and the message
 without its trace.
+
+Validity: the output is checked against the official SARIF 2.1.0 JSON schema
+(tests/data/sarif-schema-2.1.0.json). Artifact URIs must be URI references, so
+file paths are percent-encoded (a space or `#` in a path would otherwise make
+an invalid or a different URI); a location that is no file (`<command line>`,
+a protocol built in code, `<builder:NAME>`) becomes a logical location.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from typing import Any
+from urllib.parse import quote
 
 from .. import __version__
 from ..diagnostics import CODES, Diagnostic, Severity
@@ -43,10 +51,25 @@ def _region(line: int, column: int = 1, end_line: int | None = None, end_column:
     return region
 
 
-def _location(uri: str, line: int, column: int = 1, end_line: int | None = None, end_column: int | None = None,
+def _is_pseudo(path: str) -> bool:
+    """`<command line>`, `<text>`, `<builder:ring>`: a source that is not a file."""
+    return path.startswith("<") and path.endswith(">")
+
+
+def _uri(path: str) -> str:
+    """A file path as a URI reference (RFC 3986): `/` separators, everything else unsafe percent-encoded
+    (a `:` too, so that `a:b.sync` is not read as a URI with scheme `a`)."""
+    return quote(path.replace(os.sep, "/"), safe="/")
+
+
+def _location(path: str, line: int, column: int = 1, end_line: int | None = None, end_column: int | None = None,
               message: str | None = None) -> dict:
-    loc: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": uri},
-                                                "region": _region(line, column, end_line, end_column)}}
+    loc: dict[str, Any]
+    if _is_pseudo(path):
+        loc = {"logicalLocations": [{"fullyQualifiedName": f"{path}:{max(line, 1)}", "kind": "module"}]}
+    else:
+        loc = {"physicalLocation": {"artifactLocation": {"uri": _uri(path)},
+                                    "region": _region(line, column, end_line, end_column)}}
     if message:
         loc["message"] = {"text": message}
     return loc
