@@ -69,18 +69,23 @@ SV_DEVICE bool sv_aborted(const SvCtx& c) { return *(volatile u32*)&c.ctl[SV_CTL
 // Progress states (running, at a barrier, done) go to words 0..15; the first stuck record
 // (watchdog timeout, released by the abort, replay stuck) goes to words 16..31 and is kept,
 // so that a kernel that drained still says where it was stuck.
+// Progress records (running, at a barrier) are plain volatile stores, with no fence: they are written
+// right before a bar.sync, and a fence there waits for the warp's shared-memory stores to land, which
+// would hide a missing fence.proxy.async (SV601) on the H200. The host reads them only after a deadline
+// of seconds, by which time they have long landed.
 SV_DEVICE void sv_status(const SvCtx& c, u32 state, u32 line, u32 site, u32 obj, u32 parity, u32 occ,
                          int it0, int it1, int it2, u32 niter) {
   const bool stuck = state == SV_STATE_TIMEOUT || state == SV_STATE_ABORTED || state == SV_STATE_REPLAY_STUCK;
+  const bool fence = state != SV_STATE_RUNNING && state != SV_STATE_BARRIER;
   volatile u32* s = c.status + (stuck ? SV_STUCK_BASE : 0u);
   if (stuck && s[SV_ST_STATE] != 0u) return;
   s[SV_ST_LINE] = line; s[SV_ST_SITE] = site; s[SV_ST_OBJ] = obj;
   s[SV_ST_PARITY] = parity; s[SV_ST_OCC] = occ;
   s[SV_ST_IT0] = (u32)it0; s[SV_ST_IT1] = (u32)it1; s[SV_ST_IT2] = (u32)it2;
   s[SV_ST_NITER] = niter;
-  __threadfence_system();
+  if (fence) __threadfence_system();
   s[SV_ST_STATE] = state;
-  __threadfence_system();
+  if (fence) __threadfence_system();
 }
 
 SV_DEVICE void sv_record(const SvCtx& c, u32 kind, u32 proc, u32 site, u32 occ, u32 slot, u32 expected, u32 seen,
@@ -182,8 +187,8 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   c.ctl = ctl; c.watchdog_ns = watchdog_ns;
   const u32 sv_bars = sv_smem(sv_smem_base);
   int inst = 0;
-  const bool in_compute = (c.tid >= 0u && c.tid < 64u);
-  const bool in_load = (c.tid >= 64u && c.tid < 96u);
+  const bool in_compute = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 0u && c.tid < 64u)), 0) != 0;
+  const bool in_load = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 64u && c.tid < 96u)), 0) != 0;
   int v_k = 0, v_s = 0, v_j = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u, o9 = 0u, o10 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
@@ -258,10 +263,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 67: read tile[s]; */
         unsigned char* slot = (sv_smem_base + 128u + 4096u * (u32)(v_s));
-        const int base = sv_read_base[c.proc * 11u + 9u];
-        const bool known = base >= 0 && o9 < sv_read_count[c.proc * 11u + 9u];
-        if (known) sv_check(c, slot, 1024u, expect[base + o9], 9u, o9, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 11u + 9u];
+          const bool known = base >= 0 && o9 < sv_read_count[c.proc * 11u + 9u];
+          if (known) sv_check(c, slot, 1024u, expect[base + o9], 9u, o9, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o9;
       }
       {  /* line 68: arrive war[s]; */

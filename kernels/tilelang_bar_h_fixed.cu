@@ -69,18 +69,23 @@ SV_DEVICE bool sv_aborted(const SvCtx& c) { return *(volatile u32*)&c.ctl[SV_CTL
 // Progress states (running, at a barrier, done) go to words 0..15; the first stuck record
 // (watchdog timeout, released by the abort, replay stuck) goes to words 16..31 and is kept,
 // so that a kernel that drained still says where it was stuck.
+// Progress records (running, at a barrier) are plain volatile stores, with no fence: they are written
+// right before a bar.sync, and a fence there waits for the warp's shared-memory stores to land, which
+// would hide a missing fence.proxy.async (SV601) on the H200. The host reads them only after a deadline
+// of seconds, by which time they have long landed.
 SV_DEVICE void sv_status(const SvCtx& c, u32 state, u32 line, u32 site, u32 obj, u32 parity, u32 occ,
                          int it0, int it1, int it2, u32 niter) {
   const bool stuck = state == SV_STATE_TIMEOUT || state == SV_STATE_ABORTED || state == SV_STATE_REPLAY_STUCK;
+  const bool fence = state != SV_STATE_RUNNING && state != SV_STATE_BARRIER;
   volatile u32* s = c.status + (stuck ? SV_STUCK_BASE : 0u);
   if (stuck && s[SV_ST_STATE] != 0u) return;
   s[SV_ST_LINE] = line; s[SV_ST_SITE] = site; s[SV_ST_OBJ] = obj;
   s[SV_ST_PARITY] = parity; s[SV_ST_OCC] = occ;
   s[SV_ST_IT0] = (u32)it0; s[SV_ST_IT1] = (u32)it1; s[SV_ST_IT2] = (u32)it2;
   s[SV_ST_NITER] = niter;
-  __threadfence_system();
+  if (fence) __threadfence_system();
   s[SV_ST_STATE] = state;
-  __threadfence_system();
+  if (fence) __threadfence_system();
 }
 
 SV_DEVICE void sv_record(const SvCtx& c, u32 kind, u32 proc, u32 site, u32 occ, u32 slot, u32 expected, u32 seen,
@@ -182,9 +187,9 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   c.ctl = ctl; c.watchdog_ns = watchdog_ns;
   const u32 sv_bars = sv_smem(sv_smem_base);
   int inst = 0;
-  const bool in_producer = (c.tid >= 0u && c.tid < 32u);
-  const bool in_sk = (c.tid >= 32u && c.tid < 96u);
-  const bool in_a = (c.tid >= 96u && c.tid < 128u);
+  const bool in_producer = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 0u && c.tid < 32u)), 0) != 0;
+  const bool in_sk = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 32u && c.tid < 96u)), 0) != 0;
+  const bool in_a = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 96u && c.tid < 128u)), 0) != 0;
   int v_t = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u, o9 = 0u, o10 = 0u, o11 = 0u, o12 = 0u, o13 = 0u, o14 = 0u, o15 = 0u, o16 = 0u, o17 = 0u, o18 = 0u, o19 = 0u, o20 = 0u, o21 = 0u, o22 = 0u, o23 = 0u, o24 = 0u, o25 = 0u, o26 = 0u, o27 = 0u, o28 = 0u, o29 = 0u, o30 = 0u, o31 = 0u, o32 = 0u, o33 = 0u, o34 = 0u, o35 = 0u, o36 = 0u, o37 = 0u, o38 = 0u, o39 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
@@ -338,10 +343,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 66: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 23u];
-        const bool known = base >= 0 && o23 < sv_read_count[c.proc * 40u + 23u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o23], 23u, o23, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 23u];
+          const bool known = base >= 0 && o23 < sv_read_count[c.proc * 40u + 23u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o23], 23u, o23, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o23;
       }
       {  /* line 66: arrive bar_h1; */
@@ -354,10 +359,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 67: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 26u];
-        const bool known = base >= 0 && o26 < sv_read_count[c.proc * 40u + 26u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o26], 26u, o26, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 26u];
+          const bool known = base >= 0 && o26 < sv_read_count[c.proc * 40u + 26u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o26], 26u, o26, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o26;
       }
       {  /* line 67: arrive bar_h3; */
@@ -370,10 +375,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 68: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 29u];
-        const bool known = base >= 0 && o29 < sv_read_count[c.proc * 40u + 29u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o29], 29u, o29, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 29u];
+          const bool known = base >= 0 && o29 < sv_read_count[c.proc * 40u + 29u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o29], 29u, o29, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o29;
       }
       {  /* line 68: arrive bar_h5; */
@@ -386,10 +391,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 69: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 32u];
-        const bool known = base >= 0 && o32 < sv_read_count[c.proc * 40u + 32u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o32], 32u, o32, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 32u];
+          const bool known = base >= 0 && o32 < sv_read_count[c.proc * 40u + 32u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o32], 32u, o32, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o32;
       }
       {  /* line 69: arrive bar_h7; */
@@ -406,10 +411,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 75: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 35u];
-        const bool known = base >= 0 && o35 < sv_read_count[c.proc * 40u + 35u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o35], 35u, o35, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 35u];
+          const bool known = base >= 0 && o35 < sv_read_count[c.proc * 40u + 35u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o35], 35u, o35, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o35;
       }
       {  /* line 75: arrive bar_h1; */
@@ -422,10 +427,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 76: read h_half; */
         unsigned char* slot = (sv_smem_base + 128u + 8192u * (u32)(0));
-        const int base = sv_read_base[c.proc * 40u + 38u];
-        const bool known = base >= 0 && o38 < sv_read_count[c.proc * 40u + 38u];
-        if (known) sv_check(c, slot, 2048u, expect[base + o38], 38u, o38, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        { const int base = sv_read_base[c.proc * 40u + 38u];
+          const bool known = base >= 0 && o38 < sv_read_count[c.proc * 40u + 38u];
+          if (known) sv_check(c, slot, 2048u, expect[base + o38], 38u, o38, (((c.cta) << 24) | (0u << 16) | (u32)(0)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o38;
       }
       {  /* line 76: arrive bar_h3; */

@@ -69,18 +69,23 @@ SV_DEVICE bool sv_aborted(const SvCtx& c) { return *(volatile u32*)&c.ctl[SV_CTL
 // Progress states (running, at a barrier, done) go to words 0..15; the first stuck record
 // (watchdog timeout, released by the abort, replay stuck) goes to words 16..31 and is kept,
 // so that a kernel that drained still says where it was stuck.
+// Progress records (running, at a barrier) are plain volatile stores, with no fence: they are written
+// right before a bar.sync, and a fence there waits for the warp's shared-memory stores to land, which
+// would hide a missing fence.proxy.async (SV601) on the H200. The host reads them only after a deadline
+// of seconds, by which time they have long landed.
 SV_DEVICE void sv_status(const SvCtx& c, u32 state, u32 line, u32 site, u32 obj, u32 parity, u32 occ,
                          int it0, int it1, int it2, u32 niter) {
   const bool stuck = state == SV_STATE_TIMEOUT || state == SV_STATE_ABORTED || state == SV_STATE_REPLAY_STUCK;
+  const bool fence = state != SV_STATE_RUNNING && state != SV_STATE_BARRIER;
   volatile u32* s = c.status + (stuck ? SV_STUCK_BASE : 0u);
   if (stuck && s[SV_ST_STATE] != 0u) return;
   s[SV_ST_LINE] = line; s[SV_ST_SITE] = site; s[SV_ST_OBJ] = obj;
   s[SV_ST_PARITY] = parity; s[SV_ST_OCC] = occ;
   s[SV_ST_IT0] = (u32)it0; s[SV_ST_IT1] = (u32)it1; s[SV_ST_IT2] = (u32)it2;
   s[SV_ST_NITER] = niter;
-  __threadfence_system();
+  if (fence) __threadfence_system();
   s[SV_ST_STATE] = state;
-  __threadfence_system();
+  if (fence) __threadfence_system();
 }
 
 SV_DEVICE void sv_record(const SvCtx& c, u32 kind, u32 proc, u32 site, u32 occ, u32 slot, u32 expected, u32 seen,
@@ -163,12 +168,17 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   c.ctl = ctl; c.watchdog_ns = watchdog_ns;
   const u32 sv_bars = sv_smem(sv_smem_base);
   int inst = 0;
-  const bool in_epi = (c.tid >= 0u && c.tid < 32u) || (c.tid >= 32u && c.tid < 64u);
+  const bool in_epi = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 0u && c.tid < 32u) || (c.tid >= 32u && c.tid < 64u)), 0) != 0;
   if (c.tid >= 0u && c.tid < 32u) inst = 0;
   if (c.tid >= 32u && c.tid < 64u) inst = 1;
+  inst = __shfl_sync(0xFFFFFFFFu, inst, 0);
   int v_k = 0, v_s = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
+  const int dbase5 = sv_dst_base[c.proc * 9u + 5u]; const u32 dcount5 = sv_dst_count[c.proc * 9u + 5u];
+  asm volatile("" :: "r"(dbase5), "r"(dcount5));  // loaded here, not at the store
+  const int dbase6 = sv_dst_base[c.proc * 9u + 6u]; const u32 dcount6 = sv_dst_count[c.proc * 9u + 6u];
+  asm volatile("" :: "r"(dbase6), "r"(dcount6));  // loaded here, not at the store
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
   for (u32 i = c.tid; i < 1024u; i += blockDim.x)
@@ -211,23 +221,17 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       if ((in_epi && (inst == 0))) {  // line 53
         if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 54: elect
           {  /* line 55: tma.store d[2 * s]; */
-            if (!sv_aborted(c)) {
-              const int base = sv_dst_base[c.proc * 9u + 5u];
-              const bool known = base >= 0 && o5 < sv_dst_count[c.proc * 9u + 5u];
-              if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-              u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)base + o5 : 0u)) * 1024u;
-              if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
-            }
+            const bool known = dbase5 >= 0 && o5 < dcount5;
+            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase5 + o5 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
+            else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o5;
           }
           {  /* line 56: tma.store d[2 * s + 1]; */
-            if (!sv_aborted(c)) {
-              const int base = sv_dst_base[c.proc * 9u + 6u];
-              const bool known = base >= 0 && o6 < sv_dst_count[c.proc * 9u + 6u];
-              if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-              u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)base + o6 : 0u)) * 1024u;
-              if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
-            }
+            const bool known = dbase6 >= 0 && o6 < dcount6;
+            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase6 + o6 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
+            else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o6;
           }
           {  /* line 57: bulk.commit; */

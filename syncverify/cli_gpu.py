@@ -42,11 +42,14 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=cmd_emit)
     r = sub.add_parser("run", help="compile and run the spec's kernel on the GPU; compare with the verdict")
     r.add_argument("spec", metavar="SPEC")
-    r.add_argument("--repeat", type=int, default=20, metavar="N")
+    r.add_argument("--repeat", type=int, default=None, metavar="N", help="launches (default 20; 1 with --sanitize)")
     r.add_argument("--deadline", type=float, default=10.0, metavar="SECONDS", help="time one launch may take")
     r.add_argument("--json", metavar="FILE", help="write every repetition's details here")
     r.add_argument("--no-replay", action="store_true",
                    help="do not replay the counterexample's order when free runs do not show a violation")
+    r.add_argument("--sanitize", choices=["racecheck", "synccheck"], default=None, metavar="TOOL",
+                   help="run the kernel under compute-sanitizer (racecheck or synccheck) and report its findings "
+                        "(hazard kind, count, kernel and spec line); repetitions default to 1")
     _common(r)
     r.set_defaults(func=cmd_run)
 
@@ -110,6 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .gpu import runner
     from .lang import load
 
+    if args.repeat is None:
+        args.repeat = 1 if args.sanitize else 20
     try:
         protocol = load(args.spec, dict(args.defines))
         emission = _emission(args)
@@ -123,14 +128,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             blocked |= oc.model_blocked_lines(d.message)
     print(f"verdict: {result.verdict} {', '.join(sorted(errors))} ({result.bound})".replace("  ", " "))
     details = {}
+    first_label = "replay" if args.replay is not None else "free"
     with tempfile.TemporaryDirectory() as tmp:
-        free = _run_one(runner, emission, tmp, "free", args)
+        free = _run_one(runner, emission, tmp, first_label, args)
         print(runner.format_result(free))
-        details["free"] = free.to_json()
+        details[first_label] = free.to_json()
         if free.error and not free.reps:
             return free.exit_code or 3
         agree, why = oc.agreement(errors, blocked, free.reps)
-        replayable = bool(errors) and "SV201" not in errors and args.replay is None and not args.no_replay
+        replayable = bool(errors) and "SV201" not in errors and args.replay is None and not args.no_replay \
+            and not args.sanitize
         if not agree and replayable:
             try:
                 order = replay_order(protocol, site_index(collect_sites(protocol)))
@@ -147,16 +154,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                     agree, why = True, f"{why_replay} when the counterexample's order is replayed; free runs: {why}"
     print(f"agreement: {'yes' if agree else 'NO'} — {why}")
     if args.json:
+        out = {"verdict": str(result.verdict), "errors": sorted(errors), "runs": details,
+               "agreement": agree, "why": why}
+        if args.sanitize:
+            out["sanitizer"] = details[first_label].get("sanitizer")
         with open(args.json, "w") as f:
-            json.dump({"verdict": str(result.verdict), "errors": sorted(errors), "runs": details,
-                       "agreement": agree, "why": why}, f, indent=1)
+            json.dump(out, f, indent=1)
     return 0 if agree else 1
 
 
 def _run_one(runner, em: Emission, tmp: str, label: str, args: argparse.Namespace):
-    source = os.path.join(tmp, f"{label}.cu")
+    """Write the kernel as `<spec name>.cu` (the name sanitizer reports quote) and run it."""
+    source = os.path.join(tmp, label, Path(args.spec).stem + ".cu")
     write_emission(em, source)
-    return runner.run(source, em.launch, args.repeat, args.deadline)
+    return runner.run(source, em.launch, args.repeat, args.deadline, sanitize=args.sanitize)
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"emit": cmd_emit, "run": cmd_run}

@@ -73,6 +73,9 @@ def test_kernel_compiles_for_sm90a(kernel, tmp_path):
         r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
+        # ptxas must leave every wgmma asynchronous: a serialized one (C7510-C7520: "serialized", "is
+        # injected") reads its operands before the next instruction, which hides every wgmma WAR race
+        assert "serialized" not in r.stderr and "is injected" not in r.stderr, r.stderr
     else:
         from cuda.core import Program, ProgramOptions
 
@@ -178,3 +181,73 @@ def test_a_stuck_replay_is_no_evidence():
     stuck = [oc.Rep(oc.REPLAY_FAILED, stuck=[{"line": 44, "state": "replay_stuck"}])] * 2
     agree, why = oc.agreement({"SV302"}, set(), stuck)
     assert not agree and "no evidence" in why
+
+
+def _order(name: str):
+    from syncverify.codegen import replay_order
+    from syncverify.codegen.sites import collect_sites, site_index
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        protocol = load(f"specs/{name}.sync")
+        return protocol, replay_order(protocol, site_index(collect_sites(protocol)))
+    finally:
+        os.chdir(cwd)
+
+
+def test_per_warp_release_replay_holds_the_uncovered_lanes_past_the_release():
+    protocol, order = _order("cutlass_ws_ring_per_warp_release")
+    (h,) = order.holds
+    assert (h.kind, h.process, h.occurrence, h.until_turn) == ("late-lanes", 1, 0, len(order.steps))
+    sites = {s["index"]: s for s in emit(protocol).launch["sites"]}
+    assert sites[h.site]["line"] == 49 and sites[h.after_site]["line"] == 50  # the read, then the per-warp arrive
+    src = emit(protocol, replay=order).source
+    body = src[src.index("line 50: arrive"):]
+    assert "hold: the line 49 read of the lanes this release does not cover" in body
+    assert "if (c.pidx != 0u)" in body
+
+
+def test_wgmma_replay_is_ungated_and_queues_a_chain_before_the_held_read():
+    protocol, order = _order("wgmma_release_before_wait")
+    assert order.steps == () and "warpgroup-collective" in order.why_ungated and order.events
+    (h,) = order.holds
+    assert h.kind == "slow-wgmma" and h.occurrence == 0
+    src = emit(protocol, replay=order).source
+    assert "sv_gate(" not in src and f"i < {h.chain}u" in src
+    assert "__shfl_sync(0xFFFFFFFFu" in src  # warp-uniform roles: ptxas keeps the wgmma asynchronous
+    assert "acc8[i]" not in src  # constant accumulator indices only
+
+
+def test_missing_proxy_fence_replay_issues_late_writes_and_no_barrier_progress():
+    protocol, order = _order("tma_store_no_fence")
+    assert order.code == "SV601" and order.steps == () and order.grid > 1
+    (h,) = order.holds
+    assert h.kind == "late-write"
+    em = emit(protocol, replay=order)
+    assert "sv_stamp_late(slot" in em.source and "SV_STATE_BARRIER, 34u" not in em.source
+    assert em.launch["grid"] == order.grid
+    free = emit(protocol).source
+    assert "SV_STATE_BARRIER, 34u" in free and "sv_stamp_late(slot" not in free
+
+
+def test_safe_specs_get_the_instrumentation_without_an_order():
+    from syncverify.codegen.replay import instrumented_order
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        order = instrumented_order(load("specs/tma_store_epilogue.sync"))
+    finally:
+        os.chdir(cwd)
+    assert order.steps == () and order.code == ""
+    assert {h.kind for h in order.holds} == {"late-write"}
+
+
+def test_trace_step_names_the_counterexample_step():
+    launch = {"replay": {"events": [[0, 1, 0], [1, 8, 0]], "trace": ["producer.w0 line 41 k=0",
+                                                                    "consumer[0].w1 line 49 k=0"]}}
+    assert oc.trace_step(launch, 1, 8, 0) == "step 2/2 of the counterexample: consumer[0].w1 line 49 k=0"
+    assert oc.trace_step(launch, 1, 8, 1) == ""
+    rep = oc.Rep(oc.CORRUPT, corrupt={"first": [{"trace_step": "step 2/2 of the counterexample: x"}]})
+    assert oc.traced(rep) == "step 2/2 of the counterexample: x"

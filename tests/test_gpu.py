@@ -64,6 +64,66 @@ def test_peer_init_race_replay_shows_the_bug():
     assert any(r.status in (oc.HANG, oc.CORRUPT, oc.FAULT) for r in res.reps), runner_text(res)
 
 
+def _safe_replays() -> list[str]:
+    """Replay kernels of the specs whose header expects no error: the instrumentation with every hold."""
+    from syncverify.lang import load
+
+    index = json.loads((KERNELS / "index.json").read_text())["specs"]
+    safe = []
+    for e in index:
+        if e.get("replay"):
+            expect = load(str(ROOT / e["spec"])).expect
+            if expect is not None and not expect.errors:
+                safe.append(e["replay"][:-3])
+    return safe
+
+
+@pytest.mark.parametrize("name", _safe_replays())
+def test_safe_specs_stay_clean_under_the_replay_instrumentation(name):
+    res = _run(name, repeat=2)
+    assert [r.status for r in res.reps] == [oc.COMPLETED] * 2, runner_text(res)
+
+
+def test_per_warp_release_replay_shows_the_overwriting_write():
+    res = _run("replay/cutlass_ws_ring_per_warp_release", repeat=3)
+    for rep in res.reps:
+        assert rep.status == oc.CORRUPT, runner_text(res)
+        first = rep.corrupt["first"][0]
+        # the read the trace names (consumer[0], line 49, k=0) saw the producer's next copy into the stage
+        assert first["line"] == 49 and first["occurrence"] == 0 and "line 41" in first["seen"], runner_text(res)
+        assert first["seen"].endswith("#2"), runner_text(res)
+        assert "step" in first.get("trace_step", ""), runner_text(res)
+
+
+def test_tma_store_without_fence_replay_shows_stale_data():
+    res = _run("replay/tma_store_no_fence", repeat=3)
+    for rep in res.reps:
+        assert rep.status == oc.CORRUPT and rep.corrupt.get("stores"), runner_text(res)
+
+
+def _sanitize(name: str, tool: str):
+    _gpu_or_skip()
+    import shutil
+
+    if shutil.which("compute-sanitizer") is None:
+        pytest.skip("compute-sanitizer is not on PATH")
+    from syncverify.gpu import runner
+
+    launch = json.loads((KERNELS / f"{name}.json").read_text())
+    return runner.run(str(KERNELS / f"{name}.cu"), launch, 1, deadline_s=3.0, sanitize=tool)
+
+
+def test_synccheck_reports_the_missing_wait_of_the_unobserved_phase():
+    res = _sanitize("nvfuser_cb_no_war_wait", "synccheck")
+    assert res.sanitizer is not None and any("Missing wait" in f.kind for f in res.sanitizer.findings), \
+        runner_text(res)
+
+
+def test_racecheck_is_clean_on_the_safe_ring():
+    res = _sanitize("cutlass_ws_ring", "racecheck")
+    assert res.sanitizer is not None and res.sanitizer.ran and res.sanitizer.clean, runner_text(res)
+
+
 def runner_text(res) -> str:
     from syncverify.gpu import runner
 

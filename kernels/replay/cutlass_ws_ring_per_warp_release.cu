@@ -69,18 +69,23 @@ SV_DEVICE bool sv_aborted(const SvCtx& c) { return *(volatile u32*)&c.ctl[SV_CTL
 // Progress states (running, at a barrier, done) go to words 0..15; the first stuck record
 // (watchdog timeout, released by the abort, replay stuck) goes to words 16..31 and is kept,
 // so that a kernel that drained still says where it was stuck.
+// Progress records (running, at a barrier) are plain volatile stores, with no fence: they are written
+// right before a bar.sync, and a fence there waits for the warp's shared-memory stores to land, which
+// would hide a missing fence.proxy.async (SV601) on the H200. The host reads them only after a deadline
+// of seconds, by which time they have long landed.
 SV_DEVICE void sv_status(const SvCtx& c, u32 state, u32 line, u32 site, u32 obj, u32 parity, u32 occ,
                          int it0, int it1, int it2, u32 niter) {
   const bool stuck = state == SV_STATE_TIMEOUT || state == SV_STATE_ABORTED || state == SV_STATE_REPLAY_STUCK;
+  const bool fence = state != SV_STATE_RUNNING && state != SV_STATE_BARRIER;
   volatile u32* s = c.status + (stuck ? SV_STUCK_BASE : 0u);
   if (stuck && s[SV_ST_STATE] != 0u) return;
   s[SV_ST_LINE] = line; s[SV_ST_SITE] = site; s[SV_ST_OBJ] = obj;
   s[SV_ST_PARITY] = parity; s[SV_ST_OCC] = occ;
   s[SV_ST_IT0] = (u32)it0; s[SV_ST_IT1] = (u32)it1; s[SV_ST_IT2] = (u32)it2;
   s[SV_ST_NITER] = niter;
-  __threadfence_system();
+  if (fence) __threadfence_system();
   s[SV_ST_STATE] = state;
-  __threadfence_system();
+  if (fence) __threadfence_system();
 }
 
 SV_DEVICE void sv_record(const SvCtx& c, u32 kind, u32 proc, u32 site, u32 occ, u32 slot, u32 expected, u32 seen,
@@ -180,6 +185,35 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
   ++cur;
 }
 
+
+// A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
+// more for it to land; the held access comes after.
+SV_DEVICE void sv_hold(const SvCtx& c, u32 until, u64 window_ns, u32 site, u32 occ) {
+  volatile u32* turn = &c.ctl[SV_CTL_TURN];
+  const u64 t0 = sv_now();
+  while (*turn < until) {
+    if (sv_aborted(c)) return;
+    if (sv_now() - t0 > c.watchdog_ns) {
+      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, until, 0u, occ, 0, 0, 0, 0u);
+      atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
+      return;
+    }
+    __nanosleep(256);
+  }
+  const u64 t1 = sv_now();
+  while (sv_now() - t1 < window_ns) __nanosleep(1024);
+}
+
+// A late write: each lane stores one contiguous run of the slot, so the lanes of a warp hit the same banks
+// together and the stores drain slowly; the warp issues them and moves on while they are still in flight.
+SV_DEVICE void sv_stamp_late(void* slot, u32 words, u32 value, u32 part, u32 nparts) {
+  uint4* v = (uint4*)slot;
+  const uint4 x = make_uint4(value, value, value, value);
+  const u32 n = words / 4, per = (n + nparts - 1) / nparts;
+  for (u32 j = 0; j < per; ++j)
+    if (part * per + j < n) v[part * per + j] = x;
+}
+
 __constant__ unsigned char sv_proc_of_tid[96] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
 __constant__ unsigned short sv_proc_lo[3] = {0, 32, 64};
 __constant__ unsigned char sv_proc_n[3] = {32, 32, 32};
@@ -211,10 +245,11 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   c.ctl = ctl; c.watchdog_ns = watchdog_ns;
   const u32 sv_bars = sv_smem(sv_smem_base);
   int inst = 0;
-  const bool in_producer = (c.tid >= 0u && c.tid < 32u);
-  const bool in_consumer = (c.tid >= 32u && c.tid < 64u) || (c.tid >= 64u && c.tid < 96u);
+  const bool in_producer = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 0u && c.tid < 32u)), 0) != 0;
+  const bool in_consumer = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 32u && c.tid < 64u) || (c.tid >= 64u && c.tid < 96u)), 0) != 0;
   if (c.tid >= 32u && c.tid < 64u) inst = 0;
   if (c.tid >= 64u && c.tid < 96u) inst = 1;
+  inst = __shfl_sync(0xFFFFFFFFu, inst, 0);
   int v_k = 0, v_s = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u, o9 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
@@ -301,11 +336,12 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 49: read tile[s]; */
         bool g = sv_gate(c, replay, replay_len, rcur, 8u, o8);
+        const bool lag = c.pidx != 0u && ((c.proc == 1u && o8 == 0u));  // these lanes read after the release
         unsigned char* slot = (sv_smem_base + 128u + 16384u * (u32)(v_s));
-        const int base = sv_read_base[c.proc * 10u + 8u];
-        const bool known = base >= 0 && o8 < sv_read_count[c.proc * 10u + 8u];
-        if (known) sv_check(c, slot, 4096u, expect[base + o8], 8u, o8, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
-        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+        if (!lag) { const int base = sv_read_base[c.proc * 10u + 8u];
+          const bool known = base >= 0 && o8 < sv_read_count[c.proc * 10u + 8u];
+          if (known) sv_check(c, slot, 4096u, expect[base + o8], 8u, o8, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         sv_gate_done(c, g, rcur, true);
         ++o8;
       }
@@ -316,6 +352,14 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
           sv_gate_done(c, g, rcur, false);
           ++o9;
         }
+      }
+      if (c.proc == 1u && o8 == 1u) {  // hold: the line 49 read of the lanes this release does not cover
+        sv_hold(c, 21u, 100000ull, 8u, 0u);
+        unsigned char* slot = (sv_smem_base + 128u + 16384u * (u32)(v_s));
+        if (c.pidx != 0u) { const int base = sv_read_base[c.proc * 10u + 8u];
+          const bool known = base >= 0 && 0u < sv_read_count[c.proc * 10u + 8u];
+          if (known) sv_check(c, slot, 4096u, expect[base + 0u], 8u, 0u, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
+          else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
       }
     }
   }

@@ -69,18 +69,23 @@ SV_DEVICE bool sv_aborted(const SvCtx& c) { return *(volatile u32*)&c.ctl[SV_CTL
 // Progress states (running, at a barrier, done) go to words 0..15; the first stuck record
 // (watchdog timeout, released by the abort, replay stuck) goes to words 16..31 and is kept,
 // so that a kernel that drained still says where it was stuck.
+// Progress records (running, at a barrier) are plain volatile stores, with no fence: they are written
+// right before a bar.sync, and a fence there waits for the warp's shared-memory stores to land, which
+// would hide a missing fence.proxy.async (SV601) on the H200. The host reads them only after a deadline
+// of seconds, by which time they have long landed.
 SV_DEVICE void sv_status(const SvCtx& c, u32 state, u32 line, u32 site, u32 obj, u32 parity, u32 occ,
                          int it0, int it1, int it2, u32 niter) {
   const bool stuck = state == SV_STATE_TIMEOUT || state == SV_STATE_ABORTED || state == SV_STATE_REPLAY_STUCK;
+  const bool fence = state != SV_STATE_RUNNING && state != SV_STATE_BARRIER;
   volatile u32* s = c.status + (stuck ? SV_STUCK_BASE : 0u);
   if (stuck && s[SV_ST_STATE] != 0u) return;
   s[SV_ST_LINE] = line; s[SV_ST_SITE] = site; s[SV_ST_OBJ] = obj;
   s[SV_ST_PARITY] = parity; s[SV_ST_OCC] = occ;
   s[SV_ST_IT0] = (u32)it0; s[SV_ST_IT1] = (u32)it1; s[SV_ST_IT2] = (u32)it2;
   s[SV_ST_NITER] = niter;
-  __threadfence_system();
+  if (fence) __threadfence_system();
   s[SV_ST_STATE] = state;
-  __threadfence_system();
+  if (fence) __threadfence_system();
 }
 
 SV_DEVICE void sv_record(const SvCtx& c, u32 kind, u32 proc, u32 site, u32 occ, u32 slot, u32 expected, u32 seen,
@@ -133,32 +138,32 @@ SV_DEVICE u64 sv_wgmma_desc(u32 addr) {
 }
 
 
-// Replay of a counterexample: step i of the recorded order runs only when the turn counter is i;
-// operations after a process's last recorded step wait until the whole order has been replayed.
-SV_DEVICE bool sv_gate(const SvCtx& c, const u32* rp, u32 n, u32& cur, u32 site, u32 occ) {
-  if (!n) return false;
-  while (cur < n && (rp[4 * cur] != c.proc || (rp[4 * cur + 3] && rp[4 * cur + 1] != site))) ++cur;
-  const bool mine = cur < n && rp[4 * cur + 1] == site && rp[4 * cur + 2] == occ;
-  const u32 target = mine ? cur : n;
+// A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
+// more for it to land; the held access comes after.
+SV_DEVICE void sv_hold(const SvCtx& c, u32 until, u64 window_ns, u32 site, u32 occ) {
   volatile u32* turn = &c.ctl[SV_CTL_TURN];
-  if (*turn >= target) return mine;
   const u64 t0 = sv_now();
-  while (*turn < target) {
-    if (sv_aborted(c)) return false;
+  while (*turn < until) {
+    if (sv_aborted(c)) return;
     if (sv_now() - t0 > c.watchdog_ns) {
-      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, target, 0u, occ, 0, 0, 0, 0u);
+      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, until, 0u, occ, 0, 0, 0, 0u);
       atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
-      return false;
+      return;
     }
+    __nanosleep(256);
   }
-  return mine;
+  const u64 t1 = sv_now();
+  while (sv_now() - t1 < window_ns) __nanosleep(1024);
 }
 
-SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
-  if (!mine) return;
-  if (whole) __syncwarp(c.seg_mask);
-  if (!whole || c.pfirst) { __threadfence(); atomicAdd(&c.ctl[SV_CTL_TURN], 1u); }
-  ++cur;
+// A late write: each lane stores one contiguous run of the slot, so the lanes of a warp hit the same banks
+// together and the stores drain slowly; the warp issues them and moves on while they are still in flight.
+SV_DEVICE void sv_stamp_late(void* slot, u32 words, u32 value, u32 part, u32 nparts) {
+  uint4* v = (uint4*)slot;
+  const uint4 x = make_uint4(value, value, value, value);
+  const u32 n = words / 4, per = (n + nparts - 1) / nparts;
+  for (u32 j = 0; j < per; ++j)
+    if (part * per + j < n) v[part * per + j] = x;
 }
 
 __constant__ unsigned char sv_proc_of_tid[64] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -192,12 +197,17 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   c.ctl = ctl; c.watchdog_ns = watchdog_ns;
   const u32 sv_bars = sv_smem(sv_smem_base);
   int inst = 0;
-  const bool in_epi = (c.tid >= 0u && c.tid < 32u) || (c.tid >= 32u && c.tid < 64u);
+  const bool in_epi = __shfl_sync(0xFFFFFFFFu, (int)((c.tid >= 0u && c.tid < 32u) || (c.tid >= 32u && c.tid < 64u)), 0) != 0;
   if (c.tid >= 0u && c.tid < 32u) inst = 0;
   if (c.tid >= 32u && c.tid < 64u) inst = 1;
+  inst = __shfl_sync(0xFFFFFFFFu, inst, 0);
   int v_k = 0, v_s = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
+  const int dbase4 = sv_dst_base[c.proc * 8u + 4u]; const u32 dcount4 = sv_dst_count[c.proc * 8u + 4u];
+  asm volatile("" :: "r"(dbase4), "r"(dcount4));  // loaded here, not at the store
+  const int dbase5 = sv_dst_base[c.proc * 8u + 5u]; const u32 dcount5 = sv_dst_count[c.proc * 8u + 5u];
+  asm volatile("" :: "r"(dbase5), "r"(dcount5));  // loaded here, not at the store
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
   for (u32 i = c.tid; i < 1024u; i += blockDim.x)
@@ -211,66 +221,43 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       if ((in_epi && (inst == 0))) {  // line 28
         if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 29: elect
           {  /* line 29: bulk.wait_read STAGES - 1; */
-            bool g = sv_gate(c, replay, replay_len, rcur, 0u, o0);
             asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(1) : "memory");
-            sv_gate_done(c, g, rcur, false);
             ++o0;
           }
         }
       }
       {  /* line 31: bar.sync epi_bar; */
-        bool g = sv_gate(c, replay, replay_len, rcur, 1u, o1);
-        sv_gate_done(c, g, rcur, true);
-        if (c.pfirst) sv_status(c, SV_STATE_BARRIER, 31u, 1u, (u32)(1), 0u, o1, v_k, 0, 0, 1u);
         asm volatile("bar.sync %0, %1;" :: "r"((u32)(1)), "r"((u32)(64)) : "memory");
-        if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 31u, 1u, 0u, 0u, o1, v_k, 0, 0, 1u);
         ++o1;
       }
       {  /* line 32: write d[2 * s + instance]; */
-        bool g = sv_gate(c, replay, replay_len, rcur, 2u, o2);
         unsigned char* slot = (sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + inst)));
-        sv_stamp(slot, 1024u, SV_STAMP(c.proc, 2u, o2), c.pidx, c.pn);
-        sv_gate_done(c, g, rcur, true);
+        if (true) sv_stamp_late(slot, 1024u, SV_STAMP(c.proc, 2u, o2), c.pidx, c.pn);
+        else sv_stamp(slot, 1024u, SV_STAMP(c.proc, 2u, o2), c.pidx, c.pn);
         ++o2;
       }
       {  /* line 34: bar.sync epi_bar; */
-        bool g = sv_gate(c, replay, replay_len, rcur, 3u, o3);
-        sv_gate_done(c, g, rcur, true);
-        if (c.pfirst) sv_status(c, SV_STATE_BARRIER, 34u, 3u, (u32)(1), 0u, o3, v_k, 0, 0, 1u);
         asm volatile("bar.sync %0, %1;" :: "r"((u32)(1)), "r"((u32)(64)) : "memory");
-        if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 34u, 3u, 0u, 0u, o3, v_k, 0, 0, 1u);
         ++o3;
       }
       if ((in_epi && (inst == 0))) {  // line 35
         if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 36: elect
           {  /* line 37: tma.store d[2 * s]; */
-            bool g = sv_gate(c, replay, replay_len, rcur, 4u, o4);
-            if (!sv_aborted(c)) {
-              const int base = sv_dst_base[c.proc * 8u + 4u];
-              const bool known = base >= 0 && o4 < sv_dst_count[c.proc * 8u + 4u];
-              if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-              u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)base + o4 : 0u)) * 1024u;
-              if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
-            }
-            sv_gate_done(c, g, rcur, false);
+            const bool known = dbase4 >= 0 && o4 < dcount4;
+            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase4 + o4 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
+            else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o4;
           }
           {  /* line 38: tma.store d[2 * s + 1]; */
-            bool g = sv_gate(c, replay, replay_len, rcur, 5u, o5);
-            if (!sv_aborted(c)) {
-              const int base = sv_dst_base[c.proc * 8u + 5u];
-              const bool known = base >= 0 && o5 < sv_dst_count[c.proc * 8u + 5u];
-              if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-              u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)base + o5 : 0u)) * 1024u;
-              if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
-            }
-            sv_gate_done(c, g, rcur, false);
+            const bool known = dbase5 >= 0 && o5 < dcount5;
+            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase5 + o5 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
+            else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o5;
           }
           {  /* line 39: bulk.commit; */
-            bool g = sv_gate(c, replay, replay_len, rcur, 6u, o6);
             asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-            sv_gate_done(c, g, rcur, false);
             ++o6;
           }
         }
@@ -279,9 +266,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     if ((in_epi && (inst == 0))) {  // line 43
       if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 44: elect
         {  /* line 44: bulk.wait_read 0; */
-          bool g = sv_gate(c, replay, replay_len, rcur, 7u, o7);
           asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(0) : "memory");
-          sv_gate_done(c, g, rcur, false);
           ++o7;
         }
       }

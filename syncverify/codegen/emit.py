@@ -18,7 +18,7 @@ from . import ptx
 from .kernel import KernelWriter, Layout, Shape, Tables, make_layout
 from .replay import ReplayOrder
 from .schedule import Schedule, run_schedule
-from .sites import Site, collect_sites, site_index
+from .sites import Site, collect_sites, comment_safe, site_index
 from .support import EmitRefused, check_supported
 
 LAUNCH_VERSION = 1
@@ -35,6 +35,8 @@ class Emission:
 def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = None,
          watchdog_ns: int = DEFAULT_WATCHDOG_NS, check_stride: int = 1) -> Emission:
     """Emit the kernel of ``protocol``; raises EmitRefused for what sm_90a cannot run."""
+    if replay is not None:
+        grid = max(grid, replay.grid)
     sites = collect_sites(protocol)
     check_supported(protocol, sites)
     site_of = site_index(sites)
@@ -50,7 +52,9 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     tables, expected, sources, stores = _tables(len(procs), len(sites), sched)
     if check_stride < 1:
         raise EmitRefused(f"check stride {check_stride}: give 1 (every word) or more")
-    writer = KernelWriter(protocol, sites, site_of, layout, tables, shape, replay is not None, check_stride)
+    gated = replay is not None and not replay.why_ungated
+    writer = KernelWriter(protocol, sites, site_of, layout, tables, shape, gated, check_stride,
+                          replay.holds if replay is not None else ())
     body = writer.body()
     source = _source(protocol, sites, layout, tables, shape, writer, body)
     launch = _launch(protocol, sites, procs, layout, tables, shape, sched, expected, sources, stores, grid,
@@ -103,8 +107,10 @@ def _tables(nprocs: int, nsites: int, sched: Schedule) -> tuple[Tables, list[int
     dst_expected: list[int] = []
     dst_bytes: list[int] = []
     dst_max = 16
+    dst_who: list[list[int]] = []  # (process, site, occurrence) of each store region, to name it in reports
     for (p, s), stores in sorted(sched.stores.items()):
         t.dst_base[p * nsites + s], t.dst_count[p * nsites + s] = len(dst_expected), len(stores)
+        dst_who.extend([p, s, i] for i in range(len(stores)))
         dst_expected.extend(w for w, _ in stores)
         dst_bytes.extend(b for _, b in stores)
         dst_max = max([dst_max, *(b for _, b in stores)])
@@ -113,7 +119,7 @@ def _tables(nprocs: int, nsites: int, sched: Schedule) -> tuple[Tables, list[int
     sources = {"regions": t.src_regions, "region_words": t.src_region_words, "stamps": src_stamps or [0],
                "bytes_per_cluster": sum(b for loads in sched.loads.values() for _, b in loads)}
     stores = {"regions": t.dst_regions, "region_words": t.dst_region_words, "expected": dst_expected,
-              "bytes": dst_bytes}
+              "bytes": dst_bytes, "who": dst_who}
     return t, expected, sources, stores
 
 
@@ -123,13 +129,23 @@ def _c_array(ctype: str, name: str, values: list[int]) -> str:
 
 
 def _roles(protocol: ir.Protocol) -> list[str]:
+    """Role predicates and the instance number. When every role covers whole warps they are made
+    warp-uniform through a shuffle (as CUTLASS's canonical_warp_group_idx does): ptxas serializes a
+    wgmma.mma_async in a path it cannot prove warp-uniform (C7518), which turns the asynchronous
+    operand read into a synchronous one and hides the very races a wgmma spec is about."""
+    aligned = all(lo % 32 == 0 and hi % 32 == 0 for r in protocol.roles for lo, hi in r.instances)
     out = []
     for r in protocol.roles:
-        conds = [f"(c.tid >= {lo}u && c.tid < {hi}u)" for lo, hi in r.instances]
-        out.append(f"const bool in_{r.name} = {' || '.join(conds)};")
+        conds = " || ".join(f"(c.tid >= {lo}u && c.tid < {hi}u)" for lo, hi in r.instances)
+        if aligned:
+            out.append(f"const bool in_{r.name} = __shfl_sync(0xFFFFFFFFu, (int)({conds}), 0) != 0;")
+        else:
+            out.append(f"const bool in_{r.name} = {conds};")
         if r.array:
             for i, (lo, hi) in enumerate(r.instances):
                 out.append(f"if (c.tid >= {lo}u && c.tid < {hi}u) inst = {i};")
+    if aligned and any(r.array for r in protocol.roles):
+        out.append("inst = __shfl_sync(0xFFFFFFFFu, inst, 0);")
     return out
 
 
@@ -199,12 +215,43 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
 }
 """
 
+HOLD_FN = r"""
+// A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
+// more for it to land; the held access comes after.
+SV_DEVICE void sv_hold(const SvCtx& c, u32 until, u64 window_ns, u32 site, u32 occ) {
+  volatile u32* turn = &c.ctl[SV_CTL_TURN];
+  const u64 t0 = sv_now();
+  while (*turn < until) {
+    if (sv_aborted(c)) return;
+    if (sv_now() - t0 > c.watchdog_ns) {
+      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, until, 0u, occ, 0, 0, 0, 0u);
+      atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
+      return;
+    }
+    __nanosleep(256);
+  }
+  const u64 t1 = sv_now();
+  while (sv_now() - t1 < window_ns) __nanosleep(1024);
+}
+
+// A late write: each lane stores one contiguous run of the slot, so the lanes of a warp hit the same banks
+// together and the stores drain slowly; the warp issues them and moves on while they are still in flight.
+SV_DEVICE void sv_stamp_late(void* slot, u32 words, u32 value, u32 part, u32 nparts) {
+  uint4* v = (uint4*)slot;
+  const uint4 x = make_uint4(value, value, value, value);
+  const u32 n = words / 4, per = (n + nparts - 1) / nparts;
+  for (u32 j = 0; j < per; ++j)
+    if (part * per + j < n) v[part * per + j] = x;
+}
+"""
+
 
 def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Tables, shape: Shape,
             writer: KernelWriter, body: list[str]) -> str:
     params = ", ".join(f"{k}={v}" for k, v in protocol.params) or "none"
     out = [
-        f"// Generated by `syncverify emit` from {protocol.path} (protocol {protocol.name}); do not edit.",
+        f"// Generated by `syncverify emit` from {comment_safe(protocol.path)} (protocol {protocol.name}); "
+        "do not edit.",
         f"// params: {params}; cluster {protocol.cluster}; {protocol.threads} threads per CTA; "
         f"{layout.smem_bytes} bytes of dynamic shared memory.",
         "// Target: sm_90a. Every mbarrier wait has a %globaltimer watchdog; reads compare stamps with the model.",
@@ -217,6 +264,8 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
         out.append(WAIT_FN.replace("NAME", name).replace("ASM", asm))
     if writer.replay:
         out.append(GATE_FNS)
+    if writer.holds:
+        out.append(HOLD_FN)
     ctype = "unsigned char" if shape.procs_per_cta < 256 else "unsigned short"
     out += [
         _c_array(ctype, "sv_proc_of_tid", shape.proc_of_tid),
@@ -254,6 +303,7 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
         out.append("  int " + ", ".join(f"v_{n} = 0" for n in names) + ";")
     out.append("  u32 " + ", ".join(f"o{s.index} = 0u" for s in sites) + ";" if sites else "")
     out.append("  u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;")
+    out += ["  " + x for x in writer.store_tables()]
     for s in writer.wgmma_sites:
         out.append(f"  u32 acc{s}[4] = {{0u, 0u, 0u, 0u}}; u32 wg_pending{s} = 0u, wg_expect{s} = 0u, "
                    f"wg_occ{s} = 0u, wg_slot{s} = 0u;")

@@ -5,7 +5,8 @@
 CI regenerates them in memory and fails when a committed file differs (tests/test_codegen.py),
 so that the kernels the GPU ran are always the ones the current emitter writes. Replay kernels
 (kernels/replay/) force the checker's counterexample; they depend on the explicit engine's
-search and are regenerated only with --replay.
+search and are regenerated only with --replay. A safe spec's replay kernel is the replay's
+instrumentation with every hold applied (``instrumented_order``): it must stay clean.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..lang import load
 from .emit import emit
-from .replay import replay_order
+from .replay import instrumented_order, replay_order
 from .sites import collect_sites, site_index
 from .support import EmitRefused
 
@@ -41,9 +42,10 @@ def generate(specs: Path, replay: bool = False) -> dict[str, str]:
         files[f"{name}.json"] = json.dumps(em.launch, indent=1) + "\n"
         entry.update(status="emitted", kernel=f"{name}.cu", launch=f"{name}.json")
         errors = set(protocol.expect.errors) if protocol.expect else set()
-        if replay and errors and "SV201" not in errors:
+        if replay and "SV201" not in errors:
             try:
-                order = replay_order(protocol, site_index(collect_sites(protocol)))
+                order = replay_order(protocol, site_index(collect_sites(protocol))) if errors else \
+                    instrumented_order(protocol)
                 em = emit(protocol, replay=order)
                 files[f"replay/{name}.cu"] = em.source
                 files[f"replay/{name}.json"] = json.dumps(em.launch, indent=1) + "\n"

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..expr import free_names
 from . import ptx
-from .sites import Site
+from .replay import ANY, Hold
+from .sites import Site, comment_safe
 
 
 @dataclass
@@ -91,7 +92,8 @@ class Shape:
 
 class KernelWriter:
     def __init__(self, protocol: ir.Protocol, sites: list[Site], site_of: dict[int, int], layout: Layout,
-                 tables: Tables, shape: Shape, replay: bool, check_stride: int = 1):
+                 tables: Tables, shape: Shape, replay: bool, check_stride: int = 1,
+                 holds: tuple[Hold, ...] = ()):
         self.p = protocol
         self.sites = sites
         self.site_of = site_of
@@ -105,7 +107,16 @@ class KernelWriter:
         self.loops: list[str] = []
         self.site_loops: dict[int, list[str]] = {}
         self.wait_variants: dict[str, str] = {}
+        self.lag: str | None = None  # the late-lanes condition of the read being emitted
+        self.late_done: set[int] = set()  # late-lanes holds whose deferred read has been emitted
         self.wgmma_sites = [s.index for s in sites if isinstance(s.op, ir.WgmmaRead)]
+        self.holds: dict[int, list[Hold]] = {}
+        for h in holds:
+            self.holds.setdefault(h.site, []).append(h)
+        # With late writes held, barriers get no progress records: their stores to host memory, right after
+        # the barrier and before a bulk store's issue, delay the issue until the held writes have landed.
+        # A hang at a bar.sync is then reported without its position.
+        self.quiet_barriers = any(h.kind == "late-write" for h in holds)
 
     # ------------------------------------------------------------------ output
     def line(self, text: str) -> None:
@@ -161,6 +172,26 @@ class KernelWriter:
             self.stmt(s, leader)
 
     def stmt(self, s: ir.Stmt, leader: bool) -> None:
+        self._stmt(s, leader)
+        if leader or isinstance(s, ir.For):
+            return
+        for hs in self.holds.values():
+            for h in hs:
+                if h.kind == "late-lanes" and id(h) not in self.late_done and self._holds_site(s, h.after_site):
+                    self.late_done.add(id(h))
+                    self.late_lanes_read(h)
+
+    def _holds_site(self, s: ir.Stmt, site: int) -> bool:
+        """Does statement s (an op, or a block holding ops) contain the operation numbered `site`?"""
+        if isinstance(s, ir.If):
+            return any(self._holds_site(x, site) for x in s.then + s.orelse)
+        if isinstance(s, ir.Elect | ir.For):
+            return any(self._holds_site(x, site) for x in s.body)
+        if isinstance(s, ir.Let):
+            return False
+        return self.site_of.get(id(s)) == site
+
+    def _stmt(self, s: ir.Stmt, leader: bool) -> None:
         if isinstance(s, ir.Let):
             self.line(f"v_{s.name} = {self.expr(s.value)};")
         elif isinstance(s, ir.For):
@@ -209,7 +240,7 @@ class KernelWriter:
     def op(self, op: ir.Op, leader: bool) -> None:
         site = self.site_of[id(op)]
         self.site_loops[site] = list(self.loops)
-        text = self.sites[site].text.replace("*/", "* /")
+        text = comment_safe(self.sites[site].text)
         self.line(f"{{  /* line {op.span.line}: {text} */")
         self.depth += 1
         part = "0u, 1u" if leader else "c.pidx, c.pn"
@@ -219,10 +250,20 @@ class KernelWriter:
             self.line(f"bool g = sv_gate(c, replay, replay_len, rcur, {site}u, o{site});")
             if gate_first:
                 self.line(f"sv_gate_done(c, g, rcur, {whole});")
+        self.lag = None
+        if isinstance(op, ir.Access) and op.kind == "read" and not leader:
+            self.lag = self.hold_cond(site, "late-lanes")
+            late = self.hold_cond(site, "late-read")
+            if late is not None:  # the whole process reads late (converged): a window before the read
+                window = max(h.window_ns for h in self.holds[site] if h.kind == "late-read")
+                self.line(f"if ({late}) sv_hold(c, 0u, {window}ull, {site}u, o{site});")
+        if self.lag is not None:
+            self.line(f"const bool lag = c.pidx != 0u && ({self.lag});  // these lanes read after the release")
         handler = getattr(self, "op_" + type(op).__name__)
         handler(op, site, part, leader)
         if self.replay and not gate_first:
             self.line(f"sv_gate_done(c, g, rcur, {whole});")
+        self.lag = None
         self.line(f"++o{site};")
         self.depth -= 1
         self.line("}")
@@ -287,10 +328,14 @@ class KernelWriter:
                   f"{self.bar_obj(op.bar)}, o{site}, {self.iters()});")
 
     def _progress(self, site: int, line: int, obj: str) -> None:
+        if self.quiet_barriers:
+            return
         self.line(f"if (c.pfirst) sv_status(c, SV_STATE_BARRIER, {line}u, {site}u, {obj}, 0u, o{site}, "
                   f"{self.iters()});")
 
     def _progress_done(self, site: int, line: int) -> None:
+        if self.quiet_barriers:
+            return
         self.line(f"if (c.pfirst) sv_status(c, SV_STATE_RUNNING, {line}u, {site}u, 0u, 0u, o{site}, {self.iters()});")
 
     def op_BarSync(self, op: ir.BarSync, site: int, part: str, leader: bool) -> None:
@@ -325,6 +370,20 @@ class KernelWriter:
             # CUDA PG TMA examples: also make the initialized barriers visible to the async proxy
         self.line(f'asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");')
 
+    def hold_cond(self, site: int, kind: str) -> str | None:
+        """The C condition under which this site's access is held, or None when no hold of `kind` applies."""
+        conds = []
+        for h in self.holds.get(site, []):
+            if h.kind != kind:
+                continue
+            parts = []
+            if h.process != ANY:
+                parts.append(f"c.proc == {h.process}u")
+            if h.occurrence != ANY:
+                parts.append(f"o{site} == {h.occurrence}u")
+            conds.append("(" + " && ".join(parts) + ")" if parts else "true")
+        return " || ".join(conds) if conds else None
+
     def _lookup(self, table: str, site: int) -> None:
         self.line(f"const int base = {table}_base[c.proc * {self.tables.nsites}u + {site}u];")
         self.line(f"const bool known = base >= 0 && o{site} < {table}_count[c.proc * {self.tables.nsites}u + {site}u];")
@@ -339,12 +398,53 @@ class KernelWriter:
             self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
         if op.kind == "write":
             stamp = f"SV_STAMP(c.proc, {site}u, o{site})"
-            self.line(f"sv_stamp(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
+            late = self.hold_cond(site, "late-write")
+            if late is None:
+                self.line(f"sv_stamp(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
+            else:  # bank-conflicted stores: still in flight when the warp moves on (see sv_stamp_late)
+                self.line(f"if ({late}) sv_stamp_late(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
+                self.line(f"else sv_stamp(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
             return
-        self._lookup("sv_read", site)
-        self.line(f"if (known) sv_check(c, slot, {self.layout.check_words[name]}u, expect[base + o{site}], {site}u, "
-                  f"o{site}, {self.slot_id(op.buf, target)}, {part}, {self.check_stride}u);")
-        self.line("else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+        code = self.read_lines(op, site, part, f"o{site}", target)
+        if self.lag is None:
+            for text in code:
+                self.line(text)
+        else:  # lanes the release does not cover skip the read here; stmt() emits it after the release
+            self.line(f"if (!lag) {code[0]}")
+            for text in code[1:]:
+                self.line(text)
+
+    def read_lines(self, op: ir.Access, site: int, part: str, occ: str, target: str) -> list[str]:
+        """A read's check as a block; `slot` must be in scope. `occ` names the occurrence checked."""
+        n = self.tables.nsites
+        return [f"{{ const int base = sv_read_base[c.proc * {n}u + {site}u];",
+                f"  const bool known = base >= 0 && {occ} < sv_read_count[c.proc * {n}u + {site}u];",
+                f"  if (known) sv_check(c, slot, {self.layout.check_words[op.buf.name]}u, expect[base + {occ}], "
+                f"{site}u, {occ}, {self.slot_id(op.buf, target)}, {part}, {self.check_stride}u);",
+                "  else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }"]
+
+    def late_lanes_read(self, h: Hold) -> None:
+        """After the releasing step: the lanes the release did not cover read now, once the rest of the order
+        (the overwrite) has run and a window has passed. The whole process waits, converged; lane 0 had read."""
+        op = self.sites[h.site].op
+        assert isinstance(op, ir.Access)
+        line = self.sites[h.site].line
+        self.line(f"if (c.proc == {h.process}u && o{h.site} == {h.occurrence + 1}u) {{  "
+                  f"// hold: the line {line} read of the lanes this release does not cover")
+        self.depth += 1
+        self.line(f"sv_hold(c, {h.until_turn}u, {h.window_ns}ull, {h.site}u, {h.occurrence}u);")
+        if op.remote is not None:
+            target = f"(u32)({self.expr(op.remote)})"
+            self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
+        else:
+            target = "c.cta"
+            self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
+        code = self.read_lines(op, h.site, "c.pidx, c.pn", f"{h.occurrence}u", target)
+        self.line(f"if (c.pidx != 0u) {code[0]}")
+        for text in code[1:]:
+            self.line(text)
+        self.depth -= 1
+        self.line("}")
 
     def op_TmaLoad(self, op: ir.TmaLoad, site: int, part: str, leader: bool) -> None:
         t = self.tables
@@ -367,17 +467,29 @@ class KernelWriter:
         self.line("}")
 
     def op_TmaStore(self, op: ir.TmaStore, site: int, part: str, leader: bool) -> None:
+        """The bulk store is issued with no memory access between the barrier before it and its issue: no
+        abort check (a global load) and its region from registers loaded at kernel start (store_tables), so
+        that the generic writes it reads have no extra time to land (a missing proxy fence must be able
+        to show)."""
         t = self.tables
-        self.line("if (!sv_aborted(c)) {")
-        self.depth += 1
-        self._lookup("sv_dst", site)
-        self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
-        self.line(f"u32* g = dst + ((u64)c.cluster * {t.dst_regions}u + (known ? (u32)base + o{site} : 0u)) * "
+        self.line(f"const bool known = dbase{site} >= 0 && o{site} < dcount{site};")
+        self.line(f"u32* g = dst + ((u64)c.cluster * {t.dst_regions}u + (known ? (u32)dbase{site} + o{site} : 0u)) * "
                   f"{t.dst_region_words}u;")
         self.line(f'if (known) asm volatile("{ptx.TMA_STORE}" :: "l"(g), "r"(sv_smem({self.slot_ptr(op.buf)})), '
                   f'"r"((u32)({self.expr(op.tx_bytes)})) : "memory");')
-        self.depth -= 1
-        self.line("}")
+        self.line("else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
+
+    def store_tables(self) -> list[str]:
+        """Each bulk-store site's region base and count, loaded once at kernel start (see op_TmaStore)."""
+        out = []
+        n = self.tables.nsites
+        for s in self.sites:
+            if isinstance(s.op, ir.TmaStore):
+                i = s.index
+                out.append(f"const int dbase{i} = sv_dst_base[c.proc * {n}u + {i}u]; "
+                           f"const u32 dcount{i} = sv_dst_count[c.proc * {n}u + {i}u];")
+                out.append(f'asm volatile("" :: "r"(dbase{i}), "r"(dcount{i}));  // loaded here, not at the store')
+        return out
 
     def op_GroupCommit(self, op: ir.GroupCommit, site: int, part: str, leader: bool) -> None:
         asm = ptx.BULK_COMMIT if op.unit == "bulk" else ptx.WGMMA_COMMIT
@@ -399,6 +511,15 @@ class KernelWriter:
     def op_WgmmaRead(self, op: ir.WgmmaRead, site: int, part: str, leader: bool) -> None:
         self.line(f'asm volatile("{ptx.WGMMA_FENCE}" ::: "memory");')
         self.line(f"const u64 d = sv_wgmma_desc(sv_smem({self.slot_ptr(op.buf)}));")
+        slow = self.hold_cond(site, "slow-wgmma")
+        if slow is not None:  # queue accumulating wgmmas on the same accumulator: the checked one reads late
+            chain = max(h.chain for h in self.holds[site] if h.kind == "slow-wgmma")
+            self.line(f"if ({slow}) {{")
+            self.line("  #pragma unroll 1")
+            self.line(f"  for (u32 i = 0; i < {chain}u; ++i)")
+            self.line(f'    asm volatile("{ptx.WGMMA_MMA}" : "+r"(acc{site}[0]), "+r"(acc{site}[1]), '
+                      f'"+r"(acc{site}[2]), "+r"(acc{site}[3]) : "l"(d), "l"(d), "r"(1) : "memory");')
+            self.line("}")
         self.line(f'asm volatile("{ptx.WGMMA_MMA}" : "+r"(acc{site}[0]), "+r"(acc{site}[1]), "+r"(acc{site}[2]), '
                   f'"+r"(acc{site}[3]) : "l"(d), "l"(d), "r"(0) : "memory");')
         self._lookup("sv_read", site)
@@ -413,10 +534,14 @@ class KernelWriter:
                       ':: "memory");')
             self.line(f"  if (wg_pending{s} == 1u) {{")
             self.line(f"    const u32 want = sv_wgmma_value(wg_expect{s});")
-            self.line("    for (int i = 0; i < 4; ++i)")
-            self.line(f"      if (acc{s}[i] != want) {{ atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); "
-                      f"sv_record(c, 1u, c.proc, {s}u, wg_occ{s}, wg_slot{s}, wg_expect{s}, acc{s}[i], (u32)i); "
-                      "break; }")
+            # constant indices only: a runtime index puts the accumulators in local memory, and ptxas then
+            # waits for the wgmma right after issuing it (C7517), which would hide every wgmma WAR race
+            a = [f"acc{s}[{i}]" for i in range(4)]
+            self.line(f"    const u32 bad_i = {a[0]} != want ? 0u : {a[1]} != want ? 1u : {a[2]} != want ? 2u : "
+                      f"{a[3]} != want ? 3u : 4u;")
+            self.line(f"    if (bad_i < 4u) {{ const u32 seen = bad_i == 0u ? {a[0]} : bad_i == 1u ? {a[1]} : "
+                      f"bad_i == 2u ? {a[2]} : {a[3]}; atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); "
+                      f"sv_record(c, 1u, c.proc, {s}u, wg_occ{s}, wg_slot{s}, wg_expect{s}, seen, bad_i); }}")
             self.line("  } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
             self.line(f"  wg_pending{s} = 0u;")
             self.line("}")

@@ -1,4 +1,4 @@
-"""Replay a counterexample on the GPU: the order of its steps as (process, site, occurrence).
+"""Replay a counterexample on the GPU: the order of its steps as (process, site, occurrence), plus holds.
 
 A race or an init-visibility bug shows on hardware only when the bad order
 happens, which timing rarely gives. The checker's shortest counterexample
@@ -7,6 +7,37 @@ counter (design §5: "reproduced deterministically by replaying the
 counterexample's order"). Completions of asynchronous copies are not
 steps a kernel can schedule, so they are left to the hardware; every thread
 step is gated, and everything after the last recorded step runs freely.
+
+Gating the steps is not always enough. In a race the counterexample ends at the
+second access of the racing pair (the overwrite); the first one has already been
+issued in the model's order, and the model's point is only that nothing orders
+it before the overwrite. On hardware it has then long completed. A *hold* keeps
+the first access open until the second has landed:
+
+- ``late-lanes`` (a whole-warp read released by one lane): the lanes the release
+  does not cover skip their part of the read at the read site and do it after the
+  releasing step, once the rest of the order (the overwrite) has run and a window
+  has passed. Nothing orders those lanes' loads before the other lane's arrive,
+  so this is an execution the PTX model allows, and the one the counterexample
+  describes. (Keeping them at the read site in a divergent spin was tried first:
+  on the H200 the lanes left spinning were starved while lane 0 polled an
+  mbarrier, and the kernel hung instead.)
+- ``late-write`` (SV601, generic writes read by a bulk store): the writes are
+  issued bank-conflicted (each lane stores one contiguous run of the slot), so
+  they are still in flight in the shared-memory pipeline when the warp reaches the
+  barrier; only the writer's fence.proxy.async would wait for them. The protocol's
+  own barriers give the counterexample's order (write, barrier, bulk store), so
+  these steps are not gated: a gate's __threadfence would itself drain the stores.
+- ``slow-wgmma``: wgmma.mma_async is warpgroup-collective, so its warps cannot be
+  gated one by one; the protocol's own barriers give the order up to the release,
+  and the hold queues a chain of accumulating wgmmas on the same accumulator
+  before the checked one, to make the tensor cores read the slot late.
+
+A replay of a safe protocol (``instrumented_order``) has no order to force; it
+applies, wherever they apply, the holds that keep the protocol's program order:
+every whole-warp read waits a window first (``late-read``), every generic write is
+bank-conflicted, every wgmma read is queued behind a chain. A clean run shows that
+the replay's instrumentation does not by itself make a correct protocol fail.
 """
 
 from __future__ import annotations
@@ -19,28 +50,66 @@ from ..semantics.machine import Machine
 from ..semantics.state import P_PC, P_VARS
 from .support import EmitRefused
 
+HOLD_WINDOW_NS = 100_000  # a 16 KiB bulk copy lands in a few microseconds; hold the read open far longer
+SAFE_WINDOW_NS = 20_000  # late-read on safe protocols: every read waits this long (kernels stay in milliseconds)
+# Replays with late writes launch the protocol 4 times per SM of a 132-SM part. One copy already shows a
+# missing proxy fence on the H200 (docs/gpu-agreement.md: 684 wrong words, 10 of 10 runs); 528 copies put
+# each bulk store next to the stores of 3 other CTAs on its SM (277036 wrong words), and run the safe
+# protocols' fenced writes under the same load.
+LATE_WRITE_GRID = 4 * 132
+WGMMA_CHAIN = 1024  # accumulating wgmmas queued before a held one (serial on one accumulator)
+ANY = -1  # a hold's process or occurrence: every one
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Keep one access of the racing pair open until the other has landed (see the module docstring)."""
+
+    kind: str  # "late-lanes" | "late-write" | "slow-wgmma" | "late-read"
+    site: int
+    process: int = ANY  # the process whose access is held (ANY: every process executing the site)
+    occurrence: int = ANY  # which execution of the site by that process (ANY: every one)
+    until_turn: int = 0  # late-lanes: wait until the turn counter reaches this (0: no turn to wait for)
+    window_ns: int = HOLD_WINDOW_NS  # late-lanes, late-read: then wait this long
+    chain: int = WGMMA_CHAIN  # slow-wgmma: accumulating wgmmas before the held one
+    after_site: int = -1  # late-lanes: the releasing step's site; the held lanes read after it
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "site": self.site, "process": self.process, "occurrence": self.occurrence,
+                "until_turn": self.until_turn, "window_ns": self.window_ns, "chain": self.chain,
+                "after_site": self.after_site}
+
 
 @dataclass(frozen=True)
 class ReplayOrder:
     code: str
     message: str
-    steps: tuple[tuple[int, int, int, int], ...]  # (process, site, occurrence, leader-only)
-    trace: tuple[str, ...]  # one line per gated step, for reports
+    steps: tuple[tuple[int, int, int, int], ...]  # gated steps: (process, site, occurrence, leader-only)
+    trace: tuple[str, ...]  # one line per step of the counterexample, for reports
+    holds: tuple[Hold, ...] = ()
+    # (process, site, occurrence) of every line of `trace`; equals steps[:, :3] when every step is gated
+    events: tuple[tuple[int, int, int], ...] = ()
+    why_ungated: str = ""  # set when the steps are not gated (the protocol itself gives the order)
+    grid: int = 1  # clusters to launch at least (a late write needs several CTAs per SM: see LATE_WRITE_GRID)
 
     def to_json(self) -> dict:
         return {"code": self.code, "message": self.message, "steps": [list(s) for s in self.steps],
-                "trace": list(self.trace)}
+                "trace": list(self.trace), "events": [list(e) for e in self.events],
+                "holds": [h.to_json() for h in self.holds], "why_ungated": self.why_ungated, "grid": self.grid}
 
 
 def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | None = None,
                  max_states: int = 2_000_000, seconds: float = 300.0) -> ReplayOrder:
     """The shortest counterexample for ``code`` (or the first error found) as a replay order.
 
-    Searched without symmetry reduction so that every step names the real warp that took it."""
+    Searched without symmetry reduction so that every step names the real warp that took it. A protocol
+    with no error at all gets ``instrumented_order`` (the replay's instrumentation, nothing to force)."""
     from ..engines.explicit import Budget, search
 
     machine = Machine(protocol)
     outcome = search(machine, Budget(max_states, seconds), None)
+    if not outcome.errors and code is None:
+        return instrumented_order(protocol)
     errors = [(v, labels) for v, labels in outcome.errors if code is None or v.code == code]
     if not errors:
         found = sorted({v.code for v, _ in outcome.errors}) or ["none"]
@@ -50,26 +119,95 @@ def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | Non
     state = machine.initial()
     occ: Counter[tuple[int, int]] = Counter()
     steps: list[tuple[int, int, int, int]] = []
+    events: list[tuple[int, int, int]] = []
+    kinds: list[ir.Op] = []
     trace: list[str] = []
     for label in labels:
         if label[0] == "p":
             p = label[1]
             ins = machine.programs[p].code[state.procs[p][P_PC]]
-            if isinstance(ins.op, ir.WgmmaRead):
-                raise EmitRefused(f"{protocol.path}:{ins.line}: the counterexample of {violation.code} orders the "
-                                  "warps of a warpgroup around `wgmma.read`, but wgmma.mma_async is "
-                                  "warpgroup-collective: the GPU cannot be forced into a per-warp order there")
             site = site_of[id(ins.op)]
             n = occ[(p, site)]
             occ[(p, site)] += 1
             steps.append((p, site, n, int(ins.leader_only)))
+            events.append((p, site, n))
+            kinds.append(ins.op)
             it = _iteration(machine, p, state.procs[p][P_VARS], state.procs[p][P_PC])
             trace.append(f"{machine.proc_label(p)} line {ins.line}{' ' + it if it else ''}")
         res = machine.step(state, label)
         if res is None or res.state is None:
             break
         state = res.state
-    return ReplayOrder(violation.code, violation.message, tuple(steps), tuple(trace))
+    holds, why_ungated = _holds(protocol, violation, steps, kinds)
+    if any(isinstance(op, ir.WgmmaRead) for op in kinds) and not why_ungated:
+        line = next(op.span.line for op in kinds if isinstance(op, ir.WgmmaRead))
+        raise EmitRefused(f"{protocol.path}:{line}: the counterexample of {violation.code} orders the "
+                          "warps of a warpgroup around `wgmma.read`, but wgmma.mma_async is "
+                          "warpgroup-collective: the GPU cannot be forced into a per-warp order there")
+    gated = () if why_ungated else tuple(steps)
+    return ReplayOrder(violation.code, violation.message, gated, tuple(trace), holds, tuple(events), why_ungated,
+                       _grid(holds))
+
+
+def _grid(holds: tuple[Hold, ...]) -> int:
+    return LATE_WRITE_GRID if any(h.kind == "late-write" for h in holds) else 1
+
+
+def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]],
+           kinds: list[ir.Op]) -> tuple[tuple[Hold, ...], str]:
+    """The hold that keeps the first access of the racing pair open, and why the steps go ungated (if so).
+
+    The violating step is the last one of the order; the other access is named by the violation
+    (``related`` line, ``procs`` owner). Only the shapes the emitter can hold on sm_90 get one."""
+    if not violation.related or not steps:
+        return (), ""
+    line = violation.related[0][0]
+    owners = set(violation.procs)
+    if violation.code == "SV601":
+        idx = next((i for i in range(len(steps) - 1, -1, -1) if kinds[i].span.line == line
+                    and isinstance(kinds[i], ir.Access) and kinds[i].kind == "write"), None)
+        if idx is None:
+            return (), ""
+        return ((Hold("late-write", steps[idx][1]),),
+                "the protocol's own barriers give the counterexample's order (generic writes, barrier, bulk "
+                "store); a gate's __threadfence would drain the held stores")
+    if violation.code not in ("SV301", "SV302"):
+        return (), ""
+    idx = next((i for i in range(len(steps) - 1, -1, -1)
+                if kinds[i].span.line == line and (not owners or steps[i][0] in owners)
+                and isinstance(kinds[i], ir.Access | ir.WgmmaRead)), None)
+    if idx is None:
+        return (), ""
+    p, site, n, leader_only = steps[idx]
+    op = kinds[idx]
+    if isinstance(op, ir.WgmmaRead):
+        return ((Hold("slow-wgmma", site, ANY, n),),
+                "wgmma.mma_async is warpgroup-collective, so its warps cannot be gated one by one; the "
+                "protocol's own barriers give the counterexample's order up to the release, and the held "
+                "wgmma reads the slot late")
+    if isinstance(op, ir.Access) and op.kind == "read" and not leader_only:
+        later = [s for s in steps[idx + 1:] if s[0] == p]
+        # only a release by one lane leaves lanes uncovered; those lanes join no later step of the order
+        if later and all(s[3] for s in later):
+            return (Hold("late-lanes", site, p, n, until_turn=len(steps), after_site=later[-1][1]),), ""
+    return (), ""
+
+
+def instrumented_order(protocol: ir.Protocol) -> ReplayOrder:
+    """A safe protocol under the replay's instrumentation: gates compiled in (with nothing to gate) and
+    every hold applied wherever it applies (each whole-warp read lags, each wgmma read is slow)."""
+    from .sites import collect_sites
+
+    holds: list[Hold] = []
+    for s in collect_sites(protocol):
+        if isinstance(s.op, ir.WgmmaRead):
+            holds.append(Hold("slow-wgmma", s.index))
+        elif isinstance(s.op, ir.Access) and s.op.kind == "read":
+            holds.append(Hold("late-read", s.index, window_ns=SAFE_WINDOW_NS))
+        elif isinstance(s.op, ir.Access) and s.op.kind == "write":
+            holds.append(Hold("late-write", s.index))
+    return ReplayOrder("", "no violation: the replay's instrumentation with every hold applied", (), (),
+                       tuple(holds), (), "no counterexample to force", _grid(tuple(holds)))
 
 
 def _iteration(machine: Machine, p: int, vars_: tuple, pc: int) -> str:

@@ -27,6 +27,14 @@ def op_text(protocol: ir.Protocol, span: ir.Span) -> str:
     return protocol.text_of(span) or type(span).__name__
 
 
+def comment_safe(text: str) -> str:
+    """Spec text made fit to quote inside a C comment of the generated kernel: printable ASCII only
+    (no newline that would end a `//` comment, no bidi controls that would make the source read
+    differently from how it compiles), and no `*/` that would end a block comment."""
+    clean = "".join(ch if " " <= ch <= "~" else "?" for ch in text)
+    return clean.replace("*/", "* /")
+
+
 def collect_sites(protocol: ir.Protocol) -> list[Site]:
     """Every operation of the body in source order (a `cluster.sync` gives two sites)."""
     sites: list[Site] = []

@@ -74,7 +74,8 @@ def describe_status(launch: dict, cta_global: int, local: int, words: list[int])
     obj = words[st["obj"]]
     state = states.get(words[st["state"]], "not started")
     rec: dict[str, Any] = {"cta": cta_global, "process": proc["label"], "role": proc["role"] or "cta",
-                           "state": state, "line": words[st["line"]]}
+                           "state": state, "line": words[st["line"]], "proc": cta * ppc + local,
+                           "site": site, "occurrence": words[st["occ"]]}
     if 0 <= site < len(launch["sites"]) and state not in ("not started", "done"):
         s = launch["sites"][site]
         rec["op"] = s["op"]
@@ -123,7 +124,7 @@ def describe_records(launch: dict, ctl: list[int]) -> list[dict[str, Any]]:
         buf = launch["buffers"][(slot >> 16) & 0xFF]["name"] if ((slot >> 16) & 0xFF) < len(launch["buffers"]) \
             else "?"
         rec = {"cta": cta, "reader": launch["processes"][proc]["label"] if proc < len(launch["processes"]) else "?",
-               "line": s["line"], "op": s["op"], "occurrence": occ,
+               "proc": proc, "site": site, "line": s["line"], "op": s["op"], "occurrence": occ,
                "slot": f"{buf}[{slot & 0xFFFF}]@cta{slot >> 24}", "expected": decode_stamp(launch, expected)}
         if kind == 1:
             rec["seen"] = f"wgmma result {seen} (want {_wgmma_value(expected)}); " + _wgmma_writer(launch, seen)
@@ -145,6 +146,26 @@ def _wgmma_writer(launch: dict, value: int) -> str:
     return "consistent with " + (" or ".join(hits[:2]) if hits else "no single write (a mix of two writes)")
 
 
+def trace_step(launch: dict, proc: int, site: int, occurrence: int) -> str:
+    """Where in the replayed counterexample an event is: `step i/N: <trace line>`, or "" when the event
+    is not one of the counterexample's steps (or the kernel replays none)."""
+    replay = launch.get("replay") or {}
+    events = replay.get("events") or [s[:3] for s in replay.get("steps", [])]
+    trace = replay.get("trace", [])
+    for i, e in enumerate(events):
+        if list(e) == [proc, site, occurrence]:
+            return f"step {i + 1}/{len(events)} of the counterexample: {trace[i] if i < len(trace) else '?'}"
+    return ""
+
+
+def _annotate(launch: dict, recs: list[dict[str, Any]]) -> None:
+    for r in recs:
+        if "proc" in r and "site" in r:
+            where = trace_step(launch, r["proc"], r["site"], r.get("occurrence", -1))
+            if where:
+                r["trace_step"] = where
+
+
 def check_stores(launch: dict, dst: list[int], grid: int) -> dict[str, Any]:
     """Bulk stores: each destination region must hold the stamp its source slot had when the store read it."""
     st = launch["stores"]
@@ -159,14 +180,26 @@ def check_stores(launch: dict, dst: list[int], grid: int) -> dict[str, Any]:
                     if first is None:
                         first = {"region": r, "expected": decode_stamp(launch, want),
                                  "seen": decode_stamp(launch, dst[base + w]), "word": w}
+                        who = st.get("who", [])
+                        if r < len(who):
+                            p, site, occ = who[r]
+                            s = launch["sites"][site]
+                            first.update(proc=p, site=site, occurrence=occ, line=s["line"], op=s["op"],
+                                         store=launch["processes"][p]["label"])
+                            where = trace_step(launch, p, site, occ)
+                            if where:
+                                first["trace_step"] = where
     return {"bad_words": bad, "first": first} if bad else {}
 
 
 def classify(launch: dict, finished: bool, status: list[int], ctl: list[int] | None, dst: list[int] | None,
              ms: float, fault: str = "") -> Rep:
     if fault:
-        return Rep(FAULT, ms, stuck_from_status(launch, status, False), error=fault)
+        stuck = stuck_from_status(launch, status, False)
+        _annotate(launch, stuck)
+        return Rep(FAULT, ms, stuck, error=fault)
     stuck = stuck_from_status(launch, status, finished)
+    _annotate(launch, stuck)
     if not finished:
         return Rep(HANG, ms, stuck, error="kernel still running at the deadline (a barrier without a watchdog)")
     assert ctl is not None
@@ -176,11 +209,19 @@ def classify(launch: dict, finished: bool, status: list[int], ctl: list[int] | N
         return Rep(REPLAY_FAILED, ms, stuck, unchecked=unchecked,
                    error="a warp waited in vain for its turn in the replayed order; the kernel drained")
     if stuck or ctl[c["abort"]]:
-        return Rep(HANG, ms, stuck, unchecked=unchecked, error="watchdog fired; the kernel drained")
+        seen: dict[str, Any] = {}
+        if ctl[c["bad_words"]] or ctl[c["wgmma_bad"]]:  # data it read before it hung is evidence too
+            first = describe_records(launch, ctl)
+            _annotate(launch, first)
+            seen = {"bad_words": ctl[c["bad_words"]], "bad_reads": ctl[c["bad_events"]],
+                    "wgmma_bad": ctl[c["wgmma_bad"]], "first": first}
+        return Rep(HANG, ms, stuck, corrupt=seen, unchecked=unchecked, error="watchdog fired; the kernel drained")
     corrupt: dict[str, Any] = {}
     if ctl[c["bad_words"]] or ctl[c["wgmma_bad"]]:
+        first = describe_records(launch, ctl)
+        _annotate(launch, first)
         corrupt = {"bad_words": ctl[c["bad_words"]], "bad_reads": ctl[c["bad_events"]],
-                   "wgmma_bad": ctl[c["wgmma_bad"]], "first": describe_records(launch, ctl)}
+                   "wgmma_bad": ctl[c["wgmma_bad"]], "first": first}
     stores = check_stores(launch, dst or [], launch["grid"]) if launch["stores"]["expected"] else {}
     if stores:
         corrupt["stores"] = stores
@@ -190,6 +231,21 @@ def classify(launch: dict, finished: bool, status: list[int], ctl: list[int] | N
 
 
 # --------------------------------------------------------------------------- summaries and agreement
+
+
+def traced(rep: Rep) -> str:
+    """The counterexample step a repetition's evidence names (wrong data first, then where it hung), or ""."""
+    c = rep.corrupt or {}
+    for f in c.get("first", []):
+        if f.get("trace_step"):
+            return f["trace_step"]
+    first = (c.get("stores") or {}).get("first") or {}
+    if first.get("trace_step"):
+        return first["trace_step"]
+    for s in rep.stuck:
+        if s.get("trace_step"):
+            return s["trace_step"]
+    return ""
 
 
 def summary(reps: list[Rep]) -> str:
