@@ -82,7 +82,9 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
     """
     text: str
     if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
-                                           and ("{" not in source or source.endswith(".sync"))):
+                                           and ("{" not in source or source.endswith(".sync"))) \
+            or (isinstance(source, str) and source.endswith(".sync") and os.path.isfile(source)):
+        # (the last case: a file whose name holds a newline is still a file)
         name = str(source)
         text = read_source(name)
     else:
