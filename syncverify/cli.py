@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import cli_gpu, cli_trace
+from . import cli_gpu, cli_mutate, cli_trace
 from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .lang import load_many
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("code")
     cli_gpu.add_subcommands(sub)
     cli_trace.add_subcommand(sub, _define)
+    cli_mutate.add_subcommand(sub, _define)
     return parser
 
 
@@ -155,7 +156,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS}[args.command]
+    handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
+               **cli_mutate.HANDLERS}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -341,3 +341,69 @@ def test_umma_commit_by_every_lane_overflows_a_count_one_barrier():
     assert "SV502" in errors(r)
     assert check(UMMA_ALL_LANES.replace("if mma { umma.commit done; }", "if mma { elect { umma.commit done; } }")) \
         .verdict is Verdict.SAFE  # control
+
+
+# ============================================================================ bulk groups are per thread
+#
+# PTX cp.async.bulk.commit_group: "commits all prior initiated but uncommitted bulk async
+# operations into a per-thread bulk async-group"; cp.async.bulk.wait_group waits for "the
+# executing thread's" bulk async-groups. docs/language.md §7.4: `bulk.wait_read` orders the
+# executing thread's retired groups before "the thread's later operations".
+# Found by mutation testing (bench/MUTATION.md: `drop-elect@54:9` of specs/tma_store_epilogue.sync,
+# every lane issuing the stores while one lane waits, survived as safe).
+#
+# EXPECTED: SV302 for both.   ACTUAL: safe.
+# Cause: Machine.op_group_wait retired every record of the warp's groups and made it known to
+# every waiting lane, whoever had issued it.
+
+BULK_PER_THREAD = """\
+protocol bulk_groups_are_per_thread {
+  cta threads 32;
+  smem d bytes 1024;
+  write d;
+  fence.proxy.async;
+  syncwarp;
+  STORE
+  WAIT
+  write d;
+}
+"""
+
+
+@pytest.mark.parametrize("store, wait, expected", [
+    # every lane stores (32 groups); only lane 0 waits: lanes 1..31's stores may still read d
+    ("tma.store d; bulk.commit;", "elect { bulk.wait_read 0; } syncwarp;", {"SV302"}),
+    # lane 0 stores; every lane "waits", but lanes 1..31 have no group: nothing orders them
+    ("elect { tma.store d; bulk.commit; }", "bulk.wait_read 0;", {"SV302"}),
+    # controls: every lane waits for its own store; lane 0 waits, then syncwarp publishes it
+    ("tma.store d; bulk.commit;", "bulk.wait_read 0;", set()),
+    ("elect { tma.store d; bulk.commit; }", "elect { bulk.wait_read 0; } syncwarp;", set()),
+], ids=["all-store-one-waits", "one-stores-all-wait", "all-store-all-wait", "one-stores-waits-syncwarp"])
+def test_bulk_wait_retires_only_the_waiting_lanes_groups(store, wait, expected):
+    r = check(BULK_PER_THREAD.replace("STORE", store).replace("WAIT", wait))
+    assert errors(r) == expected
+
+
+def test_elected_bulk_commit_leaves_the_other_lanes_stores_uncommitted():
+    # Lanes 1..31 never commit their stores; `cp.async.bulk.wait_group.read 0` waits only for committed
+    # groups, so their stores may still read d when they overwrite it.
+    r = check(BULK_PER_THREAD.replace("STORE", "tma.store d; elect { bulk.commit; }")
+              .replace("WAIT", "bulk.wait_read 0;"))
+    assert errors(r) == {"SV302"}
+
+
+@pytest.mark.parametrize("store", [
+    "tma.store d; elect { bulk.commit; } bulk.commit;",  # the warp's commit files the lanes' stores
+    "elect { bulk.commit; } tma.store d; bulk.commit;",
+])
+def test_a_later_commit_by_the_whole_warp_commits_the_lanes_stores(store):
+    r = check(BULK_PER_THREAD.replace("STORE", store).replace("WAIT", "bulk.wait_read 0;"))
+    assert r.verdict == Verdict.SAFE, errors(r)
+
+
+def test_lanes_stores_left_open_by_an_elected_commit_are_not_retired_by_a_later_group():
+    # the lanes' stores are committed by the second (whole-warp) commit; `wait_read 1` leaves that
+    # most recent group pending, so the write races with them
+    r = check(BULK_PER_THREAD.replace("STORE", "tma.store d; elect { bulk.commit; } bulk.commit;")
+              .replace("WAIT", "bulk.wait_read 1;"))
+    assert errors(r) == {"SV302"}

@@ -12,7 +12,7 @@ Where PTX is silent we fail closed and say so in a comment marked
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import ir
@@ -172,6 +172,10 @@ class Machine:
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
+        # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
+        # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
+        # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
+        self.loop_hook: Callable[[int, int, int, int, int], tuple[int, int]] | None = None
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -234,6 +238,8 @@ class Machine:
             elif kind == FOR_INIT:
                 lo = self._eval(ins.expr, env, ctx)
                 hi = self._eval(ins.expr2, env, ctx)
+                if self.loop_hook is not None:
+                    lo, hi = self.loop_hook(p, pc, lo, hi, lo)
                 if lo < hi:
                     vars_ = (*vars_[:ins.slot], lo, *vars_[ins.slot + 1:])
                     env[ins.loop_var] = lo
@@ -242,7 +248,10 @@ class Machine:
                     pc = ins.target
             elif kind == FOR_NEXT:
                 value = vars_[ins.slot] + 1
-                if value < self._eval(ins.expr2, env, ctx):
+                hi = self._eval(ins.expr2, env, ctx)
+                if self.loop_hook is not None:
+                    hi = self.loop_hook(p, pc, 0, hi, value)[1]
+                if value < hi:
                     vars_ = (*vars_[:ins.slot], value, *vars_[ins.slot + 1:])
                     env[ins.loop_var] = value
                     pc = ins.target
@@ -982,9 +991,32 @@ class Machine:
         return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
+        """`cp.async.bulk.commit_group` / `wgmma.commit_group` (§5, §6): the executing threads'
+        uncommitted async operations become one group — per thread, not per warp.
+
+        The process keeps one group counter, which is exact for the leader lane (it takes part
+        in every commit). When the leader commits alone, lanes 1..31 commit nothing and their
+        numbering falls behind; their operations (records of the whole warp) then lose their
+        group number (UNCOMMITTED), so no wait retires them, until a commit by the whole warp
+        files them under the group it closes. That is never earlier than the real group, so a
+        wait retires them no sooner than PTX does (sound; at worst a race is reported that a
+        more exact per-lane count would rule out)."""
         field_ = P_BULK if op.unit == "bulk" else P_WGMMA
+        unit = 0 if op.unit == "bulk" else 1
         ps = w.procs[p]
-        w.procs[p] = (*ps[:field_], ps[field_] + 1, *ps[field_ + 1:])
+        seq = ps[field_]
+        leader_alone = self._part(p, ins.leader_only) == LEADER and proc.nthreads > 1
+        out = []
+        for r in w.records:
+            grp = r[R_GRP]
+            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and r[R_PART] == FULL:
+                if leader_alone:
+                    r = (*r[:R_GRP], UNCOMMITTED + unit, *r[R_GRP + 1:])
+                elif grp == UNCOMMITTED + unit:
+                    r = (*r[:R_GRP], 2 * seq + unit, *r[R_GRP + 1:])
+            out.append(r)
+        w.records = tuple(out)
+        w.procs[p] = (*ps[:field_], seq + 1, *ps[field_ + 1:])
         return True
 
     def op_group_wait(self, w, p, proc, op: ir.GroupWait, ins, env, ctx, lanes) -> bool:
@@ -994,11 +1026,18 @@ class Machine:
         unit = 0 if op.unit == "bulk" else 1
         committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
         limit = committed - self._eval(op.pending, env, ctx)
+        waiter = self._part(p, ins.leader_only)
+        leader = self.holders.leader(p)
         out = []
         for r in w.records:
             grp = r[R_GRP]
-            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit:
-                r = (*r[:R_GRP], -1, r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            # Groups are per thread (PTX: "per-thread bulk async-group"): an elected lane's wait does
+            # not retire the other lanes' reads, and a warp's wait orders an elected lane's read
+            # before that lane alone.
+            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit \
+                    and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                r = (*r[:R_GRP], -1, r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -1219,6 +1258,10 @@ def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
+# The group tag (R_GRP = 2 * group + unit) of async reads that lanes 1..31 issued but have not
+# committed because their leader committed alone: a group number no wait reaches (see op_commit).
+UNCOMMITTED = 2 << 40
+
 LOCAL_OPS = frozenset({
     ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
     ir.UmmaCommit,

@@ -122,9 +122,18 @@ class _Compiler:
             slot = self.slot(s.var)
             init = len(self.code)
             self.code.append(Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, line=line, loop_var=s.var))
-            if slot not in self.loop_slots:
+            new_slot = slot not in self.loop_slots
+            if new_slot:
                 self.loop_slots.append(slot)
             self.block(s.body, leader_only)
+            if not any(ins.kind in (OP, BAR_WAIT) for ins in self.code[init + 1:]):
+                # No operation of this process in the loop: it has no visible effect. Compiled away,
+                # because local control flow runs eagerly inside one search step, where a bound
+                # like 2^40 would spin out of reach of every budget.
+                del self.code[init:]
+                if new_slot:
+                    self.loop_slots.remove(slot)
+                return
             self.code.append(Instr(FOR_NEXT, slot=slot, expr2=s.hi, target=init + 1, line=line, loop_var=s.var))
             self.code[init] = Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, target=len(self.code), line=line,
                                     loop_var=s.var)

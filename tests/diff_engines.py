@@ -1,0 +1,170 @@
+"""The engines that differential testing compares, behind one small interface.
+
+Each engine takes a loaded protocol and a budget and answers a verdict with
+its error codes. Engines that are not part of the installed version (the
+all-iterations engine `engines/symbolic.py`, SPIN through the Promela export)
+are detected by import and reported unavailable with the reason, so a test or
+benchmark skips them cleanly instead of failing.
+
+Comparison rules (`compare`):
+
+* engines with the same *scope* (the same trip counts) must give the same
+  verdict whenever both are conclusive;
+* an all-iterations engine that proves `safe` contradicts a bounded engine
+  that finds a violation; an all-iterations violation beside a bounded
+  `safe` is no contradiction (it may lie at a larger trip count) and is
+  counted apart;
+* inconclusive answers, unsupported protocols and engine errors are counted,
+  never taken as agreement or disagreement.
+
+Codes are compared as information only: with reductions the RAW/WAR name of
+one race may depend on the interleaving explored first (docs/model.md), so
+the reduced engine's codes must be among the full engine's, with SV301/SV302
+as one family.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from syncverify import ir
+from syncverify.result import Verdict
+
+
+@dataclass(frozen=True)
+class Answer:
+    verdict: str  # safe | violation | inconclusive | unsupported | error
+    codes: frozenset[str] = frozenset()
+    states: int = 0
+    seconds: float = 0.0
+    detail: str = ""
+    bound: str = ""  # what the answer covers, e.g. "ITERS=3" (where a violation was found) or "all-iterations"
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    scope: str  # "bounded": the protocol's own trip counts; "all-iterations": every trip count
+    run: Callable[[ir.Protocol, int, float], Answer]
+    unavailable: str | None = None  # why it cannot run here (None: it can)
+    reference: bool = False  # the engine the others are compared with
+
+
+def _from_result(res, start: float) -> Answer:
+    codes = frozenset(d.code for d in res.diagnostics if d.is_error)
+    verdict = {Verdict.SAFE: "safe", Verdict.VIOLATION: "violation", Verdict.INCONCLUSIVE: "inconclusive",
+               Verdict.ERROR: "error"}[res.verdict]
+    return Answer(verdict, codes, res.stats.states, time.monotonic() - start, res.coverage, res.bound)
+
+
+def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float], Answer]:
+    def run(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+        from syncverify.engines import merge_static
+        from syncverify.engines.explicit import Budget, explore
+        from syncverify.semantics.machine import Machine
+        from syncverify.staticcheck import static_findings
+
+        start = time.monotonic()
+        machine = Machine(protocol, reduce=reduce)
+        res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry)
+        return _from_result(merge_static(res, static_findings(protocol, machine.programs)), start)
+
+    return run
+
+
+def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+    from syncverify.check import Options, check_protocol
+
+    start = time.monotonic()
+    res = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds))
+    answer = _from_result(res, start)
+    if answer.verdict == "inconclusive" and "not part of this version" in answer.detail:
+        return Answer("unsupported", detail=answer.detail)
+    if answer.verdict == "inconclusive" and "not lifted" in answer.detail:
+        return Answer("unsupported", detail=answer.detail, seconds=answer.seconds)
+    return answer
+
+
+def _spin(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+    from syncverify.export.promela import ExportError, export_model
+    from syncverify.export.spin import run_spin
+
+    start = time.monotonic()
+    try:
+        model = export_model(protocol)
+    except ExportError as why:
+        return Answer("unsupported", detail=str(why), seconds=time.monotonic() - start)
+    with tempfile.TemporaryDirectory(prefix="sv-spin-") as tmp:
+        out = run_spin(model.text, Path(tmp), timeout=seconds, depth=model.max_depth)
+    code = "SV201" if out.code == "deadlock" else out.code
+    codes = frozenset({code}) if code and code != "EXPORTCAP" else frozenset()
+    verdict = "unsupported" if out.code == "EXPORTCAP" else out.verdict
+    return Answer(verdict, codes, out.states, time.monotonic() - start, out.detail[:300])
+
+
+def _module_missing(name: str) -> str | None:
+    """None when the module imports; otherwise why not (absent from this version, or a dependency missing)."""
+    try:
+        if importlib.util.find_spec(name) is None:
+            return f"{name} is not part of this version"
+        importlib.import_module(name)
+    except ImportError as err:
+        return f"{name} cannot be imported here ({err})"
+    return None
+
+
+def _spin_missing() -> str | None:
+    missing = _module_missing("syncverify.export.promela") or _module_missing("syncverify.export.spin")
+    if missing:
+        return missing
+    from syncverify.export.spin import tools_available
+
+    return tools_available()
+
+
+def engines() -> list[Engine]:
+    """Every engine, available or not (``unavailable`` says why not)."""
+    return [
+        Engine("explicit", "bounded", _explicit(True, True), reference=True),
+        Engine("explicit-unreduced", "bounded", _explicit(False, False)),
+        Engine("explicit-por-only", "bounded", _explicit(True, False)),
+        Engine("explicit-symmetry-only", "bounded", _explicit(False, True)),
+        Engine("symbolic", "all-iterations", _symbolic, _module_missing("syncverify.engines.symbolic")),
+        Engine("spin", "bounded", _spin, _spin_missing()),
+    ]
+
+
+CONCLUSIVE = ("safe", "violation")
+
+
+def family(codes: frozenset[str]) -> frozenset[str]:
+    return frozenset("SV30x" if c in ("SV301", "SV302") else c for c in codes)
+
+
+@dataclass
+class Comparison:
+    kind: str  # agree | disagree | beyond-bound | skipped
+    note: str = ""
+    codes_differ: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def compare(ref: Answer, other: Answer, engine: Engine) -> Comparison:
+    """How ``other`` (of ``engine``) relates to the reference (bounded, reduced explicit) answer."""
+    if ref.verdict not in CONCLUSIVE or other.verdict not in CONCLUSIVE:
+        return Comparison("skipped", f"{ref.verdict} / {other.verdict}")
+    codes_differ = family(ref.codes) != family(other.codes)
+    if engine.scope == "all-iterations":
+        if other.verdict == "safe" and ref.verdict == "violation":
+            return Comparison("disagree", "proved safe for all trip counts, violation at the spec's", codes_differ)
+        if other.verdict == "violation" and ref.verdict == "safe":
+            return Comparison("beyond-bound", "violation at another trip count", codes_differ)
+        return Comparison("agree", codes_differ=codes_differ)
+    if other.verdict != ref.verdict:
+        return Comparison("disagree", f"{engine.name} {other.verdict}, reference {ref.verdict}", codes_differ)
+    return Comparison("agree", codes_differ=codes_differ)

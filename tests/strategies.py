@@ -1,0 +1,281 @@
+"""Random small `.sync` protocols for differential testing and fuzzing.
+
+The generator writes spec *text*, not IR, so every protocol also exercises the
+front end and can be printed as a reproducer. Protocols are valid by
+construction (they load), but their synchronization is drawn at random: the
+same knobs that build a correct ring (a wait's parity, an arrival count, who
+arrives, whether a wait or fence is there at all) also build broken ones, so a
+sample holds safe protocols and violations of most diagnostic families.
+
+Every choice goes through a `Draw` so that one generator serves two drivers:
+hypothesis (`protocols()`, which shrinks a failing protocol to a small one) and
+a seeded `random.Random` (`random_protocol()`, fast enough for benchmarks that
+need thousands of protocols and reproducible from the seed alone).
+
+Sizes are kept small on purpose (at most five warps, two CTAs, a few
+iterations): the differential test runs the explicit engine with its
+reductions switched off, whose state space grows exponentially with them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from hypothesis import strategies as st
+
+T = TypeVar("T")
+
+
+class Draw(Protocol):
+    """The choices a generator makes; implemented over hypothesis and over `random`."""
+
+    def integer(self, lo: int, hi: int) -> int: ...
+
+    def choice(self, options: Sequence[T]) -> T: ...
+
+    def flag(self, p_true: float = 0.5) -> bool: ...
+
+
+class HypothesisDraw:
+    """Choices drawn from hypothesis (shrinkable)."""
+
+    def __init__(self, draw: st.DrawFn):
+        from hypothesis import strategies
+
+        self._draw = draw
+        self._st = strategies
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._draw(self._st.integers(lo, hi))
+
+    def choice(self, options: Sequence[T]) -> T:
+        return self._draw(self._st.sampled_from(list(options)))
+
+    def flag(self, p_true: float = 0.5) -> bool:
+        # hypothesis shrinks booleans towards False, and False is the "normal" choice of every
+        # bug knob, so shrinking drops the injected bugs that a failure does not need.
+        return self._draw(self._st.booleans())
+
+
+class RandomDraw:
+    """Choices drawn from a seeded `random.Random` (reproducible, fast)."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def choice(self, options: Sequence[T]) -> T:
+        return self.rng.choice(list(options))
+
+    def flag(self, p_true: float = 0.5) -> bool:
+        return self.rng.random() < p_true
+
+
+# ---------------------------------------------------------------------------
+# Pattern generators. Each returns a complete protocol; the "bug knobs" are
+# drawn with a small probability so that about half of the sample is safe.
+
+BUG = 0.15
+
+
+def _ring(d: Draw) -> str:
+    """Producer warp feeding consumer warps through a full/empty mbarrier ring."""
+    stages = d.integer(1, 3)
+    iters = d.integer(1, 4)
+    consumers = d.integer(1, 2)
+    bytes_ = d.choice([256, 1024])
+    fill = d.choice(["tma", "tma", "generic", "generic_elect"])
+    release = d.choice(["all", "all", "syncwarp_per_warp", "per_warp", "wgmma", "elect_syncwarp"])
+    cons_array = d.flag()
+    skip_prod_wait = d.flag(BUG)
+    skip_init_sync = d.flag(BUG / 2)
+    prod_parity = "(k / STAGES + 1) % 2" if not d.flag(BUG) else "(k / STAGES) % 2"
+    cons_parity = "(k / STAGES) % 2" if not d.flag(BUG) else "(k / STAGES + 1) % 2"
+    full_count = {"tma": 1, "generic": 32, "generic_elect": 1}[fill]
+    empty_count = {"all": 32 * consumers, "syncwarp_per_warp": consumers, "per_warp": consumers,
+                   "wgmma": 32 * consumers, "elect_syncwarp": 1 if not cons_array else consumers}[release]
+    if d.flag(BUG):
+        empty_count += d.choice([-1, 1])
+    if d.flag(BUG / 2):
+        full_count += 1
+    empty_count = max(empty_count, 1)
+    lines = [
+        "protocol ring {",
+        f"  param STAGES = {stages};",
+        f"  param ITERS = {iters};",
+        f"  cta threads {32 * (1 + consumers)};",
+        "  role prod = warp 0;",
+        f"  role cons[{consumers}] = warp 1 + i;" if cons_array else f"  role cons = warps 1..{1 + consumers};",
+        f"  smem tile[STAGES] bytes {bytes_};",
+        f"  mbarrier full[STAGES] count {full_count};",
+        f"  mbarrier empty[STAGES] count {empty_count};",
+        "  if prod { elect { init full[*]; init empty[*]; } }",
+    ]
+    if not skip_init_sync:
+        lines.append("  syncthreads;")
+    lines += ["  if prod {", "    for k in 0..ITERS {", "      let s = k % STAGES;"]
+    if not skip_prod_wait:
+        lines.append(f"      wait empty[s] parity {prod_parity};")
+    if fill == "tma":
+        lines.append(f"      elect {{ arrive.expect_tx full[s] bytes {bytes_}; tma.load tile[s] -> full[s]; }}")
+    elif fill == "generic":
+        lines.append("      write tile[s];")
+        lines.append("      arrive full[s];")
+    else:
+        lines.append("      write tile[s];")
+        if not d.flag(BUG):
+            lines.append("      syncwarp;")
+        lines.append("      elect { arrive full[s]; }")
+    lines += ["    }", "  }", "  if cons {", "    for k in 0..ITERS {", "      let s = k % STAGES;",
+              f"      wait full[s] parity {cons_parity};"]
+    if release == "wgmma":
+        lines += ["      wgmma.read tile[s];", "      wgmma.commit;"]
+        if not d.flag(BUG):
+            lines.append("      wgmma.wait 0;")
+        lines.append("      arrive empty[s];")
+    else:
+        lines.append("      read tile[s];")
+        if release == "all":
+            lines.append("      arrive empty[s];")
+        elif release == "syncwarp_per_warp":
+            lines += ["      syncwarp;", "      per warp { arrive empty[s]; }"]
+        elif release == "per_warp":
+            lines.append("      per warp { arrive empty[s]; }")
+        else:
+            lines += ["      syncwarp;", "      elect { arrive empty[s]; }"]
+    lines += ["    }", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _named_handoff(d: Draw) -> str:
+    """Warps hand a buffer to each other through named barriers (bar.arrive / bar.sync)."""
+    warps = d.integer(2, 4)
+    rounds = d.integer(1, 3)
+    writer_arrives = d.flag(0.7)
+    n = 32 * warps + (d.choice([-32, 32]) if d.flag(BUG) else 0)
+    n = min(max(n, 32), 32 * warps)
+    back = d.flag(0.6) and not d.flag(BUG)
+    lines = [
+        "protocol handoff {",
+        f"  param ROUNDS = {rounds};",
+        f"  cta threads {32 * warps};",
+        f"  role w[{warps}] = warp i;",
+        "  smem buf bytes 512;",
+        f"  named ready id 1 count {n};",
+        f"  named done id 2 count {32 * warps};",
+        "  for r in 0..ROUNDS {",
+        "    if w && instance == 0 {",
+        "      write buf;",
+        f"      {'bar.arrive ready' if writer_arrives else 'bar.sync ready'};",
+        "    }",
+        "    if w && instance != 0 {",
+        "      bar.sync ready;",
+        "      read buf;",
+        "    }",
+    ]
+    if back:
+        lines.append("    bar.sync done;")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _epilogue(d: Draw) -> str:
+    """Epilogue warps write a buffer, fence, synchronize, one thread stores it with TMA."""
+    warps = d.integer(1, 2)
+    iters = d.integer(1, 3)
+    stages = d.integer(1, 2)
+    fence = not d.flag(BUG)
+    wait_read = not d.flag(BUG)
+    second_sync = not d.flag(BUG)
+    lines = [
+        "protocol epilogue {",
+        f"  param STAGES = {stages};",
+        f"  param ITERS = {iters};",
+        f"  cta threads {32 * warps};",
+        f"  role epi[{warps}] = warp i;",
+        f"  named epi_bar id 1 count {32 * warps};",
+        f"  smem d[STAGES * {warps}] bytes 1024;",
+        "  if epi {",
+        "    for k in 0..ITERS {",
+        "      let s = k % STAGES;",
+    ]
+    if wait_read:
+        lines.append("      if epi && instance == 0 { elect { bulk.wait_read STAGES - 1; } }")
+    lines += ["      bar.sync epi_bar;", f"      write d[{warps} * s + instance];"]
+    if fence:
+        lines.append("      fence.proxy.async;")
+    if second_sync:
+        lines.append("      bar.sync epi_bar;")
+    stores = " ".join(f"tma.store d[{warps} * s + {w}];" for w in range(warps))
+    lines += [f"      if epi && instance == 0 {{ elect {{ {stores} bulk.commit; }} }}", "    }",
+              "    if epi && instance == 0 { elect { bulk.wait_read 0; } }", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _cluster(d: Draw) -> str:
+    """Two CTAs: barrier init made visible to the peer, remote arrivals, cluster barrier before exit."""
+    rounds = d.integer(1, 2)
+    fence = not d.flag(BUG)
+    first_barrier = d.choice(["relaxed", "relaxed", "sync", "none"]) if d.flag(0.8) else "relaxed"
+    scope = d.choice([".release.cluster", ".release.cluster", ""])
+    wait_scope = ".acquire.cluster" if scope or d.flag(0.5) else ""
+    final = not d.flag(BUG)
+    data = d.flag(0.5)
+    lines = [
+        "protocol cluster_pair {",
+        f"  param ROUNDS = {rounds};",
+        "  cluster 2;",
+        "  cta threads 32;",
+        "  smem box bytes 256;",
+        "  mbarrier bar count 1;",
+        f"  elect {{ init bar;{' fence.mbarrier_init;' if fence else ''} }}",
+    ]
+    if first_barrier == "relaxed":
+        lines += ["  cluster.arrive.relaxed;", "  cluster.wait;"]
+    elif first_barrier == "sync":
+        lines.append("  cluster.sync;")
+    lines += ["  for r in 0..ROUNDS {", "    if cta == 0 {"]
+    if data:
+        lines.append("      write box @ 1;")  # every lane writes the peer's buffer (DSMEM) ...
+        if not d.flag(BUG):
+            lines.append("      syncwarp;")  # ... and the elected lane's release must cover them all
+    lines.append(f"      elect {{ arrive{scope} bar @ 1; }}")
+    lines += ["    }", "    if cta == 1 {", f"      wait{wait_scope} bar parity r % 2;"]
+    if data:
+        lines.append("      read box;")
+    lines += ["    }"]
+    if rounds > 1:
+        lines.append("    cluster.sync;")
+    lines.append("  }")
+    if final:
+        lines.append("  cluster.sync;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+PATTERNS: dict[str, Callable[[Draw], str]] = {
+    "ring": _ring, "named": _named_handoff, "epilogue": _epilogue, "cluster": _cluster,
+}
+
+
+def generate(d: Draw) -> str:
+    """One random protocol, as `.sync` text."""
+    return PATTERNS[d.choice(sorted(PATTERNS))](d)
+
+
+def protocols() -> Any:
+    """Hypothesis strategy: random small protocols as `.sync` text (hypothesis is imported only here, so
+    that the benchmarks run where only the checker is installed)."""
+    from hypothesis import strategies
+
+    return strategies.composite(lambda draw: generate(HypothesisDraw(draw)))()
+
+
+def random_protocol(seed: int) -> str:
+    """The protocol for one seed (what bench/differential.py runs)."""
+    return generate(RandomDraw(random.Random(seed)))
