@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
 from ..result import CheckResult, Stats, Verdict
-from ..semantics.machine import Machine, StepResult, Violation
+from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
@@ -66,10 +66,9 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
     start = time.monotonic()
     base_mb = _rss_mb()
     canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))
-    init = canon(machine.initial())[0]
-    index: dict[State, int] = {init: 0}
+    index: dict[State, int] = {}
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
-    queue: deque[State] = deque([init])
+    queue: deque[State] = deque()
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
     transitions = 0
@@ -77,56 +76,68 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
     stop = ""
     nprocs = len(machine.procs)
     popped = 0
-    last_report = start
-    while queue:
-        if len(index) > budget.max_states:
-            stop = f"state budget of {budget.max_states} reached"
-            break
-        popped += 1
-        if popped % 256 == 0:
+    last_report = last_memory = start
+    machine.deadline = start + budget.seconds
+    try:
+        init = canon(machine.initial())[0]
+        index[init] = 0
+        queue.append(init)
+        while queue:
+            if len(index) > budget.max_states:
+                stop = f"state budget of {budget.max_states} reached"
+                break
+            popped += 1
+            # the clock on every state (a state of a protocol with thousands of barriers can take
+            # tens of milliseconds); memory every 256 states or 50 ms
             now = time.monotonic()
             if now - start > budget.seconds:
                 stop = f"time budget of {budget.seconds:g}s reached"
                 break
-            peak = max(peak, _rss_mb())
-            if peak - base_mb > budget.memory_mb:
-                stop = f"memory budget of {budget.memory_mb:g} MB reached"
+            if popped % 256 == 0 or now - last_memory >= 0.05:
+                last_memory = now
+                peak = max(peak, _rss_mb())
+                if peak - base_mb > budget.memory_mb:
+                    stop = f"memory budget of {budget.memory_mb:g} MB reached"
+                    break
+                if progress is not None and now - last_report >= 0.25:
+                    progress(len(index), len(queue), now - start, peak - base_mb)
+                    last_report = now
+            if len(errors) >= MAX_DISTINCT_ERRORS:
+                stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
                 break
-            if progress is not None and now - last_report >= 0.25:
-                progress(len(index), len(queue), now - start, peak - base_mb)
-                last_report = now
-        if len(errors) >= MAX_DISTINCT_ERRORS:
-            stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
-            break
-        state = queue.popleft()
-        sid = index[state]
-        results: list[StepResult] = list(machine.successors(state))
-        if not results and not all(machine.done(state, p) for p in range(nprocs)):
-            v = _deadlock(machine, state)
-            key = (v.code, v.span.line if v.span else 0, "deadlock")
-            if key not in errors:
-                errors[key] = (v, sid, None)
-        for res in results:
-            transitions += 1
-            for warn in res.warnings:
-                key = (warn.code, warn.span.line if warn.span else 0)
-                if key not in warnings:
-                    warnings[key] = (warn, sid, res.label)
-            for v in res.soft:
-                key = (v.code, v.span.line if v.span else 0, 0)
+            state = queue.popleft()
+            sid = index[state]
+            results: list[StepResult] = list(machine.successors(state))
+            if not results and not all(machine.done(state, p) for p in range(nprocs)):
+                v = _deadlock(machine, state)
+                key = (v.code, v.span.line if v.span else 0, "deadlock")
                 if key not in errors:
-                    errors[key] = (v, sid, res.label)
-            if res.violation is not None:
-                v = res.violation
-                key = (v.code, v.span.line if v.span else 0, v.related[0][0] if v.related else 0)
-                if key not in errors:
-                    errors[key] = (v, sid, res.label)
-                continue
-            nxt = canon(res.state)[0]
-            if nxt not in index:
-                index[nxt] = len(parents)
-                parents.append((sid, res.label))
-                queue.append(nxt)
+                    errors[key] = (v, sid, None)
+            for res in results:
+                transitions += 1
+                for warn in res.warnings:
+                    key = (warn.code, warn.span.line if warn.span else 0)
+                    if key not in warnings:
+                        warnings[key] = (warn, sid, res.label)
+                for v in res.soft:
+                    key = (v.code, v.span.line if v.span else 0, 0)
+                    if key not in errors:
+                        errors[key] = (v, sid, res.label)
+                if res.violation is not None:
+                    v = res.violation
+                    key = (v.code, v.span.line if v.span else 0, v.related[0][0] if v.related else 0)
+                    if key not in errors:
+                        errors[key] = (v, sid, res.label)
+                    continue
+                nxt = canon(res.state)[0]
+                if nxt not in index:
+                    index[nxt] = len(parents)
+                    parents.append((sid, res.label))
+                    queue.append(nxt)
+    except BudgetExceeded as exc:
+        stop = str(exc)
+    finally:
+        machine.deadline = None
     peak = max(peak, _rss_mb())
 
     def path(sid: int, last: tuple | None) -> list[tuple]:

@@ -12,6 +12,7 @@ Where PTX is silent we fail closed and say so in a comment marked
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -85,6 +86,10 @@ from .state import (
 )
 
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
+
+
+class BudgetExceeded(Exception):
+    """A budget ran out inside one step (the search then ends inconclusive, never safe)."""
 
 
 class Violation(Exception):
@@ -176,6 +181,8 @@ class Machine:
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
         self.loop_hook: Callable[[int, int, int, int, int], tuple[int, int]] | None = None
+        # time.monotonic() after which local control flow stops with BudgetExceeded (set by a search)
+        self.deadline: float | None = None
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -223,9 +230,15 @@ class Machine:
         code = self.programs[p].code
         ctx = self.ctx[p]
         env = None
+        spins = 0
         while True:
             ins = code[pc]
             kind = ins.kind
+            spins += 1
+            if not spins & 0xFFFF and self.deadline is not None and time.monotonic() > self.deadline:
+                # a loop whose operations are never reached can run 2^62 rounds inside one step
+                raise BudgetExceeded(f"time budget reached in the local control flow of {self.proc_label(p)} "
+                                     f"(line {ins.line}: {spins}+ steps of let/for/if without an operation)")
             if kind in (OP, BAR_WAIT, END):
                 return pc, vars_
             if env is None:
