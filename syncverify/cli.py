@@ -11,6 +11,7 @@ from dataclasses import replace
 from . import cli_gpu, cli_mutate, cli_trace
 from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
+from .export import cli as cli_export
 from .lang import load_many
 from .report import json_report, text
 from .result import CheckResult, Verdict, combine_exit
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_gpu.add_subcommands(sub)
     cli_trace.add_subcommand(sub, _define)
     cli_mutate.add_subcommand(sub, _define)
+    cli_export.add_subcommand(sub, _define)
     return parser
 
 
@@ -157,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
-               **cli_mutate.HANDLERS}[args.command]
+               **cli_mutate.HANDLERS, **cli_export.HANDLERS}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -407,3 +407,31 @@ def test_lanes_stores_left_open_by_an_elected_commit_are_not_retired_by_a_later_
     r = check(BULK_PER_THREAD.replace("STORE", "tma.store d; elect { bulk.commit; } bulk.commit;")
               .replace("WAIT", "bulk.wait_read 1;"))
     assert errors(r) == {"SV302"}
+
+
+LONE_ARRIVE_BEFORE_A_FRESH_START = """\
+protocol lone_arrive_race {
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem tile bytes 4096;
+  mbarrier empty count 32;
+  if producer { elect { init empty; } }
+  syncthreads;
+  if consumer { read tile; arrive empty; wait empty parity 0; arrive empty; }
+  if producer { wait empty parity 1; write tile; }
+}
+"""
+
+
+@pytest.mark.parametrize("reduce", [True, False])
+def test_an_arrive_completing_phase_0_is_not_taken_before_a_first_parity_1_wait(reduce):
+    """The producer's fresh-barrier start (parity 1 on phase 0) passes at once if it runs before the
+    consumer's arrive, and the write then races with the read; after the arrive it blocks (it means
+    phase 1 and is not stale), so the arrive does not commute with it and partial-order reduction must
+    not take it alone (found by the SPIN cross-check: the reduced search used to say safe)."""
+    protocol = load(LONE_ARRIVE_BEFORE_A_FRESH_START)
+    result = explore(protocol, Budget(max_states=10_000, seconds=30), Machine(protocol, reduce=reduce),
+                     symmetry=True)
+    assert result.verdict == Verdict.VIOLATION
+    assert {d.code for d in result.diagnostics} & {"SV301", "SV302"}

@@ -23,17 +23,24 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
-    if options.engine == "z3":
+    if options.engine in ("z3", "auto"):
         try:
             from . import symbolic
-        except ImportError:
+        except ImportError:  # z3-solver missing: the bounded search still runs under auto
+            symbolic = None
+        if symbolic is None and options.engine == "z3":
             return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound="",
-                               coverage="the Z3 engine is not part of this version; use --engine explicit or auto")
-        return symbolic.check(protocol, options)
+                               coverage="the Z3 engine needs z3-solver; use --engine explicit")
+        if symbolic is not None and options.engine == "z3":
+            return symbolic.check(protocol, options, machine)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress)
-    return merge_static(result, static_findings(protocol, machine.programs))
+    result = merge_static(result, static_findings(protocol, machine.programs))
+    if options.engine == "auto" and symbolic is not None:
+        # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"
+        result = symbolic.lift_result(result, protocol, options)
+    return result
 
 
 def merge_static(result: CheckResult, findings: list) -> CheckResult:

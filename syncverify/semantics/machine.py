@@ -177,6 +177,7 @@ class Machine:
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
+        self.waits_ahead = [_names_ahead(prog, (ir.MbarWait,)) for prog in self.programs]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
@@ -314,6 +315,9 @@ class Machine:
                     res = tried[p] = self.step_process(state, p)
                     if lone_wait and (res is None or not res.lone):
                         continue
+                    if not lone_wait and isinstance(ins.op, ir.MbarArrive) and res is not None and \
+                            res.violation is None and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                        continue
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
                             self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
                         yield res
@@ -348,6 +352,22 @@ class Machine:
         if not isinstance(op, ir.MbarArrive) or op.remote is not None or op.tx_bytes is not None or op.drop:
             return False
         return self._no_lifecycle_ahead(state, p, op.bar.name)
+
+    def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
+        """Does this arrive complete phase 0 of a barrier that another process may still wait on
+        without any history? Such a wait with parity 1 passes at once on the fresh barrier (the
+        CUTLASS producer start, "phase −1") but blocks once phase 0 has completed — and nothing
+        reports that difference (it is not stale: it means phase 1). The two orders then reach
+        different behaviours, so the arrive must not be taken alone."""
+        cta = self.procs[p].cta
+        for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
+            if before[M_K] != 0 or after[M_K] == 0:
+                continue
+            name = self.mb_names[m][1]
+            for q in self.procs_of_cta[cta]:
+                if q != p and name in self.waits_ahead[q][state.procs[q][P_PC]] and self._jprev(before, q) is None:
+                    return True
+        return False
 
     def _no_lifecycle_ahead(self, state: State, p: int, name: str) -> bool:
         """No other process of p's CTA can still init or inval the barrier array ``name``."""
