@@ -26,7 +26,8 @@ def run_point(consumers: int, iters: int, timeout: float, max_states: int) -> di
            "rc = main(sys.argv[1:]); "
            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr); "
            "sys.exit(rc)",
-           "check", str(SPEC), "--format", "json", "-D", f"CONSUMERS={consumers}", "-D", f"ITERS={iters}",
+           "check", str(SPEC), "--engine", "explicit", "--format", "json",
+           "-D", f"CONSUMERS={consumers}", "-D", f"ITERS={iters}",
            "--timeout", str(timeout), "--max-states", str(max_states)]
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60)
@@ -56,7 +57,8 @@ def main() -> int:
     lines = [
         "# Explicit engine: ring family",
         "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()} ({platform.processor() or 'cpu'}), "
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()} "
+        f"({platform.processor() or 'cpu'}), "
         f"Python {platform.python_version()}; spec `bench/ring_family.sync` (4 stages, 1 producer warp, "
         "CONSUMERS consumer warpgroups, warp-granular processes).",
         "",
