@@ -68,7 +68,7 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
     canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))
     index: dict[State, int] = {}
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
-    queue: deque[State] = deque()
+    queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
     transitions = 0
@@ -81,7 +81,7 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
     try:
         init = canon(machine.initial())[0]
         index[init] = 0
-        queue.append(init)
+        queue.append((init, 0))
         while queue:
             if len(index) > budget.max_states:
                 stop = f"state budget of {budget.max_states} reached"
@@ -105,8 +105,7 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
                 break
-            state = queue.popleft()
-            sid = index[state]
+            state, sid = queue.popleft()
             results: list[StepResult] = list(machine.successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
                 v = _deadlock(machine, state)
@@ -130,10 +129,10 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
                         errors[key] = (v, sid, res.label)
                     continue
                 nxt = canon(res.state)[0]
-                if nxt not in index:
-                    index[nxt] = len(parents)
+                new = len(parents)
+                if index.setdefault(nxt, new) == new:  # one hash of the state, new or not
                     parents.append((sid, res.label))
-                    queue.append(nxt)
+                    queue.append((nxt, new))
     except BudgetExceeded as exc:
         stop = str(exc)
     finally:
