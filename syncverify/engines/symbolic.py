@@ -58,7 +58,7 @@ from ..diagnostics import Diagnostic, Severity
 from ..lang import load
 from ..result import CheckResult, Stats, Verdict
 from ..semantics import rules
-from ..semantics.machine import Assumptions, BudgetExceeded, Machine, StepResult, Violation
+from ..semantics.machine import UNCOMMITTED, Assumptions, BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, OP
 from ..semantics.state import (
     F_ASYNC,
@@ -292,7 +292,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         low: dict[tuple[int, int], int] = {}
         for r in records:
             g = r[R_GRP]
-            if g >= 0:
+            if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
                 key = (r[R_OWNER], g % 2)
                 low[key] = min(low.get(key, g // 2), g // 2)
         shift: dict[tuple[int, int], int] = {}
@@ -307,7 +307,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         if shift:
             records = tuple(sorted(
                 (*r[:R_GRP], r[R_GRP] - 2 * shift.get((r[R_OWNER], r[R_GRP] % 2), 0), *r[R_GRP + 1:])
-                if r[R_GRP] >= 0 else r for r in records))
+                if 0 <= r[R_GRP] < UNCOMMITTED else r for r in records))
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
 
