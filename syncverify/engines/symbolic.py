@@ -242,7 +242,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         mlist = list(mbars)
         for m, d in phase_shift.items():
             mb = mlist[m]
-            jprevs = tuple((q, j - d) for q, j in mb[M_JPREV])
+            jprevs = tuple([(q, j - d) for q, j in mb[M_JPREV]])
             mlist[m] = (*mb[:M_K], mb[M_K] - d, *mb[M_K + 1:M_JPREV], jprevs, *mb[M_JPREV + 1:])
         mbars = tuple(mlist)
     # named barrier generations, with the tokens of the warps parked in bar.sync
@@ -577,15 +577,16 @@ def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_s
                                              v.related[0][0] if v.related else 0), v, sid, res.label, iters))
                     continue
                 nxt = sym.canon(res.state)[0]
-                if (nxt, new_mode) in reached:
+                before = len(reached)
+                reached.add((nxt, new_mode))  # (one hash: a set that did not grow had it already)
+                if len(reached) == before:
                     continue  # this very state was reached before: its key is known
-                reached.add((nxt, new_mode))
                 key = normalize(sh, nxt, new_mode)
-                if key not in index:
-                    index[key] = len(nodes)
+                new = len(nodes)
+                if index.setdefault(key, new) == new:
                     nodes.append((nxt, new_mode))
                     parents.append((sid, res.label))
-                    queue.append(index[key])
+                    queue.append(new)
             for table, key, v, at, label, n in pending:
                 if key not in table:
                     table[key] = Finding(v, _path(parents, at, label), n, label is not None)
