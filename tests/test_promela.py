@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_engine_regressions import LONE_ARRIVE_BEFORE_A_FRESH_START
 
 from syncverify.check import Options, check_path
 from syncverify.export import ExportError, export_model
@@ -119,27 +120,7 @@ def test_export_finds_a_planted_race(tmp_path: Path) -> None:
 # CUTLASS fresh-barrier start. If it runs before the consumer's first arrive it passes at once and the
 # write races with the read; partial-order reduction used to take the consumer's arrive alone, first,
 # after which the wait only passes once it acquires the read.
-LONE_ARRIVE_RACE = """// expect: SV302
-protocol lone_arrive_race {
-  cta threads 64;
-  role producer = warp 0;
-  role consumer = warp 1;
-  smem tile bytes 4096;
-  mbarrier empty count 32;
-  if producer { elect { init empty; } }
-  syncthreads;
-  if consumer {
-    read tile;
-    arrive empty;
-    wait empty parity 0;
-    arrive empty;
-  }
-  if producer {
-    wait empty parity 1;
-    write tile;
-  }
-}
-"""
+LONE_ARRIVE_RACE = LONE_ARRIVE_BEFORE_A_FRESH_START
 
 
 @needs_spin

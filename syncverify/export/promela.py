@@ -4,9 +4,9 @@ The model is generated from what the explicit engine runs, not written beside
 it: the processes and their compiled programs come from
 ``semantics.program`` (one proctype per warp process, its flat instruction
 list turned into a ``pc`` automaton), the layouts of barriers, slots and
-knowledge holders from ``semantics.machine.Machine``, and every barrier update
-spells out the rule of ``semantics.rules`` it implements (the comments name
-it). docs/promela.md describes the mapping; in short:
+knowledge holders from ``semantics.machine.Machine``, and every mbarrier update
+is the rule of ``semantics.rules`` itself, run over Promela expressions
+(``mb_update``) instead of integers. docs/promela.md describes the mapping; in short:
 
 * one step of the explicit engine (an operation plus the local control flow
   after it) is one ``d_step`` of the proctype, so SPIN interleaves exactly the
@@ -28,6 +28,7 @@ listed in docs/promela.md.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from ..expr import Context, EvalError, evaluate
 from ..semantics import rules
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program
+from ..semantics.state import F_ASYNC, F_INFLIGHT, FULL, LEADER, READ, WRITE
 
 BITS = 30  # knowledge bits per Promela int: stays clear of the sign bit
 NO_JPREV = -2  # "this waiter has no history" (the engine's missing jprev entry); -1 is a real value
@@ -47,10 +49,69 @@ INT_LIMIT = (1 << 31) - 1
 CODES = ("SV201", "SV202", "SV205", "SV301", "SV302", "SV303", "SV401", "SV402", "SV403", "SV404", "SV501",
          "SV502", "SV503", "SV504", "SV601", "SV602", "EXPORTCAP")
 
-# record kinds and flags, as in semantics.state
-READ, WRITE = 0, 1
-LEADER, FULL = 0, 1
-F_ASYNC, F_INFLIGHT, F_SUPERSEDED, F_LATEST = 1, 2, 8, 16
+F_LATEST = 16  # a record flag of the export's own (the latest write of its slot), beside semantics.state's
+
+
+class _Term:
+    """A Promela expression, built by running a rule of ``semantics.rules`` over text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _op(self, op: str, other: object) -> _Term:
+        return _Term(f"({self.text} {op} {_promela(other)})")
+
+    def __add__(self, other: object) -> _Term:
+        return self._op("+", other)
+
+    def __sub__(self, other: object) -> _Term:
+        return self._op("-", other)
+
+    def __eq__(self, other: object) -> _Term:  # type: ignore[override]
+        return self._op("==", other)
+
+    def __ne__(self, other: object) -> _Term:  # type: ignore[override]
+        return self._op("!=", other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _promela(value: object) -> str:
+    return value.text if isinstance(value, _Term) else str(int(value))  # type: ignore[call-overload]
+
+
+class _PromelaArith:
+    """``rules.Arith`` over Promela expressions."""
+
+    @staticmethod
+    def ite(cond: object, then: object, other: object) -> _Term:
+        return _Term(f"({_promela(cond)} -> {_promela(then)} : {_promela(other)})")
+
+    @staticmethod
+    def and_(*conds: object) -> _Term:
+        return _Term("(" + " && ".join(_promela(c) for c in conds) + ")")
+
+    @staticmethod
+    def mod2(value: object) -> _Term:
+        return _Term(f"({_promela(value)} % 2)")
+
+
+_MB_FIELDS = ("mvalid", "mk", "mpend", "mexp", "mtx")
+
+
+def mb_update(rule, *args: str) -> str:
+    """Promela statements that apply ``rule`` (a function of ``semantics.rules`` on an ``Mbar``) to
+    barrier ``_m``, with Promela expressions ``args`` as its other operands. The rule runs over
+    Promela terms, so the export states no barrier arithmetic of its own. Every changed field is
+    computed into a hidden temporary first, so all of them read the barrier before the step."""
+    old = rules.Mbar(*(_Term(f"{f}[_m]") for f in _MB_FIELDS))
+    state = () if rule is rules.mb_init else (old,)  # init makes a barrier from its count alone
+    arith = {"A": _PromelaArith()} if "A" in inspect.signature(rule).parameters else {}
+    new = rule(*state, *(_Term(a) for a in args), **arith)
+    changed = [(i, _promela(v)) for i, (v, o) in enumerate(zip(new, old, strict=True)) if _promela(v) != o.text]
+    temps = " ".join(f"_mb{i} = {text};" for i, text in changed)
+    stores = " ".join(f"{_MB_FIELDS[i]}[_m] = _mb{i};" for i, _ in changed)
+    return f"{temps} {stores}   /* rules.{rule.__name__} */"
 
 
 class ExportError(Exception):
@@ -388,6 +449,7 @@ class _Exporter:
         if self.facts.tmem_pairs:
             w(f"byte tm_arr[{self.ntm}]; short tm_gen[{self.ntm}];")
         w("hidden int _q, _m, _t, _c, _n, _x, _j, _a, _b, _r, _w;")
+        w("hidden int _mb0, _mb1, _mb2, _mb3, _mb4;   /* a barrier's fields after a rule (mb_update) */")
         w("hidden byte " + ", ".join(CODES) + ";   /* always 0: they name the check in SPIN's report */")
         w("")
         out.extend(self.c_helpers())
@@ -589,10 +651,6 @@ class _Exporter:
 
     def inlines(self) -> list[str]:
         L = [
-            "/* rules.mb_try_complete on barrier _m: a phase completes iff pend = 0 and tx = 0 exactly */",
-            "inline try_complete() {",
-            "  if :: mpend[_m] == 0 && mtx[_m] == 0 -> mk[_m] = mk[_m] + 1; mpend[_m] = mexp[_m] :: else -> skip fi",
-            "}",
             "/* machine._set_mb after a rule changed barrier _m whose phase was _t: a completed phase moves the",
             "   current phase's knowledge to the last one and must be observed again (consumption rule) */",
             "inline mb_after() {",
@@ -693,8 +751,8 @@ class _Exporter:
                 b.append(f"_m = {m};")
                 b.append(f"assert((!mvalid[_m] && {threads} <= 1) || SV403);   /* init of a live barrier, or by "
                          "several threads */")
-                b.append(f"mvalid[_m] = 1; mk[_m] = 0; mpend[_m] = {count}; mexp[_m] = {count}; mtx[_m] = 0; "
-                         "mobs[_m] = 1; mrd[_m] = 0;   /* rules.mb_init */")
+                b.append(mb_update(rules.mb_init, str(count)))
+                b.append("mobs[_m] = 1; mrd[_m] = 0;")
                 if self.nj:
                     b.append(f"_j = 0; do :: _j < {self.nj} -> jp[_m * {self.nj} + _j] = {NO_JPREV}; _j++ "
                              ":: else -> break od;")
@@ -709,7 +767,8 @@ class _Exporter:
             for m in targets:
                 b.append(f"_m = {m};")
                 b += self.usable("_m", lanes, None, "inval", cta)
-                b.append("mvalid[_m] = 0; iex[_m] = 0;   /* rules.mb_inval; the init record goes */")
+                b.append(mb_update(rules.mb_inval))
+                b.append("iex[_m] = 0;   /* the init record goes */")
         elif isinstance(op, ir.MbarArrive):
             tcta = str(cta) if op.remote is None else E(op.remote)
             b.append(f"_c = {tcta}; _m = {self.mb_expr(op.bar, p, '_c')};")
@@ -724,10 +783,10 @@ class _Exporter:
                 b.append(f"_x = {E(op.tx_bytes)} * {threads};")
                 b.append(f"assert((mtx[_m] + _x >= -{rules.MAX_COUNT} && mtx[_m] + _x <= {rules.MAX_COUNT}) "
                          "|| SV503);   /* rules.tx_out_of_range */")
-                b.append("mtx[_m] = mtx[_m] + _x;   /* rules.mb_arrive_expect_tx: the bytes first, atomically */")
-            if op.drop:
-                b.append("mexp[_m] = mexp[_m] - _n;   /* rules.mb_arrive_drop */")
-            b.append("mpend[_m] = mpend[_m] - _n; try_complete();   /* rules.mb_arrive */")
+                rule = rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx
+                b.append(mb_update(rule, "_x", "_n"))
+            else:
+                b.append(mb_update(rules.mb_arrive_drop if op.drop else rules.mb_arrive, "_n"))
             if op.sem == "release":
                 if op.remote is not None:
                     b.append(f"_a = lw; _b = {lanes}; c_code {{ _r = carries(_a, _b, _c, {self.ppc}); }};")
@@ -745,7 +804,7 @@ class _Exporter:
             sign = "+" if op.kind == "expect" else "-"
             b.append(f"assert((mtx[_m] {sign} _x >= -{rules.MAX_COUNT} && mtx[_m] {sign} _x <= {rules.MAX_COUNT}) "
                      "|| SV503);")
-            b.append(f"mtx[_m] = mtx[_m] {sign} _x; try_complete();   /* rules.mb_{op.kind}_tx */")
+            b.append(mb_update(rules.mb_expect_tx if op.kind == "expect" else rules.mb_complete_tx, "_x"))
             b.append("mb_after();")
         elif isinstance(op, ir.MbarWait):
             m = self.mb_expr(op.bar, p, str(cta))
@@ -989,8 +1048,7 @@ class _Exporter:
                 "       c_code { copy_lands(_q, _a, _b, _c); };",
                 "       assert(mvalid[_m] || SV401);",
                 f"       assert((mtx[_m] - ag_bytes[{k}] >= -{rules.MAX_COUNT}) || SV503);",
-                f"       _t = mk[_m]; mtx[_m] = mtx[_m] - ag_bytes[{k}]; try_complete(); mb_after();   "
-                "/* rules.mb_complete_tx */",
+                f"       _t = mk[_m]; {mb_update(rules.mb_complete_tx, f'ag_bytes[{k}]')} mb_after();",
                 f"       ag_live[{k}] = 0; ag_m[{k}] = 0; ag_bytes[{k}] = 0; ag_iss[{k}] = 0; ag_site[{k}] = 0;",
                 "       c_code { canon(); } }",
                 "  od",

@@ -604,8 +604,9 @@ class Machine:
         if op.tx_bytes is not None:
             nbytes = self._eval(op.tx_bytes, env, ctx) * ins.threads
             self._tx_check(m, s.tx + nbytes, op.span)
-            s = rules.Mbar(s.valid, s.k, s.pend, s.exp, s.tx + nbytes)
-        s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
+            s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
+        else:
+            s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
         rdata = None
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:

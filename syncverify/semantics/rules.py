@@ -102,6 +102,11 @@ def mb_arrive_expect_tx(s: Mbar, nbytes: Any, n: Any, A: Arith = PY) -> Mbar:
     return mb_arrive(Mbar(s.valid, s.k, s.pend, s.exp, s.tx + nbytes), n, A)
 
 
+def mb_arrive_drop_expect_tx(s: Mbar, nbytes: Any, n: Any, A: Arith = PY) -> Mbar:
+    """`mbarrier.arrive_drop.expect_tx`: as `mb_arrive_expect_tx`, with the arrive an arrive_drop."""
+    return mb_arrive_drop(Mbar(s.valid, s.k, s.pend, s.exp, s.tx + nbytes), n, A)
+
+
 def mb_wait_passes(s: Mbar, parity: Any, A: Arith = PY) -> Any:
     """`mbarrier.try_wait.parity p` (§1.3, [O] 6/6 probes): returns True iff (k mod 2) ≠ p."""
     return A.mod2(s.k) != A.mod2(parity)
