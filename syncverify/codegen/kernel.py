@@ -390,12 +390,7 @@ class KernelWriter:
 
     def op_Access(self, op: ir.Access, site: int, part: str, leader: bool) -> None:
         name = op.buf.name
-        if op.remote is not None:
-            target = f"(u32)({self.expr(op.remote)})"
-            self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
-        else:
-            target = "c.cta"
-            self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
+        target = self.slot_line(op)
         if op.kind == "write":
             stamp = f"SV_STAMP(c.proc, {site}u, o{site})"
             late = self.hold_cond(site, "late-write")
@@ -413,6 +408,16 @@ class KernelWriter:
             self.line(f"if (!lag) {code[0]}")
             for text in code[1:]:
                 self.line(text)
+
+    def slot_line(self, op: ir.Access) -> str:
+        """Declare `slot`, the accessed slot in this CTA or (distributed shared memory) the peer's;
+        returns the expression of the CTA it lies in."""
+        if op.remote is None:
+            self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
+            return "c.cta"
+        target = f"(u32)({self.expr(op.remote)})"
+        self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
+        return target
 
     def read_lines(self, op: ir.Access, site: int, part: str, occ: str, target: str) -> list[str]:
         """A read's check as a block; `slot` must be in scope. `occ` names the occurrence checked."""
@@ -433,12 +438,7 @@ class KernelWriter:
                   f"// hold: the line {line} read of the lanes this release does not cover")
         self.depth += 1
         self.line(f"sv_hold(c, {h.until_turn}u, {h.window_ns}ull, {h.site}u, {h.occurrence}u);")
-        if op.remote is not None:
-            target = f"(u32)({self.expr(op.remote)})"
-            self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
-        else:
-            target = "c.cta"
-            self.line(f"unsigned char* slot = {self.slot_ptr(op.buf)};")
+        target = self.slot_line(op)
         code = self.read_lines(op, h.site, "c.pidx, c.pn", f"{h.occurrence}u", target)
         self.line(f"if (c.pidx != 0u) {code[0]}")
         for text in code[1:]:
