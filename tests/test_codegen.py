@@ -217,6 +217,12 @@ def test_wgmma_replay_is_ungated_and_queues_a_chain_before_the_held_read():
     assert "sv_gate(" not in src and f"i < {h.chain}u" in src
     assert "__shfl_sync(0xFFFFFFFFu" in src  # warp-uniform roles: ptxas keeps the wgmma asynchronous
     assert "acc8[i]" not in src  # constant accumulator indices only
+    # the queue is wide wgmmas on their own accumulator, read after the wait (else ptxas drops them)
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.s32.u8.u8" in src and "x ^= hw8[i]" in src
+    # the producer's expect_tx and copy are issued without an abort-flag load; the consumer's release keeps it
+    assert 'if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx' not in src
+    assert 'if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64' in src
+    assert 'if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx' in emit(protocol).source
 
 
 def test_missing_proxy_fence_replay_issues_late_writes_and_no_barrier_progress():

@@ -95,6 +95,16 @@ def test_per_warp_release_replay_shows_the_overwriting_write():
         assert "step" in first.get("trace_step", ""), runner_text(res)
 
 
+def test_wgmma_release_before_wait_replay_shows_the_overwriting_copy():
+    res = _run("replay/wgmma_release_before_wait", repeat=3)
+    for rep in res.reps:
+        assert rep.status == oc.CORRUPT, runner_text(res)
+        first = rep.corrupt["first"][0]
+        # the wgmma the trace names (line 45, k=0) read the producer's next copy into the stage (line 37, #2)
+        assert first["line"] == 45 and first["occurrence"] == 0 and "line 37" in first["seen"], runner_text(res)
+        assert first["seen"].endswith("#2"), runner_text(res)
+
+
 def test_tma_store_without_fence_replay_shows_stale_data():
     res = _run("replay/tma_store_no_fence", repeat=3)
     for rep in res.reps:

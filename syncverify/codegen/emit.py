@@ -307,6 +307,10 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
     for s in writer.wgmma_sites:
         out.append(f"  u32 acc{s}[4] = {{0u, 0u, 0u, 0u}}; u32 wg_pending{s} = 0u, wg_expect{s} = 0u, "
                    f"wg_occ{s} = 0u, wg_slot{s} = 0u;")
+        if s in writer.wide_n:
+            out.append(f"  u32 hw{s}[{writer.wide_n[s] // 2}];")
+            out.append("  #pragma unroll")
+            out.append(f"  for (int i = 0; i < {writer.wide_n[s] // 2}; ++i) hw{s}[i] = 0u;")
     buf_bytes = layout.smem_bytes - layout.buffers_start
     out += [
         "  if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);",

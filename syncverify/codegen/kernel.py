@@ -117,6 +117,13 @@ class KernelWriter:
         # the barrier and before a bulk store's issue, delay the issue until the held writes have landed.
         # A hang at a bar.sync is then reported without its position.
         self.quiet_barriers = any(h.kind == "late-write" for h in holds)
+        # With a wgmma read held, copies and their expect_tx are issued without first loading the abort flag:
+        # those two global-memory round trips, after the producer's wait and before its copy, let the held
+        # wgmma's queue drain before the overwrite landed (docs/gpu-agreement.md). Waits still return on abort.
+        self.early_copies = any(h.kind == "slow-wgmma" for h in holds)
+        # slow-wgmma sites: N of the wide wgmmas queued before the held one (a 128-register accumulator for 256)
+        self.wide_n = {s.index: ptx.wgmma_wide_n(protocol.buffer(s.op.buf.name).bytes) for s in sites
+                       if any(h.kind == "slow-wgmma" for h in self.holds.get(s.index, []))}
 
     # ------------------------------------------------------------------ output
     def line(self, text: str) -> None:
@@ -286,6 +293,10 @@ class KernelWriter:
         else:
             self.line(f'asm volatile("{ptx.INVAL}" :: "r"({self.bar_addr(op.bar)}) : "memory");')
 
+    def guard(self, copy: bool) -> str:
+        """The abort check before an issue; none before a copy or its expect_tx where a wgmma read is held."""
+        return "" if copy and self.early_copies else "if (!sv_aborted(c)) "
+
     def op_MbarArrive(self, op: ir.MbarArrive, site: int, part: str, leader: bool) -> None:
         count_one = isinstance(op.count, ir.Const) and op.count.value == 1
         bar = self.bar_addr(op.bar)
@@ -303,7 +314,7 @@ class KernelWriter:
             "remote": f'"r"({bar}), "r"({rank})', "remote_count": f'"r"({bar}), "r"({rank}), "r"({count})',
             "remote_tx": f'"r"({bar}), "r"({rank}), "r"({tx_val})',
         }[kind]
-        self.line(f'if (!sv_aborted(c)) asm volatile("{asm}" :: {operands} : "memory");')
+        self.line(f'{self.guard(op.tx_bytes is not None)}asm volatile("{asm}" :: {operands} : "memory");')
 
     def op_MbarTx(self, op: ir.MbarTx, site: int, part: str, leader: bool) -> None:
         bar = self.bar_addr(op.bar)
@@ -314,7 +325,7 @@ class KernelWriter:
         else:
             rank = f"(u32)({self.expr(op.remote)})" if op.remote is not None else "c.cta"
             operands = f'"r"({bar}), "r"({rank}), "r"({nbytes})'
-        self.line(f'if (!sv_aborted(c)) asm volatile("{asm}" :: {operands} : "memory");')
+        self.line(f'{self.guard(True)}asm volatile("{asm}" :: {operands} : "memory");')
 
     def wait_fn(self, op: ir.MbarWait) -> str:
         asm = ptx.try_wait_asm(op)
@@ -448,7 +459,7 @@ class KernelWriter:
 
     def op_TmaLoad(self, op: ir.TmaLoad, site: int, part: str, leader: bool) -> None:
         t = self.tables
-        self.line("if (!sv_aborted(c)) {")
+        self.line(f"{self.guard(True)}{{")
         self.depth += 1
         self._lookup("sv_src", site)
         self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
@@ -512,14 +523,21 @@ class KernelWriter:
         self.line(f'asm volatile("{ptx.WGMMA_FENCE}" ::: "memory");')
         self.line(f"const u64 d = sv_wgmma_desc(sv_smem({self.slot_ptr(op.buf)}));")
         slow = self.hold_cond(site, "slow-wgmma")
-        if slow is not None:  # queue accumulating wgmmas on the same accumulator: the checked one reads late
+        if slow is not None:
+            # queue wide accumulating wgmmas reading the slot before the checked one, on their own accumulator
+            # (kept live after the wait: ptxas drops wgmmas whose results are never read), each after a fence
+            # (else ptxas injects one, C7519): the tensor cores are still busy with them at the release
             chain = max(h.chain for h in self.holds[site] if h.kind == "slow-wgmma")
+            n = self.wide_n[site]
+            regs = ", ".join(f'"+r"(hw{site}[{i}])' for i in range(n // 2))
             self.line(f"if ({slow}) {{")
             self.line("  #pragma unroll 1")
-            self.line(f"  for (u32 i = 0; i < {chain}u; ++i)")
-            self.line(f'    asm volatile("{ptx.WGMMA_MMA}" : "+r"(acc{site}[0]), "+r"(acc{site}[1]), '
-                      f'"+r"(acc{site}[2]), "+r"(acc{site}[3]) : "l"(d), "l"(d), "r"(1) : "memory");')
+            self.line(f"  for (u32 i = 0; i < {chain}u; ++i) {{")
+            self.line(f'    asm volatile("{ptx.WGMMA_FENCE}" ::: "memory");')
+            self.line(f'    asm volatile("{ptx.wgmma_wide(n)}" : {regs} : "l"(d), "l"(d), "r"(1) : "memory");')
+            self.line("  }")
             self.line("}")
+            self.line(f'asm volatile("{ptx.WGMMA_FENCE}" ::: "memory");')
         self.line(f'asm volatile("{ptx.WGMMA_MMA}" : "+r"(acc{site}[0]), "+r"(acc{site}[1]), "+r"(acc{site}[2]), '
                   f'"+r"(acc{site}[3]) : "l"(d), "l"(d), "r"(0) : "memory");')
         self._lookup("sv_read", site)
@@ -529,6 +547,13 @@ class KernelWriter:
     def check_wgmma(self) -> None:
         """After a wgmma.wait: check every retired wgmma read (the emitter allows only `wgmma.wait 0`)."""
         for s in self.wgmma_sites:
+            if s in self.wide_n:  # the held wgmma's queue: its results are not checked, only kept live
+                self.line("{")
+                self.line("  u32 x = 0u;")
+                self.line("  #pragma unroll")
+                self.line(f"  for (int i = 0; i < {self.wide_n[s] // 2}; ++i) x ^= hw{s}[i];")
+                self.line("  if (x == 0x9E3779B9u) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 0u);")
+                self.line("}")
             self.line(f"if (wg_pending{s}) {{")
             self.line(f'  asm volatile("" : "+r"(acc{s}[0]), "+r"(acc{s}[1]), "+r"(acc{s}[2]), "+r"(acc{s}[3]) '
                       ':: "memory");')

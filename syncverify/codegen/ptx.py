@@ -89,6 +89,23 @@ WGMMA_MMA = ("{ .reg .pred p; setp.ne.b32 p, %6, 0; "
              "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.u8 {%0, %1, %2, %3}, %4, %5, p; }")
 
 
+def wgmma_wide_n(slot_bytes: int) -> int:
+    """N of the widest m64nNk32 u8 wgmma whose B (N rows of 32 bytes) fits in a slot: 256 for 8 KiB or more."""
+    n = min(256, slot_bytes // 32)
+    return n - n % 16 if n > 32 else n - n % 8
+
+
+def wgmma_wide(n: int) -> str:
+    """An accumulating m64nNk32 u8 wgmma on N/2 accumulator registers (%0..), descriptors %N/2 and %N/2+1.
+
+    The slow-wgmma hold queues these before the held wgmma: on the H200 an m64n256k32 keeps the tensor cores
+    busy about 128 cycles, and a warpgroup issues several ahead of them (docs/gpu-agreement.md)."""
+    r = n // 2
+    regs = ", ".join(f"%{i}" for i in range(r))
+    return (f"{{ .reg .pred p; setp.ne.b32 p, %{r + 2}, 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k32.s32.u8.u8 {{{regs}}}, %{r}, %{r + 1}, p; }}")
+
+
 # Status words per process (host-visible) and control words (device memory); mirrored in the runner.
 STATUS_WORDS = 32  # words 0..15: progress (overwritten as the warp moves on); 16..31: where it got stuck
 STUCK_BASE = 16

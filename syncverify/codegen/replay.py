@@ -30,8 +30,14 @@ the first access open until the second has landed:
   these steps are not gated: a gate's __threadfence would itself drain the stores.
 - ``slow-wgmma``: wgmma.mma_async is warpgroup-collective, so its warps cannot be
   gated one by one; the protocol's own barriers give the order up to the release,
-  and the hold queues a chain of accumulating wgmmas on the same accumulator
-  before the checked one, to make the tensor cores read the slot late.
+  and the hold queues a chain of wide accumulating wgmmas (m64n256k32, reading the
+  same slot, on an accumulator of their own) before the checked one: on the H200
+  the warpgroup issues several ahead of the tensor cores, which are still busy
+  with them when the warpgroup reaches the release, so the checked wgmma reads
+  the slot late. Copies are then issued without an abort-flag load before them
+  (KernelWriter.early_copies), so the overwrite lands inside that window.
+  (A chain of m64n8k32 on the checked wgmma's accumulator was tried first: ptxas
+  removed it, since the checked wgmma's scale-d 0 discards its results.)
 
 A replay of a safe protocol (``instrumented_order``) has no order to force; it
 applies, wherever they apply, the holds that keep the protocol's program order:
@@ -57,7 +63,7 @@ SAFE_WINDOW_NS = 20_000  # late-read on safe protocols: every read waits this lo
 # each bulk store next to the stores of 3 other CTAs on its SM (277036 wrong words), and run the safe
 # protocols' fenced writes under the same load.
 LATE_WRITE_GRID = 4 * 132
-WGMMA_CHAIN = 1024  # accumulating wgmmas queued before a held one (serial on one accumulator)
+WGMMA_CHAIN = 64  # wide accumulating wgmmas queued before a held one (probe wgmma_war: 8 or more showed it)
 ANY = -1  # a hold's process or occurrence: every one
 
 
