@@ -46,7 +46,7 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
     for engine in active:
         if engine.reference:
             continue
-        every = {"spin": args.spin_every, "symbolic": args.symbolic_every}.get(engine.name, 1)
+        every = {"spin": args.spin_every, "symbolic": args.symbolic_every, "bmc": args.bmc_every}.get(engine.name, 1)
         if every <= 0 or seed % every:
             continue
         try:
@@ -80,6 +80,8 @@ def main() -> int:
     ap.add_argument("--spin-every", type=int, default=10, help="run SPIN on every k-th protocol (0: never)")
     ap.add_argument("--symbolic-every", type=int, default=1,
                     help="run the all-iterations engine on every k-th protocol (0: never)")
+    ap.add_argument("--bmc-every", type=int, default=1,
+                    help="run the Z3 bounded model checker on every k-th protocol (0: never)")
     ap.add_argument("--engines", help="comma-separated subset of engine names")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--out", type=Path)
@@ -181,8 +183,10 @@ def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, di
         "",
         f"- command: `nice -n 19 python bench/differential.py --count {args.count} --spin-every {args.spin_every} "
         + (f"--jobs {args.jobs} " if args.jobs > 1 else "") +
-        f"--symbolic-every {args.symbolic_every} --max-states {args.max_states} --seconds {args.seconds:g} "
-        "--out bench/DIFFERENTIAL.md`",
+        f"--symbolic-every {args.symbolic_every} --bmc-every {args.bmc_every} --max-states {args.max_states} "
+        f"--seconds {args.seconds:g} " + (f"--engines {args.engines} " if args.engines else "") +
+        (f"--first-seed {args.first_seed} " if args.first_seed else "") +
+        f"--out {args.out.relative_to(ROOT) if args.out and args.out.is_absolute() else args.out}`",
         f"- protocols: {args.count:,} (seeds {args.first_seed}..{args.first_seed + args.count - 1}); wall "
         f"{elapsed / 60:.1f} min ({args.jobs} worker process{'es' if args.jobs > 1 else ''}, {os.cpu_count()} CPUs); "
         f"Python {platform.python_version()}",

@@ -18,7 +18,7 @@ from .result import CheckResult, Stats, Verdict
 
 @dataclass(frozen=True)
 class Options:
-    engine: str = "auto"  # auto | explicit | z3
+    engine: str = "auto"  # auto | explicit | z3 | bmc
     max_states: int = 2_000_000
     timeout: float = 600.0
     max_memory_mb: float = 8192.0

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="verify .sync protocol specs")
     check.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories (searched for *.sync)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    check.add_argument("--engine", choices=["auto", "explicit", "z3"], default="auto")
+    check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto")
     check.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE",
                        help="override a param")
     check.add_argument("--max-states", type=int, default=Options.max_states)

@@ -90,6 +90,19 @@ def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
     return answer
 
 
+def _bmc(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+    from syncverify.check import Options, check_protocol
+
+    start = time.monotonic()
+    res = check_protocol(protocol, Options(engine="bmc", timeout=seconds))
+    answer = _from_result(res, start)
+    if answer.verdict == "inconclusive" and answer.detail.startswith("unsupported by the bmc engine"):
+        return Answer("unsupported", detail=answer.detail, seconds=answer.seconds)
+    if answer.verdict == "inconclusive" and answer.detail.startswith("internal:"):
+        return Answer("error", detail=answer.detail, seconds=answer.seconds)  # a counterexample the machine refutes
+    return answer
+
+
 def _spin(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
     from syncverify.export.promela import ExportError, export_model
     from syncverify.export.spin import run_spin
@@ -135,6 +148,7 @@ def engines() -> list[Engine]:
         Engine("explicit-por-only", "bounded", _explicit(True, False)),
         Engine("explicit-symmetry-only", "bounded", _explicit(False, True)),
         Engine("symbolic", "all-iterations", _symbolic, _module_missing("syncverify.engines.symbolic")),
+        Engine("bmc", "bounded", _bmc, _module_missing("syncverify.engines.bmc")),
         Engine("spin", "bounded", _spin, _spin_missing()),
     ]
 

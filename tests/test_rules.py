@@ -289,7 +289,7 @@ def test_named_barrier_counts_threads_per_generation():
     # §3: the barrier counts threads, a warp at a time; completion reinitializes it
     s = nb_arrive(NB_FRESH, 64, 32, 1 << 0, 10)
     assert s == NamedBar(64, 32, 0, 0b1, 10)
-    assert nb_complete(s, 64) is s  # not yet
+    assert nb_complete(s, 64) == s  # not yet
     s = nb_arrive(s, 64, 32, 1 << 1, 10)
     assert (s.arrived, s.warps) == (64, 0b11)
     done = nb_complete(s, 64)
@@ -309,7 +309,7 @@ def test_named_barrier_fa3_pre_arrive_generation():
     s = NB_FRESH
     for w in range(4):
         s = nb_arrive(s, 256, 32, 1 << w, 1)
-    assert nb_complete(s, 256) is s
+    assert nb_complete(s, 256) == s
     for w in range(4):
         s = nb_arrive(s, 256, 32, 1 << w, 2)
     assert s.arrived == 256 and s.warps == 0b1111

@@ -23,6 +23,10 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
+    if options.engine == "bmc":
+        from . import bmc
+
+        return bmc.check(protocol, options, machine)
     if options.engine in ("z3", "auto"):
         try:
             from . import symbolic

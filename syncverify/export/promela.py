@@ -92,6 +92,10 @@ class _PromelaArith:
         return _Term("(" + " && ".join(_promela(c) for c in conds) + ")")
 
     @staticmethod
+    def or_(*conds: object) -> _Term:
+        return _Term("(" + " || ".join(_promela(c) for c in conds) + ")")
+
+    @staticmethod
     def mod2(value: object) -> _Term:
         return _Term(f"({_promela(value)} % 2)")
 

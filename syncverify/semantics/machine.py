@@ -471,8 +471,9 @@ class Machine:
 
     def _knows(self, records: tuple, key: tuple, mask: int) -> bool:
         """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?"""
+        space = key[0]
         for r in records:
-            if r[:4] == key:
+            if r[R_SPACE] == space and r[:4] == key:  # (the space first: most records are data, not the key's)
                 return (r[R_KNOWN] & mask) == mask
         return True  # no such record: nothing to order after
 
@@ -772,7 +773,7 @@ class Machine:
         if not nb.arrived:
             return
         done = rules.nb_complete(nb, self._nb_expected(w, cta, nb))
-        if done is nb:
+        if done == nb:
             return
         w.named[idx] = done
         bit = self.holders.nb(cta, bar_id)

@@ -21,6 +21,7 @@ MAX_COUNT = (1 << 20) - 1  # ptx-semantics §1.1: counts 1..2^20-1, tx in ±(2^2
 class Arith(Protocol):
     def ite(self, cond: Any, then: Any, other: Any) -> Any: ...
     def and_(self, *conds: Any) -> Any: ...
+    def or_(self, *conds: Any) -> Any: ...
     def mod2(self, value: Any) -> Any: ...
 
 
@@ -34,6 +35,10 @@ class PyArith:
     @staticmethod
     def and_(*conds: Any) -> Any:
         return all(conds)
+
+    @staticmethod
+    def or_(*conds: Any) -> Any:
+        return any(conds)
 
     @staticmethod
     def mod2(value: Any) -> Any:
@@ -112,28 +117,28 @@ def mb_wait_passes(s: Mbar, parity: Any, A: Arith = PY) -> Any:
     return A.mod2(s.k) != A.mod2(parity)
 
 
-def intended_phase(last_observed: int, parity: int) -> int:
+def intended_phase(last_observed: Any, parity: Any, A: Arith = PY) -> Any:
     """The phase a parity wait means (§1.3 proof obligation): the first phase at or
     after the last one this waiter saw complete whose parity is p. A fresh waiter
     has seen phase −1 (so parity 1 on a fresh barrier means "the buffer starts
     empty", CUTLASS's producer start state)."""
-    return last_observed if last_observed % 2 == parity % 2 else last_observed + 1
+    return A.ite(A.mod2(last_observed) == A.mod2(parity), last_observed, last_observed + 1)
 
 
-def wait_aliases(s: Mbar, intended: int) -> bool:
+def wait_aliases(s: Mbar, intended: Any) -> Any:
     """§1.3: a wait is valid only while k ∈ {j, j+1}; k > j+1 means the phase it
     waits for completed and was overtaken (stale waiter, SV501)."""
     return s.k > intended + 1
 
 
-def arrive_overflows(s: Mbar, n: int) -> bool:
+def arrive_overflows(s: Mbar, n: Any) -> Any:
     """§1.2: arrive(n) with n > pend drives pend negative — out of range, UB (SV504)."""
     return n > s.pend
 
 
-def tx_out_of_range(tx: int) -> bool:
+def tx_out_of_range(tx: Any, A: Arith = PY) -> Any:
     """§1.1: the tx-count must stay within ±(2^20−1) (SV503)."""
-    return not -MAX_COUNT <= tx <= MAX_COUNT
+    return A.or_(tx < -MAX_COUNT, tx > MAX_COUNT)
 
 
 class NamedBar(NamedTuple):
@@ -152,19 +157,21 @@ class NamedBar(NamedTuple):
 NB_FRESH = NamedBar(None, 0, 0, 0, 0)
 
 
-def nb_arrive(s: NamedBar, count: int | None, threads: int, warp_bit: int, site: int) -> NamedBar:
+def nb_arrive(s: NamedBar, count: Any, threads: int, warp_bit: int, site: Any, A: Arith = PY) -> NamedBar:
     """`bar.sync/bar.arrive a, b` (§3): the barrier counts threads, a warp at a time;
     the first arrival of a generation fixes its count."""
-    return NamedBar(count if s.arrived == 0 else s.count, s.arrived + threads, s.gen, s.warps | warp_bit,
-                    site if s.arrived == 0 else s.site)
+    first = s.arrived == 0
+    return NamedBar(A.ite(first, count, s.count), s.arrived + threads, s.gen, s.warps | warp_bit,
+                    A.ite(first, site, s.site))
 
 
-def nb_complete(s: NamedBar, expected: int) -> NamedBar:
+def nb_complete(s: NamedBar, expected: Any, A: Arith = PY, open_count: Any = None) -> NamedBar:
     """Completion (§3): when the count is reached the waiters restart and the barrier
-    "is reinitialized so that it can be immediately reused" — a new generation."""
-    if s.arrived >= expected:
-        return NamedBar(None, 0, s.gen + 1, 0, 0)
-    return s
+    "is reinitialized so that it can be immediately reused" — a new generation, whose
+    count is open again (``open_count``: how the caller writes "not fixed yet")."""
+    done = s.arrived >= expected
+    return NamedBar(A.ite(done, open_count, s.count), A.ite(done, 0, s.arrived), A.ite(done, s.gen + 1, s.gen),
+                    A.ite(done, 0, s.warps), A.ite(done, 0, s.site))
 
 
 class ClusterBar(NamedTuple):

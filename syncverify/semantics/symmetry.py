@@ -100,22 +100,25 @@ class Symmetry:
             moved |= mask
 
         keep = ~moved
-
-        def remap(bits: int) -> int:
-            if not bits & moved:
-                return bits
-            out = bits & keep
-            for mask, src, dst in bit_pairs:
-                if bits & mask:
-                    out |= ((bits >> src) & 3) << dst
-            return out
-
-        # records and waiter lists recur across states: remember their images under this permutation
+        # records, waiter lists and knowledge sets recur across states: remember their images under
+        # this permutation (a set of knowledge bits, an int, is never equal to a tuple key)
         perm_key = tuple(perm.items())
         images = self._images.get(perm_key)
         if images is None or len(images) > _MEMO_LIMIT:
             images = self._images[perm_key] = {}
         get = images.get
+
+        def remap(bits: int) -> int:
+            if not bits & moved:
+                return bits
+            out = get(bits)
+            if out is None:
+                out = bits & keep
+                for mask, src, dst in bit_pairs:
+                    if bits & mask:
+                        out |= ((bits >> src) & 3) << dst
+                images[bits] = out
+            return out
 
         def image_of(r: tuple) -> tuple:
             owner = r[R_OWNER]
