@@ -13,11 +13,13 @@ further; the search goes on to find the other distinct violations.
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import ir
@@ -61,8 +63,33 @@ class SearchOutcome:
 Progress = Callable[[int, int, float, float], None]  # states, frontier, seconds, MB
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (reference counting still frees everything).
+
+    The search keeps every state it stores alive until it ends, and allocates millions of
+    short-lived tuples, none of them in reference cycles. The collector's full passes rescan
+    all the stored states again and again for nothing: about a sixth of the all-iterations proof
+    of the canonical ring, a tenth of the explicit search of the 2-CTA cluster ring. Memory is
+    unchanged, since acyclic objects are freed by reference counting.
+    The collector's previous setting is restored on every exit."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
            progress: Progress | None = None) -> SearchOutcome:
+    with cyclic_gc_paused():
+        return _search(machine, budget, symmetry, progress)
+
+
+def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
+            progress: Progress | None) -> SearchOutcome:
     start = time.monotonic()
     base_mb = _rss_mb()
     canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))

@@ -48,12 +48,10 @@ inconclusive.
 
 from __future__ import annotations
 
-import gc
 import time
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
@@ -94,7 +92,7 @@ from ..semantics.state import (
     State,
 )
 from ..semantics.symmetry import Symmetry
-from .explicit import Budget, _deadlock, _diagnostic, explore
+from .explicit import Budget, _deadlock, _diagnostic, cyclic_gc_paused, explore
 from .periodic import Plan, ProcPlan, Refusal, liftable_params, plan
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
@@ -492,28 +490,10 @@ class LiftOutcome:
     stop_reason: str = ""
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (reference counting still frees everything).
-
-    The search keeps every state it stores alive until it ends, and allocates millions of
-    short-lived tuples, none of them in reference cycles. The collector's full passes rescan
-    all the stored states again and again for nothing (about a sixth of the search time on the
-    canonical ring); memory is unchanged, since acyclic objects are freed by reference counting.
-    The collector's previous setting is restored on every exit."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
                   seconds: float = 600.0, only: int | None = None) -> LiftOutcome:
     """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction."""
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         return _lifted_search(p, assumptions, max_states, seconds, only)
 
 

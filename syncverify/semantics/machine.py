@@ -107,6 +107,16 @@ class Violation(Exception):
         self.procs = procs  # other processes involved (e.g. the other side of a race), for trimming traces
 
 
+def _detached(v: Violation) -> Violation:
+    """The finding without the traceback and exception context it was raised with. A kept
+    traceback references the frame that holds the exception itself — a reference cycle per
+    finding, which the searches (run with the cyclic collector paused) would never free."""
+    v.__traceback__ = None
+    v.__context__ = None
+    v.__cause__ = None
+    return v
+
+
 @dataclass
 class StepResult:
     """One step: its label, the state it leads to (None if it ends the path in a violation),
@@ -391,7 +401,7 @@ class Machine:
         try:
             advanced = self._exec(w, p, ins, pstate)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings, w.soft)
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
         if not advanced:
             return None  # blocked
         try:
@@ -400,7 +410,7 @@ class Machine:
             if self.programs[p].code[pc].kind == END:
                 self._exit(w, p)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings, w.soft)
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
         return StepResult(label, w.freeze(), None, w.warnings, w.soft, w.lone)
 
     # ------------------------------------------------------------------ process operations
@@ -1180,7 +1190,7 @@ class Machine:
             else:
                 self._complete_umma(w, a)
         except Violation as v:
-            return StepResult(label, None, v, w.warnings, w.soft)
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
         return StepResult(label, w.freeze(), None, w.warnings, w.soft, w.lone)
 
     def _agent_span(self, line: int) -> ir.Span:
