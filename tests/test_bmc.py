@@ -8,6 +8,8 @@ every counterexample the solver finds must replay step by step in the machine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from diff_engines import CONCLUSIVE, compare, engines
 from hypothesis import HealthCheck, assume, given, settings
@@ -66,12 +68,15 @@ def test_unsupported_features_are_reported_not_guessed():
     assert "unsupported" in res.coverage and "cluster" in res.coverage
 
 
-def test_depth_bound_counts_every_operation_and_copy():
+def test_depth_bound_counts_every_step_and_copy():
     machine = Machine(syncverify.load(_ring(2), path="t.sync"))
     bmc = BMC(machine)
-    # producer: two inits, syncthreads, 2 x (wait, arrive.expect_tx, tma.load); consumer: syncthreads,
-    # 2 x (wait, read, arrive); two copies complete
-    assert bmc.depth_bound() == 9 + 7 + 2
+    # A step is one operation and the local ones after it (the copy after its arrive.expect_tx, the
+    # read after its wait), except a process's last operation. Producer: init, init, syncthreads,
+    # wait, arrive.expect_tx + tma.load, wait, arrive.expect_tx, tma.load (last): 8 steps.
+    # Consumer: syncthreads, wait + read, arrive, wait + read, arrive: 5. Two copies complete.
+    assert bmc.depth_bound() == 8 + 5 + 2
+    assert [len(run) for run in bmc.enc.runs[1].values()] == [1, 2, 1, 2, 1]
 
 
 def test_budget_ends_inconclusive_never_safe():
@@ -81,12 +86,12 @@ def test_budget_ends_inconclusive_never_safe():
 
 def _small(text: str) -> bool:
     try:
-        return BMC(Machine(syncverify.load(text, path="g.sync"))).depth_bound() <= 24
+        return BMC(Machine(syncverify.load(text, path="g.sync"))).depth_bound() <= 22
     except Unsupported:
         return False
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(protocols())
 def test_bmc_agrees_with_the_explicit_engine(text):
     assume(_small(text))
@@ -107,3 +112,22 @@ def test_bmc_agrees_on_fixed_seeds(seed):
     other = ENGINES["bmc"].run(protocol, 20_000, 120.0)
     assert other.verdict in CONCLUSIVE, other
     assert compare(ref, other, ENGINES["bmc"]).kind == "agree", (ref, other)
+
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+@pytest.mark.parametrize("name, defines", [
+    ("nvfuser_cb_syncthreads", {"ITERS": 1, "PREFETCH": 1}), ("nvfuser_cb_mbarrier_war", {"ITERS": 1, "PREFETCH": 1}),
+    ("nvfuser_cb_prologue_unobserved_phase", {"ITERS": 1, "PREFETCH": 1}), ("tma_store_epilogue", {"ITERS": 1}),
+    ("tma_store_no_fence", {"ITERS": 1}),
+    ("nvfuser_cb_no_war_wait", {"ITERS": 2, "PREFETCH": 2}),  # an index out of range (SV104)
+])
+def test_bmc_agrees_on_specs_at_small_trip_counts(name, defines):
+    """The specs the solver decides within the test budget (bench/RESULTS-bmc.md has all of them)."""
+    protocol = syncverify.load(str(SPECS / f"{name}.sync"), defines)
+    ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
+    res = check_protocol(protocol, Options(engine="bmc", timeout=120))
+    assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
+    assert res.verdict == ref.verdict, (res, ref)
+    assert {d.code for d in res.diagnostics if d.is_error} <= ref.codes()

@@ -123,6 +123,16 @@ class Event:
     pending: int = 0
     retires: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (record, holders that learn it)
     agent: int = -1  # for a bulk-tensor load: its actor number
+    ordinal: int = 0  # which step of its process runs it (see Encoding._runs)
+
+
+# Operations that touch only their own process, their slot's records and the copies they issue:
+# `semantics.machine.LOCAL_OPS` minus those this encoding does not model.
+FUSABLE = (ir.Access, ir.Syncwarp, ir.Fence, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad)
+
+
+def _fusable(e: Event) -> bool:
+    return e.error is None and isinstance(e.op, FUSABLE)
 
 
 def _static(fn, *args):
@@ -150,6 +160,7 @@ class Encoding:
                                     and e.error is None]
         for n, e in enumerate(self.agents):
             e.agent = self.P + n
+        self.runs: list[dict[int, list[Event]]] = [self._runs(evs) for evs in self.events]
         self.H = 2 * self.P + 2 * self.M + len(self.nb_ids)
         self._size_numbers()
         self.R = max(len(self.records), 1)
@@ -279,7 +290,27 @@ class Encoding:
             pass
         elif kind not in (ir.Syncwarp, ir.GroupCommit):
             raise Unsupported(f"`{kind.__name__}` operations")
+        if e.error is not None:  # executing it is the violation; none of its operands is used
+            e.m, e.targets, e.key, e.bar_id, e.parity, e.count, e.nbytes, e.pending = -1, (), (), -1, 0, 0, None, 0
         return e
+
+    def _runs(self, evs: list[Event]) -> dict[int, list[Event]]:
+        """The process's steps: each starts at an event and goes on through the local operations
+        that follow it (as `Machine.successors` takes them alone, they run as soon as they are
+        enabled), except the last event (its exit touches every all-thread barrier) and after a
+        `bar.sync` (a completion restarts the warp after it, in another warp's step)."""
+        runs: dict[int, list[Event]] = {}
+        j = 0
+        while j < len(evs):
+            run = [evs[j]]
+            if not isinstance(evs[j].op, ir.BarSync):
+                while j + len(run) < len(evs) - 1 and _fusable(evs[j + len(run)]):
+                    run.append(evs[j + len(run)])
+            for e in run:
+                e.ordinal = len(runs)
+            runs[j] = run
+            j += len(run)
+        return runs
 
     def _size_numbers(self) -> None:
         """Numbers are two's-complement bit-vectors (the problem is then pure QF_BV, which Z3
@@ -591,23 +622,37 @@ class Step:
         out = []
         all_done = z3.And(*[enc.done(Work(self.S), q) for q in range(enc.P)])
         for p in range(enc.P):
-            for e in enc.events[p][:depth + 1]:
-                guard = z3.And(self.sel == p, self.S["pc", p] == e.index, z3.Not(self.S["parked", p]))
-                out.append(self.event(e, guard, all_done))
+            for start, run in list(enc.runs[p].items())[:depth + 1]:
+                guard = z3.And(self.sel == p, self.S["pc", p] == start, z3.Not(self.S["parked", p]))
+                out.append(self.run_of(run, guard, all_done))
         for e in enc.agents:
-            if e.index < depth:
+            if e.ordinal < depth:
                 out.append(self.agent(e))
         return out
 
-    def event(self, e: Event, guard: Any, all_done_before: Any) -> Effect:
+    def run_of(self, run: list[Event], guard: Any, all_done_before: Any) -> Effect:
+        """One step of a process: its current event, then the local ones fused after it."""
         w = Work(self.S)
         hard: list[tuple[str, Any]] = []
         soft: list[tuple[str, Any]] = []
+        enabled: Any = None
+        objects: frozenset = frozenset()
+        last = False
+        for e in run:
+            en, last = self.event(w, e, hard, soft, all_done_before)
+            enabled = en if enabled is None else enabled
+            objects |= self.enc.objects(e)
+        return Effect(guard, enabled, hard, soft, w.upd, objects, last)
+
+    def event(self, w: Work, e: Event, hard: list, soft: list, all_done_before: Any) -> tuple[Any, bool]:
+        """Apply one event to ``w``, adding its checks; returns whether it can move, and whether
+        it is its process's last event."""
         enabled: Any = z3.BoolVal(True)
         p = e.proc
         op = e.op
         if e.error is not None:
-            return Effect(guard, enabled, [(e.error.code, z3.BoolVal(True))], [], {}, frozenset({("proc", p)}))
+            hard.append((e.error.code, z3.BoolVal(True)))
+            return enabled, False
         parks = False
         if isinstance(op, ir.MbarInit):
             hard.append(("SV403", z3.BoolVal(e.threads > 1)))
@@ -707,7 +752,7 @@ class Step:
         last_event = e.index == len(self.enc.events[p]) - 1
         if last_event or isinstance(op, ir.BarSync | ir.BarArrive):
             hard += self.exits(w, all_done_before)
-        return Effect(guard, enabled, hard, soft, w.upd, self.enc.objects(e), last_event)
+        return enabled, last_event
 
     def wait(self, w: Work, e: Event, hard: list, soft: list) -> Any:
         """Machine.op_wait (one CTA). Returns when the wait can move (pass, or break a rule)."""
@@ -796,6 +841,7 @@ class Outcome:
     depth: int = 0
     reason: str = ""
     seconds: float = 0.0
+    last_group: int = 1  # machine steps of the bad step (a fused step is several)
 
 
 class BMC:
@@ -803,7 +849,7 @@ class BMC:
         self.enc = Encoding(machine)
 
     def depth_bound(self) -> int:
-        return sum(len(evs) for evs in self.enc.events) + len(self.enc.agents)
+        return sum(len(runs) for runs in self.enc.runs) + len(self.enc.agents)
 
     def run(self, seconds: float) -> Outcome:
         """Unroll step by step; ask the solver at depths 4, 8, 16, … and at the bound whether some
@@ -840,7 +886,7 @@ class BMC:
                 constraints.append(z3.Implies(active, z3.Implies(
                     sels[-2] > sel, z3.Or(prev["all"], touch["all"], *shared))))
             prev = touch
-            bads.append((z3.And(active, z3.Or(deadlock, *finding)), deadlock, effects))
+            bads.append((z3.And(active, z3.Or(deadlock, *finding)), deadlock, effects, S))
             if i in checkpoints:
                 left = seconds - (time.monotonic() - start)
                 if left <= 0:
@@ -854,7 +900,7 @@ class BMC:
                 solver.set("rlimit", RLIMIT_PER_CHECK)
                 solver.set("timeout", max(1, int(left * 1000)))
                 solver.add(*constraints)
-                solver.add(z3.Or(*[bad for bad, _, _ in bads]))
+                solver.add(z3.Or(*[bad[0] for bad in bads]))
                 answer = solver.check()
                 if DEBUG:
                     print(f"depth {i}: {answer} after {time.monotonic() - start:.1f}s", flush=True)
@@ -893,19 +939,29 @@ class BMC:
         return {o: z3.Or(*guards) if guards else z3.BoolVal(False) for o, guards in by_object.items()}
 
     def counterexample(self, model: z3.ModelRef, sels: list, bads: list, start: float) -> Outcome:
-        """The first bad step of the solver's path, as machine step labels."""
+        """The first bad step of the solver's path, as machine step labels (a process's step that
+        runs fused local operations is as many machine steps)."""
         ev = lambda t: model.eval(t, model_completion=True)  # noqa: E731
-        for i, (bad, deadlock, effects) in enumerate(bads):
+        labels: list[tuple] = []
+        for i, (bad, deadlock, effects, S) in enumerate(bads):
+            group = self.labels(ev(sels[i]).as_long(), S, ev)
             if not z3.is_true(ev(bad)):
+                labels += group
                 continue
-            labels = [self.label(ev(s).as_long()) for s in sels[:i]]
             if z3.is_true(ev(deadlock)):
                 return Outcome("violation", labels, "SV201", True, i, seconds=time.monotonic() - start)
-            labels.append(self.label(ev(sels[i]).as_long()))
             code = next((c for eff in effects if z3.is_true(ev(eff.guard))
                          for c, cond in eff.hard + eff.soft if z3.is_true(ev(cond))), "")
-            return Outcome("violation", labels, code, False, i, seconds=time.monotonic() - start)
+            return Outcome("violation", labels + group, code, False, i, seconds=time.monotonic() - start,
+                           last_group=len(group))
         raise AssertionError("a satisfying path has a bad step")
+
+    def labels(self, actor: int, S: dict, ev) -> list[tuple]:
+        enc = self.enc
+        if actor < enc.P:
+            run = enc.runs[actor].get(ev(S["pc", actor]).as_long(), [None])
+            return [("p", actor)] * len(run)
+        return [self.label(actor)]
 
     def deadlock(self, step: Step, depth: int) -> Any:
         enc = self.enc
@@ -913,8 +969,8 @@ class BMC:
         w = Work(S)
         stuck = []
         for p in range(enc.P):
-            waits = [z3.And(S["pc", p] == e.index, blocked(step, e)) for e in enc.events[p][:depth + 1]
-                     if isinstance(e.op, ir.MbarWait)]
+            waits = [z3.And(S["pc", p] == e.index, blocked(step, e)) for e in enc.events[p]
+                     if isinstance(e.op, ir.MbarWait) and e.ordinal <= depth]
             stuck.append(z3.Or(enc.done(w, p), S["parked", p], *waits))
         all_done = z3.And(*[enc.done(w, p) for p in range(enc.P)])
         return z3.And(z3.Not(all_done), S["inflight"] == 0, *stuck)
@@ -971,14 +1027,16 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
 
     state = machine.initial()
     labels = outcome.labels
+    tail = len(labels) - (0 if outcome.deadlock else outcome.last_group)  # where the bad step's labels start
     for n, label in enumerate(labels):
         res = machine.step(state, label)
         if res is None:
             return None, f"step {n + 1} ({label[0]} {label[1] if label[0] == 'p' else label[1][6]}) is blocked"
-        last = n == len(labels) - 1
-        if res.violation is not None or (last and res.soft):
-            v = res.violation or res.soft[0]
-            return (v, "") if last else (None, f"step {n + 1} breaks a rule ({v.code}) before the end")
+        finding = res.violation or (res.soft[0] if res.soft and n >= tail else None)
+        if finding is not None:
+            if n >= tail:
+                return finding, ""
+            return None, f"step {n + 1} breaks a rule ({finding.code}) before the end"
         state = res.state
     if outcome.deadlock:
         if list(machine.successors(state)) or all(machine.done(state, p) for p in range(len(machine.procs))):
