@@ -131,3 +131,16 @@ def test_bmc_agrees_on_specs_at_small_trip_counts(name, defines):
     assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
     assert res.verdict == ref.verdict, (res, ref)
     assert {d.code for d in res.diagnostics if d.is_error} <= ref.codes()
+
+
+REGRESSIONS = sorted((Path(__file__).resolve().parent / "data" / "differential").glob("*_bmc.sync"))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.stem)
+def test_differential_regressions(path):
+    """Protocols on which bench/differential.py once found the bmc engine failing."""
+    protocol = syncverify.load(str(path))
+    ref = ENGINES["explicit"].run(protocol, 20_000, 20.0)
+    other = ENGINES["bmc"].run(protocol, 20_000, 120.0)
+    assert other.verdict in CONCLUSIVE, other
+    assert compare(ref, other, ENGINES["bmc"]).kind == "agree", (ref, other)

@@ -944,12 +944,12 @@ class BMC:
         ev = lambda t: model.eval(t, model_completion=True)  # noqa: E731
         labels: list[tuple] = []
         for i, (bad, deadlock, effects, S) in enumerate(bads):
+            if z3.is_true(ev(bad)) and z3.is_true(ev(deadlock)):  # no move from here: sel_i is unconstrained
+                return Outcome("violation", labels, "SV201", True, i, seconds=time.monotonic() - start)
             group = self.labels(ev(sels[i]).as_long(), S, ev)
             if not z3.is_true(ev(bad)):
                 labels += group
                 continue
-            if z3.is_true(ev(deadlock)):
-                return Outcome("violation", labels, "SV201", True, i, seconds=time.monotonic() - start)
             code = next((c for eff in effects if z3.is_true(ev(eff.guard))
                          for c, cond in eff.hard + eff.soft if z3.is_true(ev(cond))), "")
             return Outcome("violation", labels + group, code, False, i, seconds=time.monotonic() - start,
