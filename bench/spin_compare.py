@@ -211,7 +211,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a few small points only")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per tool per point")
     ap.add_argument("--memlim", type=int, default=4096, help="SPIN's -DMEMLIM (MB)")
-    ap.add_argument("--out", default=None, help="Markdown output (default: bench/RESULTS-spin.md; --quick: stdout)")
+    ap.add_argument("--family", choices=["ring", "cluster ring", "ping-pong"], help="measure one family only")
+    ap.add_argument("--out", default=None, help="Markdown output (default: bench/RESULTS-spin.md; --quick or "
+                    "--family: stdout)")
     args = ap.parse_args()
     missing = tools_available()
     if missing:
@@ -221,13 +223,16 @@ def main() -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     command = "python bench/spin_compare.py" + (" --quick" if args.quick else "") + \
         (f" --timeout {args.timeout:g}" if args.timeout != 60 else "") + \
-        (f" --memlim {args.memlim}" if args.memlim != 4096 else "")
+        (f" --memlim {args.memlim}" if args.memlim != 4096 else "") + \
+        (f" --family '{args.family}'" if args.family else "")
     failed_sv: set[tuple] = set()
     failed_spin: set[tuple] = set()
     rows: list[tuple[Row, str | None, str | None]] = []
     with tempfile.TemporaryDirectory(prefix="spin_compare_") as tmp:
         work = Path(tmp)
         for pt in points(args.quick):
+            if args.family and pt.family != args.family:
+                continue
             row = Row(pt)
             sv_skip = "larger than a point that did not finish" if pt.shape in failed_sv else None
             spin_skip = "larger than a point that did not finish" if pt.shape in failed_spin else None
@@ -246,7 +251,7 @@ def main() -> int:
                 f"{row.spin['wall']:.1f}s {row.spin['peak']:.0f}MB"
             print(f"{pt.family:12s} {pt.label():32s} syncverify {sv_txt:32s} SPIN {spin_txt}", flush=True)
     md = write_md(rows, args, started, load, command)
-    out = args.out or (None if args.quick else str(ROOT / "bench" / "RESULTS-spin.md"))
+    out = args.out or (None if args.quick or args.family else str(ROOT / "bench" / "RESULTS-spin.md"))
     if out:
         Path(out).write_text(md)
         print(f"wrote {out}")

@@ -128,8 +128,8 @@ def test_budget_ends_inconclusive(tmp_path, text, extra):
 
 def test_time_budget_holds_with_thousands_of_live_barriers(tmp_path):
     """4,096 stages initialized and used: slow per state; the search must still stop on time."""
-    rc, result, seconds = check(tmp_path, ring(4096, 64), "--max-states", "100", "--timeout", "1")
-    assert rc == 3 and result["stats"]["states"] <= 101, result  # it ends, inconclusive, in any case
+    rc, result, seconds = check(tmp_path, ring(4096, 64), "--max-states", "1000000", "--timeout", "1")
+    assert rc == 3, result  # it ends, inconclusive
     assert "time budget" in result["coverage"] and seconds < 4.0, f"--timeout 1 but the check took {seconds:.1f}s"
 
 

@@ -92,7 +92,8 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             progress: Progress | None) -> SearchOutcome:
     start = time.monotonic()
     base_mb = _rss_mb()
-    canon = symmetry.canon if symmetry is not None else (lambda s: (s, None))
+    # without interchangeable processes every state is its own representative: no call per successor
+    canon = symmetry.canon if symmetry is not None and symmetry.groups else None
     index: dict[State, int] = {}
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
     queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
@@ -106,7 +107,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
-        init = canon(machine.initial())[0]
+        init = machine.initial() if canon is None else canon(machine.initial())[0]
         index[init] = 0
         queue.append((init, 0))
         while queue:
@@ -155,7 +156,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = canon(res.state)[0]
+                nxt = res.state if canon is None else canon(res.state)[0]
                 new = len(parents)
                 if index.setdefault(nxt, new) == new:  # one hash of the state, new or not
                     parents.append((sid, res.label))

@@ -29,6 +29,7 @@ from .program import (
     JUMP,
     LET,
     OP,
+    Instr,
     Process,
     Program,
     compile_program,
@@ -86,6 +87,7 @@ from .state import (
 )
 
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
+_MEMO_LIMIT = 1 << 16  # entries a per-machine memo table holds before it starts over
 
 
 class BudgetExceeded(Exception):
@@ -129,6 +131,14 @@ class StepResult:
     warnings: list[Violation] = field(default_factory=list)
     soft: list[Violation] = field(default_factory=list)
     lone: bool = False  # the step may be taken alone (partial-order reduction), decided by its rule
+
+
+class _Env(dict):
+    """The variables of one process at one program point, as the operation handlers read them
+    (never written once built). ``key`` = (process, variable values) determines every value
+    in it, so an expression evaluated in it with that process's context can be remembered."""
+
+    __slots__ = ("key",)
 
 
 @dataclass(frozen=True)
@@ -188,12 +198,22 @@ class Machine:
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
         self.waits_ahead = [_names_ahead(prog, (ir.MbarWait,)) for prog in self.programs]
+        # _lanes per process: (whole process, leader alone); a one-thread process is its leader
+        self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
+                             self.holders.leader(p.index)) for p in self.procs]
+        # what successors() needs to know of each instruction for the reduction, fixed by the program
+        self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
         self.loop_hook: Callable[[int, int, int, int, int], tuple[int, int]] | None = None
         # time.monotonic() after which local control flow stops with BudgetExceeded (set by a search)
         self.deadline: float | None = None
+        # Local control flow and expression values are functions of (process, pc, variables): the
+        # search meets the same ones in many states, so they are remembered (see _run_local, _eval).
+        self._local_memo: dict[tuple[int, int, tuple], tuple[int, tuple]] = {}
+        self._envs: dict[tuple[int, tuple], _Env] = {}
+        self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -237,7 +257,24 @@ class Machine:
         return state
 
     def _run_local(self, p: int, pc: int, vars_: tuple) -> tuple[int, tuple]:
-        """Run local control flow (let/for/if) until the next visible instruction."""
+        """Run local control flow (let/for/if) until the next visible instruction.
+
+        Without a loop hook the result depends only on (p, pc, vars_), so it is remembered; a
+        hook (the periodicity proof's trip counts) keeps state of its own, so with one installed
+        every call runs the code. A run that raises (an expression error, the time budget) is
+        not remembered."""
+        if self.loop_hook is not None:
+            return self._run_local_code(p, pc, vars_)
+        key = (p, pc, vars_)
+        out = self._local_memo.get(key)
+        if out is None:
+            out = self._run_local_code(p, pc, vars_)
+            if len(self._local_memo) >= _MEMO_LIMIT:
+                self._local_memo.clear()
+            self._local_memo[key] = out
+        return out
+
+    def _run_local_code(self, p: int, pc: int, vars_: tuple) -> tuple[int, tuple]:
         code = self.programs[p].code
         ctx = self.ctx[p]
         env = None
@@ -286,15 +323,40 @@ class Machine:
             elif kind == JUMP:
                 pc = ins.target
 
-    @staticmethod
-    def _eval(expr: ir.Expr, env: dict, ctx: Context) -> int:
+    def _eval(self, expr: ir.Expr, env: dict, ctx: Context) -> int:
+        """The value of ``expr``. In an _Env with its own process's context the value is remembered,
+        keyed by the expression's identity; the entry holds the expression, so that identity is
+        never reused while the entry lives. Errors are not remembered."""
+        memo = type(env) is _Env and ctx is self.ctx[env.key[0]]
+        if memo:
+            key = (id(expr), env.key)
+            hit = self._evals.get(key)
+            if hit is not None and hit[0] is expr:
+                return hit[1]
         try:
-            return evaluate(expr, env, ctx)
+            value = evaluate(expr, env, ctx)
         except EvalError as err:
             raise Violation("SV115", f"expression cannot be evaluated: {err}", err.expr.span) from None
+        if memo:
+            if len(self._evals) >= _MEMO_LIMIT:
+                self._evals.clear()
+            self._evals[key] = (expr, value)
+        return value
 
     def env(self, p: int, vars_: tuple) -> dict:
         return dict(zip(self.programs[p].var_names, vars_, strict=True))
+
+    def _env_at(self, p: int, vars_: tuple) -> _Env:
+        """The variables of process p as the operation handlers read them (shared, remembered)."""
+        key = (p, vars_)
+        env = self._envs.get(key)
+        if env is None:
+            env = _Env(zip(self.programs[p].var_names, vars_, strict=True))
+            env.key = key
+            if len(self._envs) >= _MEMO_LIMIT:
+                self._envs.clear()
+            self._envs[key] = env
+        return env
 
     # ------------------------------------------------------------------ successors
     def done(self, state: State, p: int) -> bool:
@@ -315,26 +377,34 @@ class Machine:
         taken alone. The state graph is acyclic (loops are bounded), so the
         cycle proviso holds trivially."""
         tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
+        procs = state.procs
         if self.reduce:
-            for p in range(len(self.procs)):
-                ins = self.programs[p].code[state.procs[p][P_PC]]
-                if ins.kind != OP:
+            for p, classes in enumerate(self._por_class):
+                cls = classes[procs[p][P_PC]]
+                if cls is _POR_LOCAL:
+                    lone_wait = False
+                elif cls is _POR_WAIT:
+                    lone_wait = self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name)
+                    if not lone_wait:
+                        continue
+                elif cls is _POR_ARRIVE:
+                    lone_wait = False
+                    if not self._lone_arrive(state, p, self.programs[p].code[procs[p][P_PC]].op):
+                        continue
+                else:
                     continue
-                lone_wait = isinstance(ins.op, ir.MbarWait) and self._no_lifecycle_ahead(state, p, ins.op.bar.name)
-                if type(ins.op) in LOCAL_OPS or lone_wait or self._lone_arrive(state, p, ins.op):
-                    res = tried[p] = self.step_process(state, p)
-                    if lone_wait and (res is None or not res.lone):
-                        continue
-                    if not lone_wait and isinstance(ins.op, ir.MbarArrive) and res is not None and \
-                            res.violation is None and self._completes_fresh_phase_before_a_first_wait(state, res, p):
-                        continue
-                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
-                        yield res
-                        return
-        for p in range(len(self.procs)):
-            kind = self.programs[p].code[state.procs[p][P_PC]].kind
-            if kind != OP:
+                res = tried[p] = self.step_process(state, p)
+                if lone_wait and (res is None or not res.lone):
+                    continue
+                if cls is _POR_ARRIVE and res is not None and \
+                        res.violation is None and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                    continue
+                if res is not None and res.violation is None and not res.warnings and not res.soft and \
+                        self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
+                    yield res
+                    return
+        for p, classes in enumerate(self._por_class):
+            if classes[procs[p][P_PC]] is _POR_NONE:
                 continue
             res = tried[p] if p in tried else self.step_process(state, p)
             if res is not None:
@@ -420,7 +490,7 @@ class Machine:
         Handlers return True (done: go to the next instruction), False (blocked: no
         step) or STAY (a visible effect, but the process stays, e.g. it joined a rendezvous)."""
         op = ins.op
-        env = self.env(p, pstate[P_VARS])
+        env = self._env_at(p, pstate[P_VARS])
         ctx = self.ctx[p]
         proc = self.procs[p]
         lanes = self._lanes(p, ins.leader_only)
@@ -436,9 +506,8 @@ class Machine:
 
     def _lanes(self, p: int, leader_only: bool) -> int:
         """Holder mask of the lanes executing: the leader alone, or the whole process."""
-        if leader_only or self.procs[p].nthreads == 1:
-            return self.holders.leader(p)
-        return self.holders.proc_mask(p)
+        whole, leader = self._lane_masks[p]
+        return leader if leader_only else whole
 
     def _part(self, p: int, leader_only: bool) -> int:
         return LEADER if leader_only or self.procs[p].nthreads == 1 else FULL
@@ -472,7 +541,11 @@ class Machine:
         return buf, slot
 
     def _cta_exited(self, w: _Work, cta: int) -> bool:
-        return all(self.programs[q].code[w.procs[q][P_PC]].kind == END for q in self.procs_of_cta[cta])
+        procs, programs = w.procs, self.programs
+        for q in self.procs_of_cta[cta]:
+            if programs[q].code[procs[q][P_PC]].kind != END:
+                return False
+        return True
 
     def _check_peer_alive(self, w: _Work, p: int, cta: int, span, what: str) -> None:
         if cta != self.procs[p].cta and self._cta_exited(w, cta):
@@ -481,9 +554,10 @@ class Machine:
 
     def _knows(self, records: tuple, key: tuple, mask: int) -> bool:
         """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?"""
-        space = key[0]
+        space, cta, obj, slot = key
         for r in records:
-            if r[R_SPACE] == space and r[:4] == key:  # (the space first: most records are data, not the key's)
+            # field by field, the space first (most records are data, not the key's), without slicing
+            if r[R_SPACE] == space and r[R_OBJ] == obj and r[R_CTA] == cta and r[R_SLOT] == slot:
                 return (r[R_KNOWN] & mask) == mask
         return True  # no such record: nothing to order after
 
@@ -537,16 +611,23 @@ class Machine:
         SV501). Checking it here, on causality, makes SV501 independent of the interleaving
         explored — which is what lets partial-order reduction take passing waits alone."""
         cta = self.mb_names[m][0]
-        key = (SPACE_OBS, cta, m, phase - 1)
+        last = phase - 1
         cur = self.holders.mb_cur(m)
+        # One pass finds both the stale observation (the first, in record order) and the observations
+        # of earlier phases that are dropped; the records are copied only when some are dropped.
+        drop = False
         for r in w.records:
-            if r[:4] == key and not r[R_KNOWN] & cur:
-                raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for phase "
-                                f"{phase - 1} of {self.mb_label(m)} is not ordered before the completion of phase "
-                                f"{phase}: in another interleaving it runs after it, and its parity then names a "
-                                "later phase (stale waiter)", self._agent_span(r[R_LINE]), procs=(r[R_OWNER],))
-        w.records = tuple(r for r in w.records if not (r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m
-                                                       and r[R_CTA] == cta and r[R_SLOT] <= phase - 1))
+            if r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m and r[R_CTA] == cta and r[R_SLOT] <= last:
+                drop = True
+                if r[R_SLOT] == last and not r[R_KNOWN] & cur:
+                    raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for "
+                                    f"phase {last} of {self.mb_label(m)} is not ordered before the completion of "
+                                    f"phase {phase}: in another interleaving it runs after it, and its parity then "
+                                    "names a later phase (stale waiter)", self._agent_span(r[R_LINE]),
+                                    procs=(r[R_OWNER],))
+        if drop:
+            w.records = tuple([r for r in w.records if not (r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m
+                                                            and r[R_CTA] == cta and r[R_SLOT] <= last)])
 
     @staticmethod
     def _rule_state(mb: tuple) -> rules.Mbar:
@@ -879,15 +960,19 @@ class Machine:
     def _conflicts(self, w: _Work, p: int, part: int, lanes: int, key: tuple, kind: int, span,
                    what: str, async_op: bool = False) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
+        space, cta, obj, slot = key
         for r in w.records:
-            if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
+            # (r[:4] != key, field by field without slicing: most records differ in the first test)
+            if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
+                    (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
                 continue
             if self._ordered(r, p, part, lanes):
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
             for r in w.records:
-                if r[:4] == key and r[R_KIND] == WRITE and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
+                if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
+                        r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
                         (r[R_AKNOWN] & lanes) != lanes:
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
@@ -935,15 +1020,19 @@ class Machine:
         return who
 
     def _epoch(self, records: tuple, key: tuple) -> int:
-        return max((r[R_EPOCH] for r in records if r[:4] == key and r[R_KIND] == WRITE), default=0)
+        space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
+        return max((r[R_EPOCH] for r in records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+                    and r[R_CTA] == cta and r[R_SPACE] == space), default=0)
 
     def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
-        epoch = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == WRITE
-                     and self._ordered(r, p, part, lanes)), default=0)
+        space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
+        epoch = max((r[R_EPOCH] for r in w.records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+                     and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)), default=0)
         repeat = 0
         keep = []
         for r in w.records:
-            if r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p and r[R_PART] == part and \
+            if r[R_KIND] == READ and r[R_OWNER] == p and r[R_SLOT] == slot and r[R_OBJ] == obj and \
+                    r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and \
                     not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
                 if r[R_EPOCH] == epoch:
                     repeat = F_REPEAT
@@ -1200,24 +1289,25 @@ class Machine:
         """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
         barrier with .release at .cluster scope — covering the copy's own write only."""
         _, cta, buf, slot, m, nbytes, issuer, line, _ = a
-        span = self._agent_span(line)
         if self._cta_exited(w, cta):
-            raise Violation("SV404", f"a bulk copy completes into CTA {cta}, which has exited", span)
+            raise Violation("SV404", f"a bulk copy completes into CTA {cta}, which has exited",
+                            self._agent_span(line))
         key = (SPACE_DATA, cta, buf, slot)
         cur = self.holders.mb_cur(m)
-        out = []
-        done = False
-        for r in w.records:
-            if not done and r[:4] == key and r[R_FLAGS] & F_INFLIGHT and r[R_OWNER] == issuer and r[R_LINE] == line:
-                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur)
-                done = True
-            out.append(r)
-        w.records = tuple(out)
+        # the first matching in-flight write lands (the cheap field tests first; one copy of the records)
+        records = w.records
+        for i, r in enumerate(records):
+            if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
+                w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
+                             *records[i + 1:])
+                break
         old = w.mbars[m]
         if not old[M_VALID]:
-            raise Violation("SV401", f"a bulk copy completes on {self.mb_label(m)}, which is not initialized", span)
+            raise Violation("SV401", f"a bulk copy completes on {self.mb_label(m)}, which is not initialized",
+                            self._agent_span(line))
         s = self._rule_state(old)
-        self._tx_check(m, s.tx - nbytes, span)
+        if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
+            self._tx_check(m, s.tx - nbytes, self._agent_span(line))
         self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
 
     def _complete_umma(self, w: _Work, a: tuple) -> None:
@@ -1272,6 +1362,28 @@ class Machine:
         except (EvalError, KeyError):
             pass
         return f"line {line}"
+
+
+# How successors() treats the instruction at a pc: not an operation (no step), an operation of
+# LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
+# lies ahead, or any other operation (never taken alone).
+_POR_NONE, _POR_LOCAL, _POR_WAIT, _POR_ARRIVE, _POR_OTHER = "none", "local", "wait", "arrive", "other"
+
+
+def _por_class(ins: Instr) -> str:
+    """The static part of successors()' choice of a step to take alone: the operation's type
+    and, for an arrive, the form that _lone_arrive accepts (its dynamic part, the barrier's
+    lifecycle ahead, is checked on each state)."""
+    if ins.kind != OP:
+        return _POR_NONE
+    op = ins.op
+    if isinstance(op, ir.MbarWait):
+        return _POR_WAIT
+    if type(op) in LOCAL_OPS:
+        return _POR_LOCAL
+    if isinstance(op, ir.MbarArrive) and op.remote is None and op.tx_bytes is None and not op.drop:
+        return _POR_ARRIVE
+    return _POR_OTHER
 
 
 def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:

@@ -98,17 +98,27 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
     These knowledge updates run on every synchronizing step, so they copy the record
     tuple only when some record changes, and touch only the changed positions."""
     out = None
-    for i, r in enumerate(records):
-        known, aknown = r[R_KNOWN], r[R_AKNOWN]
-        if relaxed:
+    if relaxed:
+        for i, r in enumerate(records):
+            aknown = r[R_AKNOWN]
             if r[R_SPACE] == SPACE_DATA or not aknown & source_mask:
                 continue
+            known = r[R_KNOWN]
             nk, na = known | target_bit, aknown | target_bit
-        else:
-            if not (known | aknown) & source_mask:
-                continue
-            nk = known | target_bit if known & source_mask else known
+            if nk != known or na != aknown:
+                if out is None:
+                    out = list(records)
+                out[i] = (*r[:R_AKNOWN], na, nk)
+        return records if out is None else tuple(out)
+    for i, r in enumerate(records):
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        if known & source_mask:
+            nk = known | target_bit
             na = aknown | target_bit if aknown & source_mask else aknown
+        elif aknown & source_mask:
+            nk, na = known, aknown | target_bit
+        else:
+            continue
         if nk != known or na != aknown:
             if out is None:
                 out = list(records)
@@ -135,10 +145,13 @@ def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
     out = None
     for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
-        if not (known | aknown) & source_bit:
+        if known & source_bit:
+            nk = known | target_mask
+            na = aknown | target_mask if aknown & source_bit else aknown
+        elif aknown & source_bit:
+            nk, na = known, aknown | target_mask
+        else:
             continue
-        nk = known | target_mask if known & source_bit else known
-        na = aknown | target_mask if aknown & source_bit else aknown
         if nk != known or na != aknown:
             if out is None:
                 out = list(records)
@@ -151,13 +164,19 @@ def _shift(bits: int, cur_bit: int, last_bit: int) -> int:
 
 
 def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
-    """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied."""
+    """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied.
+
+    Per knowledge set this is ``_shift``, written out in the loop (it runs on every phase
+    completion): clearing both bits and setting the last one exactly when the current one
+    was set gives the same bits as ``_shift``."""
     out = None
     both = cur_bit | last_bit
+    keep = ~both
     for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
         if (known | aknown) & both:
-            nk, na = _shift(known, cur_bit, last_bit), _shift(aknown, cur_bit, last_bit)
+            nk = (known & keep) | last_bit if known & cur_bit else known & keep
+            na = (aknown & keep) | last_bit if aknown & cur_bit else aknown & keep
             if nk != known or na != aknown:
                 if out is None:
                     out = list(records)
