@@ -759,7 +759,8 @@ class Step:
         usable = self.usable(w, m, e.lanes)
         s = self.mbar(w, m)
         hist, jprev = w["hist", m, p], w["jprev", m, p]
-        intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), self.enc.num(e.parity % 2))
+        first = self.enc.num(rules.first_wait_phase(e.parity))
+        intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), first)
         jprev = z3.If(hist, jprev, self.enc.num(-1))
         aliases = rules.wait_aliases(s, intended)
         passes = rules.mb_wait_passes(s, e.parity, Z3A)

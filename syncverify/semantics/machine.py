@@ -754,12 +754,12 @@ class Machine:
             return False
         m, parity = target
         mb = state.mbars[m]
-        if not mb[M_VALID] or mb[M_K] % 2 != parity % 2:
+        if not mb[M_VALID] or rules.mb_wait_passes(self._rule_state(mb), parity):
             return False  # invalid (reported by op_wait) or passing
         if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
             return False  # the init is not ordered before this wait: op_wait reports it
         jprev = self._jprev(mb, p)
-        intended = parity % 2 if jprev is None else rules.intended_phase(jprev, parity)
+        intended = rules.first_wait_phase(parity) if jprev is None else rules.intended_phase(jprev, parity)
         return mb[M_K] <= intended + 1  # not stale: it just blocks
 
     def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
@@ -794,7 +794,7 @@ class Machine:
             # parity (phase 0 for parity 0, phase 1 for parity 1). The CUTLASS producer start
             # (parity 1 on a fresh barrier, meaning "phase -1") passes at once and keeps no
             # history; nvFuser's first WAR wait (parity 1 after a pre-arrived phase 0) means 1.
-            intended = parity % 2
+            intended = rules.first_wait_phase(parity)
             jprev = -1
         else:
             intended = rules.intended_phase(jprev, parity)

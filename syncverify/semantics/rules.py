@@ -117,6 +117,13 @@ def mb_wait_passes(s: Mbar, parity: Any, A: Arith = PY) -> Any:
     return A.mod2(s.k) != A.mod2(parity)
 
 
+def first_wait_phase(parity: Any, A: Arith = PY) -> Any:
+    """The phase a waiter's first wait (no phase observed since the init) means: the first
+    phase with its parity — phase 0 for parity 0, phase 1 for parity 1. (The CUTLASS producer
+    start, parity 1 on a fresh barrier, passes at once: the barrier is in phase 0.)"""
+    return A.mod2(parity)
+
+
 def intended_phase(last_observed: Any, parity: Any, A: Arith = PY) -> Any:
     """The phase a parity wait means (§1.3 proof obligation): the first phase at or
     after the last one this waiter saw complete whose parity is p. A fresh waiter

@@ -159,16 +159,11 @@ def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
     return records if out is None else tuple(out)
 
 
-def _shift(bits: int, cur_bit: int, last_bit: int) -> int:
-    return (bits | last_bit if bits & cur_bit else bits & ~last_bit) & ~cur_bit
-
-
 def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
     """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied.
 
-    Per knowledge set this is ``_shift``, written out in the loop (it runs on every phase
-    completion): clearing both bits and setting the last one exactly when the current one
-    was set gives the same bits as ``_shift``."""
+    Per knowledge set: both bits are cleared, and the last one is set exactly when the current
+    one was."""
     out = None
     both = cur_bit | last_bit
     keep = ~both
