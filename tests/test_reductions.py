@@ -58,3 +58,49 @@ def test_reductions_preserve_findings(path, mode):
         return  # a violation found before a budget ran out: its findings are a partial list
     assert _errors(reduced) <= _errors(other)
     assert reduced.stats.states <= other.stats.states
+
+
+# Operations on a peer CTA (a DSMEM access, a remote arrive, a multicast copy) against the peer's
+# exit (SV404). Taken alone while the peer could still exit first, the reduced search once hid the
+# order in which the peer exits before the access — a false "safe" for PEER_EXIT_PROTOCOLS["dsmem"].
+# Each is checked reduced and unreduced; with a cluster barrier before the end (`fenced`), the peer
+# cannot exit first, the operations are taken alone, and both searches prove the protocol safe.
+_PEER_EXIT = """
+protocol peer_exit {{
+  cluster 2;
+  cta threads 32;
+  role w = warp 0;
+  smem other bytes 16;
+  smem late bytes 16;
+  smem mine bytes 16;
+  mbarrier bar count 1;
+  mbarrier bar2 count 1;
+  mbarrier peer count 32;
+  elect {{ init bar; init bar2; init peer; fence.mbarrier_init; }}
+  cluster.sync;
+  if cta == 1 {{ elect {{ arrive.expect_tx bar bytes 16; }} wait bar parity 0; read other; }}
+  if cta == 0 {{ elect {{ tma.load other bytes 16 -> bar multicast 0b10; }} {op} write mine; }}
+  {end}
+}}
+"""
+PEER_OPS = {
+    "dsmem": "write late @ 1;",
+    "remote_arrive": "arrive.release.cluster peer @ 1;",
+    "multicast": "elect { tma.load late bytes 16 -> bar2 multicast 0b10; }",
+}
+
+
+@pytest.mark.parametrize("fenced", [False, True], ids=["exits", "cluster_sync"])
+@pytest.mark.parametrize("op", PEER_OPS)
+def test_peer_operations_against_the_peers_exit(op, fenced):
+    end = "cluster.sync;" if fenced else ""
+    if fenced and op == "multicast":
+        end = "if cta == 1 { elect { arrive.expect_tx bar2 bytes 16; } wait bar2 parity 0; }\n  cluster.sync;"
+    protocol = load(_PEER_EXIT.format(op=PEER_OPS[op], end=end), path="t.sync")
+    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    assert _errors(reduced) == _errors(full), (reduced.diagnostics, full.diagnostics)
+    assert ("SV404" in _errors(full)) == (not fenced)
+    if fenced:
+        assert reduced.verdict == full.verdict == Verdict.SAFE
+        assert reduced.stats.states < full.stats.states

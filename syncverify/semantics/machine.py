@@ -198,6 +198,9 @@ class Machine:
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
         self.waits_ahead = [_names_ahead(prog, (ir.MbarWait,)) for prog in self.programs]
+        self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in self.programs]
+        # the CTAs an operation of process p at (pc, vars) targets: see _targets
+        self._target_memo: dict[tuple[int, int, tuple], tuple[int, ...] | None] = {}
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
         self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
                              self.holders.leader(p.index)) for p in self.procs]
@@ -383,13 +386,17 @@ class Machine:
                 cls = classes[procs[p][P_PC]]
                 if cls is _POR_LOCAL:
                     lone_wait = False
+                elif cls is _POR_REACHES:
+                    lone_wait = False
+                    if not self._lone_reaching_op(state, p):
+                        continue
                 elif cls is _POR_WAIT:
                     lone_wait = self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name)
                     if not lone_wait:
                         continue
                 elif cls is _POR_ARRIVE:
                     lone_wait = False
-                    if not self._lone_arrive(state, p, self.programs[p].code[procs[p][P_PC]].op):
+                    if not self._lone_reaching_op(state, p):
                         continue
                 else:
                     continue
@@ -418,20 +425,82 @@ class Machine:
                 continue
             yield self.step_agent(state, a)
 
-    def _lone_arrive(self, state: State, p: int, op: ir.Op) -> bool:
-        """May this mbarrier arrive be taken alone (partial-order reduction)?
+    def _lone_reaching_op(self, state: State, p: int) -> bool:
+        """May this operation, which reaches a barrier or another CTA, be taken alone?
 
-        A plain arrive on the executing CTA's own barrier commutes with every other
+        A plain arrive (on this CTA's barrier or a peer's) commutes with every other
         step except a wait, init or inval of that barrier. Against a wait, taking the
         arrive first reports any violation the other order would (an arrive that
         completes the phase makes a late wait stale, SV501; an arrive before the
         wait that observes the previous phase breaks the consumption rule, SV502)
-        and otherwise reaches the same state. Against init/inval it does not, so
-        the arrive is taken alone only when no other process can still reach an
-        init or inval of that barrier array."""
-        if not isinstance(op, ir.MbarArrive) or op.remote is not None or op.tx_bytes is not None or op.drop:
+        and otherwise reaches the same state. A bulk-tensor load or tensor-core
+        commit checks that its barriers are usable when issued. Neither commutes
+        with an init or inval of the barrier, so these are taken alone only when no
+        other process of a target CTA can still reach an init or inval of that
+        barrier array.
+
+        An operation on a peer CTA (a remote arrive or access, a multicast copy or
+        commit) is also checked against the peer's exit (SV404): taking it first
+        would hide the order in which the peer exits before it. So it is taken alone
+        only when the peer cannot exit first (_peer_cannot_exit_first)."""
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        targets = self._targets(p, ins.op, pstate[P_PC], pstate[P_VARS])
+        if targets is None:
+            return False  # not evaluable here: the step reports it, and is not taken alone
+        op = ins.op
+        own = self.procs[p].cta
+        name = op.bar.name if isinstance(op, ir.MbarArrive | ir.TmaLoad | ir.UmmaCommit) else None
+        for d in targets:
+            if name is not None and not self._no_lifecycle_ahead(state, p, name, d):
+                return False
+            if d != own and not self._peer_cannot_exit_first(state, p, d):
+                return False
+        return True
+
+    def _targets(self, p: int, op: ir.Op, pc: int, vars_: tuple) -> tuple[int, ...] | None:
+        """The CTAs that an arrive, access, bulk-tensor load or tensor-core commit of process
+        p reaches, under its variables (None when they cannot be evaluated or are out of range:
+        the step itself reports that). Remembered: it depends only on (p, pc, vars)."""
+        key = (p, pc, vars_)
+        if key in self._target_memo:
+            return self._target_memo[key]
+        own = self.procs[p].cta
+        out: tuple[int, ...] | None
+        try:
+            env, ctx = self.env(p, vars_), self.ctx[p]
+            if isinstance(op, ir.MbarArrive | ir.Access):
+                out = (own,) if op.remote is None else (evaluate(op.remote, env, ctx),)
+            elif op.multicast is not None:  # TmaLoad, UmmaCommit
+                mask = evaluate(op.multicast, env, ctx)
+                out = tuple(c for c in range(self.ncta) if mask >> c & 1)
+                if not 0 < mask < 1 << self.ncta:
+                    out = None
+            else:
+                out = (own,)
+        except EvalError:
+            out = None
+        if out is not None and not all(0 <= d < self.ncta for d in out):
+            out = None
+        self._target_memo[key] = out
+        return out
+
+    def _peer_cannot_exit_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, whatever the others do?
+
+        True when p has not arrived on the cluster barrier's current generation, and some
+        process of that CTA must pass a cluster wait before it can end, for the current
+        generation or a later one (it has not arrived yet, or arrived on the current one).
+        Such a generation completes only once every thread not yet exited has arrived —
+        p's included, and p cannot arrive (or exit) before taking its next step."""
+        if state.procs[p][P_CLTOKEN] >= 0:
             return False
-        return self._no_lifecycle_ahead(state, p, op.bar.name)
+        gen = state.cluster[0]
+        for q in self.procs_of_cta[cta]:
+            qs = state.procs[q]
+            if self.cluster_wait_ahead[q][qs[P_PC]] and (qs[P_CLTOKEN] < 0 or qs[P_CLTOKEN] >= gen):
+                return True
+        return False
 
     def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
         """Does this arrive complete phase 0 of a barrier that another process may still wait on
@@ -439,19 +508,18 @@ class Machine:
         CUTLASS producer start, "phase −1") but blocks once phase 0 has completed — and nothing
         reports that difference (it is not stale: it means phase 1). The two orders then reach
         different behaviours, so the arrive must not be taken alone."""
-        cta = self.procs[p].cta
         for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
             if before[M_K] != 0 or after[M_K] == 0:
                 continue
-            name = self.mb_names[m][1]
+            cta, name, _ = self.mb_names[m]  # the barrier's CTA: the arrive may be remote
             for q in self.procs_of_cta[cta]:
                 if q != p and name in self.waits_ahead[q][state.procs[q][P_PC]] and self._jprev(before, q) is None:
                     return True
         return False
 
-    def _no_lifecycle_ahead(self, state: State, p: int, name: str) -> bool:
-        """No other process of p's CTA can still init or inval the barrier array ``name``."""
-        for q in self.procs_of_cta[self.procs[p].cta]:
+    def _no_lifecycle_ahead(self, state: State, p: int, name: str, cta: int | None = None) -> bool:
+        """No other process of ``cta`` (default: p's CTA) can still init or inval the barrier array ``name``."""
+        for q in self.procs_of_cta[self.procs[p].cta if cta is None else cta]:
             if q != p and name in self.lifecycle_ahead[q][state.procs[q][P_PC]]:
                 return False
         return True
@@ -1367,7 +1435,8 @@ class Machine:
 # How successors() treats the instruction at a pc: not an operation (no step), an operation of
 # LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
 # lies ahead, or any other operation (never taken alone).
-_POR_NONE, _POR_LOCAL, _POR_WAIT, _POR_ARRIVE, _POR_OTHER = "none", "local", "wait", "arrive", "other"
+_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_OTHER = (
+    "none", "local", "reaches", "wait", "arrive", "other")
 
 
 def _por_class(ins: Instr) -> str:
@@ -1379,15 +1448,17 @@ def _por_class(ins: Instr) -> str:
     op = ins.op
     if isinstance(op, ir.MbarWait):
         return _POR_WAIT
+    if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
+        return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
-    if isinstance(op, ir.MbarArrive) and op.remote is None and op.tx_bytes is None and not op.drop:
+    if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
         return _POR_ARRIVE
     return _POR_OTHER
 
 
-def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:
-    """For every pc: the mbarrier names that ops of the given kinds can still touch from there."""
+def _successor_pcs(prog: Program) -> list[list[int]]:
+    """The control-flow graph of a program: every pc's possible next pcs, each branch both ways."""
     code = prog.code
     n = len(code)
     succ: list[list[int]] = []
@@ -1400,6 +1471,14 @@ def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]
         elif ins.kind == FOR_NEXT:
             nxt.append(ins.target)
         succ.append([t for t in nxt if t < n])
+    return succ
+
+
+def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:
+    """For every pc: the mbarrier names that ops of the given kinds can still touch from there."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
     own = [frozenset({ins.op.bar.name}) if ins.kind == OP and isinstance(ins.op, kinds) else frozenset()
            for ins in code]
     ahead = list(own)
@@ -1412,6 +1491,27 @@ def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]
                 ahead[pc] = acc
                 changed = True
     return ahead
+
+
+def _must_pass(prog: Program, kind: type) -> list[bool]:
+    """For every pc: does every path from there to the end pass an op of ``kind``?
+
+    The complement of a least fixpoint, "some path reaches END without passing one", over
+    the control-flow graph with every branch taken both ways (so it holds for any values)."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
+    escapes = [ins.kind == END for ins in code]
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            ins = code[pc]
+            if escapes[pc] or (ins.kind == OP and isinstance(ins.op, kind)):
+                continue
+            if any(escapes[t] for t in succ[pc]):
+                escapes[pc] = changed = True
+    return [not e for e in escapes]
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
