@@ -232,6 +232,7 @@ def _cluster(d: Draw) -> str:
         "  cluster 2;",
         "  cta threads 32;",
         "  smem box bytes 256;",
+        "  smem late bytes 256;",
         "  mbarrier bar count 1;",
         f"  elect {{ init bar;{' fence.mbarrier_init;' if fence else ''} }}",
     ]
@@ -245,6 +246,9 @@ def _cluster(d: Draw) -> str:
         if not d.flag(BUG):
             lines.append("      syncwarp;")  # ... and the elected lane's release must cover them all
     lines.append(f"      elect {{ arrive{scope} bar @ 1; }}")
+    # (drawn last, so that the protocols drawn before this knob existed are unchanged without it)
+    if d.flag(0.3):  # a DSMEM write after the hand-off: only a cluster barrier keeps the peer from exiting
+        lines += ["      write late @ 1;", "      read box;"]
     lines += ["    }", "    if cta == 1 {", f"      wait{wait_scope} bar parity r % 2;"]
     if data:
         lines.append("      read box;")
