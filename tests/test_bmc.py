@@ -3,7 +3,10 @@
 The two engines share the barrier rules (`semantics.rules`) but search differently:
 breadth-first over states with reductions, or one SMT problem over every interleaving
 with the happens-before knowledge as bit-vectors. Whatever both decide must agree, and
-every counterexample the solver finds must replay step by step in the machine.
+every counterexample the solver finds must replay step by step in the machine. Clusters
+are checked on the cluster specs, on small hand-written 2-CTA protocols
+(tests/data/bmc_cluster, each naming in its header the codes the explicit engine finds) and
+on the generator's 2-CTA pattern.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from diff_engines import CONCLUSIVE, compare, engines
+from diff_engines import CONCLUSIVE, compare, engines, family
 from hypothesis import HealthCheck, assume, given, settings
 from strategies import protocols
 from test_symbolic import _ring
@@ -23,7 +26,12 @@ from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
 
 ENGINES = {e.name: e for e in engines()}
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+CLUSTER_DATA = Path(__file__).resolve().parent / "data" / "bmc_cluster"
 
+
+def _errors(res) -> set[str]:
+    return {d.code for d in res.diagnostics if d.is_error}
 
 
 def _check(text: str, engine: str, timeout: float = 60.0):
@@ -58,25 +66,66 @@ def test_unsupported_features_are_reported_not_guessed():
     text = """protocol pair {
   cluster 2;
   cta threads 32;
-  mbarrier bar count 1;
-  elect { init bar; }
   cluster.sync;
+  tmem.alloc cta_group 2 cols 32;
+  cluster.sync;
+  tmem.dealloc cta_group 2 cols 32;
 }
 """
     res = _check(text, "bmc")
     assert res.verdict is Verdict.INCONCLUSIVE
-    assert "unsupported" in res.coverage and "cluster" in res.coverage
+    assert "unsupported" in res.coverage and "tmem.alloc" in res.coverage and "line 5" in res.coverage
+
+
+def test_clusters_are_supported():
+    text = """protocol pair {
+  cluster 2;
+  cta threads 32;
+  mbarrier bar count 1;
+  elect { init bar; fence.mbarrier_init; }
+  cluster.sync;
+}
+"""
+    res = _check(text, "bmc")
+    assert res.verdict is Verdict.SAFE, res.coverage
 
 
 def test_depth_bound_counts_every_step_and_copy():
     machine = Machine(syncverify.load(_ring(2), path="t.sync"))
     bmc = BMC(machine)
-    # A step is one operation and the local ones after it (the copy after its arrive.expect_tx, the
-    # read after its wait), except a process's last operation. Producer: init, init, syncthreads,
-    # wait, arrive.expect_tx + tma.load, wait, arrive.expect_tx, tma.load (last): 8 steps.
-    # Consumer: syncthreads, wait + read, arrive, wait + read, arrive: 5. Two copies complete.
-    assert bmc.depth_bound() == 8 + 5 + 2
+    # A step is one operation and the operations that may run at once after it (the second init
+    # after the first, the copy after its arrive.expect_tx, the read after its wait), except a
+    # process's last operation. Producer: init + init, syncthreads, wait, arrive.expect_tx +
+    # tma.load, wait, arrive.expect_tx, tma.load (last): 7 steps. Consumer: syncthreads,
+    # wait + read, arrive, wait + read, arrive: 5. Two copies complete.
+    assert bmc.depth_bound() == 7 + 5 + 2
+    assert [len(run) for run in bmc.enc.runs[0].values()] == [2, 1, 1, 2, 1, 1, 1]
     assert [len(run) for run in bmc.enc.runs[1].values()] == [1, 2, 1, 2, 1]
+
+
+def test_depth_bound_of_a_cluster_counts_each_multicast_destination():
+    protocol = syncverify.load(str(SPECS / "cluster_multicast_ring.sync"), {"ITERS": 1})
+    bmc = BMC(Machine(protocol))
+    assert len(bmc.enc.copies) == 4  # two producers, each multicast lands in both CTAs
+    assert {(c.cta, c.event.own) for c in bmc.enc.copies} == {(0, 0), (1, 0), (0, 1), (1, 1)}
+    # the multicast runs at once after its arrive.expect_tx (the peer cannot have exited: it still
+    # has to pass the final cluster barrier), and so does the cluster arrive after it
+    producer = [[type(e.op).__name__ for e in run] for run in bmc.enc.runs[0].values()]
+    assert ["MbarArrive", "TmaLoad", "ClusterArrive"] in producer
+
+
+def test_a_dsmem_access_runs_at_once_only_where_the_peer_cannot_have_exited():
+    """In dsmem_after_signal CTA 1 may exit right after CTA 0's signal, so CTA 0's write into it
+    is a step of its own (the order "signal, peer exits, write" is SV404); with a cluster barrier
+    still ahead of CTA 1 (dsmem_before_cluster_barrier) it runs in the signal's step."""
+    def runs_of_cta0(name: str) -> list[list[str]]:
+        protocol = syncverify.load(str(CLUSTER_DATA / f"{name}.sync"))
+        enc = BMC(Machine(protocol)).enc
+        return [[type(e.op).__name__ + ("@" if e.remote else "") for e in run] for run in enc.runs[0].values()]
+
+    assert ["MbarArrive@", "Access@", "Access", "ClusterArrive"] in runs_of_cta0("dsmem_before_cluster_barrier")
+    unsafe = runs_of_cta0("dsmem_after_signal")
+    assert ["MbarArrive@"] in unsafe and ["Access@"] in unsafe
 
 
 def test_budget_ends_inconclusive_never_safe():
@@ -94,6 +143,12 @@ def _small(text: str) -> bool:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(protocols())
 def test_bmc_agrees_with_the_explicit_engine(text):
+    _check_generated(text, same_codes=False)
+
+
+def _check_generated(text: str, same_codes: bool) -> None:
+    """A generated protocol small enough for the bmc engine: its verdict (and with ``same_codes``,
+    its codes' families) against the explicit engine's."""
     assume(_small(text))
     protocol = syncverify.load(text, path="generated.sync")
     ref = ENGINES["explicit"].run(protocol, 20_000, 20.0)
@@ -101,6 +156,8 @@ def test_bmc_agrees_with_the_explicit_engine(text):
     assert other.verdict != "error", other.detail
     if ref.verdict in CONCLUSIVE and other.verdict in CONCLUSIVE:
         assert compare(ref, other, ENGINES["bmc"]).kind == "agree", (ref, other, text)
+        if same_codes:
+            assert family(other.codes) <= family(ref.codes), (ref, other, text)
 
 
 @pytest.mark.parametrize("seed", [0, 3, 5, 9])
@@ -114,14 +171,14 @@ def test_bmc_agrees_on_fixed_seeds(seed):
     assert compare(ref, other, ENGINES["bmc"]).kind == "agree", (ref, other)
 
 
-SPECS = Path(__file__).resolve().parent.parent / "specs"
-
 
 @pytest.mark.parametrize("name, defines", [
     ("nvfuser_cb_syncthreads", {"ITERS": 1, "PREFETCH": 1}), ("nvfuser_cb_mbarrier_war", {"ITERS": 1, "PREFETCH": 1}),
     ("nvfuser_cb_prologue_unobserved_phase", {"ITERS": 1, "PREFETCH": 1}), ("tma_store_epilogue", {"ITERS": 1}),
     ("tma_store_no_fence", {"ITERS": 1}),
     ("nvfuser_cb_no_war_wait", {"ITERS": 2, "PREFETCH": 2}),  # an index out of range (SV104)
+    ("peer_init_fixed", {}), ("peer_init_race", {}),  # the peer's init not visible (SV402)
+    ("cluster_multicast_ring", {"ITERS": 1}), ("cluster_multicast_ring_cta_scope", {"ITERS": 1}),
 ])
 def test_bmc_agrees_on_specs_at_small_trip_counts(name, defines):
     """The specs the solver decides within the test budget (bench/RESULTS-bmc.md has all of them)."""
@@ -130,7 +187,52 @@ def test_bmc_agrees_on_specs_at_small_trip_counts(name, defines):
     res = check_protocol(protocol, Options(engine="bmc", timeout=120))
     assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
     assert res.verdict == ref.verdict, (res, ref)
-    assert {d.code for d in res.diagnostics if d.is_error} <= ref.codes()
+    assert _errors(res) <= _errors(ref)
+    if ref.verdict is Verdict.VIOLATION and len(_errors(ref)) == 1:
+        assert _errors(res) == _errors(ref)  # e.g. peer_init_race: SV402
+
+
+CLUSTER_CASES = sorted(CLUSTER_DATA.glob("*.sync"))
+
+
+def _expected_codes(path: Path) -> set[str]:
+    head = path.read_text().splitlines()[0]
+    assert head.startswith("// expect:"), path
+    words = head.removeprefix("// expect:").replace(",", " ").split()
+    return set() if words == ["safe"] else set(words)
+
+
+@pytest.mark.parametrize("path", CLUSTER_CASES, ids=lambda p: p.stem)
+def test_bmc_agrees_on_two_cta_protocols(path):
+    """Small hand-written 2-CTA protocols (tests/data/bmc_cluster): remote arrives and tx, an exited
+    peer, multicast copies, the cluster barrier and its relaxed form, DSMEM, cross-CTA scopes. The
+    explicit engine must find the codes of the header (so the case tests what it says), and the
+    bmc engine its verdict, with one of its codes."""
+    protocol = syncverify.load(str(path))
+    ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
+    res = check_protocol(protocol, Options(engine="bmc", timeout=60))
+    assert _errors(ref) == _expected_codes(path), ref.codes()
+    assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
+    assert res.verdict == ref.verdict, (res, ref)
+    assert _errors(res) <= _errors(ref)
+    if res.verdict is Verdict.VIOLATION:
+        (diag,) = [d for d in res.diagnostics if d.is_error]
+        assert diag.trace, "the counterexample is replayed into the explicit engine's trace format"
+
+
+def _cluster_protocols():
+    from hypothesis import strategies as st
+    from strategies import PATTERNS, HypothesisDraw
+
+    return st.composite(lambda draw: PATTERNS["cluster"](HypothesisDraw(draw)))()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_cluster_protocols())
+def test_bmc_agrees_on_generated_two_cta_protocols(text):
+    """The generator's 2-CTA pattern (peer init, remote arrivals, DSMEM, cluster barriers),
+    against the explicit engine."""
+    _check_generated(text, same_codes=True)
 
 
 REGRESSIONS = sorted((Path(__file__).resolve().parent / "data" / "differential").glob("*_bmc.sync"))

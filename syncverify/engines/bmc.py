@@ -7,19 +7,24 @@ Why it can be exact. Control flow in a `.sync` body depends only on loop variabl
 who executes it, never on barrier state, so at fixed params every process runs a fixed
 sequence of operations (its *events*, unrolled here with the machine's own local control
 flow). An execution is an interleaving of prefixes of those sequences with the completions
-of the bulk copies they issue. Each step moves one actor (a process or an in-flight copy), so
-every execution has at most D = (number of events) + (number of copies) steps, and checking
-every depth up to D is a complete search: "safe" from this engine is a proof for these params.
+of the bulk copies they issue. Each step moves one actor (a process or an in-flight copy, one
+per destination CTA of a multicast), so every execution has at most D = (number of events) +
+(number of copies) steps, and checking every depth up to D is a complete search: "safe" from
+this engine is a proof for these params.
 
 The encoding (one Z3 variable per state component per step, `sel_i` the actor of step i):
 
-* mbarriers: the `rules.Mbar` fields as integers, updated by the functions of
-  `semantics.rules` run over Z3 terms (`Z3Arith`) — the same definitions the explicit
-  engine runs over Python integers; likewise the wait rules and the named-barrier rules;
+* mbarriers, indexed per (CTA, name, element) as the machine indexes them: the `rules.Mbar`
+  fields as integers, updated by the functions of `semantics.rules` run over Z3 terms
+  (`Z3Arith`) — the same definitions the explicit engine runs over Python integers; likewise
+  the wait rules and the named-barrier rules (named barriers per CTA and id);
+* the cluster barrier: its generation and threads arrived, and each process's arrival token;
 * happens-before: the knowledge model of `semantics.state` (every access record, and who
   knows it) stored holder-major: one bit-vector per holder over the records, so a release
   is a bitwise or, a phase completion a copy, a barrier reset a clear. Records are never
-  created lazily: every access event owns one record bit, live from when it runs;
+  created lazily: every access event (every destination of a copy, every barrier an init
+  initializes) owns one record bit, live from when it runs; each CTA's start is a record
+  that its own threads know from the beginning (a cluster barrier carries it to the peers);
 * each check the machine makes (docs/model.md) becomes a condition on the step that makes it.
 
 At depth i the solver is asked for a path of i valid steps that ends in a deadlock or whose
@@ -28,14 +33,18 @@ which is replayed with `Machine.step` (so it is shown in the explicit engine's t
 and a path the machine does not confirm is reported, never hidden). Solver calls run under
 a fixed seed and a resource limit (`rlimit`); `unknown` or the time budget ends inconclusive.
 
-Scope: one CTA; mbarrier init/arrive (all forms)/expect_tx/complete_tx/wait, bulk-tensor
-loads issued by one thread, generic reads and writes, `syncwarp`, named barriers and
-`syncthreads`, wgmma and bulk-store reads with their groups (one lane set per process),
-`fence.proxy.async`. Anything else is "unsupported" with the reason, not guessed.
+Scope: clusters of any size. mbarrier init/arrive (all forms)/expect_tx/complete_tx/wait, the
+arrive and tx forms also on a peer CTA's barrier (`@ r`); bulk-tensor loads issued by one thread,
+multicast included; generic reads and writes, of the CTA's own shared memory or a peer's (DSMEM);
+`syncwarp`; named barriers and `syncthreads`; the cluster barrier (`cluster.arrive[.relaxed]`,
+`cluster.wait`, `cluster.sync`); wgmma and bulk-store reads with their groups (one lane set per
+process); `fence.proxy.async` and `fence.mbarrier_init`. Anything else (`inval`, tensor memory,
+tcgen05 commits) is "unsupported" with the reason, not guessed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,12 +57,13 @@ from ..diagnostics import InputError
 from ..result import CheckResult, Stats, Verdict
 from ..semantics import rules
 from ..semantics.machine import Machine, Violation
-from ..semantics.program import END, OP
+from ..semantics.program import END, OP, Instr
 from ..semantics.state import AG_TMA, FULL, LEADER
 
 SEED = 0
 RLIMIT_PER_CHECK = 200_000_000  # Z3 resource units per query: a limit that does not depend on the machine
 MAX_EVENTS = 4000
+TACTIC = ("simplify", "max-bv-sharing", "bit-blast", "sat")  # see BMC.run
 
 
 class Unsupported(Exception):
@@ -82,19 +92,41 @@ class Z3Arith:
 
 Z3A = Z3Arith()
 
-# record spaces of this encoding
-DATA, INIT, OBS = 0, 1, 2
+# record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START)
+DATA, INIT, OBS, START = 0, 1, 2, 3
+
+# Operations the machine has that this encoding does not model, and why.
+UNSUPPORTED: dict[type, str] = {
+    ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
+    ir.TmemAlloc: "`tmem.alloc`/`tmem.dealloc` with cta_group 2 (the rendezvous of the CTA pair, and the "
+                  "peer-start check of the allocation, are not encoded)",
+    ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
+                   "encoded)",
+}
 
 
 @dataclass
 class Record:
     space: int
-    key: tuple  # DATA: (buf, slot); INIT: (m,); OBS: (m,)
+    key: tuple  # DATA: (cta, buf, slot); INIT: (m,); OBS: (m,); START: (cta,)
     kind: int  # READ 0 / WRITE 1
     owner: int
     part: int
     is_async: bool = False
     event: Event | None = None
+
+
+@dataclass
+class Copy:
+    """One destination CTA of a bulk-tensor load (a multicast has several): an actor of its own,
+    as each destination is an agent of its own in the machine, with its own write record."""
+
+    event: Event
+    cta: int
+    m: int
+    key: tuple  # (cta, buf, slot)
+    record: int
+    actor: int = -1
 
 
 @dataclass
@@ -109,6 +141,8 @@ class Event:
     lanes: tuple[int, ...]  # holders of the executing lanes
     part: int
     creator: int  # the holder that knows the event's own record first
+    own: int  # the executing process's CTA
+    cta: int  # the CTA it acts on: a remote operation's target, else ``own``
     error: Violation | None = None  # evaluating its operands already fails: executing it is a violation
     m: int = -1
     targets: tuple[int, ...] = ()
@@ -117,21 +151,32 @@ class Event:
     nbytes: int | None = None
     key: tuple = ()
     record: int = -1
-    bar_id: int = -1
+    nb: int = -1  # its named barrier: an index into Encoding.nbs
     nb_count: int = -1  # -1: every non-exited thread
     pending: int = 0
     retires: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (record, holders that learn it)
-    agent: int = -1  # for a bulk-tensor load: its actor number
+    copies: list[Copy] = field(default_factory=list)  # a bulk-tensor load: one per destination CTA
+    inits: tuple[int, ...] = ()  # an init: the init record of each target
     ordinal: int = 0  # which step of its process runs it (see Encoding._runs)
+
+    @property
+    def remote(self) -> bool:
+        return self.cta != self.own
+
+    @property
+    def reaches_peer(self) -> bool:
+        """Does it act on a peer CTA (and so depend on that CTA's exit, SV404)?"""
+        return self.remote or any(c.cta != self.own for c in self.copies)
+
+    @property
+    def cross_release(self) -> bool:
+        """A release arrive on a peer CTA's barrier: Machine._check_cross_cta_release (SV602)."""
+        return isinstance(self.op, ir.MbarArrive) and self.remote and self.op.sem == "release"
 
 
 # Operations that touch only their own process, their slot's records and the copies they issue:
 # `semantics.machine.LOCAL_OPS` minus those this encoding does not model.
 FUSABLE = (ir.Access, ir.Syncwarp, ir.Fence, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad)
-
-
-def _fusable(e: Event) -> bool:
-    return e.error is None and isinstance(e.op, FUSABLE)
 
 
 def _static(fn, *args):
@@ -146,21 +191,25 @@ class Encoding:
 
     def __init__(self, machine: Machine):
         self.machine = machine
-        protocol = machine.protocol
-        if protocol.cluster != 1:
-            raise Unsupported("clusters of more than one CTA")
+        self.ncta = machine.ncta
         self.P = len(machine.procs)
         self.M = len(machine.mb_names)
+        self.procs_of_cta: list[list[int]] = machine.procs_of_cta
         self.records: list[Record] = []
-        self.init_record = [self._new_record(Record(INIT, (m,), 1, -1, FULL)) for m in range(self.M)]
-        self.nb_ids: list[int] = []
+        # each CTA's start (SPACE_START): known from the beginning by its own threads, and to the
+        # async side (a relaxed cluster arrive carries it)
+        self.start_record = [self._new_record(Record(START, (c,), 1, -1, FULL)) for c in range(self.ncta)]
+        self.nbs: list[tuple[int, int]] = []  # named barriers in use: (cta, id)
         self.events: list[list[Event]] = [self._unroll(p) for p in range(self.P)]
-        self.agents: list[Event] = [e for evs in self.events for e in evs if isinstance(e.op, ir.TmaLoad)
-                                    and e.error is None]
-        for n, e in enumerate(self.agents):
-            e.agent = self.P + n
+        self.copies: list[Copy] = [c for evs in self.events for e in evs for c in e.copies]
+        for n, c in enumerate(self.copies):
+            c.actor = self.P + n
         self.runs: list[dict[int, list[Event]]] = [self._runs(evs) for evs in self.events]
-        self.H = 2 * self.P + 2 * self.M + len(self.nb_ids)
+        self.H = 2 * self.P + 2 * self.M + len(self.nbs) + 2
+        self.has_cluster_barrier = any(isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)
+                                       for evs in self.events for e in evs)
+        # SV602 bookkeeping exists only where a release reaches a peer CTA's barrier
+        self.track_rdata = any(e.cross_release for evs in self.events for e in evs)
         self._size_numbers()
         self.R = max(len(self.records), 1)
         self._static_groups()
@@ -169,6 +218,54 @@ class Encoding:
         self.obs_of = {m: [e.record for evs in self.events for e in evs
                            if isinstance(e.op, ir.MbarWait) and e.m == m and e.record >= 0] for m in range(self.M)}
         self.obs_mask = self._mask(r for r, rec in enumerate(self.records) if rec.space == OBS)
+        self.nondata_mask = self._mask(r for r, rec in enumerate(self.records) if rec.space != DATA)
+        # The async-side knowledge (A) is read in two places only: the SV601 check of an async
+        # operation (generic writes of the slots async operations use) and a relaxed cluster
+        # arrive (every record outside the data space). Its other bits are kept at 0.
+        async_keys = {c.key for c in self.copies} | {e.key for evs in self.events for e in evs
+                                                      if isinstance(e.op, ir.WgmmaRead | ir.TmaStore) and e.key}
+        relaxed = any(isinstance(e.op, ir.ClusterArrive) and e.op.relaxed for evs in self.events for e in evs)
+        self.amask = self._mask(r for r, rec in enumerate(self.records)
+                                if (rec.space == DATA and rec.kind == 1 and not rec.is_async and rec.key in async_keys)
+                                or (rec.space != DATA and relaxed))
+        self.kmask = self._known_relevant() | self.amask
+        self.init_records = {m: [r for evs in self.events for e in evs for t, r in zip(e.targets, e.inits,
+                                                                                         strict=True) if t == m]
+                             for m in range(self.M)}
+        # A process whose last operation is a bar.sync ends inside the step that completes that
+        # generation, which may be another process's step (see objects / touches_all).
+        self.exit_on_bar = {self.machine.procs[p].cta for p, evs in enumerate(self.events)
+                            if evs and isinstance(evs[-1].op, ir.BarSync) and evs[-1].error is None}
+
+    def _known_relevant(self) -> int:
+        """The records whose knowledge (K) some check reads; the others' bits are kept at 0.
+        A data record is read by the race check of another access to its slot that conflicts
+        with it (one of the two writes) and by the SV602 check of a release on a peer's barrier;
+        an init record by the uses of its barrier; a CTA's start by DSMEM accesses of that CTA;
+        an observation by the SV501 check of its barrier's next phase. (A bit that
+        fence.proxy.async copies into the async side is kept with the async mask.)"""
+        users: dict[tuple, list[int]] = {}
+        for r, rec in enumerate(self.records):
+            if rec.space == DATA:
+                users.setdefault(rec.key, []).append(r)
+        used_bars = {e.m for evs in self.events for e in evs if e.m >= 0} | {c.m for c in self.copies}
+        remote_ctas = {e.cta for evs in self.events for e in evs if isinstance(e.op, ir.Access) and e.remote}
+        published = {r for evs in self.events for e in evs if e.cross_release for r in self.published(e)}
+        out = set(published)
+        for r, rec in enumerate(self.records):
+            if rec.space == DATA:
+                if any(self.records[x].event is not rec.event and 1 in (rec.kind, self.records[x].kind)
+                       for x in users[rec.key]):
+                    out.add(r)
+            elif rec.space == INIT:
+                if rec.key[0] in used_bars:
+                    out.add(r)
+            elif rec.space == START:
+                if rec.key[0] in remote_ctas:
+                    out.add(r)
+            else:
+                out.add(r)
+        return self._mask(out)
 
     # ------------------------------------------------------------------ layout
     def leader(self, p: int) -> int:
@@ -183,8 +280,16 @@ class Encoding:
     def last(self, m: int) -> int:
         return 2 * self.P + 2 * m + 1
 
-    def nb(self, bar_id: int) -> int:
-        return 2 * self.P + 2 * self.M + self.nb_ids.index(bar_id)
+    def nb(self, i: int) -> int:
+        return 2 * self.P + 2 * self.M + i
+
+    @property
+    def cl_cur(self) -> int:
+        return 2 * self.P + 2 * self.M + len(self.nbs)
+
+    @property
+    def cl_last(self) -> int:
+        return self.cl_cur + 1
 
     def _new_record(self, rec: Record) -> int:
         self.records.append(rec)
@@ -215,9 +320,14 @@ class Encoding:
             raise Unsupported(f"control flow cannot be unrolled ({v.code}: {v.message})") from None
         return out
 
-    def _event(self, p: int, index: int, ins, vars_: tuple) -> Event:
+    def _event(self, p: int, index: int, ins: Instr, vars_: tuple) -> Event:
+        """The event of one operation: its operands evaluated as the machine's handler evaluates
+        them (the same helpers, so the same errors), its records created."""
         mach = self.machine
         op = ins.op
+        kind = type(op)
+        if kind in UNSUPPORTED and not self._no_op(op):
+            raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
         proc = mach.procs[p]
         env = mach.env(p, vars_)
         ctx = mach.ctx[p]
@@ -225,23 +335,27 @@ class Encoding:
         lanes = (self.leader(p),) if leader else (self.leader(p), self.lanes_holder(p))
         part = LEADER if leader else FULL
         creator = self.leader(p) if part == LEADER else self.lanes_holder(p)
-        e = Event(p, index, op, ins.line, ins.threads, lanes, part, creator)
-        kind = type(op)
-        if kind in (ir.MbarArrive, ir.MbarTx) and op.remote is not None:
-            raise Unsupported("remote mbarrier operations")
-        if kind is ir.MbarInit:
+        e = Event(p, index, op, ins.line, ins.threads, lanes, part, creator, proc.cta, proc.cta)
+        if kind in (ir.MbarArrive, ir.MbarTx, ir.Access) and op.remote is not None:
+            cta, e.error = _static(mach._target_cta, None, p, op.remote, env, ctx, op.span)  # SV405
+            e.cta = proc.cta if cta is None else cta
+        if e.error is not None:
+            pass
+        elif kind is ir.MbarInit:
             decl = mach.mb_decl[op.bar.name]
             count, e.error = (decl.count, None) if op.count is None else _static(mach._eval, op.count, env, ctx)
             if e.error is None and not 1 <= count <= rules.MAX_COUNT:
                 e.error = Violation("SV105", f"init count {count} is outside 1..2^20-1", op.span)
             e.count = count or 0
             if op.bar.every:
-                e.targets = tuple(mach.mb_index[(0, op.bar.name, i)] for i in range(decl.size or 1))
+                e.targets = tuple(mach.mb_index[(proc.cta, op.bar.name, i)] for i in range(decl.size or 1))
             elif e.error is None:
-                m, e.error = _static(mach._mbar, None, p, op.bar, 0, env, ctx)
+                m, e.error = _static(mach._mbar, None, p, op.bar, proc.cta, env, ctx)
                 e.targets = (m,) if m is not None else ()
+            if e.error is None:
+                e.inits = tuple(self._new_record(Record(INIT, (m,), 1, p, part, event=e)) for m in e.targets)
         elif kind in (ir.MbarArrive, ir.MbarTx, ir.MbarWait):
-            e.m, e.error = _static(mach._mbar, None, p, op.bar, 0, env, ctx)
+            e.m, e.error = _static(mach._mbar, None, p, op.bar, e.cta, env, ctx)
             if e.error is None and kind is ir.MbarArrive:
                 count, e.error = _static(mach._eval, op.count, env, ctx)
                 e.count = (count or 0) * ins.threads
@@ -252,58 +366,130 @@ class Encoding:
                 e.parity, e.error = _static(mach._eval, op.parity, env, ctx)
                 e.record = self._new_record(Record(OBS, (e.m,), 0, p, part, event=e))
         elif kind in (ir.BarSync, ir.BarArrive):
-            e.bar_id, e.error = _static(mach._bar_id, op.bar_id, env, ctx, op.span)
+            bar_id, e.error = _static(mach._bar_id, op.bar_id, env, ctx, op.span)
             if e.error is None:
                 count, e.error = _static(mach._bar_count, op.count, env, ctx, op.span)
                 e.nb_count = -1 if count is None else count
-                if e.bar_id not in self.nb_ids:
-                    self.nb_ids.append(e.bar_id)
+                if (proc.cta, bar_id) not in self.nbs:
+                    self.nbs.append((proc.cta, bar_id))
+                e.nb = self.nbs.index((proc.cta, bar_id))
         elif kind is ir.Access:
-            if op.remote is not None:
-                raise Unsupported("distributed shared memory accesses")
-            e.key, e.error = _static(mach._slot, op.buf, env, ctx)
+            slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
+                e.key = (e.cta, *slot)
                 e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e))
         elif kind is ir.TmaLoad:
-            if op.multicast is not None:
-                raise Unsupported("multicast bulk copies")
-            if ins.threads != 1:
-                raise Unsupported(f"a bulk copy issued by {ins.threads} threads at once (line {ins.line})")
-            e.key, e.error = _static(mach._slot, op.buf, env, ctx)
-            if e.error is None:
-                e.nbytes, e.error = _static(mach._eval, op.tx_bytes, env, ctx)
-            if e.error is None and (e.nbytes <= 0 or e.nbytes % 16):
-                e.error = Violation("SV107", f"copy of {e.nbytes} bytes: bulk copies need a positive multiple "
-                                    "of 16", op.span)
-            if e.error is None:
-                e.m, e.error = _static(mach._mbar, None, p, op.bar, 0, env, ctx)
-            if e.error is None:
-                e.record = self._new_record(Record(DATA, e.key, 1, p, part, is_async=True, event=e))
+            self._copy_event(e, ins, env, ctx)
         elif kind in (ir.WgmmaRead, ir.TmaStore):
-            e.key, e.error = _static(mach._slot, op.buf, env, ctx)
+            slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
+                e.key = (proc.cta, *slot)
                 e.record = self._new_record(Record(DATA, e.key, 0, p, part, is_async=True, event=e))
         elif kind is ir.GroupWait:
             e.pending, e.error = _static(mach._eval, op.pending, env, ctx)
-        elif kind is ir.Fence:
-            pass
-        elif kind not in (ir.Syncwarp, ir.GroupCommit):
+        elif kind not in (ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.ClusterArrive, ir.ClusterWait, ir.TmemAlloc):
             raise Unsupported(f"`{kind.__name__}` operations")
         if e.error is not None:  # executing it is the violation; none of its operands is used
-            e.m, e.targets, e.key, e.bar_id, e.parity, e.count, e.nbytes, e.pending = -1, (), (), -1, 0, 0, None, 0
+            e.m, e.targets, e.key, e.nb, e.parity, e.count, e.nbytes, e.pending = -1, (), (), -1, 0, 0, None, 0
+            e.copies, e.inits, e.record, e.cta = [], (), -1, e.own
         return e
 
+    def _no_op(self, op: Any) -> bool:
+        """Machine.op_tmem does nothing but move on for a cta_group 1 allocation, and for a
+        deallocation when the machine does not assume that it waits for the peer warp."""
+        return isinstance(op, ir.TmemAlloc) and (op.cta_group == 1 or (
+            op.dealloc and not self.machine.assume.dealloc_blocks))
+
+    def _copy_event(self, e: Event, ins: Instr, env: dict, ctx: Any) -> None:
+        """Machine.op_tma_load: its operands, then one copy (actor and write record) per
+        destination CTA — the issuer's own, or every CTA of the multicast mask."""
+        mach = self.machine
+        op = ins.op
+        if ins.threads != 1:
+            raise Unsupported(f"a bulk copy issued by {ins.threads} threads at once (line {ins.line})")
+        slot, e.error = _static(mach._slot, op.buf, env, ctx)
+        if e.error is None:
+            e.nbytes, e.error = _static(mach._eval, op.tx_bytes, env, ctx)
+        if e.error is None and (e.nbytes <= 0 or e.nbytes % 16):
+            e.error = Violation("SV107", f"copy of {e.nbytes} bytes: bulk copies need a positive multiple "
+                                "of 16", op.span)
+        dests = [e.own]
+        if e.error is None and op.multicast is not None:
+            mask, e.error = _static(mach._eval, op.multicast, env, ctx)
+            if e.error is None and (mask <= 0 or mask >= 1 << self.ncta):
+                e.error = Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+            dests = [c for c in range(self.ncta) if (mask or 0) >> c & 1]
+        bars = []
+        for c in dests:
+            if e.error is None:
+                m, e.error = _static(mach._mbar, None, e.proc, op.bar, c, env, ctx)
+                bars.append(m)
+        if e.error is None:
+            for c, m in zip(dests, bars, strict=True):
+                key = (c, *slot)
+                r = self._new_record(Record(DATA, key, 1, e.proc, e.part, is_async=True, event=e))
+                e.copies.append(Copy(e, c, m, key, r))
+
+    def _fusable(self, e: Event) -> bool:
+        """May the event run at once after the one before it, in the same step?
+
+        Yes when it is never blocked and commutes with every move of every other actor, so that
+        every execution can move it back next to its predecessor, with the same findings:
+
+        * the operations `Machine.successors` takes alone (LOCAL_OPS): they touch only their own
+          process, their slot's records and the copies they issue (docs/model.md). Without inval
+          a bulk copy's check of its barrier commutes with an init too: the issuer cannot learn
+          of an init without a step of its own, and a second init is SV403 in either order;
+        * among them, one that reaches a peer CTA (a DSMEM access, a multicast copy) reads
+          whether that CTA has exited, so only where it cannot have (`_peer_outlives`);
+        * a cluster arrive: it never blocks, arrivals add up in any order, and the generation it
+          joins cannot complete without it (its process has not exited), so no other move reads
+          what it changes before it — except an exit, after which it completes the generation
+          the exit would have completed;
+        * an mbarrier init: before it the barrier is invalid on every path that has not broken
+          a rule (a second init is SV403, inval is unsupported), so no other move used it
+          successfully, and none can use it after it without learning of it — through a step
+          of the initializing process, which comes later. Moving it earlier changes no
+          successful move and keeps every failing one failing (a use of an invalid barrier
+          and a use whose lanes do not know the init are both SV401/SV402)."""
+        if e.error is not None:
+            return False
+        if isinstance(e.op, ir.ClusterArrive | ir.MbarInit):
+            return True
+        peers = ({e.cta} | {c.cta for c in e.copies}) - {e.own}
+        return isinstance(e.op, FUSABLE) and all(self._peer_outlives(e, cta) for cta in peers)
+
+    def _peer_outlives(self, e: Event, cta: int) -> bool:
+        """Can CTA ``cta`` not have exited when process e.proc runs e, whatever the others do?
+
+        (Machine._peer_cannot_exit_first, decided statically.) The process has arrived on the
+        cluster barrier a times before e and waited after each, so generations 0..a-1 have
+        completed and generation a cannot complete without its next arrival. A process q of the
+        peer CTA arrives once per generation (a second arrive before its wait is SV205), so its
+        arrival number a is in generation a or later; if q waits after it, q cannot end first."""
+        evs = self.events[e.proc]
+        seq = [type(x.op) for x in evs[:e.index] if isinstance(x.op, ir.ClusterArrive | ir.ClusterWait)]
+        if seq != [ir.ClusterArrive, ir.ClusterWait] * (len(seq) // 2):
+            return False
+        a = len(seq) // 2
+        for q in self.procs_of_cta[cta]:
+            qs = self.events[q]
+            arrives = [x.index for x in qs if isinstance(x.op, ir.ClusterArrive)]
+            if len(arrives) > a and any(isinstance(x.op, ir.ClusterWait) for x in qs[arrives[a]:]):
+                return True
+        return False
+
     def _runs(self, evs: list[Event]) -> dict[int, list[Event]]:
-        """The process's steps: each starts at an event and goes on through the local operations
-        that follow it (as `Machine.successors` takes them alone, they run as soon as they are
-        enabled), except the last event (its exit touches every all-thread barrier) and after a
-        `bar.sync` (a completion restarts the warp after it, in another warp's step)."""
+        """The process's steps: each starts at an event and goes on through the events that may
+        run at once after it (`_fusable`), except the last event (its exit touches every
+        all-thread barrier) and after a `bar.sync` (a completion restarts the warp after it, in
+        another warp's step)."""
         runs: dict[int, list[Event]] = {}
         j = 0
         while j < len(evs):
             run = [evs[j]]
             if not isinstance(evs[j].op, ir.BarSync):
-                while j + len(run) < len(evs) - 1 and _fusable(evs[j + len(run)]):
+                while j + len(run) < len(evs) - 1 and self._fusable(evs[j + len(run)]):
                     run.append(evs[j + len(run)])
             for e in run:
                 e.ordinal = len(runs)
@@ -316,37 +502,94 @@ class Encoding:
         bit-blasts to SAT), wide enough that no value any execution can compute wraps: every
         counter below is bounded by a sum over the finitely many events."""
         evs = [e for es in self.events for e in es]
-        depth = sum(len(es) for es in self.events) + len(self.agents)
-        self.token_base = depth + 2  # a parked warp's token: bar_id * token_base + generation
+        depth = sum(len(es) for es in self.events) + len(self.copies)
+        self.token_base = depth + 2  # a parked warp's token: named-barrier index * token_base + generation
         tx_total = sum(abs(e.nbytes or 0) for e in evs) + 1
-        # |tx| never exceeds the bytes of every expect and complete together; when that stays below
-        # the PTX range the range check is false in every execution and is left out
+        # |tx| never exceeds the bytes of every expect and complete together (a multicast completes
+        # its bytes once per destination barrier); when that stays below the PTX range the range
+        # check is false in every execution and is left out — and then only tx = 0 and the sign
+        # of tx matter (rules.mb_try_complete), so byte counts are kept in units of their gcd
         self.tx_can_overflow = tx_total > rules.MAX_COUNT
+        self.tx_unit = 1 if self.tx_can_overflow else math.gcd(*(abs(e.nbytes or 0) for e in evs)) or 1
+        tx_total = tx_total // self.tx_unit + 1
+        threads = sum(p.nthreads for p in self.machine.procs)
         bound = max(tx_total, sum(abs(e.count) for e in evs) + max((abs(e.count) for e in evs), default=0),
-                    17 * self.token_base, sum(self.machine.procs[e.proc].nthreads for e in evs
-                                                  if e.bar_id >= 0) + self.machine.protocol.threads,
+                    (len(self.nbs) + 1) * self.token_base,
+                    sum(self.machine.procs[e.proc].nthreads for e in evs if e.nb >= 0 or isinstance(
+                        e.op, ir.ClusterArrive)) + threads,
                     max((abs(e.parity) + abs(e.pending) for e in evs), default=0),
                     rules.MAX_COUNT + 1 if self.tx_can_overflow else 0)
         self.width = bound.bit_length() + 2
 
-    def objects(self, e: Event) -> frozenset:
-        """The shared objects an event reads or writes, for the partial-order constraint of
-        `BMC.run`: its own process, the mbarriers and slots it uses (their records' bits and
-        the barrier's knowledge holders included), and for a named barrier the barrier and
-        every process that may be parked on it (a completion moves them on)."""
-        out: set = {("proc", e.proc)}
+    def objects(self, e: Event) -> dict:
+        """The shared objects an event reads ("r") or writes ("w"), for the partial-order
+        constraint of `BMC.run`: its own process, the mbarriers and slots it uses (their
+        records' bits and the barrier's knowledge holders included), for a named barrier the
+        barrier and every process that may be parked on it (a completion moves them on), the
+        cluster barrier, and for a release on a peer's barrier every slot whose writes it may
+        publish (SV602 reads them). Whether a CTA has exited is changed only by moves that touch
+        everything (`touches_all`), so reading it needs no object of its own.
+
+        Reads: an mbarrier wait (it changes only its own process, its own observation record,
+        and the barrier's "observed" flag, which waits only set and which everything else that
+        reads it also writes the barrier), a cluster wait, a generic or async read of a slot
+        (reads are checked against writes only). Two moves that only read an object commute
+        and neither enables nor disables the other.
+
+        Adds ("a"): a cluster arrive. Two arrivals always join the same (current) generation,
+        whichever comes first; the counts add, their releases accumulate, and the generation
+        completes at the later one with the same result; neither can disable the other (its
+        only check, SV205, reads its own token). Against a read or write of the cluster
+        barrier they are dependent."""
+        out: dict = {("proc", e.proc): "w"}
+
+        def use(o: tuple, mode: str) -> None:
+            old = out.get(o)
+            out[o] = mode if old is None or old == mode else "w"
+
         op = e.op
         if isinstance(op, ir.MbarInit):
-            out |= {("m", m) for m in e.targets}
+            for m in e.targets:
+                use(("m", m), "w")
         elif e.m >= 0:
-            out.add(("m", e.m))
+            use(("m", e.m), "r" if isinstance(op, ir.MbarWait) else "w")
+        for c in e.copies:  # the issue checks the barrier, writes the slot, starts the copy
+            use(("m", c.m), "r")
+            use(("key", c.key), "w")
+            use(("proc", c.actor), "w")
         if e.key:
-            out.add(("key", e.key))
-        if e.bar_id >= 0:
-            out.add(("nb", e.bar_id))
-            out |= {("proc", q) for q, evs in enumerate(self.events)
-                    if any(isinstance(x.op, ir.BarSync) and x.bar_id == e.bar_id for x in evs)}
-        return frozenset(out)
+            write = isinstance(op, ir.Access) and op.kind == "write"
+            use(("key", e.key), "w" if write else "r")
+        if e.nb >= 0:
+            use(("nb", e.nb), "w")
+            for q, evs in enumerate(self.events):
+                if any(isinstance(x.op, ir.BarSync) and x.nb == e.nb for x in evs):
+                    use(("proc", q), "w")
+        if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
+            use(("cl",), "r" if isinstance(op, ir.ClusterWait) else "a")
+        if e.cross_release:
+            for r in self.published(e):
+                use(("key", self.records[r].key), "r")
+        return out
+
+    def touches_all(self, e: Event) -> bool:
+        """A move that may end a process: its exit releases all-thread barriers and the cluster
+        barrier, and changes what every exit check (SV404) sees. That is a process's last
+        event, and an arrival on a named barrier of a CTA where some process ends parked on a
+        bar.sync (the completion ends it in this move)."""
+        return e.index == len(self.events[e.proc]) - 1 or (e.nb >= 0 and e.own in self.exit_on_bar)
+
+    def published(self, e: Event) -> list[int]:
+        """Machine._check_cross_cta_release: the records whose visibility to the arriving lanes
+        makes a release on a peer's barrier carry data across CTAs — generic writes by a
+        process of another CTA than the barrier's."""
+        bar_cta = self.machine.mb_names[e.m][0]
+        return [r for r, rec in enumerate(self.records) if rec.space == DATA and rec.kind == 1
+                and not rec.is_async and self.machine.procs[rec.owner].cta != bar_cta]
+
+    def tx(self, e: Event) -> int:
+        """The event's bytes in the unit the tx-counts are kept in (see _size_numbers)."""
+        return (e.nbytes or 0) // self.tx_unit
 
     def num(self, value: int) -> z3.BitVecRef:
         return z3.BitVecVal(value, self.width)
@@ -399,39 +642,54 @@ class Encoding:
             S["pc", p] = self.var(f"pc{p}_{i}")
             S["parked", p] = z3.Bool(f"parked{p}_{i}")
             S["token", p] = self.var(f"token{p}_{i}")
+            if self.has_cluster_barrier:
+                S["cltoken", p] = self.var(f"cltoken{p}_{i}")
         for m in range(self.M):
             for f in rules.Mbar._fields:
                 S[f, m] = self.var(f"{f}{m}_{i}")
             S["observed", m] = z3.Bool(f"observed{m}_{i}")
+            if self.track_rdata:
+                S["rd_cur", m] = z3.Bool(f"rdcur{m}_{i}")
+                S["rd_last", m] = z3.Bool(f"rdlast{m}_{i}")
             for p in self.waiters[m]:
                 S["hist", m, p] = z3.Bool(f"hist{m}_{p}_{i}")
                 S["jprev", m, p] = self.var(f"jprev{m}_{p}_{i}")
-        for b in self.nb_ids:
+        for n in range(len(self.nbs)):
             for f in ("count", "arrived", "gen"):
-                S["nb_" + f, b] = self.var(f"nb{f}{b}_{i}")
+                S["nb_" + f, n] = self.var(f"nb{f}{n}_{i}")
+        if self.has_cluster_barrier:
+            S["cl_gen"] = self.var(f"clgen_{i}")
+            S["cl_arrived"] = self.var(f"clarrived_{i}")
         for h in range(self.H):
             S["K", h] = bv(f"K{h}")
             S["A", h] = bv(f"A{h}")
         S["live"] = bv("live")
         S["inflight"] = bv("inflight")
+        if self.track_rdata:
+            S["sup"] = bv("sup")  # superseded generic writes (see Step.add_record)
         for r, rec in enumerate(self.records):
             if rec.space == OBS:
                 S["phase", r] = self.var(f"phase{r}_{i}")
         return S
 
     def initial(self, S: dict) -> list:
-        zero = z3.BitVecVal(0, self.R)
         out = []
         for key, variable in S.items():
             name = key[0] if isinstance(key, tuple) else key
-            if name == "parked" or name == "hist":
+            if name in ("parked", "hist", "rd_cur", "rd_last"):
                 out.append(variable == False)  # noqa: E712
             elif name == "observed":
                 out.append(variable == True)  # noqa: E712  (a fresh mbarrier counts as observed: machine.initial)
-            elif name == "nb_count":
+            elif name in ("nb_count", "cltoken"):
                 out.append(variable == -1)
-            elif name in ("K", "A", "live", "inflight"):
-                out.append(variable == zero)
+            elif name in ("K", "A"):
+                # Machine.initial: each CTA's start record, known (and async-known) by its threads
+                h = key[1]
+                p = h // 2 if h < 2 * self.P else -1
+                start = 1 << self.start_record[self.machine.procs[p].cta] if p >= 0 else 0
+                out.append(variable == z3.BitVecVal(start & (self.amask if name == "A" else self.kmask), self.R))
+            elif name in ("live", "inflight", "sup"):
+                out.append(variable == z3.BitVecVal(0, self.R))
             else:
                 out.append(variable == 0)
         return out
@@ -441,6 +699,10 @@ class Encoding:
 
     def done(self, w: Work, p: int) -> Any:
         return z3.And(w["pc", p] == len(self.events[p]), z3.Not(w["parked", p]))
+
+    def cta_done(self, w: Work, cta: int) -> Any:
+        """Machine._cta_exited: every process of the CTA has ended."""
+        return z3.And(*[self.done(w, q) for q in self.procs_of_cta[cta]])
 
 
 class Work:
@@ -467,8 +729,8 @@ class Effect:
     hard: list[tuple[str, Any]]
     soft: list[tuple[str, Any]]
     upd: dict
-    objects: frozenset = frozenset()  # what the move reads or writes beyond its own actor (see _objects)
-    touches_all: bool = False  # an exit: it changes what every all-thread barrier and exit check sees
+    objects: dict = field(default_factory=dict)  # object -> "r" / "a" / "w" (see Encoding.objects)
+    touches_all: bool = False  # it may end a process (see Encoding.touches_all)
 
 
 class Step:
@@ -493,7 +755,15 @@ class Step:
             acc = acc | w[space, h]
         return acc
 
-    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True) -> None:
+    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True, relaxed: bool = False) -> None:
+        """state.release. A relaxed one (a relaxed cluster arrive) carries only the records outside
+        the data space (inits, CTA starts, observations) that the sources know on the async side:
+        an init once fence.mbarrier_init published it, a start always."""
+        if relaxed:
+            carried = self.union(w, "A", src) & z3.BitVecVal(self.enc.nondata_mask, self.enc.R)
+            for space in ("K", "A"):
+                w.cond(c, (space, tgt), w[space, tgt] | carried)
+            return
         for space in ("K", "A"):
             w.cond(c, (space, tgt), w[space, tgt] | self.union(w, space, src))
 
@@ -503,6 +773,12 @@ class Step:
             for h in tgt:
                 w.cond(c, (space, h), w[space, h] | value)
 
+    def shift(self, w: Work, cur: int, last: int, c: Any) -> None:
+        """state.shift_phase: the current phase's knowledge becomes the last one's; the current is emptied."""
+        for space in ("K", "A"):
+            w.cond(c, (space, last), w[space, cur])
+            w.cond(c, (space, cur), z3.BitVecVal(0, self.enc.R))
+
     def carry_obs(self, w: Work, src: tuple[int, ...], tgt: tuple[int, ...], c: Any = True) -> None:
         obs = self.union(w, "K", src) & self.enc.obs_mask
         for h in tgt:
@@ -510,12 +786,17 @@ class Step:
                 w.cond(c, (space, h), w[space, h] | obs)
 
     def set_record(self, w: Work, r: int, known: tuple[int, ...], aknown: tuple[int, ...], c: Any = True) -> None:
-        """The record's bits become exactly: known by ``known``, async-known by ``aknown``."""
+        """The record's bits become exactly: known by ``known``, async-known by ``aknown``.
+
+        Every record is created by one event (or, for a copy, landed by one completion), which
+        runs at most once on a path, and knowledge only ever copies bits that are set: until
+        then its bit is clear in every holder (an in-flight copy's write is known by nobody). So
+        setting the bit in the holders named is the whole update — which keeps every other
+        holder's bit-vector out of the step's updates."""
         b = self.enc.bit(r)
-        for h in range(self.enc.H):
-            for space, holders in (("K", known), ("A", aknown)):
-                value = w[space, h] | b if h in holders else w[space, h] & ~b
-                w.cond(c, (space, h), value)
+        for space, holders in (("K", known), ("A", aknown)):
+            for h in holders:
+                w.cond(c, (space, h), w[space, h] | b)
 
     # ---- mbarriers
     def tx_check(self, tx: Any) -> Any:
@@ -525,13 +806,27 @@ class Step:
         return rules.Mbar(*(w[f, m] for f in rules.Mbar._fields))
 
     def usable(self, w: Work, m: int, lanes: tuple[int, ...]) -> Any:
-        """Machine._check_barrier_usable (one CTA): valid, and its init known by the lanes."""
-        return z3.And(w["valid", m] == 1, self.knows(w, self.enc.init_record[m], lanes))
+        """Valid, and its init known by the lanes. On a path at most one init of a barrier runs
+        (a second one on a valid barrier is SV403, and inval is unsupported), and the records of
+        inits that have not run are known by nobody, so "some init record of it is known" is
+        "the init is known"."""
+        known = [self.knows(w, r, lanes) for r in self.enc.init_records[m]]
+        return z3.And(w["valid", m] == 1, z3.Or(*known)) if known else z3.BoolVal(False)
+
+    def use_barrier(self, w: Work, e: Event, m: int) -> list[tuple[str, Any]]:
+        """Machine._check_barrier_usable: on a peer's barrier the peer must still be running
+        (SV404) and its init visible (SV402); on the CTA's own, SV401."""
+        cta = self.enc.machine.mb_names[m][0]
+        ok = self.usable(w, m, e.lanes)
+        if cta != e.own:
+            return [("SV404", self.enc.cta_done(w, cta)), ("SV402", z3.Not(ok))]
+        return [("SV401", z3.Not(ok))]
 
     def set_mb(self, w: Work, m: int, new: rules.Mbar, c: Any, release: tuple[int, ...] = (),
-               contributor: tuple[int, ...] = ()) -> list[tuple[str, Any]]:
+               contributor: tuple[int, ...] = (), carries: Any = None) -> list[tuple[str, Any]]:
         """Machine._set_mb: store the rule's result; on a phase completion check the
-        observations of the previous phase (SV501), drop them, and shift the knowledge."""
+        observations of the previous phase (SV501), drop them, and shift the knowledge and the
+        cross-CTA data flags (``carries``: this release brings data from another CTA)."""
         enc = self.enc
         old_k = w["k", m]
         cur, last = enc.cur(m), enc.last(m)
@@ -547,19 +842,30 @@ class Step:
             hard.append(("SV501", z3.And(changed, alive, z3.Not(self.has(w["K", cur], r)))))
             kill = kill | z3.If(z3.And(changed, w["phase", r] <= old_k - 1), enc.bit(r), z3.BitVecVal(0, enc.R))
         w["live"] = w["live"] & ~kill
-        for space in ("K", "A"):
-            w.cond(changed, (space, last), w[space, cur])
-            w.cond(changed, (space, cur), z3.BitVecVal(0, enc.R))
+        self.shift(w, cur, last, changed)
         w.cond(changed, ("observed", m), z3.BoolVal(False))
+        if enc.track_rdata:
+            rd = w["rd_cur", m] if carries is None else z3.Or(w["rd_cur", m], carries)
+            w.cond(c, ("rd_cur", m), rd)
+            w.cond(changed, ("rd_last", m), rd)
+            w.cond(changed, ("rd_cur", m), z3.BoolVal(False))
         for f, value in zip(rules.Mbar._fields, new, strict=True):
             w.cond(c, (f, m), value)
         return hard
 
+    def carries_data(self, w: Work, e: Event) -> Any:
+        """Machine._check_cross_cta_release: some generic write by another CTA than the barrier's,
+        still recorded (live, or kept as superseded), is known by one of the arriving lanes."""
+        enc = self.enc
+        known = self.union(w, "K", e.lanes) & (w["live"] | w["sup"])
+        mask = enc._mask(enc.published(e))
+        return (known & z3.BitVecVal(mask, enc.R)) != 0 if mask else z3.BoolVal(False)
+
     # ---- races (Machine._conflicts)
-    def conflicts(self, w: Work, e: Event, kind: int, async_op: bool) -> list[tuple[str, Any]]:
+    def conflicts(self, w: Work, e: Event, key: tuple, kind: int, async_op: bool) -> list[tuple[str, Any]]:
         out = []
         for r, rec in enumerate(self.enc.records):
-            if rec.space != DATA or rec.key != e.key or rec.event is e or (rec.kind == 0 and kind == 0):
+            if rec.space != DATA or rec.key != key or rec.event is e or (rec.kind == 0 and kind == 0):
                 continue
             po = rec.owner == e.proc and not rec.is_async and rec.part == e.part
             ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
@@ -570,47 +876,71 @@ class Step:
         return out
 
     # ---- named barriers
-    def nb_state(self, w: Work, b: int) -> rules.NamedBar:
-        return rules.NamedBar(w["nb_count", b], w["nb_arrived", b], w["nb_gen", b], 0, 0)
+    def nb_state(self, w: Work, n: int) -> rules.NamedBar:
+        return rules.NamedBar(w["nb_count", n], w["nb_arrived", n], w["nb_gen", n], 0, 0)
 
-    def expected(self, w: Work, nb: rules.NamedBar) -> Any:
+    def alive_threads(self, w: Work, procs: Iterable[int]) -> Any:
         enc = self.enc
-        alive = sum((z3.If(enc.done(w, q), enc.num(0), enc.num(enc.machine.procs[q].nthreads))
-                     for q in range(enc.P)), enc.num(0))
+        return sum((z3.If(enc.done(w, q), enc.num(0), enc.num(enc.machine.procs[q].nthreads)) for q in procs),
+                   enc.num(0))
+
+    def expected(self, w: Work, n: int, nb: rules.NamedBar) -> Any:
+        """Machine._nb_expected: the generation's count, or every non-exited thread of the CTA."""
+        alive = self.alive_threads(w, self.enc.procs_of_cta[self.enc.nbs[n][0]])
         return z3.If(nb.count == -1, alive, nb.count)
 
-    def nb_try_complete(self, w: Work, b: int, c: Any) -> None:
+    def nb_try_complete(self, w: Work, n: int, c: Any) -> None:
         """Machine._nb_try_complete: a complete generation restarts its parked waiters."""
         enc = self.enc
-        nb = self.nb_state(w, b)
-        done_nb = rules.nb_complete(nb, self.expected(w, nb), Z3A, open_count=-1)
-        complete = z3.And(c, nb.arrived > 0, nb.arrived >= self.expected(w, nb))
-        token = b * enc.token_base + nb.gen
-        holder = enc.nb(b)
+        nb = self.nb_state(w, n)
+        done_nb = rules.nb_complete(nb, self.expected(w, n, nb), Z3A, open_count=-1)
+        complete = z3.And(c, nb.arrived > 0, nb.arrived >= self.expected(w, n, nb))
+        token = n * enc.token_base + nb.gen
+        holder = enc.nb(n)
         for q in range(enc.P):
-            if not any(isinstance(e.op, ir.BarSync) and e.bar_id == b for e in enc.events[q]):
+            if not any(isinstance(e.op, ir.BarSync) and e.nb == n for e in enc.events[q]):
                 continue
             waiting = z3.And(complete, w["parked", q], w["token", q] == token)
             self.acquire(w, holder, (enc.leader(q), enc.lanes_holder(q)), waiting)
             w.cond(waiting, ("parked", q), z3.BoolVal(False))
             w.cond(waiting, ("pc", q), w["pc", q] + 1)
         for f, value in (("count", done_nb.count), ("arrived", done_nb.arrived), ("gen", done_nb.gen)):
-            w.cond(complete, ("nb_" + f, b), value)
+            w.cond(complete, ("nb_" + f, n), value)
         for space in ("K", "A"):
             w.cond(complete, (space, holder), z3.BitVecVal(0, enc.R))
 
-    def exits(self, w: Work, before_done: Any) -> list[tuple[str, Any]]:
-        """Machine._exit: generations of all threads may complete once warps have exited; a CTA
-        may not exit with a copy in flight or an async read never retired (SV404)."""
+    # ---- the cluster barrier
+    def cb_try_complete(self, w: Work) -> None:
+        """Machine._cb_try_complete: the generation completes once every thread of the cluster
+        that has not exited has arrived. `rules.cb_complete` decides that with a Python `if`
+        (it is written over the machine's integers only), so its test is made here with If, and
+        the re-armed state is the rule's own result on a state that passes its test."""
         enc = self.enc
-        for _ in range(2):  # a release can let a warp exit, which can complete another generation
-            for b in enc.nb_ids:
-                self.nb_try_complete(w, b, w["nb_count", b] == -1)
-        all_done = z3.And(*[enc.done(w, q) for q in range(enc.P)])
-        pending = [self.has(w["inflight"], r) for r in range(len(enc.records)) if enc.records[r].is_async
-                   and enc.records[r].kind == 1]
-        pending += [self.has(w["live"], e.record) for evs in enc.events for e in evs if e.retires == [(-1, ())]]
-        return [("SV404", z3.And(z3.Not(before_done), all_done, z3.Or(*pending)))] if pending else []
+        gen, arrived = w["cl_gen"], w["cl_arrived"]
+        expected = self.alive_threads(w, range(enc.P))
+        complete = z3.And(arrived > 0, arrived >= expected)
+        rearmed = rules.cb_complete(rules.ClusterBar(gen, 0, 0), 0)
+        w.cond(complete, "cl_gen", rearmed.gen)
+        w.cond(complete, "cl_arrived", rearmed.arrived)
+        self.shift(w, enc.cl_cur, enc.cl_last, complete)
+
+    def exits(self, w: Work, cta: int, before_done: Any) -> list[tuple[str, Any]]:
+        """Machine._exit: generations of all threads of the CTA may complete once warps have exited,
+        and so may the cluster barrier's; a CTA may not exit with a copy into it in flight or an
+        async read never retired (SV404)."""
+        enc = self.enc
+        bars = [n for n, (c, _) in enumerate(enc.nbs) if c == cta]
+        for _ in range(max(len(bars), 1)):  # a release can let a warp exit, which can complete another
+            for n in bars:
+                self.nb_try_complete(w, n, w["nb_count", n] == -1)
+        if enc.has_cluster_barrier:
+            self.cb_try_complete(w)
+        pending = [self.has(w["inflight"], c.record) for c in enc.copies if c.cta == cta]
+        pending += [self.has(w["live"], e.record) for evs in enc.events for e in evs
+                    if e.retires == [(-1, ())] and e.key[0] == cta]
+        if not pending:
+            return []
+        return [("SV404", z3.And(z3.Not(before_done), enc.cta_done(w, cta), z3.Or(*pending)))]
 
     # ---- the actors
     def effects(self, depth: int) -> list[Effect]:
@@ -619,142 +949,173 @@ class Step:
         current and only copies issued among its first ``depth`` can be in flight."""
         enc = self.enc
         out = []
-        all_done = z3.And(*[enc.done(Work(self.S), q) for q in range(enc.P)])
+        start = Work(self.S)
+        done_before = [enc.cta_done(start, c) for c in range(enc.ncta)]
         for p in range(enc.P):
-            for start, run in list(enc.runs[p].items())[:depth + 1]:
-                guard = z3.And(self.sel == p, self.S["pc", p] == start, z3.Not(self.S["parked", p]))
-                out.append(self.run_of(run, guard, all_done))
-        for e in enc.agents:
-            if e.ordinal < depth:
-                out.append(self.agent(e))
+            for first, run in list(enc.runs[p].items())[:depth + 1]:
+                guard = z3.And(self.sel == p, self.S["pc", p] == first, z3.Not(self.S["parked", p]))
+                out.append(self.run_of(run, guard, done_before))
+        for c in enc.copies:
+            if c.event.ordinal < depth:
+                out.append(self.agent(c))
         return out
 
-    def run_of(self, run: list[Event], guard: Any, all_done_before: Any) -> Effect:
+    def run_of(self, run: list[Event], guard: Any, done_before: list) -> Effect:
         """One step of a process: its current event, then the local ones fused after it."""
         w = Work(self.S)
         hard: list[tuple[str, Any]] = []
         soft: list[tuple[str, Any]] = []
         enabled: Any = None
-        objects: frozenset = frozenset()
-        last = False
+        objects: dict = {}
         for e in run:
-            en, last = self.event(w, e, hard, soft, all_done_before)
+            en = self.event(w, e, hard, soft, done_before)
             enabled = en if enabled is None else enabled
-            objects |= self.enc.objects(e)
-        return Effect(guard, enabled, hard, soft, w.upd, objects, last)
+            for o, mode in self.enc.objects(e).items():
+                old = objects.get(o)
+                objects[o] = mode if old is None or old == mode else "w"
+        return Effect(guard, enabled, hard, soft, w.upd, objects, any(self.enc.touches_all(e) for e in run))
 
-    def event(self, w: Work, e: Event, hard: list, soft: list, all_done_before: Any) -> tuple[Any, bool]:
-        """Apply one event to ``w``, adding its checks; returns whether it can move, and whether
-        it is its process's last event."""
+    def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list) -> Any:
+        """Apply one event to ``w``, adding its checks (in the order the machine's handler makes
+        them); returns whether it can move."""
+        enc = self.enc
         enabled: Any = z3.BoolVal(True)
         p = e.proc
         op = e.op
         if e.error is not None:
             hard.append((e.error.code, z3.BoolVal(True)))
-            return enabled, False
+            return enabled
         parks = False
         if isinstance(op, ir.MbarInit):
+            # Machine.op_init. It also resets the barrier's knowledge, observations and flags; on a
+            # path they are all still fresh here: only a use of the barrier changes them, a use
+            # needs a valid barrier (SV401/SV402), and a barrier is valid only after an init —
+            # after which this one is SV403 (inval is unsupported).
             hard.append(("SV403", z3.BoolVal(e.threads > 1)))
-            for m in e.targets:
+            for m, rec in zip(e.targets, e.inits, strict=True):
                 hard.append(("SV403", w["valid", m] == 1))
                 for f, value in zip(rules.Mbar._fields, rules.mb_init(e.count), strict=True):
-                    w[f, m] = self.enc.num(value)
-                w["observed", m] = z3.BoolVal(True)
-                for q in self.enc.waiters[m]:
-                    w["hist", m, q] = z3.BoolVal(False)
-                for space in ("K", "A"):
-                    for h in (self.enc.cur(m), self.enc.last(m)):
-                        w[space, h] = z3.BitVecVal(0, self.enc.R)
-                obs = self.enc._mask(self.enc.obs_of[m])
-                w["live"] = w["live"] & ~z3.BitVecVal(obs, self.enc.R)
-                self.set_record(w, self.enc.init_record[m], e.lanes, ())
+                    w[f, m] = enc.num(value)
+                self.set_record(w, rec, e.lanes, ())
         elif isinstance(op, ir.MbarArrive):
             m = e.m
-            hard.append(("SV401", z3.Not(self.usable(w, m, e.lanes))))
+            hard += self.use_barrier(w, e, m)
             soft.append(("SV502", z3.Not(w["observed", m])))
             s = self.mbar(w, m)
             if op.drop:
                 hard.append(("SV504", e.count >= s.exp))
             hard.append(("SV504", rules.arrive_overflows(s, e.count)))
             if e.nbytes is not None:
-                hard.append(("SV503", self.tx_check(s.tx + e.nbytes)))
+                hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
                 rule = rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx
-                new = rule(s, e.nbytes, e.count, Z3A)
+                new = rule(s, enc.tx(e), e.count, Z3A)
             else:
                 new = (rules.mb_arrive_drop if op.drop else rules.mb_arrive)(s, e.count, Z3A)
             release = e.lanes if op.sem == "release" else ()
-            hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes)
+            carries = None
+            if e.cross_release:
+                carries = self.carries_data(w, e)
+                if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
+                    soft.append(("SV602", carries))
+            hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries)
         elif isinstance(op, ir.MbarTx):
             m = e.m
-            hard.append(("SV401", z3.Not(self.usable(w, m, e.lanes))))
+            hard += self.use_barrier(w, e, m)
             s = self.mbar(w, m)
             if op.kind == "expect":
-                hard.append(("SV503", self.tx_check(s.tx + e.nbytes)))
-                new = rules.mb_expect_tx(s, e.nbytes, Z3A)
+                hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
+                new = rules.mb_expect_tx(s, enc.tx(e), Z3A)
             else:
-                hard.append(("SV503", self.tx_check(s.tx - e.nbytes)))
-                new = rules.mb_complete_tx(s, e.nbytes, Z3A)
+                hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
+                new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
             hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes)
         elif isinstance(op, ir.MbarWait):
             enabled = self.wait(w, e, hard, soft)
         elif isinstance(op, ir.BarSync | ir.BarArrive):
             parks = isinstance(op, ir.BarSync)
-            b = e.bar_id
-            nb = self.nb_state(w, b)
+            n = e.nb
+            nb = self.nb_state(w, n)
             hard.append(("SV202", z3.And(nb.arrived > 0, nb.count != e.nb_count)))
             if parks:
                 w["parked", p] = z3.BoolVal(True)
-                w["token", p] = b * self.enc.token_base + nb.gen
-            self.release(w, e.lanes, self.enc.nb(b))
-            new = rules.nb_arrive(nb, e.nb_count, self.enc.machine.procs[p].nthreads, 0, 0, Z3A)
-            w["nb_count", b] = new.count
-            w["nb_arrived", b] = new.arrived
-            self.nb_try_complete(w, b, z3.BoolVal(True))
+                w["token", p] = n * enc.token_base + nb.gen
+            self.release(w, e.lanes, enc.nb(n))
+            new = rules.nb_arrive(nb, e.nb_count, enc.machine.procs[p].nthreads, 0, 0, Z3A)
+            w["nb_count", n] = new.count
+            w["nb_arrived", n] = new.arrived
+            self.nb_try_complete(w, n, z3.BoolVal(True))
+        elif isinstance(op, ir.ClusterArrive):
+            # Machine.op_cluster_arrive: a second arrive before the wait is SV205; a relaxed arrive
+            # carries only inits published by fence.mbarrier_init and the CTA's start
+            hard.append(("SV205", w["cltoken", p] >= 0))
+            self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
+            w["cltoken", p] = w["cl_gen"]
+            cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
+            w["cl_arrived"] = cb.arrived
+            self.cb_try_complete(w)
+        elif isinstance(op, ir.ClusterWait):
+            # Machine.op_cluster_wait: blocked until the generation this warp arrived on completes
+            enabled = self.cluster_wait_passes(w, p)
+            self.acquire(w, enc.cl_last, e.lanes)
+            w["cltoken", p] = enc.num(-1)
         elif isinstance(op, ir.Syncwarp):
-            both = (self.enc.leader(p), self.enc.lanes_holder(p))
+            both = (enc.leader(p), enc.lanes_holder(p))
             for space in ("K", "A"):
                 value = self.union(w, space, both)
                 for h in both:
                     w[space, h] = value
         elif isinstance(op, ir.Access):
+            if e.remote:  # Machine.op_access on a peer's shared memory (DSMEM)
+                hard.append(("SV404", enc.cta_done(w, e.cta)))
+                hard.append(("SV404", z3.Not(self.knows(w, enc.start_record[e.cta], e.lanes))))
             kind = 1 if op.kind == "write" else 0
-            hard += self.conflicts(w, e, kind, False)
+            hard += self.conflicts(w, e, e.key, kind, False)
             self.add_record(w, e, kind)
         elif isinstance(op, ir.TmaLoad):
-            hard.append(("SV401", z3.Not(self.usable(w, e.m, e.lanes))))
-            hard += self.conflicts(w, e, 1, True)
-            b = self.enc.bit(e.record)
-            w["live"] = w["live"] | b
-            w["inflight"] = w["inflight"] | b
-            self.set_record(w, e.record, (), ())
+            for c in e.copies:  # Machine.op_tma_load: per destination CTA, in rank order
+                hard += self.use_barrier(w, e, c.m)
+                hard += self.conflicts(w, e, c.key, 1, True)
+                b = enc.bit(c.record)
+                w["live"] = w["live"] | b
+                w["inflight"] = w["inflight"] | b
+                self.set_record(w, c.record, (), ())
         elif isinstance(op, ir.WgmmaRead | ir.TmaStore):
-            hard += self.conflicts(w, e, 0, True)
-            w["live"] = w["live"] | self.enc.bit(e.record)
+            hard += self.conflicts(w, e, e.key, 0, True)
+            w["live"] = w["live"] | enc.bit(e.record)
             self.set_record(w, e.record, (), ())
         elif isinstance(op, ir.GroupWait):
             for r, learn in e.retires:
-                b = self.enc.bit(r)
+                b = enc.bit(r)
                 for h in learn:
                     for space in ("K", "A"):
                         w[space, h] = w[space, h] | b
         elif isinstance(op, ir.Fence):
-            if op.kind == "proxy_async":
-                mine = self.enc._mask(r for r, rec in enumerate(self.enc.records)
-                                      if rec.space == DATA and rec.owner == p and rec.kind == 1 and not rec.is_async
-                                      and (e.part == FULL or rec.part == LEADER))
-                mask = z3.BitVecVal(mine, self.enc.R)
-                for h in (self.enc.leader(p), self.enc.lanes_holder(p)):
+            # Machine.op_fence: the fencing lanes' own generic writes (fence.proxy.async) or inits
+            # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
+            # cluster arrive then carries
+            space = DATA if op.kind == "proxy_async" else INIT
+            mine = enc._mask(r for r, rec in enumerate(enc.records)
+                             if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
+                             and (e.part == FULL or rec.part == LEADER))
+            if mine:
+                mask = z3.BitVecVal(mine, enc.R)
+                for h in (enc.leader(p), enc.lanes_holder(p)):
                     w["A", h] = w["A", h] | (w["K", h] & mask)
-            # fence.mbarrier_init publishes inits to relaxed cluster arrives only: nothing in one CTA
         if not parks:
             w["pc", p] = w["pc", p] + 1
-        last_event = e.index == len(self.enc.events[p]) - 1
+        last_event = e.index == len(enc.events[p]) - 1
         if last_event or isinstance(op, ir.BarSync | ir.BarArrive):
-            hard += self.exits(w, all_done_before)
-        return enabled, last_event
+            hard += self.exits(w, e.own, done_before[e.own])
+        return enabled
+
+    def cluster_wait_passes(self, w: Work, p: int) -> Any:
+        """Machine.op_cluster_wait's test: the warp arrived, and that generation has completed."""
+        token = w["cltoken", p]
+        return z3.And(token >= 0, w["cl_gen"] > token)
 
     def wait(self, w: Work, e: Event, hard: list, soft: list) -> Any:
-        """Machine.op_wait (one CTA). Returns when the wait can move (pass, or break a rule)."""
+        """Machine.op_wait (on the CTA's own barrier). Returns when the wait can move (pass, or
+        break a rule)."""
         m, p = e.m, e.proc
         usable = self.usable(w, m, e.lanes)
         s = self.mbar(w, m)
@@ -766,6 +1127,9 @@ class Step:
         passes = rules.mb_wait_passes(s, e.parity, Z3A)
         hard.append(("SV401", z3.Not(usable)))
         hard.append(("SV501", z3.And(usable, aliases)))
+        if self.enc.track_rdata and e.op.sem == "acquire" and e.op.scope == "cta":
+            # a .cta-scope acquire of data another CTA released into the observed phase
+            soft.append(("SV602", w["rd_last", m]))
         observed_phase = s.k - 1
         means_it = intended == observed_phase
         new_j = z3.If(z3.And(means_it, observed_phase > jprev), observed_phase, jprev)
@@ -790,42 +1154,57 @@ class Step:
 
     def add_record(self, w: Work, e: Event, kind: int) -> None:
         """Machine._add_write / _add_read for a generic access: a write makes every older record
-        of its slot irrelevant (dropped there, cleared here); a read replaces the same lanes'
-        older reads of the slot."""
+        of its slot irrelevant (dropped there, cleared here) but keeps the latest older write,
+        marked superseded, which a release on a peer's barrier still counts (SV602); a read
+        replaces the same lanes' older reads of the slot."""
         enc = self.enc
+        mine = [r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key and r != e.record]
         if kind == 1:
-            older = enc._mask(r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key
-                              and r != e.record)
+            older = enc._mask(mine)
+            if enc.track_rdata:
+                # The latest older write is the one issued last: the live generic write of the slot
+                # (a generic write drops every older record) unless a bulk copy issued after it is
+                # live. Only a generic one can count, so only those are kept here.
+                generic = enc._mask(r for r in mine if enc.records[r].kind == 1 and not enc.records[r].is_async)
+                copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async)
+                zero = z3.BitVecVal(0, enc.R)
+                latest = z3.If((w["live"] & z3.BitVecVal(copies, enc.R)) == 0,
+                               w["live"] & z3.BitVecVal(generic, enc.R), zero) if generic else zero
+                w["sup"] = (w["sup"] & ~z3.BitVecVal(older, enc.R)) | latest
         else:
-            older = enc._mask(r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key
-                              and rec.kind == 0 and rec.owner == e.proc and rec.part == e.part
-                              and not rec.is_async and r != e.record)
+            older = enc._mask(r for r in mine if enc.records[r].kind == 0 and enc.records[r].owner == e.proc
+                              and enc.records[r].part == e.part and not enc.records[r].is_async)
         w["live"] = (w["live"] & ~z3.BitVecVal(older, enc.R)) | enc.bit(e.record)
         self.set_record(w, e.record, (e.creator,), (e.creator,) if kind == 0 else ())
 
-    def agent(self, e: Event) -> Effect:
-        """Machine._complete_tma: the copy's write lands, then complete_tx on its barrier."""
+    def agent(self, c: Copy) -> Effect:
+        """Machine._complete_tma: into a CTA that has not exited (SV404), the copy's write lands,
+        then complete_tx on its destination's barrier."""
         enc = self.enc
         w = Work(self.S)
-        r, m = e.record, e.m
-        guard = z3.And(self.sel == e.agent, self.has(self.S["inflight"], r))
+        r, m, e = c.record, c.m, c.event
+        guard = z3.And(self.sel == c.actor, self.has(self.S["inflight"], r))
+        hard = [("SV404", enc.cta_done(w, c.cta))]
         w["inflight"] = w["inflight"] & ~enc.bit(r)
         self.set_record(w, r, (enc.cur(m),), (enc.cur(m),))
-        hard = [("SV401", w["valid", m] != 1)]
+        hard.append(("SV401", w["valid", m] != 1))
         s = self.mbar(w, m)
-        hard.append(("SV503", self.tx_check(s.tx - e.nbytes)))
-        hard += self.set_mb(w, m, rules.mb_complete_tx(s, e.nbytes, Z3A), z3.BoolVal(True))
+        hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
+        hard += self.set_mb(w, m, rules.mb_complete_tx(s, enc.tx(e), Z3A), z3.BoolVal(True))
         return Effect(guard, z3.BoolVal(True), hard, [], w.upd,
-                      frozenset({("m", m), ("key", e.key), ("proc", e.agent)}))
+                      {("m", m): "w", ("key", c.key): "w", ("proc", c.actor): "w"})
 
 
 def blocked(step: Step, e: Event) -> Any:
-    """A wait that cannot move in the step's start state (used for deadlock)."""
+    """A wait (mbarrier or cluster) that cannot move in the step's start state (used for deadlock)."""
     if e.error is not None:
         return z3.BoolVal(False)
     w = Work(step.S)
     hard: list = []
+    if isinstance(e.op, ir.ClusterWait):
+        return z3.Not(step.cluster_wait_passes(w, e.proc))
     return z3.Not(step.wait(w, e, hard, []))
+
 
 
 @dataclass
@@ -845,7 +1224,7 @@ class BMC:
         self.enc = Encoding(machine)
 
     def depth_bound(self) -> int:
-        return sum(len(runs) for runs in self.enc.runs) + len(self.enc.agents)
+        return sum(len(runs) for runs in self.enc.runs) + len(self.enc.copies)
 
     def run(self, seconds: float) -> Outcome:
         """Unroll step by step; ask the solver at depths 4, 8, 16, … and at the bound whether some
@@ -873,14 +1252,15 @@ class BMC:
             touch = self.touches(effects)
             if i > 0:
                 # Partial-order reduction (monotonic, after Kahlon, Wang and Gupta, CAV 2009): two
-                # adjacent moves of different actors in decreasing actor order must share an object.
-                # Moves on disjoint objects commute and neither enables nor disables the other, so
-                # every execution has an equivalent one that obeys this, ending in the same state —
-                # and a move that breaks a rule still breaks it when moved earlier past independent
-                # moves, so every finding stays reachable.
-                shared = [z3.And(prev[o], touch[o]) for o in prev if o in touch and o != "all"]
+                # adjacent moves of different actors in decreasing actor order must be dependent:
+                # share an object that not both only read and not both only add to (see
+                # Encoding.objects). Independent moves commute and neither enables nor disables the
+                # other, so every execution has an equivalent one that obeys this, ending in the
+                # same state — and a move that breaks a rule still breaks it when moved earlier past
+                # independent moves, so every finding stays reachable.
+                shared = [self.dependent(prev[o], touch[o]) for o in prev if o in touch and o != "all"]
                 constraints.append(z3.Implies(active, z3.Implies(
-                    sels[-2] > sel, z3.Or(prev["all"], touch["all"], *shared))))
+                    sels[-2] > sel, z3.Or(prev["all"]["w"], touch["all"]["w"], *shared))))
             prev = touch
             bads.append((z3.And(active, z3.Or(deadlock, *finding)), deadlock, effects, S))
             if i in checkpoints:
@@ -888,10 +1268,12 @@ class BMC:
                 if left <= 0:
                     return Outcome("inconclusive", reason=f"time budget of {seconds:g}s reached at depth {i} of "
                                    f"{bound}", depth=i, seconds=time.monotonic() - start)
-                # A fresh solver per query: Z3 then picks its non-incremental QF_BV strategy
-                # (preprocessing, bit-blasting, SAT), measured several times faster here than
-                # one incremental solver or a fixed bit-blasting tactic.
-                solver = z3.Solver()
+                # A fresh solver per query, running a fixed bit-blasting pipeline: simplification,
+                # sharing of bit-vector terms, bit-blasting, SAT. Measured faster here than one
+                # incremental solver and than Z3's default QF_BV strategy, whose extra
+                # preprocessing (solving the state equalities away) costs more than it saves on
+                # these transition relations.
+                solver = z3.Then(*TACTIC).solver()
                 solver.set("random_seed", SEED)
                 solver.set("rlimit", RLIMIT_PER_CHECK)
                 solver.set("timeout", max(1, int(left * 1000)))
@@ -911,11 +1293,14 @@ class BMC:
             constraints.append(z3.Implies(moves, z3.Or(*[
                 z3.And(eff.guard, eff.enabled, z3.Not(z3.Or(*[c for _, c in eff.hard]))) if eff.hard
                 else z3.And(eff.guard, eff.enabled) for eff in effects])))
+            masks = {"A": z3.BitVecVal(enc.amask, enc.R), "K": z3.BitVecVal(enc.kmask, enc.R)}
             for key, variable in nxt.items():
                 value = S[key]
                 for eff in effects:
                     if key in eff.upd:
                         value = z3.If(eff.guard, eff.upd[key], value)
+                if isinstance(key, tuple) and key[0] in masks:
+                    value = value & masks[key[0]]  # bits no check reads (Encoding.amask, kmask)
                 constraints.append(variable == value)
             S = nxt
             active = moves
@@ -923,14 +1308,22 @@ class BMC:
 
     @staticmethod
     def touches(effects: list[Effect]) -> dict:
-        """Per object: whether the step's move uses it ("all": the move is an exit)."""
-        by_object: dict = {"all": []}
+        """Per object and mode ("r", "a", "w"): whether the step's move uses it so ("all": the
+        move may end a process)."""
+        by_mode: dict = {"all": {"r": [], "a": [], "w": []}}
         for eff in effects:
             if eff.touches_all:
-                by_object["all"].append(eff.guard)
-            for o in eff.objects:
-                by_object.setdefault(o, []).append(eff.guard)
-        return {o: z3.Or(*guards) if guards else z3.BoolVal(False) for o, guards in by_object.items()}
+                by_mode["all"]["w"].append(eff.guard)
+            for o, mode in eff.objects.items():
+                by_mode.setdefault(o, {"r": [], "a": [], "w": []})[mode].append(eff.guard)
+        any_of = lambda guards: z3.Or(*guards) if guards else z3.BoolVal(False)  # noqa: E731
+        return {o: {mode: any_of(guards) for mode, guards in modes.items()} for o, modes in by_mode.items()}
+
+    @staticmethod
+    def dependent(a: dict, b: dict) -> Any:
+        """Two moves' uses of one object conflict unless both only read it or both only add to it."""
+        a_any, b_any = z3.Or(a["r"], a["a"], a["w"]), z3.Or(b["r"], b["a"], b["w"])
+        return z3.Or(z3.And(a["w"], b_any), z3.And(a_any, b["w"]), z3.And(a["r"], b["a"]), z3.And(a["a"], b["r"]))
 
     def counterexample(self, model: z3.ModelRef, sels: list, bads: list, start: float) -> Outcome:
         """The first bad step of the solver's path, as machine step labels (a process's step that
@@ -958,24 +1351,29 @@ class BMC:
         return [self.label(actor)]
 
     def deadlock(self, step: Step, depth: int) -> Any:
+        """No actor can move and some process has not ended: every process has ended, is parked
+        on a named barrier or waits (mbarrier or cluster barrier) without passing, and no copy
+        is in flight."""
         enc = self.enc
         S = step.S
         w = Work(S)
         stuck = []
         for p in range(enc.P):
             waits = [z3.And(S["pc", p] == e.index, blocked(step, e)) for e in enc.events[p]
-                     if isinstance(e.op, ir.MbarWait) and e.ordinal <= depth]
+                     if isinstance(e.op, ir.MbarWait | ir.ClusterWait) and e.ordinal <= depth]
             stuck.append(z3.Or(enc.done(w, p), S["parked", p], *waits))
         all_done = z3.And(*[enc.done(w, p) for p in range(enc.P)])
         return z3.And(z3.Not(all_done), S["inflight"] == 0, *stuck)
 
     def label(self, actor: int) -> tuple:
+        """The machine's step label of an actor: a process, or the agent of one copy."""
         enc = self.enc
         if actor < enc.P:
             return ("p", actor)
-        e = enc.agents[actor - enc.P]
-        buf, slot = e.key
-        return ("a", (AG_TMA, 0, buf, slot, e.m, e.nbytes, e.proc, e.line, 0))
+        c = enc.copies[actor - enc.P]
+        e = c.event
+        _, buf, slot = c.key
+        return ("a", (AG_TMA, c.cta, buf, slot, c.m, e.nbytes, e.proc, e.line, 0))
 
 
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
