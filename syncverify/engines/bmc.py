@@ -38,8 +38,9 @@ arrive and tx forms also on a peer CTA's barrier (`@ r`); bulk-tensor loads issu
 multicast included; generic reads and writes, of the CTA's own shared memory or a peer's (DSMEM);
 `syncwarp`; named barriers and `syncthreads`; the cluster barrier (`cluster.arrive[.relaxed]`,
 `cluster.wait`, `cluster.sync`); wgmma and bulk-store reads with their groups (one lane set per
-process); `fence.proxy.async` and `fence.mbarrier_init`. Anything else (`inval`, tensor memory,
-tcgen05 commits) is "unsupported" with the reason, not guessed.
+process); `fence.proxy.async` and `fence.mbarrier_init`; tensor-memory allocation of one CTA
+(a no-op for the machine). Anything else (`inval`, cta_group 2 allocation, tcgen05 commits) is
+"unsupported" with the reason, not guessed.
 """
 
 from __future__ import annotations
