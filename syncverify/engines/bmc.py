@@ -913,16 +913,14 @@ class Step:
     # ---- the cluster barrier
     def cb_try_complete(self, w: Work) -> None:
         """Machine._cb_try_complete: the generation completes once every thread of the cluster
-        that has not exited has arrived. `rules.cb_complete` decides that with a Python `if`
-        (it is written over the machine's integers only), so its test is made here with If, and
-        the re-armed state is the rule's own result on a state that passes its test."""
+        that has not exited has arrived (`rules.cb_completes`, `rules.cb_complete` over Z3 terms)."""
         enc = self.enc
-        gen, arrived = w["cl_gen"], w["cl_arrived"]
+        cb = rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0)
         expected = self.alive_threads(w, range(enc.P))
-        complete = z3.And(arrived > 0, arrived >= expected)
-        rearmed = rules.cb_complete(rules.ClusterBar(gen, 0, 0), 0)
-        w.cond(complete, "cl_gen", rearmed.gen)
-        w.cond(complete, "cl_arrived", rearmed.arrived)
+        complete = rules.cb_completes(cb, expected, Z3Arith)
+        done = rules.cb_complete(cb, expected, Z3Arith)
+        w.cond(complete, "cl_gen", done.gen)
+        w.cond(complete, "cl_arrived", done.arrived)
         self.shift(w, enc.cl_cur, enc.cl_last, complete)
 
     def exits(self, w: Work, cta: int, before_done: Any) -> list[tuple[str, Any]]:

@@ -662,7 +662,7 @@ class _Exporter:
             "        mobs[_m] = 0; mrd[_m] = (mrd[_m] & 1) * 2",
             "  :: else -> skip fi",
             "}",
-            "/* machine._cb_try_complete: every thread not exited has arrived */",
+            "/* machine._cb_try_complete: every thread not exited has arrived (rules.cb_completes) */",
             "inline cb_try_complete() {",
             f"  if :: carr > 0 && carr >= alive_all -> _c = {self.cl_cur}; _n = {self.cl_last}; "
             "c_code { k_shift(_c, _n); }; cgen = cgen + 1; carr = 0",

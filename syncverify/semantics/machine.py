@@ -987,9 +987,9 @@ class Machine:
     def _cb_try_complete(self, w: _Work) -> None:
         cb = rules.ClusterBar(*w.cluster)
         if not cb.arrived:
-            return
+            return  # (nothing can complete: spares counting the threads still running)
         done = rules.cb_complete(cb, self._cluster_expected(w))
-        if done is not cb:
+        if done.gen != cb.gen:
             w.records = shift_phase(w.records, 1 << self.holders.cl_cur, 1 << self.holders.cl_last)
             w.cluster = tuple(done)
 

@@ -198,8 +198,15 @@ def cb_arrive(s: ClusterBar, threads: int, proc_bit: int) -> ClusterBar:
     return ClusterBar(s.gen, s.arrived + threads, s.procs | proc_bit)
 
 
-def cb_complete(s: ClusterBar, expected: int) -> ClusterBar:
+def cb_completes(s: ClusterBar, expected: Any, A: Arith = PY) -> Any:
+    """Does the generation complete (§4)? Once some thread arrived, when every thread of the
+    cluster that has not exited has arrived (``expected``: the threads not exited)."""
+    return A.and_(s.arrived > 0, s.arrived >= expected)
+
+
+def cb_complete(s: ClusterBar, expected: Any, A: Arith = PY) -> ClusterBar:
     """Completes and re-arms when all non-exited threads of the cluster arrived (§4)."""
-    if s.arrived >= expected:
-        return ClusterBar(s.gen + 1, 0, 0)
-    return s
+    done = cb_completes(s, expected, A)
+    if done is False:  # decided on concrete values: the barrier is left as it is
+        return s
+    return ClusterBar(A.ite(done, s.gen + 1, s.gen), A.ite(done, 0, s.arrived), A.ite(done, 0, s.procs))

@@ -110,20 +110,7 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
                     out = list(records)
                 out[i] = (*r[:R_AKNOWN], na, nk)
         return records if out is None else tuple(out)
-    for i, r in enumerate(records):
-        known, aknown = r[R_KNOWN], r[R_AKNOWN]
-        if known & source_mask:
-            nk = known | target_bit
-            na = aknown | target_bit if aknown & source_mask else aknown
-        elif aknown & source_mask:
-            nk, na = known, aknown | target_bit
-        else:
-            continue
-        if nk != known or na != aknown:
-            if out is None:
-                out = list(records)
-            out[i] = (*r[:R_AKNOWN], na, nk)
-    return records if out is None else tuple(out)
+    return _transfer(records, source_mask, target_bit)
 
 
 def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
@@ -142,14 +129,21 @@ def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
 
 def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
     """What ``source_bit`` knows becomes known by the holders in ``target_mask``."""
+    return _transfer(records, source_bit, target_mask)
+
+
+def _transfer(records: tuple, source: int, target: int) -> tuple:
+    """Release and acquire alike: every record known (or async-known) by a holder in ``source``
+    becomes known (async-known) by the holders in ``target``. Copies the record tuple only when
+    some record changes, and touches only the changed positions."""
     out = None
     for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
-        if known & source_bit:
-            nk = known | target_mask
-            na = aknown | target_mask if aknown & source_bit else aknown
-        elif aknown & source_bit:
-            nk, na = known, aknown | target_mask
+        if known & source:
+            nk = known | target
+            na = aknown | target if aknown & source else aknown
+        elif aknown & source:
+            nk, na = known, aknown | target
         else:
             continue
         if nk != known or na != aknown:
