@@ -62,19 +62,49 @@ def test_wrong_parity_deadlocks():
     assert res.verdict == explicit.verdict
 
 
+TX_ORDER = """protocol tx_order {
+  cta threads 96;
+  role a = warp 0;
+  role b = warp 1;
+  role c = warp 2;
+  mbarrier bar count 1;
+  if a { elect { init bar; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; } }
+  if b { elect { complete_tx bar bytes 16; } }
+  if c { elect { expect_tx bar bytes 16; } }
+  wait bar parity 0;
+}
+"""
+
+
+def test_tx_operations_in_either_order_are_not_taken_as_commuting():
+    """With no arrival pending, an expect_tx and a complete_tx that each leave the phase open in
+    one order can complete it in the other: here, expect_tx before complete_tx leaves 16 bytes that
+    never arrive (SV503), the other order completes phase 0. The partial-order constraint takes
+    two mbarrier updates as commuting only while arrivals stay pending (Encoding.adds_to); with
+    "while the phase stays open" instead, this deadlock is lost and the protocol comes out safe."""
+    explicit = _check(TX_ORDER, "explicit")
+    res = _check(TX_ORDER, "bmc")
+    assert _errors(explicit) == {"SV503"}
+    assert res.verdict is Verdict.VIOLATION and _errors(res) == {"SV503"}, res.coverage
+
+
 def test_unsupported_features_are_reported_not_guessed():
-    text = """protocol pair {
-  cluster 2;
+    text = """protocol reuse {
   cta threads 32;
-  cluster.sync;
-  tmem.alloc cta_group 2 cols 32;
-  cluster.sync;
-  tmem.dealloc cta_group 2 cols 32;
+  mbarrier bar count 32;
+  elect { init bar; }
+  syncthreads;
+  arrive bar;
+  wait bar parity 0;
+  syncthreads;
+  elect { inval bar; }
 }
 """
     res = _check(text, "bmc")
     assert res.verdict is Verdict.INCONCLUSIVE
-    assert "unsupported" in res.coverage and "tmem.alloc" in res.coverage and "line 5" in res.coverage
+    assert "unsupported" in res.coverage and "inval" in res.coverage and "line 9" in res.coverage
 
 
 def test_clusters_are_supported():

@@ -38,8 +38,9 @@ arrive and tx forms also on a peer CTA's barrier (`@ r`); bulk-tensor loads issu
 multicast included; generic reads and writes, of the CTA's own shared memory or a peer's (DSMEM);
 `syncwarp`; named barriers and `syncthreads`; the cluster barrier (`cluster.arrive[.relaxed]`,
 `cluster.wait`, `cluster.sync`); wgmma and bulk-store reads with their groups (one lane set per
-process); `fence.proxy.async` and `fence.mbarrier_init`; tensor-memory allocation of one CTA
-(a no-op for the machine). Anything else (`inval`, cta_group 2 allocation, tcgen05 commits) is
+process); `fence.proxy.async` and `fence.mbarrier_init`; tensor-memory allocation, of one CTA
+(a no-op for the machine) or of a CTA pair (cta_group 2: the pair's warps meet, and an allocation
+must know that the peer CTA runs). Anything else (`inval`, tcgen05 commits) is
 "unsupported" with the reason, not guessed.
 """
 
@@ -62,7 +63,12 @@ from ..semantics.program import END, OP, Instr
 from ..semantics.state import AG_TMA, FULL, LEADER
 
 SEED = 0
-RLIMIT_PER_CHECK = 200_000_000  # Z3 resource units per query: a limit that does not depend on the machine
+# Z3 resource units per query: a limit that does not depend on the machine, growing with the time
+# budget (at least RLIMIT_PER_CHECK; RLIMIT_PER_SECOND per second of budget, about what one core of
+# this project's machine spends; at most what Z3's unsigned limit holds)
+RLIMIT_PER_CHECK = 200_000_000
+RLIMIT_PER_SECOND = 5_000_000
+RLIMIT_MAX = 4_000_000_000
 MAX_EVENTS = 4000
 TACTIC = ("simplify", "max-bv-sharing", "bit-blast", "sat")  # see BMC.run
 
@@ -99,8 +105,6 @@ DATA, INIT, OBS, START = 0, 1, 2, 3
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
-    ir.TmemAlloc: "`tmem.alloc`/`tmem.dealloc` with cta_group 2 (the rendezvous of the CTA pair, and the "
-                  "peer-start check of the allocation, are not encoded)",
     ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
                    "encoded)",
 }
@@ -154,6 +158,7 @@ class Event:
     record: int = -1
     nb: int = -1  # its named barrier: an index into Encoding.nbs
     nb_count: int = -1  # -1: every non-exited thread
+    tm: int = -1  # a cta_group 2 allocation or deallocation: its rendezvous (the machine's tmem index)
     pending: int = 0
     retires: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (record, holders that learn it)
     copies: list[Copy] = field(default_factory=list)  # a bulk-tensor load: one per destination CTA
@@ -206,6 +211,11 @@ class Encoding:
         for n, c in enumerate(self.copies):
             c.actor = self.P + n
         self.runs: list[dict[int, list[Event]]] = [self._runs(evs) for evs in self.events]
+        # named barriers that every arrival syncs on with every non-exited thread (syncthreads)
+        self.all_thread_nbs = {n for n in range(len(self.nbs)) if all(
+            isinstance(e.op, ir.BarSync) and e.nb_count == -1 for evs in self.events for e in evs if e.nb == n)}
+        self.tms = sorted({e.tm for evs in self.events for e in evs if e.tm >= 0})  # cta_group 2 rendezvous
+        self.tm_procs = [p for p, evs in enumerate(self.events) if any(e.tm >= 0 for e in evs)]
         self.H = 2 * self.P + 2 * self.M + len(self.nbs) + 2
         self.has_cluster_barrier = any(isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)
                                        for evs in self.events for e in evs)
@@ -251,6 +261,7 @@ class Encoding:
                 users.setdefault(rec.key, []).append(r)
         used_bars = {e.m for evs in self.events for e in evs if e.m >= 0} | {c.m for c in self.copies}
         remote_ctas = {e.cta for evs in self.events for e in evs if isinstance(e.op, ir.Access) and e.remote}
+        remote_ctas |= {e.own ^ 1 for evs in self.events for e in evs if e.tm >= 0 and not e.op.dealloc}
         published = {r for evs in self.events for e in evs if e.cross_release for r in self.published(e)}
         out = set(published)
         for r, rec in enumerate(self.records):
@@ -388,11 +399,18 @@ class Encoding:
                 e.record = self._new_record(Record(DATA, e.key, 0, p, part, is_async=True, event=e))
         elif kind is ir.GroupWait:
             e.pending, e.error = _static(mach._eval, op.pending, env, ctx)
+        elif kind is ir.TmemAlloc and not self._no_op(op):
+            # Machine.op_tmem: the warp pair of CTAs rank and rank ^ 1 meets at one rendezvous per
+            # pair, one for allocations and one for deallocations
+            if proc.cta ^ 1 >= self.ncta:
+                e.error = Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
+            else:
+                e.tm = (proc.cta // 2) * 2 + int(op.dealloc)
         elif kind not in (ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.ClusterArrive, ir.ClusterWait, ir.TmemAlloc):
             raise Unsupported(f"`{kind.__name__}` operations")
         if e.error is not None:  # executing it is the violation; none of its operands is used
             e.m, e.targets, e.key, e.nb, e.parity, e.count, e.nbytes, e.pending = -1, (), (), -1, 0, 0, None, 0
-            e.copies, e.inits, e.record, e.cta = [], (), -1, e.own
+            e.copies, e.inits, e.record, e.cta, e.tm = [], (), -1, e.own, -1
         return e
 
     def _no_op(self, op: Any) -> bool:
@@ -486,10 +504,10 @@ class Encoding:
         all-thread barrier) and after a `bar.sync` (a completion restarts the warp after it, in
         another warp's step)."""
         runs: dict[int, list[Event]] = {}
-        j = 0
+        j = 0  # (a cta_group 2 rendezvous may keep its warp where it is, so nothing is fused after it either)
         while j < len(evs):
             run = [evs[j]]
-            if not isinstance(evs[j].op, ir.BarSync):
+            if not isinstance(evs[j].op, ir.BarSync) and evs[j].tm < 0:
                 while j + len(run) < len(evs) - 1 and self._fusable(evs[j + len(run)]):
                     run.append(evs[j + len(run)])
             for e in run:
@@ -503,7 +521,7 @@ class Encoding:
         bit-blasts to SAT), wide enough that no value any execution can compute wraps: every
         counter below is bounded by a sum over the finitely many events."""
         evs = [e for es in self.events for e in es]
-        depth = sum(len(es) for es in self.events) + len(self.copies)
+        depth = sum(len(es) for es in self.events) + len(self.copies) + sum(e.tm >= 0 for e in evs)
         self.token_base = depth + 2  # a parked warp's token: named-barrier index * token_base + generation
         tx_total = sum(abs(e.nbytes or 0) for e in evs) + 1
         # |tx| never exceeds the bytes of every expect and complete together (a multicast completes
@@ -553,7 +571,7 @@ class Encoding:
             for m in e.targets:
                 use(("m", m), "w")
         elif e.m >= 0:
-            use(("m", e.m), "r" if isinstance(op, ir.MbarWait) else "w")
+            use(("m", e.m), "r" if isinstance(op, ir.MbarWait) else "a" if self.adds_to(e) else "w")
         for c in e.copies:  # the issue checks the barrier, writes the slot, starts the copy
             use(("m", c.m), "r")
             use(("key", c.key), "w")
@@ -561,17 +579,53 @@ class Encoding:
         if e.key:
             write = isinstance(op, ir.Access) and op.kind == "write"
             use(("key", e.key), "w" if write else "r")
-        if e.nb >= 0:
+        if e.tm >= 0:
+            use(("tm", e.tm), "w")
+        if e.nb >= 0 and self.adds_to(e):
+            use(("nb", e.nb), "a")  # the waiters it restarts are written when it completes (Effect.dynamic)
+        elif e.nb >= 0:
             use(("nb", e.nb), "w")
-            for q, evs in enumerate(self.events):
-                if any(isinstance(x.op, ir.BarSync) and x.nb == e.nb for x in evs):
-                    use(("proc", q), "w")
+            for q in self.nb_waiters(e.nb):
+                use(("proc", q), "w")
         if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
             use(("cl",), "r" if isinstance(op, ir.ClusterWait) else "a")
         if e.cross_release:
             for r in self.published(e):
                 use(("key", self.records[r].key), "r")
         return out
+
+    def adds_to(self, e: Event | None) -> bool:
+        """Does this move (an event, or None for a copy's completion) only add to its barrier
+        as long as it leaves arrivals pending?
+
+        An arrive (not a drop), expect_tx, complete_tx or copy completion on an mbarrier, while
+        the tx-count cannot leave its range (else its range check depends on the order): each
+        lowers the pending count or leaves it, and changes the tx-count, the barrier's knowledge
+        holder (a bitwise or) and its data flag (an or). Take two such moves X;Y of different
+        actors that both leave pending > 0. In the order Y;X, Y leaves at least as many pending
+        (X only lowered it) and X ends where X;Y ended, so neither completes the phase there
+        either; no check either makes reads what the other changes (the pending count only
+        against overflow, SV504, which the larger count before Y passes; validity, knowledge
+        of the init, the peer's exit, the observed flag); and both orders end in the same state.
+        A move that leaves none pending (it may complete the phase) or breaks a rule writes
+        the barrier (`Effect.dynamic`).
+
+        A syncthreads arrival (on a named barrier that every arrival syncs on with every
+        non-exited thread) likewise: each warp arrives once per generation (it waits in it), so
+        while arrivals are missing the counts add up in any order and the releases accumulate;
+        the arrival that completes the generation restarts every waiter, and writes them."""
+        if e is None:
+            return not self.tx_can_overflow
+        if e.error is not None:
+            return False
+        if (isinstance(e.op, ir.MbarArrive) and not e.op.drop) or isinstance(e.op, ir.MbarTx):
+            return not self.tx_can_overflow
+        return isinstance(e.op, ir.BarSync) and e.nb in self.all_thread_nbs
+
+    def nb_waiters(self, n: int) -> list[int]:
+        """The processes that may wait on named barrier n (a completion restarts them)."""
+        return [q for q, evs in enumerate(self.events)
+                if any(isinstance(x.op, ir.BarSync) and x.nb == n for x in evs)]
 
     def touches_all(self, e: Event) -> bool:
         """A move that may end a process: its exit releases all-thread barriers and the cluster
@@ -658,6 +712,11 @@ class Encoding:
         for n in range(len(self.nbs)):
             for f in ("count", "arrived", "gen"):
                 S["nb_" + f, n] = self.var(f"nb{f}{n}_{i}")
+        for t in self.tms:
+            S["tm_arrived", t] = self.var(f"tmarrived{t}_{i}")
+            S["tm_gen", t] = self.var(f"tmgen{t}_{i}")
+        for p in self.tm_procs:
+            S["tmtoken", p] = self.var(f"tmtoken{p}_{i}")
         if self.has_cluster_barrier:
             S["cl_gen"] = self.var(f"clgen_{i}")
             S["cl_arrived"] = self.var(f"clarrived_{i}")
@@ -681,7 +740,7 @@ class Encoding:
                 out.append(variable == False)  # noqa: E712
             elif name == "observed":
                 out.append(variable == True)  # noqa: E712  (a fresh mbarrier counts as observed: machine.initial)
-            elif name in ("nb_count", "cltoken"):
+            elif name in ("nb_count", "cltoken", "tmtoken"):
                 out.append(variable == -1)
             elif name in ("K", "A"):
                 # Machine.initial: each CTA's start record, known (and async-known) by its threads
@@ -732,6 +791,9 @@ class Effect:
     upd: dict
     objects: dict = field(default_factory=dict)  # object -> "r" / "a" / "w" (see Encoding.objects)
     touches_all: bool = False  # it may end a process (see Encoding.touches_all)
+    # objects an adding move writes after all, and when: it completes its phase or generation,
+    # or breaks a rule (see Encoding.adds_to)
+    dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
 class Step:
@@ -890,17 +952,16 @@ class Step:
         alive = self.alive_threads(w, self.enc.procs_of_cta[self.enc.nbs[n][0]])
         return z3.If(nb.count == -1, alive, nb.count)
 
-    def nb_try_complete(self, w: Work, n: int, c: Any) -> None:
-        """Machine._nb_try_complete: a complete generation restarts its parked waiters."""
+    def nb_try_complete(self, w: Work, n: int, c: Any) -> Any:
+        """Machine._nb_try_complete: a complete generation restarts its parked waiters. Returns
+        whether it completes."""
         enc = self.enc
         nb = self.nb_state(w, n)
         done_nb = rules.nb_complete(nb, self.expected(w, n, nb), Z3A, open_count=-1)
         complete = z3.And(c, nb.arrived > 0, nb.arrived >= self.expected(w, n, nb))
         token = n * enc.token_base + nb.gen
         holder = enc.nb(n)
-        for q in range(enc.P):
-            if not any(isinstance(e.op, ir.BarSync) and e.nb == n for e in enc.events[q]):
-                continue
+        for q in enc.nb_waiters(n):
             waiting = z3.And(complete, w["parked", q], w["token", q] == token)
             self.acquire(w, holder, (enc.leader(q), enc.lanes_holder(q)), waiting)
             w.cond(waiting, ("parked", q), z3.BoolVal(False))
@@ -909,6 +970,7 @@ class Step:
             w.cond(complete, ("nb_" + f, n), value)
         for space in ("K", "A"):
             w.cond(complete, (space, holder), z3.BitVecVal(0, enc.R))
+        return complete
 
     # ---- the cluster barrier
     def cb_try_complete(self, w: Work) -> None:
@@ -966,17 +1028,25 @@ class Step:
         soft: list[tuple[str, Any]] = []
         enabled: Any = None
         objects: dict = {}
+        dynamic: list[tuple[tuple, Any]] = []
         for e in run:
-            en = self.event(w, e, hard, soft, done_before)
+            en = self.event(w, e, hard, soft, done_before, dynamic)
             enabled = en if enabled is None else enabled
             for o, mode in self.enc.objects(e).items():
                 old = objects.get(o)
                 objects[o] = mode if old is None or old == mode else "w"
-        return Effect(guard, enabled, hard, soft, w.upd, objects, any(self.enc.touches_all(e) for e in run))
+        if dynamic:  # a move that breaks a rule writes what it adds to
+            broken = z3.Or(*[c for _, c in hard + soft])
+            dynamic = [(o, z3.Or(c, broken)) for o, c in dynamic]
+        return Effect(guard, enabled, hard, soft, w.upd, objects, any(self.enc.touches_all(e) for e in run),
+                      dynamic)
 
-    def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list) -> Any:
+    def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list,
+              dynamic: list | None = None) -> Any:
         """Apply one event to ``w``, adding its checks (in the order the machine's handler makes
-        them); returns whether it can move."""
+        them) and, for a move that adds to a barrier, when it writes it after all (``dynamic``,
+        see Encoding.adds_to); returns whether it can move."""
+        dynamic = [] if dynamic is None else dynamic
         enc = self.enc
         enabled: Any = z3.BoolVal(True)
         p = e.proc
@@ -1017,6 +1087,7 @@ class Step:
                 if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
                     soft.append(("SV602", carries))
             hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries)
+            dynamic.append((("m", m), new.pend <= 0))
         elif isinstance(op, ir.MbarTx):
             m = e.m
             hard += self.use_barrier(w, e, m)
@@ -1028,6 +1099,7 @@ class Step:
                 hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
                 new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
             hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes)
+            dynamic.append((("m", m), new.pend <= 0))
         elif isinstance(op, ir.MbarWait):
             enabled = self.wait(w, e, hard, soft)
         elif isinstance(op, ir.BarSync | ir.BarArrive):
@@ -1042,7 +1114,10 @@ class Step:
             new = rules.nb_arrive(nb, e.nb_count, enc.machine.procs[p].nthreads, 0, 0, Z3A)
             w["nb_count", n] = new.count
             w["nb_arrived", n] = new.arrived
-            self.nb_try_complete(w, n, z3.BoolVal(True))
+            completes = self.nb_try_complete(w, n, z3.BoolVal(True))
+            if enc.adds_to(e):
+                dynamic.append((("nb", n), completes))
+                dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
         elif isinstance(op, ir.ClusterArrive):
             # Machine.op_cluster_arrive: a second arrive before the wait is SV205; a relaxed arrive
             # carries only inits published by fence.mbarrier_init and the CTA's start
@@ -1052,6 +1127,10 @@ class Step:
             cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
             w["cl_arrived"] = cb.arrived
             self.cb_try_complete(w)
+        elif e.tm >= 0:
+            enabled, advances = self.tmem_rendezvous(w, e, hard)
+            parks = True  # the pc moves only as advances says
+            w["pc", p] = z3.If(advances, w["pc", p] + 1, w["pc", p])
         elif isinstance(op, ir.ClusterWait):
             # Machine.op_cluster_wait: blocked until the generation this warp arrived on completes
             enabled = self.cluster_wait_passes(w, p)
@@ -1106,6 +1185,25 @@ class Step:
         if last_event or isinstance(op, ir.BarSync | ir.BarArrive):
             hard += self.exits(w, e.own, done_before[e.own])
         return enabled
+
+    def tmem_rendezvous(self, w: Work, e: Event, hard: list) -> tuple[Any, Any]:
+        """Machine.op_tmem for cta_group 2: on its first visit the warp joins the rendezvous of
+        its CTA pair (an allocation must know the peer CTA's start, SV402); the second warp to
+        join completes it and moves on, the first stays and leaves once the generation it joined
+        has completed. Returns (can move, moves on)."""
+        t, p = e.tm, e.proc
+        token, arrived, gen = w["tmtoken", p], w["tm_arrived", t], w["tm_gen", t]
+        first = token < 0
+        if not e.op.dealloc:
+            peer = self.enc.start_record[e.own ^ 1]
+            hard.append(("SV402", z3.And(first, z3.Not(self.knows(w, peer, e.lanes)))))
+        joined = arrived | self.enc.num(1 << (e.own & 1))
+        completes = z3.And(first, joined == 3)
+        w["tm_arrived", t] = z3.If(first, z3.If(completes, self.enc.num(0), joined), arrived)
+        w["tm_gen", t] = z3.If(completes, gen + 1, gen)
+        w["tmtoken", p] = z3.If(first, z3.If(completes, token, gen), self.enc.num(-1))
+        leaves = z3.And(z3.Not(first), gen > token)
+        return z3.Or(first, leaves), z3.Or(completes, leaves)
 
     def cluster_wait_passes(self, w: Work, p: int) -> Any:
         """Machine.op_cluster_wait's test: the warp arrived, and that generation has completed."""
@@ -1189,19 +1287,26 @@ class Step:
         hard.append(("SV401", w["valid", m] != 1))
         s = self.mbar(w, m)
         hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
-        hard += self.set_mb(w, m, rules.mb_complete_tx(s, enc.tx(e), Z3A), z3.BoolVal(True))
+        new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True))
+        adds = enc.adds_to(None)
+        dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard]))] if adds else []
         return Effect(guard, z3.BoolVal(True), hard, [], w.upd,
-                      {("m", m): "w", ("key", c.key): "w", ("proc", c.actor): "w"})
+                      {("m", m): "a" if adds else "w", ("key", c.key): "w", ("proc", c.actor): "w"},
+                      dynamic=dynamic)
 
 
 def blocked(step: Step, e: Event) -> Any:
-    """A wait (mbarrier or cluster) that cannot move in the step's start state (used for deadlock)."""
+    """A wait (mbarrier, cluster barrier or cta_group 2 rendezvous) that cannot move in the
+    step's start state (used for deadlock)."""
     if e.error is not None:
         return z3.BoolVal(False)
     w = Work(step.S)
     hard: list = []
     if isinstance(e.op, ir.ClusterWait):
         return z3.Not(step.cluster_wait_passes(w, e.proc))
+    if e.tm >= 0:
+        return z3.Not(step.tmem_rendezvous(w, e, hard)[0])
     return z3.Not(step.wait(w, e, hard, []))
 
 
@@ -1223,7 +1328,9 @@ class BMC:
         self.enc = Encoding(machine)
 
     def depth_bound(self) -> int:
-        return sum(len(runs) for runs in self.enc.runs) + len(self.enc.copies)
+        # a cta_group 2 rendezvous takes two steps of the warp that joins it first (join, then leave)
+        return sum(len(runs) for runs in self.enc.runs) + len(self.enc.copies) + \
+            sum(e.tm >= 0 for evs in self.enc.events for e in evs)
 
     def run(self, seconds: float) -> Outcome:
         """Unroll step by step; ask the solver at depths 4, 8, 16, … and at the bound whether some
@@ -1274,7 +1381,7 @@ class BMC:
                 # these transition relations.
                 solver = z3.Then(*TACTIC).solver()
                 solver.set("random_seed", SEED)
-                solver.set("rlimit", RLIMIT_PER_CHECK)
+                solver.set("rlimit", min(RLIMIT_MAX, max(RLIMIT_PER_CHECK, int(RLIMIT_PER_SECOND * seconds))))
                 solver.set("timeout", max(1, int(left * 1000)))
                 solver.add(*constraints)
                 solver.add(z3.Or(*[bad[0] for bad in bads]))
@@ -1315,6 +1422,8 @@ class BMC:
                 by_mode["all"]["w"].append(eff.guard)
             for o, mode in eff.objects.items():
                 by_mode.setdefault(o, {"r": [], "a": [], "w": []})[mode].append(eff.guard)
+            for o, cond in eff.dynamic:
+                by_mode.setdefault(o, {"r": [], "a": [], "w": []})["w"].append(z3.And(eff.guard, cond))
         any_of = lambda guards: z3.Or(*guards) if guards else z3.BoolVal(False)  # noqa: E731
         return {o: {mode: any_of(guards) for mode, guards in modes.items()} for o, modes in by_mode.items()}
 
@@ -1359,7 +1468,7 @@ class BMC:
         stuck = []
         for p in range(enc.P):
             waits = [z3.And(S["pc", p] == e.index, blocked(step, e)) for e in enc.events[p]
-                     if isinstance(e.op, ir.MbarWait | ir.ClusterWait) and e.ordinal <= depth]
+                     if (isinstance(e.op, ir.MbarWait | ir.ClusterWait) or e.tm >= 0) and e.ordinal <= depth]
             stuck.append(z3.Or(enc.done(w, p), S["parked", p], *waits))
         all_done = z3.And(*[enc.done(w, p) for p in range(enc.P)])
         return z3.And(z3.Not(all_done), S["inflight"] == 0, *stuck)
