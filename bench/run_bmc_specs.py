@@ -52,11 +52,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--native", action="store_true", help="also run every spec at its own params")
+    ap.add_argument("--only", nargs="+", metavar="SPEC", help="these specs (file stems) only")
+    ap.add_argument("--skip", nargs="+", metavar="SPEC", default=[], help="leave these specs out")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     rows = []
     start = time.monotonic()
     for path in sorted((ROOT / "specs").glob("*.sync")):
+        if (args.only and path.stem not in args.only) or path.stem in args.skip:
+            continue
         protocol = load(str(path))
         small = {name: 1 for name in protocol.loop_params}
         variants = [small] + ([{}] if args.native and small else [])
@@ -73,8 +77,7 @@ def main() -> int:
         f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, Python "
         f"{platform.python_version()}, the shared 2-core development machine; {args.seconds:g} s per engine and spec.",
         "",
-        f"Command: `python bench/run_bmc_specs.py --seconds {args.seconds:g}{' --native' if args.native else ''} "
-        "--out bench/RESULTS-bmc.md`",
+        f"Command: `python bench/run_bmc_specs.py {' '.join(sys.argv[1:])}`",
         "",
         f"Both engines conclusive on {len(decided)} of {len(rows)} runs; they agree on "
         f"{sum(r['agree'] == 'yes' for r in decided)}, disagree on {sum(r['agree'] != 'yes' for r in decided)}. "

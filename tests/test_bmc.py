@@ -209,6 +209,10 @@ def test_bmc_agrees_on_fixed_seeds(seed):
     ("nvfuser_cb_no_war_wait", {"ITERS": 2, "PREFETCH": 2}),  # an index out of range (SV104)
     ("peer_init_fixed", {}), ("peer_init_race", {}),  # the peer's init not visible (SV402)
     ("cluster_multicast_ring", {"ITERS": 1}), ("cluster_multicast_ring_cta_scope", {"ITERS": 1}),
+    ("cutlass_2sm_tmem_alloc_race", {}),  # the pair's allocation before the peer is known to run (SV402)
+    ("cutlass_ws_ring_per_warp_release", {"ITERS": 1}), ("cutlass_ws_ring_per_warp_release_syncwarp", {"ITERS": 1}),
+    ("nvfuser_warp_specialized", {"ITERS": 1, "STAGES": 1}), ("tilelang_bar_h_deadlock", {"CHUNKS": 1}),
+    ("wgmma_release_after_wait", {"ITERS": 1}), ("wgmma_release_before_wait", {"ITERS": 1}),
 ])
 def test_bmc_agrees_on_specs_at_small_trip_counts(name, defines):
     """The specs the solver decides within the test budget (bench/RESULTS-bmc.md has all of them)."""
