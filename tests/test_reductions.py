@@ -104,3 +104,63 @@ def test_peer_operations_against_the_peers_exit(op, fenced):
     if fenced:
         assert reduced.verdict == full.verdict == Verdict.SAFE
         assert reduced.stats.states < full.stats.states
+
+
+# Cluster-barrier arrives and passing waits are taken alone only where every arrive is waited on
+# before its warp can exit. Warp a below arrives and exits without waiting; its arrival still
+# counts, so its exit completes the generation without b, whose arrival then opens the next one,
+# and b's wait acquires nothing of a's write: a race. Taking b's arrive alone first would hide it
+# (b's arrival would complete the generation with a's and order a's write before the read).
+_ARRIVE_AND_LEAVE = """
+protocol arrive_and_leave {{
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem buf bytes 128;
+  if a {{ write buf; cluster.arrive; {a_waits} }}
+  if b {{ cluster.arrive; cluster.wait; read buf; }}
+}}
+"""
+
+
+@pytest.mark.parametrize("a_waits", [False, True], ids=["a_leaves", "a_waits"])
+def test_cluster_operations_against_an_arrival_that_exits(a_waits):
+    protocol = load(_ARRIVE_AND_LEAVE.format(a_waits="cluster.wait;" if a_waits else ""), path="t.sync")
+    machine = Machine(protocol, reduce=True)
+    assert machine.cluster_arrivals_waited == a_waits
+    reduced = explore(protocol, BUDGET, machine, symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    assert _errors(reduced) == _errors(full) == (set() if a_waits else {"SV30x"})
+    if a_waits:
+        assert reduced.stats.states < full.stats.states
+
+
+# A plain arrive and a copy's landing on one barrier do not commute. Here the second copy is in
+# flight when the arrive of phase 1 runs: arrive first completes phase 1 (tx-count 0) and the
+# copy's bytes land in phase 2, where the last arrive.expect_tx expects them — clean; the landing
+# first leaves phase 1 at tx-count -16 forever (SV503). The reduction once took the arrive alone
+# here and called the protocol safe; an arrive is now taken alone only when nothing in flight
+# lands on its barrier and no other process can still count bytes on it.
+_ARRIVE_BEFORE_LANDING = """
+protocol arrive_before_landing {
+  cta threads 32;
+  smem tile[2] bytes 16;
+  mbarrier bar count 1;
+  elect { init bar; fence.mbarrier_init; }
+  syncthreads;
+  elect { arrive.expect_tx bar bytes 16; tma.load tile[0] bytes 16 -> bar; }
+  wait bar parity 0;
+  elect { tma.load tile[1] bytes 16 -> bar; arrive bar; }
+  wait bar parity 1;
+  elect { arrive.expect_tx bar bytes 16; }
+  wait bar parity 0;
+}
+"""
+
+
+def test_an_arrive_against_a_landing_on_its_barrier():
+    protocol = load(_ARRIVE_BEFORE_LANDING, path="t.sync")
+    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    assert _errors(full) == {"SV503"}
+    assert _errors(reduced) == _errors(full), reduced.diagnostics

@@ -198,9 +198,19 @@ class Machine:
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
         self.waits_ahead = [_names_ahead(prog, (ir.MbarWait,)) for prog in self.programs]
+        # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
+        self.tx_ahead = [_names_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit)) for prog in self.programs]
         self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in self.programs]
+        # Does every cluster arrive of every program have a cluster wait after it on every path
+        # to the end? Then no thread can count on the cluster barrier and exit (an exited
+        # thread's arrival still counts, so such an exit could complete a generation without
+        # a warp that has not arrived): see successors() on taking cluster operations alone.
+        self.cluster_arrivals_waited = all(
+            self.cluster_wait_ahead[q][pc + 1] for q, prog in enumerate(self.programs)
+            for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.ClusterArrive))
         # the CTAs an operation of process p at (pc, vars) targets: see _targets
         self._target_memo: dict[tuple[int, int, tuple], tuple[int, ...] | None] = {}
+        self._arrive_bar_memo: dict[tuple[int, int, tuple], int | None] = {}
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
         self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
                              self.holders.leader(p.index)) for p in self.procs]
@@ -378,7 +388,9 @@ class Machine:
         1996]); since it stays enabled, no deadlock is lost either. Steps that end
         the process (exit has effects on barriers) or that violate a rule are not
         taken alone. The state graph is acyclic (loops are bounded), so the
-        cycle proviso holds trivially."""
+        cycle proviso holds trivially. Passing mbarrier waits, arrives, operations that
+        reach another CTA and cluster-barrier arrives and passing waits are taken alone under
+        the conditions their handlers and _lone_reaching_op state (docs/model.md)."""
         tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
         procs = state.procs
         if self.reduce:
@@ -386,6 +398,10 @@ class Machine:
                 cls = classes[procs[p][P_PC]]
                 if cls is _POR_LOCAL:
                     lone_wait = False
+                elif cls is _POR_CLUSTER:
+                    lone_wait = False
+                    if not self.cluster_arrivals_waited:
+                        continue
                 elif cls is _POR_REACHES:
                     lone_wait = False
                     if not self._lone_reaching_op(state, p):
@@ -401,7 +417,7 @@ class Machine:
                 else:
                     continue
                 res = tried[p] = self.step_process(state, p)
-                if lone_wait and (res is None or not res.lone):
+                if (lone_wait or cls is _POR_CLUSTER) and (res is None or not res.lone):
                     continue
                 if cls is _POR_ARRIVE and res is not None and \
                         res.violation is None and self._completes_fresh_phase_before_a_first_wait(state, res, p):
@@ -456,7 +472,32 @@ class Machine:
                 return False
             if d != own and not self._peer_cannot_exit_first(state, p, d):
                 return False
+        if isinstance(op, ir.MbarArrive) and not self._no_bytes_ahead(state, p, targets[0], op.bar):
+            return False
         return True
+
+    def _no_bytes_ahead(self, state: State, p: int, cta: int, bar: ir.Ref) -> bool:
+        """Can no other step count bytes or arrive asynchronously on the barrier of an arrive
+        before it? An arrive and a copy's landing (or a complete_tx) on one barrier do not
+        commute: with the tx-count at 0, the arrive first completes the phase and the bytes
+        land in the next one, while the landing first leaves the phase waiting for bytes that
+        never come (and a landing in the next phase, unlike an arrive, breaks no consumption
+        rule that would report it). So the arrive is taken alone only when nothing in flight
+        completes on that barrier and no other process can still count bytes on it."""
+        pstate = state.procs[p]
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        if key not in self._arrive_bar_memo:  # it depends only on (p, pc, vars): remembered
+            try:
+                self._arrive_bar_memo[key] = self._mbar(None, p, bar, cta, self.env(p, pstate[P_VARS]), self.ctx[p])
+            except Violation:
+                self._arrive_bar_memo[key] = None
+        m = self._arrive_bar_memo[key]
+        if m is None:
+            return False
+        if any(a[4] == m for a in state.agents):
+            return False
+        return not any(q != p and bar.name in self.tx_ahead[q][state.procs[q][P_PC]]
+                       for q in range(len(self.procs)))
 
     def _targets(self, p: int, op: ir.Op, pc: int, vars_: tuple) -> tuple[int, ...] | None:
         """The CTAs that an arrive, access, bulk-tensor load or tensor-core commit of process
@@ -1006,6 +1047,12 @@ class Machine:
         w.procs[p] = (*ps[:P_CLTOKEN], cb.gen, *ps[P_CLTOKEN + 1:])
         w.cluster = tuple(rules.cb_arrive(cb, proc.nthreads, 1 << p))
         self._cb_try_complete(w)
+        # Taken alone by partial-order reduction where every arrival is waited on before an exit
+        # (cluster_arrivals_waited): then the generation cannot complete without this arrival —
+        # the threads that arrived have not exited, and this warp runs — so no wait of it can
+        # pass and no exit can complete it first; arrivals add up and releases accumulate in
+        # any order.
+        w.lone = True
         return True
 
     def op_cluster_wait(self, w, p, proc, op: ir.ClusterWait, ins, env, ctx, lanes) -> bool:
@@ -1014,6 +1061,11 @@ class Machine:
             return False
         w.records = acquire(w.records, 1 << self.holders.cl_last, lanes)
         w.procs[p] = (*ps[:P_CLTOKEN], -1, *ps[P_CLTOKEN + 1:])
+        # Taken alone by partial-order reduction where every arrival is waited on before an exit
+        # (cluster_arrivals_waited): what it reads (the generation, the knowledge of the
+        # completed one) changes only when the next generation completes, which then needs this
+        # warp's next arrival; what it writes is its own.
+        w.lone = True
         return True
 
     def op_syncwarp(self, w, p, proc, op: ir.Syncwarp, ins, env, ctx, lanes) -> bool:
@@ -1435,8 +1487,8 @@ class Machine:
 # How successors() treats the instruction at a pc: not an operation (no step), an operation of
 # LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
 # lies ahead, or any other operation (never taken alone).
-_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_OTHER = (
-    "none", "local", "reaches", "wait", "arrive", "other")
+_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_CLUSTER, _POR_OTHER = (
+    "none", "local", "reaches", "wait", "arrive", "cluster", "other")
 
 
 def _por_class(ins: Instr) -> str:
@@ -1454,6 +1506,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
         return _POR_ARRIVE
+    if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
+        return _POR_CLUSTER
     return _POR_OTHER
 
 
