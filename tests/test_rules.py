@@ -369,3 +369,10 @@ def test_rules_module_exports_python_arith():
     assert rules.PY.ite(True, 1, 2) == 1 and rules.PY.ite(False, 1, 2) == 2
     assert rules.PY.and_(True, True) and not rules.PY.and_(True, False)
     assert rules.PY.mod2(-1) == 1
+
+
+def test_tmem_pair_rendezvous_completes_once_both_sides_joined():
+    arrived, gen, done = rules.tm_join(0, 4, 1)
+    assert (arrived, gen, done) == (0b10, 4, False)  # the first side waits for generation 4
+    assert rules.tm_join(arrived, gen, 1) == (0b10, 4, False)  # a second warp of the same side does not complete it
+    assert rules.tm_join(arrived, gen, 0) == (0, 5, True)  # the peer's side does, and re-arms it

@@ -402,10 +402,8 @@ class Encoding:
         elif kind is ir.TmemAlloc and not self._no_op(op):
             # Machine.op_tmem: the warp pair of CTAs rank and rank ^ 1 meets at one rendezvous per
             # pair, one for allocations and one for deallocations
-            if proc.cta ^ 1 >= self.ncta:
-                e.error = Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
-            else:
-                e.tm = (proc.cta // 2) * 2 + int(op.dealloc)
+            tm, e.error = _static(mach.tmem_rendezvous, proc.cta, op)
+            e.tm = -1 if tm is None else tm
         elif kind not in (ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.ClusterArrive, ir.ClusterWait, ir.TmemAlloc):
             raise Unsupported(f"`{kind.__name__}` operations")
         if e.error is not None:  # executing it is the violation; none of its operands is used
@@ -1041,12 +1039,10 @@ class Step:
         return Effect(guard, enabled, hard, soft, w.upd, objects, any(self.enc.touches_all(e) for e in run),
                       dynamic)
 
-    def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list,
-              dynamic: list | None = None) -> Any:
+    def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list, dynamic: list) -> Any:
         """Apply one event to ``w``, adding its checks (in the order the machine's handler makes
         them) and, for a move that adds to a barrier, when it writes it after all (``dynamic``,
         see Encoding.adds_to); returns whether it can move."""
-        dynamic = [] if dynamic is None else dynamic
         enc = self.enc
         enabled: Any = z3.BoolVal(True)
         p = e.proc
@@ -1197,10 +1193,10 @@ class Step:
         if not e.op.dealloc:
             peer = self.enc.start_record[e.own ^ 1]
             hard.append(("SV402", z3.And(first, z3.Not(self.knows(w, peer, e.lanes)))))
-        joined = arrived | self.enc.num(1 << (e.own & 1))
-        completes = z3.And(first, joined == 3)
-        w["tm_arrived", t] = z3.If(first, z3.If(completes, self.enc.num(0), joined), arrived)
-        w["tm_gen", t] = z3.If(completes, gen + 1, gen)
+        joined, joined_gen, full = rules.tm_join(arrived, gen, e.own & 1, Z3A)
+        completes = z3.And(first, full)
+        w["tm_arrived", t] = z3.If(first, joined, arrived)
+        w["tm_gen", t] = z3.If(first, joined_gen, gen)
         w["tmtoken", p] = z3.If(first, z3.If(completes, token, gen), self.enc.num(-1))
         leaves = z3.And(z3.Not(first), gen > token)
         return z3.Or(first, leaves), z3.Or(completes, leaves)

@@ -216,6 +216,8 @@ class Machine:
                              self.holders.leader(p.index)) for p in self.procs]
         # what successors() needs to know of each instruction for the reduction, fixed by the program
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
+        if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
+            self._por_class = [[_POR_OTHER if c is _POR_CLUSTER else c for c in cs] for cs in self._por_class]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
@@ -396,12 +398,8 @@ class Machine:
         if self.reduce:
             for p, classes in enumerate(self._por_class):
                 cls = classes[procs[p][P_PC]]
-                if cls is _POR_LOCAL:
+                if cls is _POR_LOCAL or cls is _POR_CLUSTER:
                     lone_wait = False
-                elif cls is _POR_CLUSTER:
-                    lone_wait = False
-                    if not self.cluster_arrivals_waited:
-                        continue
                 elif cls is _POR_REACHES:
                     lone_wait = False
                     if not self._lone_reaching_op(state, p):
@@ -1317,10 +1315,8 @@ class Machine:
         issuer must know the peer's start (SV402) — and each waits for the other."""
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
             return True
+        idx = self.tmem_rendezvous(proc.cta, op)
         peer = proc.cta ^ 1
-        if peer >= self.ncta:
-            raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
-        idx = (proc.cta // 2) * 2 + int(op.dealloc)
         arrived, gen = w.tmem[idx]
         ps = w.procs[p]
         if ps[P_TOKEN] < 0:  # first visit: join the rendezvous
@@ -1328,17 +1324,24 @@ class Machine:
                 raise Violation("SV402", f"tmem.alloc cta_group 2 in CTA {proc.cta} may run before peer CTA {peer} "
                                 "is running and has initialized its side (PTX: the issuing warp must make sure the "
                                 "peer CTA is launched); put a cluster barrier before the allocation", op.span)
-            arrived |= 1 << (proc.cta & 1)
-            if arrived == 3:
-                w.tmem[idx] = (0, gen + 1)
+            arrived, new_gen, completes = rules.tm_join(arrived, gen, proc.cta & 1)
+            w.tmem[idx] = (arrived, new_gen)
+            if completes:
                 return True
-            w.tmem[idx] = (arrived, gen)
             w.procs[p] = (*ps[:P_TOKEN], gen, *ps[P_TOKEN + 1:])
             return STAY
         if gen > ps[P_TOKEN]:
             w.procs[p] = (*ps[:P_TOKEN], -1, *ps[P_TOKEN + 1:])
             return True
         return False
+
+    def tmem_rendezvous(self, cta: int, op: ir.TmemAlloc) -> int:
+        """The cta_group 2 rendezvous of CTA ``cta``'s pair (one for allocations, one for
+        deallocations): its index into the state's tmem; SV405 where the peer (rank ^ 1) is
+        not in the cluster."""
+        if cta ^ 1 >= self.ncta:
+            raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
+        return (cta // 2) * 2 + int(op.dealloc)
 
     def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
         """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the

@@ -192,6 +192,16 @@ class ClusterBar(NamedTuple):
 CB_FRESH = ClusterBar(0, 0, 0)
 
 
+def tm_join(arrived: Any, gen: Any, side: int, A: Arith = PY) -> tuple[Any, Any, Any]:
+    """A warp of CTA side ``side`` (rank & 1) joins the cta_group 2 rendezvous of its CTA pair
+    (§7: tcgen05.alloc/dealloc with cta_group::2 act collectively): (sides arrived, generation,
+    whether it completes). The second side completes it: the generation moves on and the
+    rendezvous re-arms; the first one waits for that generation."""
+    joined = arrived | (1 << side)
+    completes = joined == 3
+    return A.ite(completes, 0, joined), A.ite(completes, gen + 1, gen), completes
+
+
 def cb_arrive(s: ClusterBar, threads: int, proc_bit: int) -> ClusterBar:
     """`barrier.cluster.arrive` (§4): marks arrival; "each thread must arrive only once
     before the barrier completes" (a second arrive is SV205)."""
