@@ -132,7 +132,15 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     base_mb = _rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
-    index: dict[State, int] = {}
+    # The visited set, as a hash table with chaining made explicit: a state's hash -> the number
+    # of the stored state with it (a list of numbers on a collision), the states themselves in
+    # ``stored``. A hash only finds candidates; a state is a duplicate only when it is equal to a
+    # stored one, so no two different states are ever merged. Spelled out instead of a dict
+    # keyed by the states so that a new state is hashed once, not again when it is inserted
+    # (Python does not keep a tuple's hash, and a state of dozens of records takes as long to
+    # hash as a tenth of its successor computation).
+    index: dict[int, int | list[int]] = {}
+    stored: list[State] = []
     shared = Interner()
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
     queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
@@ -146,11 +154,12 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
-        init = machine.initial() if canon is None else canon(machine.initial())[0]
-        index[init] = 0
+        init = shared(machine.initial() if canon is None else canon(machine.initial())[0])
+        index[hash(init)] = 0
+        stored.append(init)
         queue.append((init, 0))
         while queue:
-            if len(index) > budget.max_states:
+            if len(stored) > budget.max_states:
                 stop = f"state budget of {budget.max_states} reached"
                 break
             popped += 1
@@ -167,7 +176,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     stop = f"memory budget of {budget.memory_mb:g} MB reached"
                     break
                 if progress is not None and now - last_report >= 0.25:
-                    progress(len(index), len(queue), now - start, peak - base_mb)
+                    progress(len(stored), len(queue), now - start, peak - base_mb)
                     last_report = now
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
@@ -196,11 +205,22 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                         errors[key] = (v, sid, res.label)
                     continue
                 nxt = res.state if canon is None else canon(res.state)[0]
-                if nxt not in index:
-                    nxt = shared(nxt)
-                    new = index[nxt] = len(parents)
-                    parents.append((sid, res.label))
-                    queue.append((nxt, new))
+                h = hash(nxt)
+                seen = index.get(h)
+                if seen is not None:
+                    if type(seen) is int:
+                        if stored[seen] == nxt:
+                            continue
+                        seen = index[h] = [seen]
+                    elif any(stored[n] == nxt for n in seen):
+                        continue
+                    seen.append(len(parents))
+                else:
+                    index[h] = len(parents)
+                nxt = shared(nxt)
+                stored.append(nxt)
+                queue.append((nxt, len(parents)))
+                parents.append((sid, res.label))
     except BudgetExceeded as exc:
         stop = str(exc)
     finally:
@@ -216,7 +236,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         return labels[::-1]
 
     return SearchOutcome(
-        complete=not queue and not stop, states=len(index), transitions=transitions,
+        complete=not queue and not stop, states=len(stored), transitions=transitions,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],
