@@ -1,8 +1,9 @@
 """The explicit engine's visited set: exact, whatever the hashes of the states are.
 
-The search finds candidate duplicates by a state's hash and calls a state a duplicate only
-when it is equal to a stored one (engines/explicit.py). These tests make every hash collide
-and check that the search explores exactly what it explores with real hashes: the same
+The search finds candidate duplicates by a hash of part of a state and calls a state a
+duplicate only when it is equal to a stored one (engines/explicit.py, Visited). These tests
+make the hashes collide, with buckets compared one state at a time and buckets that become
+dicts, and check that the search explores exactly what it explores with real hashes: the same
 states, transitions, verdict and findings.
 """
 
@@ -36,7 +37,9 @@ def _explore(path: str, params: dict[str, int]) -> tuple:
 
 @pytest.mark.parametrize("path,params", POINTS, ids=[p for p, _ in POINTS])
 @pytest.mark.parametrize("collide", [lambda s: 0, lambda s: hash(s) % 5], ids=["all-equal", "five-buckets"])
-def test_colliding_hashes_change_nothing(path, params, collide, monkeypatch):
+@pytest.mark.parametrize("crowded", [explicit.CROWDED, 10**9], ids=["dict-buckets", "list-buckets"])
+def test_colliding_hashes_change_nothing(path, params, collide, crowded, monkeypatch):
     expected = _explore(path, params)
     monkeypatch.setattr(explicit, "hash", collide, raising=False)
+    monkeypatch.setattr(explicit, "CROWDED", crowded)
     assert _explore(path, params) == expected

@@ -97,8 +97,72 @@ class Interner:
                      self.named.setdefault(state.named, state.named),
                      self.cluster.setdefault(state.cluster, state.cluster),
                      self.agents.setdefault(state.agents, state.agents),
-                     tuple([table.setdefault(r, r) for r in state.records]),
+                     tuple(map(table.setdefault, state.records, state.records)),
                      self.tmem.setdefault(state.tmem, state.tmem))
+
+
+CROWDED = 8  # states of one bucket of Visited compared one by one before the bucket becomes a dict
+
+
+class Visited:
+    """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
+
+    A hash table with its chaining spelled out: buckets by the hash of everything in a state
+    but its access records (processes, barriers, agents, rendezvous), then a whole-state
+    comparison with each state of the bucket. A hash only finds candidates, so no two different
+    states are ever merged (this is not hash compaction), whatever the hashes are.
+
+    Why not a dict keyed by the states: Python does not keep a tuple's hash, so a dict hashed
+    each successor whole on lookup and each new state again on insert, and the records (dozens of
+    13-field tuples) are most of that work. On the rings and the ping-pong no two stored states
+    even share their part without the records (on the 2-CTA multicast ring at ITERS=16: 44,776
+    states, 44,776 such parts), so their buckets hold one state and one comparison settles a
+    duplicate. Where states differ in their records only, their bucket grows; past CROWDED
+    states it becomes a dict keyed by the (interned) states, which costs what a dict keyed by
+    all states did."""
+
+    def __init__(self, shared: Interner) -> None:
+        self.states: list[State] = []  # number -> stored (interned) state
+        self._shared = shared
+        self._buckets: dict[int, int | list[int] | dict[State, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def add(self, state: State) -> State | None:
+        """The stored copy of ``state`` (its parts interned) if it is new, with the next number;
+        None if an equal state is stored."""
+        h = hash((state.procs, state.mbars, state.named, state.cluster, state.agents, state.tmem))
+        states = self.states
+        bucket = self._buckets.get(h)
+        if bucket is None:
+            self._buckets[h] = len(states)
+        elif type(bucket) is int:
+            if states[bucket] == state:
+                return None
+            self._buckets[h] = [bucket, len(states)]
+        elif type(bucket) is list:
+            for n in bucket:
+                if states[n] == state:
+                    return None
+            if len(bucket) < CROWDED:
+                bucket.append(len(states))
+            else:
+                crowded = self._buckets[h] = {states[n]: n for n in bucket}
+                stored = self._shared(state)
+                crowded[stored] = len(states)
+                states.append(stored)
+                return stored
+        else:
+            if state in bucket:
+                return None
+            stored = self._shared(state)
+            bucket[stored] = len(states)
+            states.append(stored)
+            return stored
+        stored = self._shared(state)
+        states.append(stored)
+        return stored
 
 
 @contextmanager
@@ -132,16 +196,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     base_mb = _rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
-    # The visited set, as a hash table with chaining made explicit: a state's hash -> the number
-    # of the stored state with it (a list of numbers on a collision), the states themselves in
-    # ``stored``. A hash only finds candidates; a state is a duplicate only when it is equal to a
-    # stored one, so no two different states are ever merged. Spelled out instead of a dict
-    # keyed by the states so that a new state is hashed once, not again when it is inserted
-    # (Python does not keep a tuple's hash, and a state of dozens of records takes as long to
-    # hash as a tenth of its successor computation).
-    index: dict[int, int | list[int]] = {}
-    stored: list[State] = []
-    shared = Interner()
+    visited = Visited(Interner())
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
     queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
@@ -154,12 +209,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
-        init = shared(machine.initial() if canon is None else canon(machine.initial())[0])
-        index[hash(init)] = 0
-        stored.append(init)
+        init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
         queue.append((init, 0))
         while queue:
-            if len(stored) > budget.max_states:
+            if len(visited) > budget.max_states:
                 stop = f"state budget of {budget.max_states} reached"
                 break
             popped += 1
@@ -176,7 +229,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     stop = f"memory budget of {budget.memory_mb:g} MB reached"
                     break
                 if progress is not None and now - last_report >= 0.25:
-                    progress(len(stored), len(queue), now - start, peak - base_mb)
+                    progress(len(visited), len(queue), now - start, peak - base_mb)
                     last_report = now
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
@@ -204,23 +257,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = res.state if canon is None else canon(res.state)[0]
-                h = hash(nxt)
-                seen = index.get(h)
-                if seen is not None:
-                    if type(seen) is int:
-                        if stored[seen] == nxt:
-                            continue
-                        seen = index[h] = [seen]
-                    elif any(stored[n] == nxt for n in seen):
-                        continue
-                    seen.append(len(parents))
-                else:
-                    index[h] = len(parents)
-                nxt = shared(nxt)
-                stored.append(nxt)
-                queue.append((nxt, len(parents)))
-                parents.append((sid, res.label))
+                nxt = visited.add(res.state if canon is None else canon(res.state)[0])
+                if nxt is not None:
+                    queue.append((nxt, len(parents)))
+                    parents.append((sid, res.label))
     except BudgetExceeded as exc:
         stop = str(exc)
     finally:
@@ -236,7 +276,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         return labels[::-1]
 
     return SearchOutcome(
-        complete=not queue and not stop, states=len(stored), transitions=transitions,
+        complete=not queue and not stop, states=len(visited), transitions=transitions,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],
