@@ -89,12 +89,19 @@ class Interner:
         self.cluster: dict[tuple, tuple] = {}
         self.agents: dict[tuple, tuple] = {}
         self.tmem: dict[tuple, tuple] = {}
+        # The named barriers of the last state interned: a step nearly always passes its state's
+        # on as the same object (_Work.freeze), so most states are recognized by identity, without
+        # hashing the 16 barriers per CTA. It is interned, so it is the one object of its value.
+        self._last_named: tuple = ()
 
     def __call__(self, state: State) -> State:
         table = self.records
+        named = state.named
+        if named is not self._last_named:
+            named = self._last_named = self.named.setdefault(named, named)
         # the records tuple itself is nearly always new (it is the state's own), its records are not
         return State(self.procs.setdefault(state.procs, state.procs), self.mbars.setdefault(state.mbars, state.mbars),
-                     self.named.setdefault(state.named, state.named),
+                     named,
                      self.cluster.setdefault(state.cluster, state.cluster),
                      self.agents.setdefault(state.agents, state.agents),
                      tuple(map(table.setdefault, state.records, state.records)),

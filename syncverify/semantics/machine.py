@@ -153,9 +153,11 @@ class Assumptions:
 class _Work:
     """A mutable view of one state while a step is being applied."""
 
-    __slots__ = ("agents", "cluster", "lone", "mbars", "named", "procs", "records", "soft", "tmem", "warnings")
+    __slots__ = ("agents", "base", "cluster", "lone", "mbars", "named", "procs", "records", "soft", "tmem",
+                 "warnings")
 
     def __init__(self, s: State):
+        self.base = s
         self.procs = list(s.procs)
         self.mbars = list(s.mbars)
         self.named = list(s.named)
@@ -168,8 +170,21 @@ class _Work:
         self.lone = False
 
     def freeze(self) -> State:
-        return State(tuple(self.procs), tuple(self.mbars), tuple(self.named), self.cluster,
-                     tuple(sorted(self.agents)), tuple(sorted(self.records)), tuple(self.tmem))
+        """The state after the step. Parts the step left unchanged are passed on as the very
+        objects of the state before it (the named barriers: nearly always), which the search's
+        interning recognizes without hashing them. Built with tuple.__new__, not through
+        State's Python-level constructor: this runs on every step."""
+        base = self.base
+        named = tuple(self.named)
+        if named == base.named:  # (element by element, each an identity test when unchanged)
+            named = base.named
+        agents = self.agents
+        return _new_tuple(State, (tuple(self.procs), tuple(self.mbars), named, self.cluster,
+                                  tuple(sorted(agents)) if agents else (), tuple(sorted(self.records)),
+                                  tuple(self.tmem)))
+
+
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): a State without the Python-level constructor
 
 
 class Machine:
@@ -767,7 +782,8 @@ class Machine:
 
     @staticmethod
     def _rule_state(mb: tuple) -> rules.Mbar:
-        return rules.Mbar(mb[M_VALID], mb[M_K], mb[M_PEND], mb[M_EXP], mb[M_TX])
+        # the first five fields of a state's barrier are rules.Mbar's (state.py), in its order
+        return _new_tuple(rules.Mbar, mb[:5])
 
     def _tx_check(self, m: int, tx: int, span) -> None:
         if rules.tx_out_of_range(tx):
