@@ -114,21 +114,22 @@ CROWDED = 8  # states of one bucket of Visited compared one by one before the bu
 class Visited:
     """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
 
-    A hash table with its chaining spelled out: buckets by the hash of a state's processes,
-    mbarriers and agents in flight, then a whole-state comparison with each state of the bucket.
-    A hash only finds candidates, so no two different states are ever merged (this is not hash
+    A hash table with its chaining spelled out: buckets by the hash of a state's processes and
+    its agents in flight, then a whole-state comparison with each state of the bucket. A hash
+    only finds candidates, so no two different states are ever merged (this is not hash
     compaction), whatever the hashes are.
 
     Why not a dict keyed by the states: Python does not keep a tuple's hash, so a dict hashed
     each successor whole on lookup and each new state again on insert, and the records (dozens of
-    13-field tuples) and the 16 named barriers per CTA are most of that work. The part hashed
-    tells the stored states apart nearly everywhere: on every spec in specs/ and the ring family,
-    no two stored states share it (on the 2-CTA multicast ring at ITERS=16: 44,776 states, 44,776
-    such parts), except on the named-barrier ping-pong, where pairs of states differ only in their
-    named barriers (ROUNDS=16: 3,744 states, 2,199 parts). So a bucket holds one or two states and
-    a comparison or two settles a duplicate. Where many states differ only in what is not
-    hashed, their bucket grows; past CROWDED states it becomes a dict keyed by the (interned)
-    states, which costs what a dict keyed by all states did."""
+    13-field tuples), the 16 named barriers per CTA and the mbarriers are most of that work. The
+    part hashed tells the stored states apart nearly everywhere: on every spec in specs/ and the
+    ring family no two stored states share it (on the 2-CTA multicast ring at ITERS=16: 44,776
+    states, 44,776 such parts; the mbarriers, hashed too, separated none), except on the
+    named-barrier ping-pong, where pairs of states differ only in their named barriers
+    (ROUNDS=16: 3,744 states, 2,199 parts). So a bucket holds one or two states and a comparison
+    or two settles a duplicate. Where many states differ only in what is not hashed, their
+    bucket grows; past CROWDED states it becomes a dict keyed by the (interned) states, which
+    costs what a dict keyed by all states did."""
 
     def __init__(self, shared: Interner) -> None:
         self.states: list[State] = []  # number -> stored (interned) state
@@ -141,7 +142,7 @@ class Visited:
     def add(self, state: State) -> State | None:
         """The stored copy of ``state`` (its parts interned) if it is new, with the next number;
         None if an equal state is stored."""
-        h = hash((state.procs, state.mbars, state.agents))
+        h = hash((state.procs, state.agents))
         states = self.states
         bucket = self._buckets.get(h)
         if bucket is None:
