@@ -36,6 +36,7 @@ from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
 
 MAX_DISTINCT_ERRORS = 12
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
 
 
 @dataclass(frozen=True)
@@ -100,12 +101,12 @@ class Interner:
         if named is not self._last_named:
             named = self._last_named = self.named.setdefault(named, named)
         # the records tuple itself is nearly always new (it is the state's own), its records are not
-        return State(self.procs.setdefault(state.procs, state.procs), self.mbars.setdefault(state.mbars, state.mbars),
-                     named,
-                     self.cluster.setdefault(state.cluster, state.cluster),
-                     self.agents.setdefault(state.agents, state.agents),
-                     tuple(map(table.setdefault, state.records, state.records)),
-                     self.tmem.setdefault(state.tmem, state.tmem))
+        return _new_tuple(State, (self.procs.setdefault(state.procs, state.procs),
+                                  self.mbars.setdefault(state.mbars, state.mbars), named,
+                                  self.cluster.setdefault(state.cluster, state.cluster),
+                                  self.agents.setdefault(state.agents, state.agents),
+                                  tuple(map(table.setdefault, state.records, state.records)),
+                                  self.tmem.setdefault(state.tmem, state.tmem)))
 
 
 CROWDED = 8  # states of one bucket of Visited compared one by one before the bucket becomes a dict

@@ -187,6 +187,20 @@ class _Work:
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): a State without the Python-level constructor
 
 
+def _key_bounds(w: _Work, key: tuple) -> tuple[int, int]:
+    """Where in ``w.records`` the records with (space, cta, obj, slot) = key can be: while the step
+    has not changed the records of its state, which are sorted (every State's are), the run of
+    that key, found by bisection ((space, cta, obj, slot) sorts before every record that begins
+    with it, and (space, cta, obj, slot + 1) after them); otherwise anywhere. Callers still test
+    each record's key."""
+    records = w.records
+    if records is not w.base.records:
+        return 0, len(records)
+    space, cta, obj, slot = key
+    lo = bisect_left(records, key)
+    return lo, bisect_left(records, (space, cta, obj, slot + 1), lo)
+
+
 class Machine:
     """The transition system of one protocol."""
 
@@ -965,8 +979,10 @@ class Machine:
             # the observation, checked against the next phase's completion (_check_observations)
             key = (SPACE_OBS, proc.cta, m, observed_phase)
             part = self._part(p, ins.leader_only)
-            w.records = (*[r for r in w.records if r[R_OWNER] != p or r[:4] != key],
-                         (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+            records = w.records
+            lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
+            w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
+                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.
@@ -1124,7 +1140,9 @@ class Machine:
                    what: str, async_op: bool = False) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
         space, cta, obj, slot = key
-        for r in w.records:
+        lo, hi = _key_bounds(w, key)
+        run = w.records[lo:hi]  # (the records in their order: a scan meets the key's as a scan of all would)
+        for r in run:
             # (r[:4] != key, field by field without slicing: most records differ in the first test)
             if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
                     (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
@@ -1133,7 +1151,7 @@ class Machine:
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
-            for r in w.records:
+            for r in run:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
                         r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
                         (r[R_AKNOWN] & lanes) != lanes:
@@ -1189,11 +1207,14 @@ class Machine:
 
     def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
         space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
-        epoch = max((r[R_EPOCH] for r in w.records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and filtered
+        run = records[lo:hi]
+        epoch = max((r[R_EPOCH] for r in run if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
                      and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)), default=0)
         repeat = 0
-        keep = []
-        for r in w.records:
+        keep = list(records[:lo])
+        for r in run:
             if r[R_KIND] == READ and r[R_OWNER] == p and r[R_SLOT] == slot and r[R_OBJ] == obj and \
                     r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and \
                     not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
@@ -1201,6 +1222,7 @@ class Machine:
                     repeat = F_REPEAT
                 continue  # subsumed by the new read of the same lanes
             keep.append(r)
+        keep += records[hi:]
         if epoch == 0:
             repeat = F_REPEAT  # nothing was written yet: the read waits for a write to come
         known = 0 if flags & F_ASYNC else (lanes if part == LEADER else self.holders.lanes(p))
@@ -1208,18 +1230,21 @@ class Machine:
         w.records = tuple(keep)
 
     def _add_write(self, w, p, part, lanes, key, line, flags=0) -> None:
-        epoch = self._epoch(w.records, key) + 1
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and dropped
+        run = records[lo:hi]
+        epoch = self._epoch(run, key) + 1
         if flags & F_INFLIGHT:
-            keep = list(w.records)
+            keep = list(records)
             known = 0
         else:
             # Every older access is ordered before this write (checked), so none can race with a
             # later access that this write does not race with. The latest older write is kept,
             # marked superseded, only so that a late read that acquired it is named WAR (it was
             # meant for that write) rather than RAW.
-            latest = max((r for r in w.records if r[:4] == key and r[R_KIND] == WRITE), default=None,
+            latest = max((r for r in run if r[:4] == key and r[R_KIND] == WRITE), default=None,
                          key=lambda r: r[R_EPOCH])
-            keep = [r for r in w.records if r[:4] != key]
+            keep = [*records[:lo], *[r for r in run if r[:4] != key], *records[hi:]]
             if latest is not None:
                 keep.append((*latest[:R_FLAGS], latest[R_FLAGS] | F_SUPERSEDED, *latest[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
@@ -1464,7 +1489,9 @@ class Machine:
         cur = self.holders.mb_cur(m)
         # the first matching in-flight write lands (the cheap field tests first; one copy of the records)
         records = w.records
-        for i, r in enumerate(records):
+        lo, hi = _key_bounds(w, key)
+        for i in range(lo, hi):
+            r = records[i]
             if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
                 w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
                              *records[i + 1:])
