@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
 
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
@@ -95,17 +97,33 @@ class Interner:
         # hashing the 16 barriers per CTA. It is interned, so it is the one object of its value.
         self._last_named: tuple = ()
 
-    def __call__(self, state: State) -> State:
-        table = self.records
+    def __call__(self, state: State, like: tuple = ()) -> State:
+        """The state with its parts replaced by the interned ones. ``like``: the records of an
+        interned state, the parent's. A successor's records mostly are its parent's very
+        objects, and where the step kept their positions (a knowledge update, a copy landing)
+        they are at the same positions: those need no interning, and are found by identity
+        without hashing them (position by position, in C). The others are interned one by one.
+        (On the 2-CTA multicast ring at ITERS=16, 71% of the new states have as many records as
+        their parent, and 68% of their records are found so.) Identity is a sound test: the
+        parent's records are interned, so they are the one object of their value."""
+        intern = self.records.setdefault
         named = state.named
         if named is not self._last_named:
             named = self._last_named = self.named.setdefault(named, named)
         # the records tuple itself is nearly always new (it is the state's own), its records are not
+        records = state.records
+        if len(like) == len(records):
+            out = list(records)
+            for i in compress(range(len(out)), map(is_not, records, like)):
+                r = out[i]
+                out[i] = intern(r, r)
+            records = tuple(out)
+        else:
+            records = tuple(map(intern, records, records))
         return _new_tuple(State, (self.procs.setdefault(state.procs, state.procs),
                                   self.mbars.setdefault(state.mbars, state.mbars), named,
                                   self.cluster.setdefault(state.cluster, state.cluster),
-                                  self.agents.setdefault(state.agents, state.agents),
-                                  tuple(map(table.setdefault, state.records, state.records)),
+                                  self.agents.setdefault(state.agents, state.agents), records,
                                   self.tmem.setdefault(state.tmem, state.tmem)))
 
 
@@ -140,9 +158,9 @@ class Visited:
     def __len__(self) -> int:
         return len(self.states)
 
-    def add(self, state: State) -> State | None:
+    def add(self, state: State, like: tuple = ()) -> State | None:
         """The stored copy of ``state`` (its parts interned) if it is new, with the next number;
-        None if an equal state is stored."""
+        None if an equal state is stored. ``like``: the parent's records (see Interner)."""
         h = hash((state.procs, state.agents))
         states = self.states
         bucket = self._buckets.get(h)
@@ -160,18 +178,18 @@ class Visited:
                 bucket.append(len(states))
             else:
                 crowded = self._buckets[h] = {states[n]: n for n in bucket}
-                stored = self._shared(state)
+                stored = self._shared(state, like)
                 crowded[stored] = len(states)
                 states.append(stored)
                 return stored
         else:
             if state in bucket:
                 return None
-            stored = self._shared(state)
+            stored = self._shared(state, like)
             bucket[stored] = len(states)
             states.append(stored)
             return stored
-        stored = self._shared(state)
+        stored = self._shared(state, like)
         states.append(stored)
         return stored
 
@@ -268,7 +286,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = visited.add(res.state if canon is None else canon(res.state)[0])
+                nxt = visited.add(res.state if canon is None else canon(res.state)[0], state.records)
                 if nxt is not None:
                     queue.append((nxt, len(parents)))
                     parents.append((sid, res.label))
