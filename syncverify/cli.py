@@ -13,7 +13,7 @@ from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .export import cli as cli_export
 from .lang import load_many
-from .report import json_report, text
+from .report import json_report
 from .result import CheckResult, Verdict, combine_exit
 
 
@@ -109,6 +109,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         results.append(_check_with_progress(path, options, args.format))
     _print(results, args)
     if args.expect:
+        from .report import text
+
         console = text.make_console(sys.stderr)
         ok_all = True
         for r in results:
@@ -124,6 +126,8 @@ def _check_with_progress(path: str, options: Options, fmt: str) -> CheckResult:
     """Check one file; on a terminal (text output) show a live status line while it runs."""
     if fmt != "text" or not sys.stderr.isatty():  # a real terminal only, not a forced one
         return check_path(path, options)
+    from .report import text
+
     console = text.make_console(sys.stderr)
     with console.status(f"{path}: starting") as status:
         def show(states: int, frontier: int, seconds: float, mb: float) -> None:
@@ -141,6 +145,8 @@ def _print(results: list[CheckResult], args: argparse.Namespace) -> None:
 
         print(sarif.render(results))
     else:
+        from .report import text  # (rich, imported only for text output)
+
         text.render(results, text.make_console(sys.stdout), full_trace=args.full_trace)
 
 

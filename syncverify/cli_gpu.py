@@ -15,10 +15,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .codegen import Emission, EmitRefused, emit, replay_order
-from .codegen.sites import collect_sites, site_index
 from .diagnostics import InputError
+
+if TYPE_CHECKING:
+    from .codegen import Emission
+
+# The code generator is imported by the handlers that use it, not with the command line: every
+# `syncverify check` would otherwise pay for importing (and, without cached bytecode, compiling) it.
 
 
 def _define(value: str) -> tuple[str, int]:
@@ -65,6 +70,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _emission(args: argparse.Namespace) -> Emission:
+    from .codegen import emit, replay_order
+    from .codegen.sites import collect_sites, site_index
     from .lang import load
 
     protocol = load(args.spec, dict(args.defines))
@@ -94,6 +101,8 @@ def _fail(err: Exception) -> int:
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
+    from .codegen import EmitRefused
+
     try:
         emission = _emission(args)
     except (InputError, EmitRefused) as err:
@@ -109,6 +118,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .check import Options, check_protocol
+    from .codegen import EmitRefused, emit, replay_order
+    from .codegen.sites import collect_sites, site_index
     from .gpu import outcome as oc
     from .gpu import runner
     from .lang import load

@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
 
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
@@ -36,6 +38,7 @@ from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
 
 MAX_DISTINCT_ERRORS = 12
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
 
 
 @dataclass(frozen=True)
@@ -89,16 +92,106 @@ class Interner:
         self.cluster: dict[tuple, tuple] = {}
         self.agents: dict[tuple, tuple] = {}
         self.tmem: dict[tuple, tuple] = {}
+        # The named barriers of the last state interned: a step nearly always passes its state's
+        # on as the same object (_Work.freeze), so most states are recognized by identity, without
+        # hashing the 16 barriers per CTA. It is interned, so it is the one object of its value.
+        self._last_named: tuple = ()
 
-    def __call__(self, state: State) -> State:
-        table = self.records
+    def __call__(self, state: State, like: tuple = ()) -> State:
+        """The state with its parts replaced by the interned ones. ``like``: the records of an
+        interned state, the parent's. A successor's records mostly are its parent's very
+        objects, and where the step kept their positions (a knowledge update, a copy landing)
+        they are at the same positions: those need no interning, and are found by identity
+        without hashing them (position by position, in C). The others are interned one by one.
+        (On the 2-CTA multicast ring at ITERS=16, 71% of the new states have as many records as
+        their parent, and 68% of their records are found so.) Identity is a sound test: the
+        parent's records are interned, so they are the one object of their value."""
+        intern = self.records.setdefault
+        named = state.named
+        if named is not self._last_named:
+            named = self._last_named = self.named.setdefault(named, named)
         # the records tuple itself is nearly always new (it is the state's own), its records are not
-        return State(self.procs.setdefault(state.procs, state.procs), self.mbars.setdefault(state.mbars, state.mbars),
-                     self.named.setdefault(state.named, state.named),
-                     self.cluster.setdefault(state.cluster, state.cluster),
-                     self.agents.setdefault(state.agents, state.agents),
-                     tuple([table.setdefault(r, r) for r in state.records]),
-                     self.tmem.setdefault(state.tmem, state.tmem))
+        records = state.records
+        if len(like) == len(records):
+            out = list(records)
+            for i in compress(range(len(out)), map(is_not, records, like)):
+                r = out[i]
+                out[i] = intern(r, r)
+            records = tuple(out)
+        else:
+            records = tuple(map(intern, records, records))
+        return _new_tuple(State, (self.procs.setdefault(state.procs, state.procs),
+                                  self.mbars.setdefault(state.mbars, state.mbars), named,
+                                  self.cluster.setdefault(state.cluster, state.cluster),
+                                  self.agents.setdefault(state.agents, state.agents), records,
+                                  self.tmem.setdefault(state.tmem, state.tmem)))
+
+
+CROWDED = 8  # states of one bucket of Visited compared one by one before the bucket becomes a dict
+
+
+class Visited:
+    """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
+
+    A hash table with its chaining spelled out: buckets by the hash of a state's processes and
+    its agents in flight, then a whole-state comparison with each state of the bucket. A hash
+    only finds candidates, so no two different states are ever merged (this is not hash
+    compaction), whatever the hashes are.
+
+    Why not a dict keyed by the states: Python does not keep a tuple's hash, so a dict hashed
+    each successor whole on lookup and each new state again on insert, and the records (dozens of
+    13-field tuples), the 16 named barriers per CTA and the mbarriers are most of that work. The
+    part hashed tells the stored states apart nearly everywhere: on every spec in specs/ and the
+    ring family no two stored states share it (on the 2-CTA multicast ring at ITERS=16: 44,776
+    states, 44,776 such parts; the mbarriers, hashed too, separated none), except on the
+    named-barrier ping-pong, where pairs of states differ only in their named barriers
+    (ROUNDS=16: 3,744 states, 2,199 parts). So a bucket holds one or two states and a comparison
+    or two settles a duplicate. Where many states differ only in what is not hashed, their
+    bucket grows; past CROWDED states it becomes a dict keyed by the (interned) states, which
+    costs what a dict keyed by all states did."""
+
+    def __init__(self, shared: Interner) -> None:
+        self.states: list[State] = []  # number -> stored (interned) state
+        self._shared = shared
+        self._buckets: dict[int, int | list[int] | dict[State, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def add(self, state: State, like: tuple = ()) -> State | None:
+        """The stored copy of ``state`` (its parts interned) if it is new, with the next number;
+        None if an equal state is stored. ``like``: the parent's records (see Interner)."""
+        h = hash((state.procs, state.agents))
+        states = self.states
+        bucket = self._buckets.get(h)
+        if bucket is None:
+            self._buckets[h] = len(states)
+        elif type(bucket) is int:
+            if states[bucket] == state:
+                return None
+            self._buckets[h] = [bucket, len(states)]
+        elif type(bucket) is list:
+            for n in bucket:
+                if states[n] == state:
+                    return None
+            if len(bucket) < CROWDED:
+                bucket.append(len(states))
+            else:
+                crowded = self._buckets[h] = {states[n]: n for n in bucket}
+                stored = self._shared(state, like)
+                crowded[stored] = len(states)
+                states.append(stored)
+                return stored
+        else:
+            if state in bucket:
+                return None
+            stored = self._shared(state, like)
+            bucket[stored] = len(states)
+            states.append(stored)
+            return stored
+        stored = self._shared(state, like)
+        states.append(stored)
+        return stored
 
 
 @contextmanager
@@ -132,8 +225,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     base_mb = _rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
-    index: dict[State, int] = {}
-    shared = Interner()
+    visited = Visited(Interner())
     parents: list[tuple[int, tuple | None]] = [(-1, None)]
     queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
@@ -146,11 +238,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
-        init = machine.initial() if canon is None else canon(machine.initial())[0]
-        index[init] = 0
+        init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
         queue.append((init, 0))
         while queue:
-            if len(index) > budget.max_states:
+            if len(visited) > budget.max_states:
                 stop = f"state budget of {budget.max_states} reached"
                 break
             popped += 1
@@ -167,7 +258,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     stop = f"memory budget of {budget.memory_mb:g} MB reached"
                     break
                 if progress is not None and now - last_report >= 0.25:
-                    progress(len(index), len(queue), now - start, peak - base_mb)
+                    progress(len(visited), len(queue), now - start, peak - base_mb)
                     last_report = now
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
@@ -195,12 +286,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = res.state if canon is None else canon(res.state)[0]
-                if nxt not in index:
-                    nxt = shared(nxt)
-                    new = index[nxt] = len(parents)
+                nxt = visited.add(res.state if canon is None else canon(res.state)[0], state.records)
+                if nxt is not None:
+                    queue.append((nxt, len(parents)))
                     parents.append((sid, res.label))
-                    queue.append((nxt, new))
     except BudgetExceeded as exc:
         stop = str(exc)
     finally:
@@ -216,7 +305,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         return labels[::-1]
 
     return SearchOutcome(
-        complete=not queue and not stop, states=len(index), transitions=transitions,
+        complete=not queue and not stop, states=len(visited), transitions=transitions,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],

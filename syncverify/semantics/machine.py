@@ -13,6 +13,7 @@ Where PTX is silent we fail closed and say so in a comment marked
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -152,9 +153,11 @@ class Assumptions:
 class _Work:
     """A mutable view of one state while a step is being applied."""
 
-    __slots__ = ("agents", "cluster", "lone", "mbars", "named", "procs", "records", "soft", "tmem", "warnings")
+    __slots__ = ("agents", "base", "cluster", "lone", "mbars", "named", "procs", "records", "soft", "tmem",
+                 "warnings")
 
     def __init__(self, s: State):
+        self.base = s
         self.procs = list(s.procs)
         self.mbars = list(s.mbars)
         self.named = list(s.named)
@@ -167,8 +170,35 @@ class _Work:
         self.lone = False
 
     def freeze(self) -> State:
-        return State(tuple(self.procs), tuple(self.mbars), tuple(self.named), self.cluster,
-                     tuple(sorted(self.agents)), tuple(sorted(self.records)), tuple(self.tmem))
+        """The state after the step. Parts the step left unchanged are passed on as the very
+        objects of the state before it (the named barriers: nearly always), which the search's
+        interning recognizes without hashing them. Built with tuple.__new__, not through
+        State's Python-level constructor: this runs on every step."""
+        base = self.base
+        named = tuple(self.named)
+        if named == base.named:  # (element by element, each an identity test when unchanged)
+            named = base.named
+        agents = self.agents
+        return _new_tuple(State, (tuple(self.procs), tuple(self.mbars), named, self.cluster,
+                                  tuple(sorted(agents)) if agents else (), tuple(sorted(self.records)),
+                                  tuple(self.tmem)))
+
+
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): a State without the Python-level constructor
+
+
+def _key_bounds(w: _Work, key: tuple) -> tuple[int, int]:
+    """Where in ``w.records`` the records with (space, cta, obj, slot) = key can be: while the step
+    has not changed the records of its state, which are sorted (every State's are), the run of
+    that key, found by bisection ((space, cta, obj, slot) sorts before every record that begins
+    with it, and (space, cta, obj, slot + 1) after them); otherwise anywhere. Callers still test
+    each record's key."""
+    records = w.records
+    if records is not w.base.records:
+        return 0, len(records)
+    space, cta, obj, slot = key
+    lo = bisect_left(records, key)
+    return lo, bisect_left(records, (space, cta, obj, slot + 1), lo)
 
 
 class Machine:
@@ -405,8 +435,9 @@ class Machine:
                     if not self._lone_reaching_op(state, p):
                         continue
                 elif cls is _POR_WAIT:
-                    lone_wait = self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name)
-                    if not lone_wait:
+                    ins = self.programs[p].code[procs[p][P_PC]]
+                    lone_wait = self._no_lifecycle_ahead(state, p, ins.op.bar.name)
+                    if not lone_wait or self._wait_not_alone(state, p, ins):
                         continue
                 elif cls is _POR_ARRIVE:
                     lone_wait = False
@@ -438,6 +469,21 @@ class Machine:
             if not self._agent_enabled(state, a):
                 continue
             yield self.step_agent(state, a)
+
+    def _wait_not_alone(self, state: State, p: int, ins: Instr) -> bool:
+        """Is it certain, before computing it, that this wait's step will not be taken alone?
+
+        op_wait marks a passing wait lone only when its barrier's last completed phase was
+        already observed by some wait (M_OBSERVED); a wait that blocks or breaks a rule is never
+        taken alone. So where that phase is unobserved, the step is not computed for the
+        reduction at all (about a fifth of all wait steps on the 2-CTA ring were computed and
+        then dropped for a lone step of a later process); when no step is taken alone it is
+        computed with the others, with the same result."""
+        key = (p, state.procs[p][P_PC], state.procs[p][P_VARS])
+        target = self._wait_targets.get(key)
+        if target is None:
+            target = self._wait_targets[key] = self._wait_target(p, ins.op, key[2])
+        return target is not False and not state.mbars[target[0]][M_OBSERVED]
 
     def _lone_reaching_op(self, state: State, p: int) -> bool:
         """May this operation, which reaches a barrier or another CTA, be taken alone?
@@ -660,7 +706,17 @@ class Machine:
                             "(nothing makes it wait for this access; end with a cluster barrier)", span)
 
     def _knows(self, records: tuple, key: tuple, mask: int) -> bool:
-        """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?"""
+        """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?
+
+        Asked of init and CTA-start records (on every barrier use and every blocked wait), of
+        which the records hold at most one per key: op_init drops a barrier's old init record
+        before it adds the new one, and the start records are made once. A state's records are
+        sorted, and the key sorts just before every record that begins with it, so bisection
+        finds that record. Records that a step is changing may be out of order: where bisection
+        does not land on the key, they are scanned."""
+        i = bisect_left(records, key)
+        if i < len(records) and records[i][:4] == key:
+            return (records[i][R_KNOWN] & mask) == mask
         space, cta, obj, slot = key
         for r in records:
             # field by field, the space first (most records are data, not the key's), without slicing
@@ -702,7 +758,9 @@ class Machine:
         cur = self.holders.mb_cur(m)
         if release_mask:
             w.records = release(w.records, release_mask, cur)
-        if contributor:
+        if contributor and contributor != release_mask:
+            # (after a release from the same lanes it would change nothing: every record those
+            # lanes know, observations included, is then known by the current phase)
             w.records = carry_obs(w.records, contributor, cur)
         if mb.k != old[M_K]:
             self._check_observations(w, m, old[M_K])
@@ -738,7 +796,8 @@ class Machine:
 
     @staticmethod
     def _rule_state(mb: tuple) -> rules.Mbar:
-        return rules.Mbar(mb[M_VALID], mb[M_K], mb[M_PEND], mb[M_EXP], mb[M_TX])
+        # the first five fields of a state's barrier are rules.Mbar's (state.py), in its order
+        return _new_tuple(rules.Mbar, mb[:5])
 
     def _tx_check(self, m: int, tx: int, span) -> None:
         if rules.tx_out_of_range(tx):
@@ -920,8 +979,10 @@ class Machine:
             # the observation, checked against the next phase's completion (_check_observations)
             key = (SPACE_OBS, proc.cta, m, observed_phase)
             part = self._part(p, ins.leader_only)
-            w.records = (*[r for r in w.records if r[R_OWNER] != p or r[:4] != key],
-                         (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+            records = w.records
+            lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
+            w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
+                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.
@@ -1079,7 +1140,9 @@ class Machine:
                    what: str, async_op: bool = False) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
         space, cta, obj, slot = key
-        for r in w.records:
+        lo, hi = _key_bounds(w, key)
+        run = w.records[lo:hi]  # (the records in their order: a scan meets the key's as a scan of all would)
+        for r in run:
             # (r[:4] != key, field by field without slicing: most records differ in the first test)
             if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
                     (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
@@ -1088,7 +1151,7 @@ class Machine:
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
-            for r in w.records:
+            for r in run:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
                         r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
                         (r[R_AKNOWN] & lanes) != lanes:
@@ -1144,11 +1207,14 @@ class Machine:
 
     def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
         space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
-        epoch = max((r[R_EPOCH] for r in w.records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and filtered
+        run = records[lo:hi]
+        epoch = max((r[R_EPOCH] for r in run if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
                      and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)), default=0)
         repeat = 0
-        keep = []
-        for r in w.records:
+        keep = list(records[:lo])
+        for r in run:
             if r[R_KIND] == READ and r[R_OWNER] == p and r[R_SLOT] == slot and r[R_OBJ] == obj and \
                     r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and \
                     not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
@@ -1156,6 +1222,7 @@ class Machine:
                     repeat = F_REPEAT
                 continue  # subsumed by the new read of the same lanes
             keep.append(r)
+        keep += records[hi:]
         if epoch == 0:
             repeat = F_REPEAT  # nothing was written yet: the read waits for a write to come
         known = 0 if flags & F_ASYNC else (lanes if part == LEADER else self.holders.lanes(p))
@@ -1163,18 +1230,21 @@ class Machine:
         w.records = tuple(keep)
 
     def _add_write(self, w, p, part, lanes, key, line, flags=0) -> None:
-        epoch = self._epoch(w.records, key) + 1
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and dropped
+        run = records[lo:hi]
+        epoch = self._epoch(run, key) + 1
         if flags & F_INFLIGHT:
-            keep = list(w.records)
+            keep = list(records)
             known = 0
         else:
             # Every older access is ordered before this write (checked), so none can race with a
             # later access that this write does not race with. The latest older write is kept,
             # marked superseded, only so that a late read that acquired it is named WAR (it was
             # meant for that write) rather than RAW.
-            latest = max((r for r in w.records if r[:4] == key and r[R_KIND] == WRITE), default=None,
+            latest = max((r for r in run if r[:4] == key and r[R_KIND] == WRITE), default=None,
                          key=lambda r: r[R_EPOCH])
-            keep = [r for r in w.records if r[:4] != key]
+            keep = [*records[:lo], *[r for r in run if r[:4] != key], *records[hi:]]
             if latest is not None:
                 keep.append((*latest[:R_FLAGS], latest[R_FLAGS] | F_SUPERSEDED, *latest[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
@@ -1419,7 +1489,9 @@ class Machine:
         cur = self.holders.mb_cur(m)
         # the first matching in-flight write lands (the cheap field tests first; one copy of the records)
         records = w.records
-        for i, r in enumerate(records):
+        lo, hi = _key_bounds(w, key)
+        for i in range(lo, hi):
+            r = records[i]
             if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
                 w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
                              *records[i + 1:])

@@ -1,0 +1,45 @@
+"""The explicit engine's visited set: exact, whatever the hashes of the states are.
+
+The search finds candidate duplicates by a hash of part of a state and calls a state a
+duplicate only when it is equal to a stored one (engines/explicit.py, Visited). These tests
+make the hashes collide, with buckets compared one state at a time and buckets that become
+dicts, and check that the search explores exactly what it explores with real hashes: the same
+states, transitions, verdict and findings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncverify import load
+from syncverify.engines import explicit
+from syncverify.engines.explicit import Budget, search
+from syncverify.semantics.machine import Machine
+from syncverify.semantics.symmetry import Symmetry
+
+ROOT = Path(__file__).resolve().parent.parent
+POINTS = [
+    ("specs/cluster_multicast_ring.sync", {"ITERS": 2}),  # two CTAs, no symmetry
+    ("bench/ring_family.sync", {"STAGES": 2, "CONSUMERS": 2, "ITERS": 4}),  # symmetric consumer warps
+    ("specs/cutlass_ws_ring_no_empty_wait.sync", {}),  # several findings
+    ("specs/tilelang_bar_h_deadlock.sync", {}),  # a deadlock
+]
+
+
+def _explore(path: str, params: dict[str, int]) -> tuple:
+    machine = Machine(load(str(ROOT / path), params))
+    out = search(machine, Budget(), Symmetry(machine.procs, machine.programs))
+    findings = sorted((v.code, v.span.line if v.span else 0, len(labels)) for v, labels in out.errors + out.warnings)
+    return out.complete, out.states, out.transitions, findings
+
+
+@pytest.mark.parametrize("path,params", POINTS, ids=[p for p, _ in POINTS])
+@pytest.mark.parametrize("collide", [lambda s: 0, lambda s: hash(s) % 5], ids=["all-equal", "five-buckets"])
+@pytest.mark.parametrize("crowded", [explicit.CROWDED, 10**9], ids=["dict-buckets", "list-buckets"])
+def test_colliding_hashes_change_nothing(path, params, collide, crowded, monkeypatch):
+    expected = _explore(path, params)
+    monkeypatch.setattr(explicit, "hash", collide, raising=False)
+    monkeypatch.setattr(explicit, "CROWDED", crowded)
+    assert _explore(path, params) == expected
