@@ -177,19 +177,22 @@ def confirm_beyond_bound(protocol, text: str, seed: int, other, ref_engine, args
 
 
 def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, disagreements, elapsed) -> str:
-    lines = [
-        "# Differential testing",
-        "",
+    intro = [
         "Random small protocols (`tests/strategies.py`: TMA/generic rings with full/empty mbarriers, named-barrier",
         "hand-offs, TMA-store epilogues, two-CTA clusters with remote arrivals; bug knobs drawn at random: parities,",
         "counts, missing waits, fences, syncwarps, cluster barriers) checked by every available engine and compared",
-        "with the explicit engine as `syncverify check` runs it (reductions on). Rules: `tests/diff_engines.py`."
-        if args.generator == "mixed" else
-        "Random small asynchronous-copy protocols (`tests/strategies.py`, `random_async_protocol`: producer/consumer\n"
-        "rings filled by bulk copies over one or two stages and CTAs, with the producer's expect_tx, copies,\n"
-        "complete_tx and arrive in several orders and mutated byte counts, parities, counts, waits and exits; and\n"
-        "warps running random operations on two mbarriers) checked by every available engine and compared with the\n"
+        "with the explicit engine as `syncverify check` runs it (reductions on). Rules: `tests/diff_engines.py`.",
+    ] if args.generator == "mixed" else [
+        "Random small asynchronous-copy protocols (`tests/strategies.py`, `random_async_protocol`: producer/consumer",
+        "rings filled by bulk copies over one or two stages and CTAs, with the producer's expect_tx, copies,",
+        "complete_tx and arrive in several orders and mutated byte counts, parities, counts, waits and exits; and",
+        "warps running random operations on two mbarriers) checked by every available engine and compared with the",
         "explicit engine as `syncverify check` runs it (reductions on). Rules: `tests/diff_engines.py`.",
+    ]
+    lines = [
+        "# Differential testing",
+        "",
+        *intro,
         "",
         f"- command: `nice -n 19 python bench/differential.py --count {args.count} --spin-every {args.spin_every} "
         + (f"--jobs {args.jobs} " if args.jobs > 1 else "") +

@@ -305,19 +305,26 @@ _FILLS = (
 def _async_ring(d: Draw) -> str:
     """A producer warp filling tiles with bulk copies for consumer warps, over one or two stages
     and one or two CTAs, with mutations drawn at random: byte counts, the order of the producer's
-    operations, parities, counts, missing or extra waits and arrivals, early exits."""
+    operations, parities, counts, missing or extra waits, syncwarps and arrivals, early exits.
+    In a cluster, each CTA's producer multicasts its half of every tile to both CTAs, expecting
+    the bytes of both halves, and each consumer releases the stage in both CTAs."""
     cluster = d.flag(0.25)
     consumers = d.integer(1, 2)
     stages = d.integer(1, 2)
     iters = d.integer(1, 3)
+    if cluster:  # (small enough for the unreduced search)
+        consumers, iters = 1, min(iters, 2)
     fill = d.choice(_FILLS)
-    mutate = [d.flag(BUG) for _ in range(10)]
+    mutate = [d.flag(BUG / 2) for _ in range(11)]  # eleven knobs: about half of the rings are unmutated
     warps = 1 + consumers
-    s = "[k % STAGES]" if stages > 1 else ""
-    dim = "[STAGES]" if stages > 1 else ""
-    full, empty = f"full{s}", f"empty{s}"
-    t0, t1 = (f"t{s}", f"u{s}")
-    fill = fill.format(b=full, t0=t0, t1=t1)
+    s = "k % STAGES" if stages > 1 else "0"
+    ix = f"[{s}]" if stages > 1 else ""
+    full, empty = f"full{ix}", f"empty{ix}"
+    halves = 2 if cluster else 1
+    tile = (lambda name, half: f"{name}[{halves} * ({s}) + {half}]") if cluster or stages > 1 else \
+        (lambda name, half: name)
+    mine = "cta" if cluster else "0"
+    fill = fill.format(b=full, t0=tile("t", mine), t1=tile("u", mine))
     if mutate[0]:  # bytes that do not balance
         fill = fill.replace("bytes 16 ->", "bytes 32 ->", 1) if "bytes 16 ->" in fill else \
             fill.replace("bytes 32;", "bytes 16;", 1)
@@ -328,14 +335,15 @@ def _async_ring(d: Draw) -> str:
         ops[i], ops[j] = ops[j], ops[i]
         fill = " ".join(ops)
     if cluster:
-        # each CTA's producer expects the bytes of both halves; its copies go to both CTAs
         fill = fill.replace(f"-> {full};", f"-> {full} multicast 0b11;")
-        fill = fill.replace("bytes 32", "bytes 64") if "multicast" in fill and not mutate[2] else fill
+        if not mutate[2]:  # (mutated: the expected bytes count one half only)
+            fill = fill.replace("expect_tx " + full + " bytes 32", "expect_tx " + full + " bytes 64")
     full_count = 1 + (1 if mutate[3] else 0)
-    empty_count = consumers * (2 if cluster else 1) + (d.choice([-1, 1]) if mutate[4] else 0)
+    empty_count = consumers * halves + (d.choice([-1, 1]) if mutate[4] else 0)
     empty_count = max(empty_count, 1)
     prod_parity = "(k / STAGES + 1) % 2" if not mutate[5] else "(k / STAGES) % 2"
     cons_parity = "(k / STAGES) % 2" if not mutate[6] else "(k / STAGES + 1) % 2"
+    dim = f"[{halves} * STAGES]" if cluster or stages > 1 else ""
     lines = ["protocol async_ring {", f"  param STAGES = {stages};", f"  param ITERS = {iters};"]
     if cluster:
         lines.append("  cluster 2;")
@@ -345,8 +353,8 @@ def _async_ring(d: Draw) -> str:
         f"  role cons[{consumers}] = warp 1 + i;",
         f"  smem t{dim} bytes 64;",
         f"  smem u{dim} bytes 64;",
-        f"  mbarrier full{dim} count {full_count};",
-        f"  mbarrier empty{dim} count {empty_count};",
+        f"  mbarrier full{'[STAGES]' if stages > 1 else ''} count {full_count};",
+        f"  mbarrier empty{'[STAGES]' if stages > 1 else ''} count {empty_count};",
         f"  if prod {{ elect {{ init full{'[*]' if stages > 1 else ''}; init empty{'[*]' if stages > 1 else ''}; "
         "fence.mbarrier_init; } }",
         "  cluster.sync;" if cluster else "  syncthreads;",
@@ -356,16 +364,17 @@ def _async_ring(d: Draw) -> str:
     if not mutate[7]:
         lines.append(f"      wait {empty} parity {prod_parity};")
     lines.append(f"      elect {{ {fill} }}")
-    lines += ["    }", "  }", "  if cons {", "    for k in 0..ITERS {", f"      wait {full} parity {cons_parity};",
-              f"      read {t0};"]
-    if f"tma.load {t1} " in fill:
-        lines.append(f"      read {t1};")
+    lines += ["    }", "  }", "  if cons {", "    for k in 0..ITERS {", f"      wait {full} parity {cons_parity};"]
+    for half in range(halves):
+        lines.append(f"      read {tile('t', half)};")
+        if "tma.load u" in fill:
+            lines.append(f"      read {tile('u', half)};")
+    if not mutate[10]:
+        lines.append("      syncwarp;")  # the elected lane's release then covers every lane's reads
     release = f"arrive {empty};" if not cluster else f"arrive {empty}; arrive.release.cluster {empty} @ 1 - cta;"
+    lines.append(f"      elect {{ {release} }}")
     if mutate[8]:
-        lines.append(f"      elect {{ {release} }}")
         lines.append(f"      wait {full} parity {cons_parity};")  # a second wait on the phase just observed
-    else:
-        lines.append(f"      elect {{ {release} }}")
     lines += ["    }", "  }"]
     if cluster and not mutate[9]:
         lines.append("  cluster.sync;")
@@ -419,6 +428,14 @@ def _async_straight(d: Draw) -> str:
 
 
 ASYNC_PATTERNS: dict[str, Callable[[Draw], str]] = {"async_ring": _async_ring, "async_straight": _async_straight}
+
+
+def async_protocols() -> Any:
+    """Hypothesis strategy: asynchronous-copy stress protocols as `.sync` text."""
+    from hypothesis import strategies
+
+    return strategies.composite(
+        lambda draw: (lambda d: ASYNC_PATTERNS[d.choice(sorted(ASYNC_PATTERNS))](d))(HypothesisDraw(draw)))()
 
 
 def random_async_protocol(seed: int) -> str:
