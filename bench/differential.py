@@ -28,16 +28,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from diff_engines import compare, engines, family  # noqa: E402
-from strategies import random_protocol  # noqa: E402
+from strategies import random_async_protocol, random_protocol  # noqa: E402
 
 import syncverify  # noqa: E402
 
 DISAGREEMENTS = ROOT / "tests" / "data" / "differential"
+# `mixed`: the patterns of tests/strategies.py PATTERNS; `async`: its asynchronous-copy stress protocols
+GENERATORS = {"mixed": random_protocol, "async": random_async_protocol}
 
 
 def run_seed(seed: int, args: argparse.Namespace) -> dict:
     """Every active engine on the protocol of one seed, compared with the reference."""
-    text = random_protocol(seed)
+    text = GENERATORS[args.generator](seed)
     protocol = syncverify.load(text, path=f"seed{seed}.sync")
     active = active_engines(args)
     ref_engine = next(e for e in active if e.reference)
@@ -83,6 +85,8 @@ def main() -> int:
     ap.add_argument("--bmc-every", type=int, default=1,
                     help="run the Z3 bounded model checker on every k-th protocol (0: never)")
     ap.add_argument("--engines", help="comma-separated subset of engine names")
+    ap.add_argument("--generator", choices=sorted(GENERATORS), default="mixed",
+                    help="which random protocols (async: copies, byte counts and first waits in every order)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--json", type=Path, help="also write every row here")
@@ -173,19 +177,29 @@ def confirm_beyond_bound(protocol, text: str, seed: int, other, ref_engine, args
 
 
 def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, disagreements, elapsed) -> str:
-    lines = [
-        "# Differential testing",
-        "",
+    intro = [
         "Random small protocols (`tests/strategies.py`: TMA/generic rings with full/empty mbarriers, named-barrier",
         "hand-offs, TMA-store epilogues, two-CTA clusters with remote arrivals; bug knobs drawn at random: parities,",
         "counts, missing waits, fences, syncwarps, cluster barriers) checked by every available engine and compared",
         "with the explicit engine as `syncverify check` runs it (reductions on). Rules: `tests/diff_engines.py`.",
+    ] if args.generator == "mixed" else [
+        "Random small asynchronous-copy protocols (`tests/strategies.py`, `random_async_protocol`: producer/consumer",
+        "rings filled by bulk copies over one or two stages and CTAs, with the producer's expect_tx, copies,",
+        "complete_tx and arrive in several orders and mutated byte counts, parities, counts, waits and exits; and",
+        "warps running random operations on two mbarriers) checked by every available engine and compared with the",
+        "explicit engine as `syncverify check` runs it (reductions on). Rules: `tests/diff_engines.py`.",
+    ]
+    lines = [
+        "# Differential testing",
+        "",
+        *intro,
         "",
         f"- command: `nice -n 19 python bench/differential.py --count {args.count} --spin-every {args.spin_every} "
         + (f"--jobs {args.jobs} " if args.jobs > 1 else "") +
         f"--symbolic-every {args.symbolic_every} --bmc-every {args.bmc_every} --max-states {args.max_states} "
         f"--seconds {args.seconds:g} " + (f"--engines {args.engines} " if args.engines else "") +
         (f"--first-seed {args.first_seed} " if args.first_seed else "") +
+        (f"--generator {args.generator} " if args.generator != "mixed" else "") +
         f"--out {args.out.relative_to(ROOT) if args.out and args.out.is_absolute() else args.out}`",
         f"- protocols: {args.count:,} (seeds {args.first_seed}..{args.first_seed + args.count - 1}); wall "
         f"{elapsed / 60:.1f} min ({args.jobs} worker process{'es' if args.jobs > 1 else ''}, {os.cpu_count()} CPUs); "

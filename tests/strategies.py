@@ -283,3 +283,162 @@ def protocols() -> Any:
 def random_protocol(seed: int) -> str:
     """The protocol for one seed (what bench/differential.py runs)."""
     return generate(RandomDraw(random.Random(seed)))
+
+
+# ---------------------------------------------------------------------------
+# Asynchronous-copy stress protocols: the orders in which copies land, bytes are
+# expected and completed, and phases are first observed. Kept apart from PATTERNS
+# (so that the protocols of `random_protocol` stay those of earlier runs) and drawn
+# by `random_async_protocol`.
+
+_FILLS = (
+    # the producer's elected operations of one phase; {b}: the barrier, {t0}/{t1}: the tiles
+    "arrive.expect_tx {b} bytes 32; tma.load {t0} bytes 32 -> {b};",
+    "arrive.expect_tx {b} bytes 32; tma.load {t0} bytes 16 -> {b}; tma.load {t1} bytes 16 -> {b};",
+    "tma.load {t0} bytes 16 -> {b}; tma.load {t1} bytes 16 -> {b}; arrive.expect_tx {b} bytes 32;",
+    "expect_tx {b} bytes 32; tma.load {t0} bytes 16 -> {b}; tma.load {t1} bytes 16 -> {b}; arrive {b};",
+    "tma.load {t0} bytes 32 -> {b}; expect_tx {b} bytes 32; arrive {b};",
+    "arrive.expect_tx {b} bytes 32; tma.load {t0} bytes 16 -> {b}; complete_tx {b} bytes 16;",
+)
+
+
+def _async_ring(d: Draw) -> str:
+    """A producer warp filling tiles with bulk copies for consumer warps, over one or two stages
+    and one or two CTAs, with mutations drawn at random: byte counts, the order of the producer's
+    operations, parities, counts, missing or extra waits, syncwarps and arrivals, early exits.
+    In a cluster, each CTA's producer multicasts its half of every tile to both CTAs, expecting
+    the bytes of both halves, and each consumer releases the stage in both CTAs."""
+    cluster = d.flag(0.25)
+    consumers = d.integer(1, 2)
+    stages = d.integer(1, 2)
+    iters = d.integer(1, 3)
+    if cluster:  # (small enough for the unreduced search)
+        consumers, iters = 1, min(iters, 2)
+    fill = d.choice(_FILLS)
+    mutate = [d.flag(BUG / 2) for _ in range(11)]  # eleven knobs: about half of the rings are unmutated
+    warps = 1 + consumers
+    s = "k % STAGES" if stages > 1 else "0"
+    ix = f"[{s}]" if stages > 1 else ""
+    full, empty = f"full{ix}", f"empty{ix}"
+    halves = 2 if cluster else 1
+    tile = (lambda name, half: f"{name}[{halves} * ({s}) + {half}]") if cluster or stages > 1 else \
+        (lambda name, half: name)
+    mine = "cta" if cluster else "0"
+    fill = fill.format(b=full, t0=tile("t", mine), t1=tile("u", mine))
+    if mutate[0]:  # bytes that do not balance
+        fill = fill.replace("bytes 16 ->", "bytes 32 ->", 1) if "bytes 16 ->" in fill else \
+            fill.replace("bytes 32;", "bytes 16;", 1)
+    if mutate[1]:  # the producer's elected operations in another order
+        ops = [o.strip() + ";" for o in fill.split(";") if o.strip()]
+        i = d.integer(0, len(ops) - 1)
+        j = d.integer(0, len(ops) - 1)
+        ops[i], ops[j] = ops[j], ops[i]
+        fill = " ".join(ops)
+    if cluster:
+        fill = fill.replace(f"-> {full};", f"-> {full} multicast 0b11;")
+        if not mutate[2]:  # (mutated: the expected bytes count one half only)
+            fill = fill.replace("expect_tx " + full + " bytes 32", "expect_tx " + full + " bytes 64")
+    full_count = 1 + (1 if mutate[3] else 0)
+    empty_count = consumers * halves + (d.choice([-1, 1]) if mutate[4] else 0)
+    empty_count = max(empty_count, 1)
+    prod_parity = "(k / STAGES + 1) % 2" if not mutate[5] else "(k / STAGES) % 2"
+    cons_parity = "(k / STAGES) % 2" if not mutate[6] else "(k / STAGES + 1) % 2"
+    dim = f"[{halves} * STAGES]" if cluster or stages > 1 else ""
+    lines = ["protocol async_ring {", f"  param STAGES = {stages};", f"  param ITERS = {iters};"]
+    if cluster:
+        lines.append("  cluster 2;")
+    lines += [
+        f"  cta threads {32 * warps};",
+        "  role prod = warp 0;",
+        f"  role cons[{consumers}] = warp 1 + i;",
+        f"  smem t{dim} bytes 64;",
+        f"  smem u{dim} bytes 64;",
+        f"  mbarrier full{'[STAGES]' if stages > 1 else ''} count {full_count};",
+        f"  mbarrier empty{'[STAGES]' if stages > 1 else ''} count {empty_count};",
+        f"  if prod {{ elect {{ init full{'[*]' if stages > 1 else ''}; init empty{'[*]' if stages > 1 else ''}; "
+        "fence.mbarrier_init; } }",
+        "  cluster.sync;" if cluster else "  syncthreads;",
+        "  if prod {",
+        "    for k in 0..ITERS {",
+    ]
+    if not mutate[7]:
+        lines.append(f"      wait {empty} parity {prod_parity};")
+    lines.append(f"      elect {{ {fill} }}")
+    lines += ["    }", "  }", "  if cons {", "    for k in 0..ITERS {", f"      wait {full} parity {cons_parity};"]
+    for half in range(halves):
+        lines.append(f"      read {tile('t', half)};")
+        if "tma.load u" in fill:
+            lines.append(f"      read {tile('u', half)};")
+    if not mutate[10]:
+        lines.append("      syncwarp;")  # the elected lane's release then covers every lane's reads
+    release = f"arrive {empty};" if not cluster else f"arrive {empty}; arrive.release.cluster {empty} @ 1 - cta;"
+    lines.append(f"      elect {{ {release} }}")
+    if mutate[8]:
+        lines.append(f"      wait {full} parity {cons_parity};")  # a second wait on the phase just observed
+    lines += ["    }", "  }"]
+    if cluster and not mutate[9]:
+        lines.append("  cluster.sync;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_ASYNC_OPS = (
+    "elect {{ arrive.expect_tx {b} bytes {n}; }}",
+    "elect {{ expect_tx {b} bytes {n}; }}",
+    "elect {{ complete_tx {b} bytes {n}; }}",
+    "elect {{ tma.load {t} bytes {n} -> {b}; }}",
+    "elect {{ arrive.expect_tx {b} bytes {n}; tma.load {t} bytes {n} -> {b}; }}",
+    "elect {{ arrive {b}; }}",
+    "wait {b} parity {p};",
+    "wait {b} parity {p};",
+    "read {t};",
+    "write {t}; fence.proxy.async;",
+    "elect {{ arrive_drop {b}; }}",
+    "elect {{ umma.commit {b}; }}",
+)
+
+
+def _async_straight(d: Draw) -> str:
+    """Two or three warps, each running a few operations drawn at random on two mbarriers and two
+    tiles (copies, expect_tx, complete_tx, arrivals, waits, accesses), in a loop of one or two trips."""
+    warps = d.integer(2, 3)
+    trips = d.integer(1, 2)
+    counts = (d.integer(1, 2), d.integer(1, 2))
+    lines = [
+        "protocol async_straight {",
+        f"  param ITERS = {trips};",
+        f"  cta threads {32 * warps};",
+        f"  role w[{warps}] = warp i;",
+        "  smem t[2] bytes 32;",
+        f"  mbarrier a count {counts[0]};",
+        f"  mbarrier b count {counts[1]};",
+        "  if w && instance == 0 { elect { init a; init b; fence.mbarrier_init; } }",
+        "  syncthreads;",
+        "  for k in 0..ITERS {",
+    ]
+    for w in range(warps):
+        ops = []
+        for _ in range(d.integer(1, 4)):
+            op = d.choice(_ASYNC_OPS)
+            ops.append(op.format(b=d.choice("ab"), n=d.choice([16, 32]), t=f"t[{d.integer(0, 1)}]",
+                                 p=d.choice(["0", "1", "k % 2", "(k + 1) % 2"])))
+        lines.append(f"    if w && instance == {w} {{ {' '.join(ops)} }}")
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+ASYNC_PATTERNS: dict[str, Callable[[Draw], str]] = {"async_ring": _async_ring, "async_straight": _async_straight}
+
+
+def async_protocols() -> Any:
+    """Hypothesis strategy: asynchronous-copy stress protocols as `.sync` text."""
+    from hypothesis import strategies
+
+    return strategies.composite(
+        lambda draw: (lambda d: ASYNC_PATTERNS[d.choice(sorted(ASYNC_PATTERNS))](d))(HypothesisDraw(draw)))()
+
+
+def random_async_protocol(seed: int) -> str:
+    """An asynchronous-copy stress protocol for one seed (bench/differential.py --generator async)."""
+    d = RandomDraw(random.Random(seed))
+    return ASYNC_PATTERNS[d.choice(sorted(ASYNC_PATTERNS))](d)

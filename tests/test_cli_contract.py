@@ -388,7 +388,9 @@ def test_search_reports_progress_to_a_callback():
     from syncverify.check import Options, check_protocol
 
     seen = []
-    protocol = load(str(Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"), {"ITERS": 8})
+    # a search long enough to report progress (the ring at ITERS=8 now takes a few hundred states)
+    protocol = load(str(Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"),
+                    {"STAGES": 2, "CONSUMERS": 4, "ITERS": 64})
     result = check_protocol(protocol, Options(progress=lambda *a: seen.append(a)))
     assert result.verdict.value == "safe"
     assert seen and all(states > 0 and seconds >= 0 for states, _, seconds, _ in seen)

@@ -164,3 +164,176 @@ def test_an_arrive_against_a_landing_on_its_barrier():
     full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
     assert _errors(full) == {"SV503"}
     assert _errors(reduced) == _errors(full), reduced.diagnostics
+
+
+# Steps taken alone when nothing that can come first conflicts with them (Machine._can_precede,
+# docs/model.md): a copy's landing, a passing wait that observes a phase first, an arrive.expect_tx.
+# Each protocol below has a violation in some order only; the reduction got each wrong (a false
+# "safe") with the condition named dropped: the reduced search must find what the unreduced one finds.
+_CAN_PRECEDE = {
+    # landing: an update of its barrier can come first. b's expect_tx, once c lets it through
+    # (the fixpoint must count c's arrival on sig), leaves phase 0 short of 16 bytes (SV503)
+    # if it runs before the copy lands; after it, it counts on phase 1, and all is well.
+    "landing_vs_expect_tx": """
+protocol p {
+  cta threads 96;
+  role a = warp 0;
+  role b = warp 1;
+  role c = warp 2;
+  smem t bytes 16;
+  mbarrier bar count 1;
+  mbarrier go count 1;
+  mbarrier sig count 1;
+  if a { elect { init bar; init go; init sig; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; arrive go; } wait bar parity 0; }
+  if b { wait sig parity 0; elect { expect_tx bar bytes 16; } }
+  if c { wait go parity 0; elect { arrive sig; } }
+}""",
+    # landing: another copy counts on its barrier. The 16-byte copy first completes phase 0 and
+    # the 32-byte one lands in phase 1, which the second arrive.expect_tx balances; the other
+    # order never completes phase 0 (SV503).
+    "landing_vs_landing": """
+protocol p {
+  cta threads 32;
+  smem t bytes 16;
+  smem u bytes 32;
+  mbarrier bar count 1;
+  elect { init bar; fence.mbarrier_init; }
+  syncthreads;
+  elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; tma.load u bytes 32 -> bar; }
+  wait bar parity 0;
+  elect { arrive.expect_tx bar bytes 32; }
+  wait bar parity 1;
+}""",
+    # landing: every warp of its CTA can end first (a waits only for b's signal): SV404.
+    "landing_vs_exit": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem t bytes 16;
+  mbarrier bar count 1;
+  mbarrier sig count 1;
+  if a { elect { init bar; init sig; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; } wait sig parity 0; }
+  if b { elect { arrive sig; } }
+}""",
+    # landing: b's first wait, parity 1, passes on the fresh barrier and writes the tile the copy
+    # is still writing (SV303); once the copy has completed phase 0 it waits for phase 1 instead,
+    # which a's arrive completes after the data is in.
+    "landing_vs_fresh_wait": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem t bytes 16;
+  mbarrier bar count 1;
+  if a { elect { init bar; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; } wait bar parity 0; elect { arrive bar; } }
+  if b { wait bar parity 1; write t; }
+}""",
+    # first observing wait: an arrival can come first. a's second arrive lands in phase 1 before
+    # b observed phase 0 (SV502) unless b's wait runs first.
+    "first_wait_vs_arrive": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem x bytes 16;
+  mbarrier bar count 2;
+  if a { elect { init bar; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive bar count 2; } elect { arrive bar; } }
+  if b { wait bar parity 0; read x; }
+}""",
+    # a wait that passes in phase 0 without observing (parity 1 on the fresh barrier): bytes can
+    # come first too. Once the copy completes phase 0, b waits for phase 1, which never comes (SV201).
+    "fresh_wait_vs_landing": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem t bytes 16;
+  smem x bytes 16;
+  mbarrier bar count 1;
+  if a { elect { init bar; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; } wait bar parity 0; }
+  if b { wait bar parity 1; read x; }
+}""",
+    # arrive.expect_tx: copies in flight on its barrier. Both landing before it leave phase 0 at
+    # tx -16 (SV503); it first, or after one of them, completes phase 0 and the other copy lands
+    # in phase 1, which the second arrive.expect_tx balances.
+    "expect_tx_vs_landing": """
+protocol p {
+  cta threads 32;
+  smem t bytes 16;
+  smem u bytes 16;
+  mbarrier bar count 1;
+  elect { init bar; fence.mbarrier_init; }
+  syncthreads;
+  elect { tma.load t bytes 16 -> bar; tma.load u bytes 16 -> bar; arrive.expect_tx bar bytes 16; }
+  wait bar parity 0;
+  elect { arrive.expect_tx bar bytes 16; }
+  wait bar parity 1;
+}""",
+    # arrive.expect_tx: another warp's complete_tx can come first. Both complete_tx before it
+    # leave phase 0 at tx -16 (SV503).
+    "expect_tx_vs_complete_tx": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  mbarrier bar count 1;
+  if a { elect { init bar; fence.mbarrier_init; } }
+  syncthreads;
+  if a { elect { arrive.expect_tx bar bytes 16; } wait bar parity 0; }
+  if b { elect { complete_tx bar bytes 16; } elect { complete_tx bar bytes 16; } }
+}""",
+    # arrive.expect_tx completing phase 0 while a first wait with parity 1 may still come: b's
+    # wait passes on the fresh barrier and reads x unordered (SV301) only if it runs first.
+    "expect_tx_vs_fresh_wait": """
+protocol p {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem x bytes 16;
+  mbarrier bar count 1;
+  mbarrier sig count 1;
+  if a { elect { init bar; init sig; fence.mbarrier_init; } }
+  syncthreads;
+  if a {
+    elect { complete_tx bar bytes 16; arrive sig; }
+    write x;
+    elect { arrive.expect_tx bar bytes 16; }
+    wait bar parity 0;
+    syncwarp;
+    elect { arrive bar; }
+  }
+  if b { wait sig parity 0; wait bar parity 1; read x; }
+}""",
+}
+
+
+@pytest.mark.parametrize("name", _CAN_PRECEDE)
+def test_steps_taken_alone_against_what_can_come_first(name):
+    protocol = load(_CAN_PRECEDE[name], path="t.sync")
+    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    assert full.verdict == Verdict.VIOLATION
+    assert reduced.verdict == Verdict.VIOLATION, reduced.diagnostics
+    assert _errors(reduced) == _errors(full), (reduced.diagnostics, full.diagnostics)
+
+
+def test_the_ring_at_eight_stages_is_a_chain():
+    """With landings, first observing waits and the producer's arrive.expect_tx taken alone, the
+    canonical ring at 8 stages and 16 consumer warps branches only where the machine must: the
+    whole search is a few states per step of the protocol (it was 43,528 states at ITERS=8)."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"
+    protocol = load(str(path), {"STAGES": 8, "CONSUMERS": 4, "ITERS": 8})
+    result = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    assert result.verdict == Verdict.SAFE
+    assert result.stats.states < 1_000

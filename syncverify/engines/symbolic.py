@@ -14,7 +14,10 @@ by a :class:`TripCount` instead of a constant bound (``Machine.loop_hook``):
   one of them: the abstraction is exact on finite prefixes.
 * Partial-order reduction and symmetry act per concrete ITERS (each branch
   asks ``Machine.successors`` with its own trip count), so they keep the
-  guarantees they have for the explicit engine.
+  guarantees they have for the explicit engine. (The machine does not take
+  the steps that need every process's sequence of operations fixed alone
+  while a loop hook is installed: a copy's landing, a first observing wait,
+  an arrive.expect_tx.)
 
 Why it terminates. States are merged on a *key* that forgets absolute
 counter values (``normalize``): the loop counters of every role (and the

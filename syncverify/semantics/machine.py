@@ -259,6 +259,8 @@ class Machine:
         self._local_memo: dict[tuple[int, int, tuple], tuple[int, tuple]] = {}
         self._envs: dict[tuple[int, tuple], _Env] = {}
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
+        # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
+        self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -422,10 +424,20 @@ class Machine:
         taken alone. The state graph is acyclic (loops are bounded), so the
         cycle proviso holds trivially. Passing mbarrier waits, arrives, operations that
         reach another CTA and cluster-barrier arrives and passing waits are taken alone under
-        the conditions their handlers and _lone_reaching_op state (docs/model.md)."""
+        the conditions their handlers and _lone_reaching_op state (docs/model.md).
+
+        Where none of those applies, three more steps are taken alone when nothing they do not
+        commute with can run before them (_can_precede, docs/model.md): a passing wait that
+        observes its phase first, an arrive.expect_tx on the CTA's own barrier, a bulk copy's
+        landing. Not while some process's step breaks a rule (that violation is then reported
+        as it stands, not after other steps that might turn it into another one), and not under
+        a loop hook (with a symbolic trip count the processes' sequences are not fixed)."""
         tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
         procs = state.procs
+        landed: dict[tuple, StepResult] = {}  # landings computed for the reduction, reused below
         if self.reduce:
+            observing: list[int] = []  # passing waits that observe a phase first: taken alone below, maybe
+            arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
             for p, classes in enumerate(self._por_class):
                 cls = classes[procs[p][P_PC]]
                 if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -435,26 +447,61 @@ class Machine:
                     if not self._lone_reaching_op(state, p):
                         continue
                 elif cls is _POR_WAIT:
-                    ins = self.programs[p].code[procs[p][P_PC]]
-                    lone_wait = self._no_lifecycle_ahead(state, p, ins.op.bar.name)
-                    if not lone_wait or self._wait_not_alone(state, p, ins):
-                        continue
+                    lone_wait = True
                 elif cls is _POR_ARRIVE:
                     lone_wait = False
                     if not self._lone_reaching_op(state, p):
                         continue
                 else:
+                    if cls is _POR_ARRIVE_TX:
+                        arriving.append(p)
                     continue
                 res = tried[p] = self.step_process(state, p)
-                if (lone_wait or cls is _POR_CLUSTER) and (res is None or not res.lone):
+                if res is None or res.violation is not None or res.warnings or res.soft or \
+                        self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
                     continue
-                if cls is _POR_ARRIVE and res is not None and \
-                        res.violation is None and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                if lone_wait:
+                    if not res.lone:
+                        observing.append(p)
+                        continue
+                    if not self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name):
+                        continue
+                elif cls is _POR_CLUSTER and not res.lone:
                     continue
-                if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                        self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
-                    yield res
-                    return
+                if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                    continue
+                yield res
+                return
+            if self.loop_hook is None and (observing or arriving or state.agents) and \
+                    not self._some_step_breaks_a_rule(state, tried):
+                # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
+                # not where another process's step breaks a rule: that is reported here, as it stands.
+                for p in observing:
+                    pstate = procs[p]
+                    m = self._wait_targets[(p, pstate[P_PC], pstate[P_VARS])][0]
+                    # in phase 0 the wait may pass without observing (a first wait with parity 1): then
+                    # nothing may change the phase first; later it observes, and only arrivals conflict
+                    forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 else _NO_ARRIVAL
+                    if self._can_precede(state, m, p, None, forbidden, False) is not None:
+                        yield tried[p]  # type: ignore[misc]
+                        return
+                for p in arriving:
+                    m = self._arrive_target(state, p)
+                    if m is None or self._can_precede(state, m, p, None, _ANY_UPDATE, False) is None:
+                        continue
+                    res = tried[p] = self.step_process(state, p)
+                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
+                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
+                            not self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                        yield res
+                        return
+                for a in state.agents:
+                    if a[0] != AG_TMA or a in landed or not self._lands_first(state, a):
+                        continue
+                    res = landed[a] = self.step_agent(state, a)
+                    if res.violation is None and not res.warnings and not res.soft:
+                        yield res
+                        return
         for p, classes in enumerate(self._por_class):
             if classes[procs[p][P_PC]] is _POR_NONE:
                 continue
@@ -468,22 +515,19 @@ class Machine:
             seen.add(a)
             if not self._agent_enabled(state, a):
                 continue
-            yield self.step_agent(state, a)
+            yield landed[a] if a in landed else self.step_agent(state, a)
 
-    def _wait_not_alone(self, state: State, p: int, ins: Instr) -> bool:
-        """Is it certain, before computing it, that this wait's step will not be taken alone?
-
-        op_wait marks a passing wait lone only when its barrier's last completed phase was
-        already observed by some wait (M_OBSERVED); a wait that blocks or breaks a rule is never
-        taken alone. So where that phase is unobserved, the step is not computed for the
-        reduction at all (about a fifth of all wait steps on the 2-CTA ring were computed and
-        then dropped for a lone step of a later process); when no step is taken alone it is
-        computed with the others, with the same result."""
-        key = (p, state.procs[p][P_PC], state.procs[p][P_VARS])
-        target = self._wait_targets.get(key)
-        if target is None:
-            target = self._wait_targets[key] = self._wait_target(p, ins.op, key[2])
-        return target is not False and not state.mbars[target[0]][M_OBSERVED]
+    def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
+        """Does the step of some process break a rule (a violation that ends its path)? The steps
+        are computed into ``tried`` (a blocked wait costs a lookup), for the expansion to reuse."""
+        procs = state.procs
+        for p, classes in enumerate(self._por_class):
+            if classes[procs[p][P_PC]] is _POR_NONE:
+                continue
+            res = tried[p] if p in tried else tried.setdefault(p, self.step_process(state, p))
+            if res is not None and res.violation is not None:
+                return True
+        return False
 
     def _lone_reaching_op(self, state: State, p: int) -> bool:
         """May this operation, which reaches a barrier or another CTA, be taken alone?
@@ -528,20 +572,27 @@ class Machine:
         never come (and a landing in the next phase, unlike an arrive, breaks no consumption
         rule that would report it). So the arrive is taken alone only when nothing in flight
         completes on that barrier and no other process can still count bytes on it."""
-        pstate = state.procs[p]
-        key = (p, pstate[P_PC], pstate[P_VARS])
-        if key not in self._arrive_bar_memo:  # it depends only on (p, pc, vars): remembered
-            try:
-                self._arrive_bar_memo[key] = self._mbar(None, p, bar, cta, self.env(p, pstate[P_VARS]), self.ctx[p])
-            except Violation:
-                self._arrive_bar_memo[key] = None
-        m = self._arrive_bar_memo[key]
+        m = self._arrive_target(state, p, cta)
         if m is None:
             return False
         if any(a[4] == m for a in state.agents):
             return False
         return not any(q != p and bar.name in self.tx_ahead[q][state.procs[q][P_PC]]
                        for q in range(len(self.procs)))
+
+    def _arrive_target(self, state: State, p: int, cta: int | None = None) -> int | None:
+        """The barrier index of process p's arrive (on ``cta``, default its own CTA), or None when
+        it cannot be evaluated (the step reports that). Remembered: it depends only on (p, pc, vars)."""
+        pstate = state.procs[p]
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        if key not in self._arrive_bar_memo:
+            bar = self.programs[p].code[pstate[P_PC]].op.bar
+            try:
+                self._arrive_bar_memo[key] = self._mbar(None, p, bar, self.procs[p].cta if cta is None else cta,
+                                                        self.env(p, pstate[P_VARS]), self.ctx[p])
+            except Violation:
+                self._arrive_bar_memo[key] = None
+        return self._arrive_bar_memo[key]
 
     def _targets(self, p: int, op: ir.Op, pc: int, vars_: tuple) -> tuple[int, ...] | None:
         """The CTAs that an arrive, access, bulk-tensor load or tensor-core commit of process
@@ -601,6 +652,202 @@ class Machine:
                 if q != p and name in self.waits_ahead[q][state.procs[q][P_PC]] and self._jprev(before, q) is None:
                     return True
         return False
+
+    def _lands_first(self, state: State, a: tuple) -> bool:
+        """May the landing of bulk copy ``a`` be taken alone (partial-order reduction)?
+
+        A landing writes its slot's in-flight record and counts its bytes on its barrier m
+        (completing the phase, maybe). It does not commute with another update of m (an
+        arrive, expect_tx, complete_tx, another copy's landing or a commit's arrival: the
+        intermediate tx-count decides whether and when the phase completes), with an init or
+        inval of m, or with the exit of its CTA (an exit before it is SV404). So it is taken
+        alone only when none of these can happen before it, whatever the other actors do: in
+        what can run before it (``_can_precede``, with m's phase frozen), no other agent counts
+        on m, no process reaches an operation on m, and some process of the copy's CTA does
+        not reach its end. What can come first otherwise commutes with it or, taken after it,
+        reports a violation of its own (docs/model.md)."""
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
+
+    def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
+                     freeze: bool) -> list[bool] | None:
+        """What the other actors can execute before one step (of process ``frozen``, or the
+        landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
+        its end first; None when some actor can first reach an event on m of a kind in
+        ``forbidden`` (or an operation whose target cannot be evaluated). ``freeze``: the caller
+        has made sure that nothing else can complete m's current phase first (a landing with
+        every update of m forbidden), so a wait on m passes only if it passes now.
+
+        Control flow depends only on loop variables, so each process runs a fixed sequence of
+        operations from where it stands (``_future``); the frozen process does not move. The
+        set computed is the least fixpoint of: a process can execute the next operation of its
+        sequence if that is not an mbarrier wait, or a wait that can pass first. A wait on m'
+        passes only if it passes now or once a phase of m' completes, which requires as many
+        arrivals on m' from what can run first (operations of the sequences so far, commits in
+        flight) as m' has pending, or, when none is pending, a byte count that can change (a
+        copy in flight or issued, an expect_tx or complete_tx). An inval, init or arrive_drop of
+        m', a non-positive arrival count, an invalid m' and every other kind of wait (named and
+        cluster barriers, tensor memory) are taken to pass. Every execution that avoids the step
+        runs, per process, a prefix of its sequence inside this set: by induction along the
+        execution, a wait in it passed either in the phase it sees now or after a completion,
+        whose arrivals or bytes came from the actors' earlier moves, all inside the set. So
+        this over-approximates what can happen before the step.
+
+        With ``freeze``, a wait on m that passes now while m is in phase 0 answers None: it
+        may be a first wait with parity 1 (the CUTLASS producer start), which passes on the
+        fresh barrier and blocks once phase 0 has completed, reporting nothing."""
+        mbars = state.mbars
+        names = self.mb_names
+        m_life = names[m][:2]
+        arrivals: dict[int, int] = {}
+        bytes_move: set[int] = set()
+        free: set[int] = set()  # barriers whose phases arrivals do not bound (lifecycle, drops)
+        lives: set[tuple[int, str]] = set()
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False  # the step itself (an identical copy in flight is another agent)
+                continue
+            kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
+            if b[4] == m and kind in forbidden:
+                return None
+            if kind == _EV_BYTES:
+                bytes_move.add(b[4])
+            else:
+                arrivals[b[4]] = arrivals.get(b[4], 0) + 1
+
+        def passes(m2: int, parity: int) -> bool:
+            mb = mbars[m2]
+            if not mb[M_VALID]:
+                return True
+            if mb[M_K] % 2 != parity % 2:
+                if freeze and m2 == m and mb[M_K] == 0:
+                    raise _FreshPass
+                return True
+            if freeze and m2 == m:
+                return False
+            if m2 in free or names[m2][:2] in lives:
+                return True
+            pend = mb[M_PEND]
+            if pend > 0:
+                return arrivals.get(m2, 0) >= pend
+            return m2 in bytes_move
+
+        nprocs = len(self.procs)
+        procs = state.procs
+        pos: list[tuple | None] = [None if q == frozen else (q, procs[q][P_PC], procs[q][P_VARS])
+                                   for q in range(nprocs)]
+        ends = [False] * nprocs
+        future = self._future
+        try:
+            grew = True
+            while grew:
+                grew = False
+                for q in range(nprocs):
+                    key = pos[q]
+                    while key is not None:
+                        fut = future(key)
+                        if fut is None:
+                            return None
+                        events, nxt = fut
+                        if events is _END:
+                            ends[q] = True
+                            key = None
+                            break
+                        if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2]):
+                            break
+                        for ev in events:
+                            kind = ev[0]
+                            if kind == _EV_WAIT:
+                                continue
+                            grew = True
+                            if kind == _EV_LIFE:
+                                if ev[1] == m_life and kind in forbidden:
+                                    return None
+                                lives.add(ev[1])
+                                continue
+                            target = ev[1]
+                            if target == m and kind in forbidden:
+                                return None
+                            if kind == _EV_ARRIVE:
+                                arrivals[target] = arrivals.get(target, 0) + ev[2]
+                            elif kind == _EV_BYTES:
+                                bytes_move.add(target)
+                            else:  # _EV_FREE
+                                free.add(target)
+                        key = nxt
+                    pos[q] = key
+        except _FreshPass:
+            return None
+        return ends
+
+    def _future(self, key: tuple) -> tuple[tuple, tuple | None] | None:
+        """The mbarrier events of the instruction at ``key`` = (process, pc, variables), and the
+        key of the process's next instruction: (_END, None) at the end; None when a target or
+        the local control flow after it cannot be evaluated. It depends only on the key (control
+        flow depends only on loop variables), so it is remembered.
+
+        Events: (_EV_WAIT, m, parity), (_EV_ARRIVE, m, arrivals), (_EV_BYTES, m) for a tx update
+        or a copy that will count on m, (_EV_FREE, m) for an arrive_drop or a non-positive count,
+        (_EV_LIFE, (cta, name)) for an init or inval."""
+        out = self._future_memo.get(key, _MISSING)
+        if out is not _MISSING:
+            return out
+        q, pc, vars_ = key
+        ins = self.programs[q].code[pc]
+        try:
+            if ins.kind == END:
+                out = (_END, None)
+            else:
+                events = self._events(q, ins, vars_) if ins.kind == OP else ()
+                npc, nvars = self._run_local(q, pc + 1, vars_)
+                out = (events, (q, npc, nvars))
+        except (EvalError, Violation, KeyError):
+            out = None
+        if len(self._future_memo) >= _MEMO_LIMIT:
+            self._future_memo.clear()
+        self._future_memo[key] = out
+        return out
+
+    def _events(self, q: int, ins: Instr, vars_: tuple) -> tuple:
+        """The mbarrier events of operation ``ins`` of process q under its variables (see _future)."""
+        op = ins.op
+        env, ctx = self.env(q, vars_), self.ctx[q]
+        own = self.procs[q].cta
+
+        def index(ref: ir.Ref, cta: int) -> int:
+            i = evaluate(ref.index, env, ctx) if ref.index is not None else 0
+            if not 0 <= i < (self.mb_decl[ref.name].size or 1) or not 0 <= cta < self.ncta:
+                raise KeyError(ref.name)
+            return self.mb_index[(cta, ref.name, i)]
+
+        def dests(mask_expr: ir.Expr | None) -> list[int]:
+            if mask_expr is None:
+                return [own]
+            mask = evaluate(mask_expr, env, ctx)
+            if not 0 < mask < 1 << self.ncta:
+                raise KeyError("multicast")
+            return [c for c in range(self.ncta) if mask >> c & 1]
+
+        if isinstance(op, ir.MbarWait):
+            return ((_EV_WAIT, index(op.bar, own), evaluate(op.parity, env, ctx)),)
+        if isinstance(op, ir.MbarArrive):
+            cta = own if op.remote is None else evaluate(op.remote, env, ctx)
+            m2 = index(op.bar, cta)
+            count = evaluate(op.count, env, ctx) * ins.threads
+            events = [(_EV_FREE, m2) if op.drop or count <= 0 else (_EV_ARRIVE, m2, count)]
+            if op.tx_bytes is not None:
+                events.append((_EV_BYTES, m2))
+            return tuple(events)
+        if isinstance(op, ir.MbarTx):
+            return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
+        if isinstance(op, ir.TmaLoad):
+            return tuple((_EV_BYTES, index(op.bar, c)) for c in dests(op.multicast))
+        if isinstance(op, ir.UmmaCommit):
+            return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
+        if isinstance(op, ir.MbarInit | ir.MbarInval):
+            return ((_EV_LIFE, (own, op.bar.name)),)
+        return ()
 
     def _no_lifecycle_ahead(self, state: State, p: int, name: str, cta: int | None = None) -> bool:
         """No other process of ``cta`` (default: p's CTA) can still init or inval the barrier array ``name``."""
@@ -1559,11 +1806,23 @@ class Machine:
         return f"line {line}"
 
 
+# The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
+_EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE = range(5)
+_ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every event that changes a barrier
+_NO_ARRIVAL = frozenset({_EV_ARRIVE, _EV_FREE, _EV_LIFE})  # what a first observing wait must not follow
+_END = ("end",)  # the events of a process's end
+_MISSING = object()
+
+
+class _FreshPass(Exception):
+    """_can_precede met a wait that passes on a frozen barrier in phase 0."""
+
+
 # How successors() treats the instruction at a pc: not an operation (no step), an operation of
 # LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
 # lies ahead, or any other operation (never taken alone).
-_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_CLUSTER, _POR_OTHER = (
-    "none", "local", "reaches", "wait", "arrive", "cluster", "other")
+_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
+    "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
 
 
 def _por_class(ins: Instr) -> str:
@@ -1581,6 +1840,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
         return _POR_ARRIVE
+    if isinstance(op, ir.MbarArrive) and not op.drop and op.remote is None:
+        return _POR_ARRIVE_TX  # an arrive.expect_tx on its own CTA's barrier: see successors()
     if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
         return _POR_CLUSTER
     return _POR_OTHER
