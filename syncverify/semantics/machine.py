@@ -1820,7 +1820,8 @@ class _FreshPass(Exception):
 
 # How successors() treats the instruction at a pc: not an operation (no step), an operation of
 # LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
-# lies ahead, or any other operation (never taken alone).
+# lies ahead, an arrive.expect_tx on the CTA's own barrier (taken alone when nothing that conflicts
+# with it can come first, _can_precede), or any other operation (never taken alone).
 _POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
     "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
 
