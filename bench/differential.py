@@ -37,6 +37,14 @@ DISAGREEMENTS = ROOT / "tests" / "data" / "differential"
 GENERATORS = {"mixed": random_protocol, "async": random_async_protocol}
 
 
+def _shown(path: Path | None) -> Path | None:
+    """The --out path as the command line in the report shows it: relative to the repository
+    where it lies inside it."""
+    if path is None or not path.is_absolute():
+        return path
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def run_seed(seed: int, args: argparse.Namespace) -> dict:
     """Every active engine on the protocol of one seed, compared with the reference."""
     text = GENERATORS[args.generator](seed)
@@ -200,7 +208,7 @@ def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, di
         f"--seconds {args.seconds:g} " + (f"--engines {args.engines} " if args.engines else "") +
         (f"--first-seed {args.first_seed} " if args.first_seed else "") +
         (f"--generator {args.generator} " if args.generator != "mixed" else "") +
-        f"--out {args.out.relative_to(ROOT) if args.out and args.out.is_absolute() else args.out}`",
+        f"--out {_shown(args.out)}`",
         f"- protocols: {args.count:,} (seeds {args.first_seed}..{args.first_seed + args.count - 1}); wall "
         f"{elapsed / 60:.1f} min ({args.jobs} worker process{'es' if args.jobs > 1 else ''}, {os.cpu_count()} CPUs); "
         f"Python {platform.python_version()}",

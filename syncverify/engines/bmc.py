@@ -264,7 +264,7 @@ class Encoding:
                                                                                          strict=True) if t == m]
                              for m in range(self.M)}
         # A process whose last operation is a bar.sync ends inside the step that completes that
-        # generation, which may be another process's step (see objects / touches_all).
+        # generation, which may be another process's step (see objects / may_end).
         self.exit_on_bar = {self.machine.procs[p].cta for p, evs in enumerate(self.events)
                             if evs and isinstance(evs[-1].op, ir.BarSync) and evs[-1].error is None}
 
@@ -563,9 +563,11 @@ class Encoding:
         constraint of `BMC.run`: its own process, the mbarriers and slots it uses (their
         records' bits and the barrier's knowledge holders included), for a named barrier the
         barrier and every process that may be parked on it (a completion moves them on), the
-        cluster barrier, and for a release on a peer's barrier every slot whose writes it may
-        publish (SV602 reads them). Whether a CTA has exited is changed only by moves that touch
-        everything (`touches_all`), so reading it needs no object of its own.
+        cluster barrier, for a release on a peer's barrier every slot whose writes it may
+        publish (SV602 reads them), for a move on a peer CTA whether that CTA has ended (("exit",
+        cta), read), and for a move that may end processes what their exits change (`ending`;
+        the last exit of a CTA writes ("exit", cta) and what its SV404 check reads, in
+        `Effect.dynamic`).
 
         Reads: an mbarrier wait (it changes only its own process, its own observation record,
         and the barrier's "observed" flag, which waits only set and which everything else that
@@ -610,6 +612,16 @@ class Encoding:
         if e.cross_release:
             for r in self.published(e):
                 use(("key", self.records[r].key), "r")
+        # a move on a peer CTA checks that the peer has not ended (SV404); its own CTA has not
+        for cta in ({e.cta} | {c.cta for c in e.copies} | {self.machine.mb_names[c.m][0] for c in e.copies}
+                    | ({self.machine.mb_names[e.m][0]} if e.m >= 0 else set())) - {e.own}:
+            use(("exit", cta), "r")
+        if e.index == len(self.events[e.proc]) - 1:
+            for o, mode in self.ending([e.proc]).items():
+                use(o, mode)
+        if e.nb >= 0 and not self.adds_to(e):
+            for o, mode in self.ending(self.ends_parked_on(e.nb)).items():
+                use(o, mode)
         return out
 
     def adds_to(self, e: Event | None) -> bool:
@@ -645,12 +657,87 @@ class Encoding:
         return [q for q, evs in enumerate(self.events)
                 if any(isinstance(x.op, ir.BarSync) and x.nb == n for x in evs)]
 
-    def touches_all(self, e: Event) -> bool:
-        """A move that may end a process: its exit releases all-thread barriers and the cluster
-        barrier, and changes what every exit check (SV404) sees. That is a process's last
-        event, and an arrival on a named barrier of a CTA where some process ends parked on a
-        bar.sync (the completion ends it in this move)."""
-        return e.index == len(self.events[e.proc]) - 1 or (e.nb >= 0 and e.own in self.exit_on_bar)
+    def _exit_leaves_nb(self, p: int, n: int) -> bool:
+        """Can process p's exit never change named barrier n (its CTA's)?
+
+        Yes when every arrival on n syncs with every non-exited thread of the CTA and blocks
+        (`all_thread_nbs`), and no process of the CTA arrives on n more often than p, k times.
+        Then a process's i-th arrival is in generation i: it passed generations 0..i-1, and
+        generation i cannot complete while it runs without its arrival. So p's k-th arrival,
+        which it passes before it exits, completed generation k-1; every arrival on n (each in a
+        generation below k) came before that, and none comes after: after p's exit nothing
+        arrives on n, no generation of n is open, and what the exit does to n's count of
+        expected threads is read by nobody."""
+        if n not in self.all_thread_nbs:
+            return False
+        counts = [sum(e.nb == n for e in self.events[q]) for q in self.procs_of_cta[self.machine.procs[p].cta]]
+        return max(counts, default=0) <= sum(e.nb == n for e in self.events[p])
+
+    def _exit_leaves_cluster_barrier(self, p: int) -> bool:
+        """Can process p's exit never change the cluster barrier? Yes when p waits after each of
+        its a arrives and no process of the cluster arrives more than a times: every process's
+        i-th arrival is in generation i (it waits after each arrival — a second arrive before
+        the wait is SV205 — and generation i cannot complete while it runs without it), so
+        every arrival came before p passed its last wait, on generation a-1, and none after."""
+        seq = [type(e.op) for e in self.events[p] if isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)]
+        if seq != [ir.ClusterArrive, ir.ClusterWait] * (len(seq) // 2):
+            return False
+        a = len(seq) // 2
+        return all(sum(isinstance(e.op, ir.ClusterArrive) for e in evs) <= a for evs in self.events)
+
+    def ending(self, starts: Iterable[int]) -> dict:
+        """The objects that the exits of ``starts`` may change (Machine._exit), besides what the
+        exit's own CTA having ended changes (`final_exit_objects`): the CTA's named barriers
+        with their waiters, and the cluster barrier — except those the exit cannot change
+        (`_exit_leaves_nb`, `_exit_leaves_cluster_barrier`). A completion may restart a process
+        whose last operation is that bar.sync, which then ends in the same move: those are
+        added until nothing changes."""
+        out: dict = {}
+        todo, seen = list(starts), set()
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            out[("proc", p)] = "w"
+            cta = self.machine.procs[p].cta
+            for n, (c, _) in enumerate(self.nbs):
+                if c != cta or self._exit_leaves_nb(p, n):
+                    continue
+                out[("nb", n)] = "w"
+                for q in self.nb_waiters(n):
+                    out[("proc", q)] = "w"
+                todo += self.ends_parked_on(n)
+            if self.has_cluster_barrier and not self._exit_leaves_cluster_barrier(p):
+                out[("cl",)] = "w"
+        return out
+
+    def ends_parked_on(self, n: int) -> list[int]:
+        """The processes whose last operation is a bar.sync on named barrier n: they end in the
+        move that completes its generation."""
+        return [q for q, evs in enumerate(self.events)
+                if evs and isinstance(evs[-1].op, ir.BarSync) and evs[-1].nb == n and evs[-1].error is None]
+
+    def may_end(self, e: Event) -> list[int]:
+        """The processes that may end in the move that runs e: its own, for its last event, and
+        for an arrival on a named barrier those parked on it for good (their exits' cascade is
+        in `ending`)."""
+        out = [e.proc] if e.index == len(self.events[e.proc]) - 1 else []
+        if e.nb >= 0 and e.own in self.exit_on_bar:
+            out += self.ends_parked_on(e.nb)
+        return out
+
+    def final_exit_objects(self, cta: int) -> list[tuple]:
+        """What the move that ends a CTA's last process reads or changes: whether the CTA has
+        ended (object ("exit", cta); read by every move that checks it, SV404), and, for its
+        SV404 check, the copies into it in flight (each copy's own actor object, written by its
+        issue and its landing) and the async reads into it never retired (their issuer's
+        object). A move that ends a process but not its CTA changes none of them: whether the
+        CTA has ended stays false, and only the last exit makes that check."""
+        objs = [("exit", cta)]
+        objs += [("proc", c.actor) for c in self.copies if c.cta == cta or self.machine.mb_names[c.m][0] == cta]
+        objs += [("proc", e.proc) for evs in self.events for e in evs if e.retires == [(-1, ())] and e.key[0] == cta]
+        return objs
 
     def published(self, e: Event) -> list[int]:
         """Machine._check_cross_cta_release: the records whose visibility to the arriving lanes
@@ -912,9 +999,9 @@ class Effect:
     soft: list[tuple[str, Any]]
     upd: dict
     objects: dict = field(default_factory=dict)  # object -> "r" / "a" / "w" (see Encoding.objects)
-    touches_all: bool = False  # it may end a process (see Encoding.touches_all)
-    # objects an adding move writes after all, and when: it completes its phase or generation,
-    # or breaks a rule (see Encoding.adds_to)
+    # objects a move writes after all, and when: an adding move that completes its phase or
+    # generation (see Encoding.adds_to), the move that ends a CTA (Encoding.final_exit_objects),
+    # a move that breaks a rule
     dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
@@ -1160,8 +1247,7 @@ class Step:
         if dynamic:  # a move that breaks a rule writes what it adds to
             broken = z3.Or(*[c for _, c in hard + soft])
             dynamic = [(o, z3.Or(c, broken)) for o, c in dynamic]
-        return Effect(guard, enabled, hard, soft, w.upd, objects, any(self.enc.touches_all(e) for e in run),
-                      dynamic)
+        return Effect(guard, enabled, hard, soft, w.upd, objects, dynamic)
 
     def event(self, w: Work, e: Event, hard: list, soft: list, done_before: list, dynamic: list) -> Any:
         """Apply one event to ``w``, adding its checks (in the order the machine's handler makes
@@ -1236,8 +1322,11 @@ class Step:
             w["nb_arrived", n] = new.arrived
             completes = self.nb_try_complete(w, n, z3.BoolVal(True))
             if enc.adds_to(e):
+                # what a completion writes: the barrier, its waiters, and what the exits of those
+                # it ends write (Encoding.ending)
                 dynamic.append((("nb", n), completes))
                 dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
+                dynamic += [(o, completes) for o in enc.ending(enc.ends_parked_on(n))]
         elif isinstance(op, ir.ClusterArrive):
             # Machine.op_cluster_arrive: a second arrive before the wait is SV205; a relaxed arrive
             # carries only inits published by fence.mbarrier_init and the CTA's start
@@ -1304,6 +1393,9 @@ class Step:
         last_event = e.index == len(enc.events[p]) - 1
         if last_event or isinstance(op, ir.BarSync | ir.BarArrive):
             hard += self.exits(w, e.own, done_before[e.own])
+        if enc.may_end(e):
+            ends_cta = z3.And(z3.Not(done_before[e.own]), enc.cta_done(w, e.own))
+            dynamic += [(o, ends_cta) for o in enc.final_exit_objects(e.own)]
         return enabled
 
     def tmem_rendezvous(self, w: Work, e: Event, hard: list) -> tuple[Any, Any]:
@@ -1412,7 +1504,8 @@ class Step:
         adds = enc.adds_to(None)
         dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard]))] if adds else []
         return Effect(guard, z3.BoolVal(True), hard, [], w.upd,
-                      {("m", m): "a" if adds else "w", ("key", c.key): "w", ("proc", c.actor): "w"},
+                      {("m", m): "a" if adds else "w", ("key", c.key): "w", ("proc", c.actor): "w",
+                       ("exit", c.cta): "r"},
                       dynamic=dynamic)
 
 
@@ -1489,9 +1582,8 @@ class BMC:
                 # other, so every execution has an equivalent one that obeys this, ending in the
                 # same state — and a move that breaks a rule still breaks it when moved earlier past
                 # independent moves, so every finding stays reachable.
-                shared = [self.dependent(prev[o], touch[o]) for o in prev if o in touch and o != "all"]
-                constraints.append(z3.Implies(active, z3.Implies(
-                    sels[-2] > sel, z3.Or(prev["all"]["w"], touch["all"]["w"], *shared))))
+                shared = [self.dependent(prev[o], touch[o]) for o in prev if o in touch]
+                constraints.append(z3.Implies(active, z3.Implies(sels[-2] > sel, z3.Or(*shared))))
             prev = touch
             bads.append((z3.And(active, z3.Or(deadlock, *finding)), deadlock, effects, S))
             if i in checkpoints:
@@ -1539,12 +1631,9 @@ class BMC:
 
     @staticmethod
     def touches(effects: list[Effect]) -> dict:
-        """Per object and mode ("r", "a", "w"): whether the step's move uses it so ("all": the
-        move may end a process)."""
-        by_mode: dict = {"all": {"r": [], "a": [], "w": []}}
+        """Per object and mode ("r", "a", "w"): whether the step's move uses it so."""
+        by_mode: dict = {}
         for eff in effects:
-            if eff.touches_all:
-                by_mode["all"]["w"].append(eff.guard)
             for o, mode in eff.objects.items():
                 by_mode.setdefault(o, {"r": [], "a": [], "w": []})[mode].append(eff.guard)
             for o, cond in eff.dynamic:
