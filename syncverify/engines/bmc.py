@@ -575,11 +575,16 @@ class Encoding:
         (reads are checked against writes only). Two moves that only read an object commute
         and neither enables nor disables the other.
 
-        Adds ("a"): a cluster arrive. Two arrivals always join the same (current) generation,
-        whichever comes first; the counts add, their releases accumulate, and the generation
-        completes at the later one with the same result; neither can disable the other (its
-        only check, SV205, reads its own token). Against a read or write of the cluster
-        barrier they are dependent."""
+        Adds ("a"): a cluster arrive, to the open generation (object ("cl_open",): its count of
+        threads arrived and the knowledge released into it). Two arrivals always join the same
+        (current) generation, whichever comes first; the counts add, their releases accumulate,
+        and the generation completes at the later one with the same result; neither can disable
+        the other (its only check, SV205, reads its own token). A cluster wait reads the other
+        half (("cl",): the generation number and the knowledge the last completion published),
+        which an arrival writes only when it completes the generation (`Effect.dynamic`): a
+        wait and an arrival that leaves the generation open commute — the wait reads neither
+        the count nor the open generation's knowledge, the arrival nothing the wait changes (its
+        own token and knowledge)."""
         out: dict = {("proc", e.proc): "w"}
 
         def use(o: tuple, mode: str) -> None:
@@ -608,7 +613,12 @@ class Encoding:
             for q in self.nb_waiters(e.nb):
                 use(("proc", q), "w")
         if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
-            use(("cl",), "r" if isinstance(op, ir.ClusterWait) else "a")
+            # the generation and what its completion published (waits read them) apart from the
+            # arrivals of the open generation (they add to it): see the docstring
+            if isinstance(op, ir.ClusterWait):
+                use(("cl",), "r")
+            else:
+                use(("cl_open",), "a")
         if e.cross_release:
             for r in self.published(e):
                 use(("key", self.records[r].key), "r")
@@ -709,7 +719,7 @@ class Encoding:
                     out[("proc", q)] = "w"
                 todo += self.ends_parked_on(n)
             if self.has_cluster_barrier and not self._exit_leaves_cluster_barrier(p):
-                out[("cl",)] = "w"
+                out[("cl",)] = out[("cl_open",)] = "w"
         return out
 
     def ends_parked_on(self, n: int) -> list[int]:
@@ -1182,9 +1192,10 @@ class Step:
         return complete
 
     # ---- the cluster barrier
-    def cb_try_complete(self, w: Work) -> None:
+    def cb_try_complete(self, w: Work) -> Any:
         """Machine._cb_try_complete: the generation completes once every thread of the cluster
-        that has not exited has arrived (`rules.cb_completes`, `rules.cb_complete` over Z3 terms)."""
+        that has not exited has arrived (`rules.cb_completes`, `rules.cb_complete` over Z3 terms).
+        Returns whether it completes."""
         enc = self.enc
         cb = rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0)
         expected = self.alive_threads(w, range(enc.P))
@@ -1193,6 +1204,7 @@ class Step:
         w.cond(complete, "cl_gen", done.gen)
         w.cond(complete, "cl_arrived", done.arrived)
         self.shift(w, enc.cl_cur, enc.cl_last, complete)
+        return complete
 
     def exits(self, w: Work, cta: int, before_done: Any) -> list[tuple[str, Any]]:
         """Machine._exit: generations of all threads of the CTA may complete once warps have exited,
@@ -1335,7 +1347,7 @@ class Step:
             w["cltoken", p] = w["cl_gen"]
             cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
             w["cl_arrived"] = cb.arrived
-            self.cb_try_complete(w)
+            dynamic.append((("cl",), self.cb_try_complete(w)))
         elif e.tm >= 0:
             enabled, advances = self.tmem_rendezvous(w, e, hard)
             parks = True  # the pc moves only as advances says
