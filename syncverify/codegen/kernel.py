@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..expr import free_names
+from ..semantics.program import first_threads
 from . import ptx
 from .replay import ANY, Hold
 from .sites import Site, comment_safe
@@ -236,10 +237,9 @@ class KernelWriter:
         """Who runs the block, as ``semantics.program._Compiler.elected`` decides it."""
         if s.per_warp:
             return "sv_elect_sync()"
+        firsts = first_threads(self.p, s)
         if s.role is None:
-            return "c.tid == 0u"
-        role = self.p.role(s.role)
-        firsts = [lo for lo, _ in role.instances]
+            return f"c.tid == {firsts[0]}u"
         if len(firsts) == 1:
             return f"in_{s.role} && c.tid == {firsts[0]}u"
         chain = " : ".join(f"inst == {i} ? {f}u" for i, f in enumerate(firsts[:-1])) + f" : {firsts[-1]}u"
