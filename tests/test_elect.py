@@ -189,7 +189,7 @@ def test_one_warp_producer_with_elect_is_unchanged():
             [(i.kind, i.threads, i.leader_only, i.line) for i in cb]
 
 
-def test_elect_body_dropped_is_still_caught():
+def test_one_warp_producer_arriving_with_every_lane_is_caught():
     """The one-warp twin with every lane arriving: 32 arrivals on count 1."""
     text = ONE_WARP_PRODUCER.replace("elect { arrive.expect_tx full bytes 1024; tma.load tile -> full; }",
                                      "arrive.expect_tx full bytes 1024; elect { tma.load tile -> full; }")
