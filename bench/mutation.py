@@ -106,9 +106,9 @@ EXPLANATIONS: dict[str, dict[str, str]] = {
         "drop-barrier@34:7": SCHEDULER_ONLY,
     },
     "nvfuser_cb_mbarrier_war.sync": {
-        "swap@44:11": SAME_THREAD_INITS,
-        "swap@44:25": FENCE_CLUSTER1,
-        "drop-fence@44:38": FENCE_CLUSTER1,
+        "swap@44:18": SAME_THREAD_INITS,
+        "swap@44:32": FENCE_CLUSTER1,
+        "drop-fence@44:45": FENCE_CLUSTER1,
         "swap@55:7": ("in the prologue the `wait war[k]` guards the copy into tile[k], which still comes after "
                       "it; the arrive.expect_tx moved before it touches no slot, and full[k]'s first phase "
                       "cannot complete before the copy's bytes arrive (no consumption-rule issue: it is the "
@@ -118,8 +118,8 @@ EXPLANATIONS: dict[str, dict[str, str]] = {
         "swap@67:7": TX_BEFORE_COPY,
     },
     "nvfuser_cb_syncthreads.sync": {
-        "swap@35:11": FENCE_CLUSTER1,
-        "drop-fence@35:25": FENCE_CLUSTER1,
+        "swap@35:18": FENCE_CLUSTER1,
+        "drop-fence@35:32": FENCE_CLUSTER1,
         "swap@36:3": ("the prologue's copies are issued by thread 0, the thread that initialized full[*]: "
                       "program order puts its init before its copies (and their complete_tx after their issue); "
                       "the `syncthreads`, now after the prologue, still orders the init before every other "
@@ -129,9 +129,9 @@ EXPLANATIONS: dict[str, dict[str, str]] = {
         "swap@50:7": TX_BEFORE_COPY,
     },
     "nvfuser_warp_specialized.sync": {
-        "swap@46:11": SAME_THREAD_INITS,
-        "swap@46:25": FENCE_CLUSTER1,
-        "drop-fence@46:38": FENCE_CLUSTER1,
+        "swap@46:18": SAME_THREAD_INITS,
+        "swap@46:32": FENCE_CLUSTER1,
+        "drop-fence@46:45": FENCE_CLUSTER1,
         "swap@54:9": TX_BEFORE_COPY,
     },
     "peer_init_fixed.sync": {

@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -201,7 +210,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   __syncthreads();
   // ---- the protocol body
   if (in_producer) {  // line 54
-    if (in_producer && c.tid == 0u) {  // line 55: elect
+    if (sv_elect_sync()) {  // line 55: elect
       {  /* line 56: init bar_h0; */
         asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + 0))) : "memory");
         ++o0;
@@ -253,7 +262,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(7 + 0)), (u32)(((v_t + 1) % 2)) & 1u, 65u, 10u, (u32)(7 + 0), o10, v_t, 0, 0, 1u);
         ++o10;
       }
-      if (in_producer && c.tid == 0u) {  // line 66: elect
+      if (sv_elect_sync()) {  // line 66: elect
         {  /* line 66: arrive.expect_tx bar_h0 bytes HBYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(8192)), "r"((sv_bars + 8u * (u32)(0 + 0))) : "memory");
           ++o11;
@@ -274,7 +283,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(1 + 0)), (u32)((v_t % 2)) & 1u, 67u, 13u, (u32)(1 + 0), o13, v_t, 0, 0, 1u);
         ++o13;
       }
-      if (in_producer && c.tid == 0u) {  // line 68: elect
+      if (sv_elect_sync()) {  // line 68: elect
         {  /* line 68: arrive.expect_tx bar_h2 bytes HBYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(8192)), "r"((sv_bars + 8u * (u32)(2 + 0))) : "memory");
           ++o14;
@@ -295,7 +304,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(3 + 0)), (u32)((v_t % 2)) & 1u, 69u, 16u, (u32)(3 + 0), o16, v_t, 0, 0, 1u);
         ++o16;
       }
-      if (in_producer && c.tid == 0u) {  // line 70: elect
+      if (sv_elect_sync()) {  // line 70: elect
         {  /* line 70: arrive.expect_tx bar_h4 bytes HBYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(8192)), "r"((sv_bars + 8u * (u32)(4 + 0))) : "memory");
           ++o17;
@@ -316,7 +325,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(5 + 0)), (u32)((v_t % 2)) & 1u, 71u, 19u, (u32)(5 + 0), o19, v_t, 0, 0, 1u);
         ++o19;
       }
-      if (in_producer && c.tid == 0u) {  // line 72: elect
+      if (sv_elect_sync()) {  // line 72: elect
         {  /* line 72: arrive.expect_tx bar_h6 bytes HBYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(8192)), "r"((sv_bars + 8u * (u32)(6 + 0))) : "memory");
           ++o20;

@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -190,7 +199,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     for (v_k = 0; v_k < 4; ++v_k) {  // line 26
       v_s = (v_k % 2);
       if ((in_epi && (inst == 0))) {  // line 28
-        if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 29: elect
+        if (sv_elect_sync()) {  // line 29: elect
           {  /* line 29: bulk.wait_read STAGES - 1; */
             asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(1) : "memory");
             ++o0;
@@ -215,7 +224,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         ++o3;
       }
       if ((in_epi && (inst == 0))) {  // line 35
-        if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 36: elect
+        if (sv_elect_sync()) {  // line 36: elect
           {  /* line 37: tma.store d[2 * s]; */
             const bool known = dbase4 >= 0 && o4 < dcount4;
             u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase4 + o4 : 0u)) * 1024u;
@@ -238,7 +247,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
     }
     if ((in_epi && (inst == 0))) {  // line 43
-      if (in_epi && c.tid == (inst == 0 ? 0u : 32u)) {  // line 44: elect
+      if (sv_elect_sync()) {  // line 44: elect
         {  /* line 44: bulk.wait_read 0; */
           asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(0) : "memory");
           ++o7;

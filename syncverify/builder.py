@@ -54,7 +54,7 @@ from .diagnostics import Diagnostic, InputError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 _RESERVED = {"i", "cta", "instance", "protocol", "param", "cluster", "role", "smem", "mbarrier", "named", "let",
-             "for", "in", "if", "else", "elect", "per"}
+             "for", "in", "if", "else", "elect", "per", "first"}
 
 # binding strength of each operator, loosest first (the language's table, which is C's)
 _LEVEL = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7, ">=": 7,
@@ -352,12 +352,18 @@ class ProtocolBuilder:
             self._emit("}")
 
     def elect(self, *, comment: str | None = None):
-        """`elect { … }`: one thread (lane 0 of the first warp of the guarding role's instance)."""
+        """`elect { … }`: `elect.sync` with a full mask -- one lane of every warp that reaches it
+        (`cute::elect_one_sync()`); a warpgroup runs the body four times."""
         return self._block("elect", comment)
 
     def per_warp(self, *, comment: str | None = None):
-        """`per warp { … }`: lane 0 of every warp that reaches it."""
-        return self._block("per warp", comment)
+        """`elect { … }` under its old name: one lane of every warp that reaches it."""
+        return self._block("elect", comment)
+
+    def first_thread(self, *, comment: str | None = None):
+        """`first thread { … }`: one thread, the first of the guarding role's instance (thread 0 of
+        the CTA without a role guard) -- CUDA's `if (threadIdx.x == 0)`."""
+        return self._block("first thread", comment)
 
     # ------------------------------------------------------------------ mbarrier operations
     def init(self, bar: Ref | Obj, count: object | None = None, *, comment: str | None = None) -> int:

@@ -283,8 +283,14 @@ class If:
 
 @dataclass(frozen=True, slots=True)
 class Elect:
-    """One thread runs the body: lane 0 of the first warp of ``role``'s instance
-    (of the CTA when ``role`` is None). ``per_warp``: lane 0 of every warp."""
+    """A block run by one thread of each executing warp, or by one thread of a role instance.
+
+    ``per_warp`` (`elect`, old spelling `per warp`): `elect.sync` with a full mask, as in
+    `cute::elect_one_sync()` -- every warp that reaches the block elects one lane (the model
+    fixes lane 0), so a warpgroup makes four elected arrivals. Not ``per_warp`` (`first thread`):
+    only the first thread of ``role``'s instance runs it (thread 0 of the CTA when ``role`` is
+    None), as CUDA writes ``if (threadIdx.x == 0)`` or ``if (warp_idx == 0 && elect_one_sync())``.
+    """
 
     body: tuple[Stmt, ...]
     role: str | None

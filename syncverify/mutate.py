@@ -71,7 +71,7 @@ OPERATORS: dict[str, str] = {
     "drop-barrier": "remove a `syncthreads`, `bar.sync`, `bar.arrive` or `syncwarp`",
     "drop-group-wait": "remove a `wgmma.wait` or `bulk.wait_read`",
     "move-arrive": "move an arrive (mbarrier or named) before the nearest earlier access in its block",
-    "drop-elect": "run the body of an `elect` / `per warp` on every lane",
+    "drop-elect": "run the body of an `elect` / `first thread` on every lane",
     "swap": "swap two adjacent statements",
 }
 
@@ -168,7 +168,7 @@ class _Mutator:
             node = site.node
             if node.data == "op":
                 yield from self._op_mutants(site)
-            elif node.data in ("elect", "per_warp"):
+            elif node.data in ("elect", "per_warp", "first_thread"):
                 block = node.children[0]
                 inner = self.text[block.meta.start_pos + 1: block.meta.end_pos - 1]
                 yield self._mutant("drop-elect", node, f"`{_short(self.src(node))}` runs on every lane",
@@ -232,7 +232,7 @@ class _Mutator:
         return None
 
     def _move_before_access(self, site: _Site) -> Mutant | None:
-        """Move the arrive (with an `elect`/`per warp`/`for` wrapping only it) before the nearest
+        """Move the arrive (with an `elect`/`first thread`/`for` wrapping only it) before the nearest
         earlier statement of its block that accesses a buffer: the access it is meant to publish."""
         unit = site
         while True:
@@ -255,9 +255,9 @@ class _Mutator:
             unit = outer
 
     def _wrapper(self, unit: _Site) -> _Site | None:
-        """The enclosing elect / per warp / for whose body is exactly this statement."""
+        """The enclosing elect / per warp / first thread / for whose body is exactly this statement."""
         for site in self.sites:
-            if site.node.data in ("elect", "per_warp", "for_"):
+            if site.node.data in ("elect", "per_warp", "first_thread", "for_"):
                 block = site.node.children[-1]
                 items = [c for c in block.children if isinstance(c, Tree)]
                 if len(items) == 1 and items[0] is unit.node:

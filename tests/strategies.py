@@ -90,7 +90,7 @@ def _ring(d: Draw) -> str:
     consumers = d.integer(1, 2)
     bytes_ = d.choice([256, 1024])
     fill = d.choice(["tma", "tma", "generic", "generic_elect"])
-    release = d.choice(["all", "all", "syncwarp_per_warp", "per_warp", "wgmma", "elect_syncwarp"])
+    release = d.choice(["all", "all", "syncwarp_per_warp", "per_warp", "wgmma", "first_thread_syncwarp"])
     cons_array = d.flag()
     skip_prod_wait = d.flag(BUG)
     skip_init_sync = d.flag(BUG / 2)
@@ -98,7 +98,7 @@ def _ring(d: Draw) -> str:
     cons_parity = "(k / STAGES) % 2" if not d.flag(BUG) else "(k / STAGES + 1) % 2"
     full_count = {"tma": 1, "generic": 32, "generic_elect": 1}[fill]
     empty_count = {"all": 32 * consumers, "syncwarp_per_warp": consumers, "per_warp": consumers,
-                   "wgmma": 32 * consumers, "elect_syncwarp": 1 if not cons_array else consumers}[release]
+                   "wgmma": 32 * consumers, "first_thread_syncwarp": 1 if not cons_array else consumers}[release]
     if d.flag(BUG):
         empty_count += d.choice([-1, 1])
     if d.flag(BUG / 2):
@@ -143,11 +143,11 @@ def _ring(d: Draw) -> str:
         if release == "all":
             lines.append("      arrive empty[s];")
         elif release == "syncwarp_per_warp":
-            lines += ["      syncwarp;", "      per warp { arrive empty[s]; }"]
-        elif release == "per_warp":
-            lines.append("      per warp { arrive empty[s]; }")
-        else:
             lines += ["      syncwarp;", "      elect { arrive empty[s]; }"]
+        elif release == "per_warp":
+            lines.append("      elect { arrive empty[s]; }")
+        else:  # one arrival per consumer role instance
+            lines += ["      syncwarp;", "      first thread { arrive empty[s]; }"]
     lines += ["    }", "  }", "}"]
     return "\n".join(lines) + "\n"
 

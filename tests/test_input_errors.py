@@ -252,10 +252,14 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "declaration-in-block": (H + "  if prod {\n    mbarrier m count 1;\n  }\n}\n", [
         "8:5: SV116 declarations belong at the top level of the protocol"]),
     "elect-in-elect": (H + "  elect { per warp { } }\n}\n", [
-        "7:11: SV116 `elect`/`per warp` inside another one: the body already runs on one thread"]),
+        "7:11: SV116 `elect`/`first thread` inside another one: the body already runs on one thread of the "
+        "warp"]),
+    "elect-in-first-thread": (H + "  first thread { elect { } }\n}\n", [
+        "7:18: SV116 `elect`/`first thread` inside another one: the body already runs on one thread of the "
+        "warp"]),
     "collective-in-elect": (H + "  elect { syncthreads; }\n}\n", [
         "7:11: SV116 `syncthreads` must be executed by every lane of a warp; it cannot sit inside "
-        "`elect`/`per warp`"]),
+        "`elect`/`first thread`"]),
     "every-element-in-wait": (H + "  wait full[*] parity 0;\n}\n", [
         "7:8: SV116 `full[*]` (every element) is only allowed with `init` and `inval`"]),
     # SV117: the expect header

@@ -282,31 +282,49 @@ def elect_roles(stmts: list[Any]) -> list[tuple[str | None, bool]]:
     return found
 
 
-def test_elect_role_is_the_innermost_role_guard():
+def test_first_thread_role_is_the_innermost_role_guard():
     out = body("""
-      elect { init full[*]; }
-      if producer { elect { arrive one; } }
-      if producer { if consumer { elect { arrive one; } } }
-      if producer { for k in 0..2 { if k == 0 { elect { arrive one; } } } }
-      if producer && cta == 0 { elect { arrive one; } }
-      if cta == 0 && consumer { per warp { arrive one; } }
-      if producer { } else { elect { arrive one; } }
-      if consumer { } else if producer { elect { arrive one; } }
-      if !producer { elect { arrive one; } }
-      if producer || consumer { elect { arrive one; } }
+      first thread { init full[*]; }
+      if producer { first thread { arrive one; } }
+      if producer { if consumer { first thread { arrive one; } } }
+      if producer { for k in 0..2 { if k == 0 { first thread { arrive one; } } } }
+      if producer && cta == 0 { first thread { arrive one; } }
+      if cta == 0 && consumer { first thread { arrive one; } }
+      if producer { } else { first thread { arrive one; } }
+      if consumer { } else if producer { first thread { arrive one; } }
+      if !producer { first thread { arrive one; } }
+      if producer || consumer { first thread { arrive one; } }
     """)
     assert elect_roles(out) == [
         (None, False), ("producer", False), ("consumer", False), ("producer", False), ("producer", False),
-        ("consumer", True), (None, False), ("producer", False), (None, False), (None, False),
+        ("consumer", False), (None, False), ("producer", False), (None, False), (None, False),
     ]
 
 
-def test_elect_and_per_warp_bodies():
-    out = body("if producer { elect { arrive one; } per warp { arrive one count 2; } }")
+def test_elect_is_per_warp_wherever_it_stands():
+    """`elect` is elect.sync: one lane of each warp that reaches it, whatever guards it."""
+    out = body("""
+      elect { init full[*]; }
+      if producer { elect { arrive one; } }
+      if !producer { elect { arrive one; } }
+    """)
+    assert [per_warp for _, per_warp in elect_roles(out)] == [True, True, True]
+
+
+def test_elect_per_warp_and_first_thread_bodies():
+    out = body("if producer { elect { arrive one; } per warp { arrive one count 2; } first thread { arrive one; } }")
     assert out[0][1]["then"] == [
-        ("Elect", {"body": [Arrive("one")], "role": "producer", "per_warp": False}),
+        ("Elect", {"body": [Arrive("one")], "role": "producer", "per_warp": True}),
         ("Elect", {"body": [Arrive("one", count=2)], "role": "producer", "per_warp": True}),
+        ("Elect", {"body": [Arrive("one")], "role": "producer", "per_warp": False}),
     ]
+
+
+def test_first_and_thread_stay_usable_as_names():
+    p = load("protocol p { cta threads 64; role first = warp 0; mbarrier thread count 1; "
+             "if first { first thread { init thread; } } }")
+    assert [r.name for r in p.roles] == ["first"]
+    assert p.body[0].then[0].role == "first" and not p.body[0].then[0].per_warp
 
 
 def test_ring_example_resolves():
@@ -316,7 +334,7 @@ def test_ring_example_resolves():
     assert [(r.name, r.instances) for r in p.roles] == [("producer", ((0, 32),)),
                                                          ("consumer", ((128, 256), (256, 384)))]
     init, sync, prod, cons = plain(p.body)
-    assert init[1]["then"][0] == ("Elect", {"role": "producer", "per_warp": False, "body": [
+    assert init[1]["then"][0] == ("Elect", {"role": "producer", "per_warp": True, "body": [
         ("MbarInit", {"bar": "full[*]", "count": None}), ("MbarInit", {"bar": "empty[*]", "count": None}),
         ("Fence", {"kind": "mbarrier_init"})]})
     assert sync == ("BarSync", {"bar_id": 0, "count": None})

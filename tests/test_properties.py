@@ -928,7 +928,7 @@ protocol leader {
     for k in 0..ITERS {
       wait full parity k % 2;       // WAIT
       // GROUP
-      elect { arrive empty; }       // warp 4's lane 0 arrives for the warpgroup
+      first thread { arrive empty; }   // warp 4's lane 0 arrives for the warpgroup
     }
   }
 }

@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -232,7 +241,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   __syncthreads();
   // ---- the protocol body
   if (in_producer) {  // line 25
-    if (in_producer && c.tid == 0u) {  // line 25: elect
+    if (sv_elect_sync()) {  // line 25: elect
       {  /* line 25: init full[*]; */
         for (u32 i = 0; i < 2u; ++i)
           asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + i))) : "memory");
@@ -263,7 +272,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(2 + v_s)), (u32)((((v_k / 2) + 1) % 2)) & 1u, 31u, 4u, (u32)(2 + v_s), o4, v_k, 0, 0, 1u);
         ++o4;
       }
-      if (in_producer && c.tid == 0u) {  // line 32: elect
+      if (sv_elect_sync()) {  // line 32: elect
         {  /* line 33: arrive.expect_tx full[s] bytes BYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(16384)), "r"((sv_bars + 8u * (u32)(0 + v_s))) : "memory");
           ++o5;
@@ -302,7 +311,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         __syncwarp(c.seg_mask);
         ++o9;
       }
-      if ((c.tid & 31u) == 0u) {  // line 44: per warp
+      if (sv_elect_sync()) {  // line 44: elect
         {  /* line 44: arrive empty[s]; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
           ++o10;

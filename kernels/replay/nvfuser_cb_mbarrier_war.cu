@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -226,7 +235,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body
-  if (c.tid == 0u) {  // line 44: elect
+  if (c.tid == 0u) {  // line 44: first thread
     {  /* line 44: init full[*]; */
       for (u32 i = 0; i < 2u; ++i)
         asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + i))) : "memory");
@@ -256,7 +265,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     }
   }
   for (v_k = 0; v_k < 1; ++v_k) {  // line 53
-    if (c.tid == 0u) {  // line 54: elect
+    if (c.tid == 0u) {  // line 54: first thread
       {  /* line 55: wait war[k] parity (k / STAGES) % 2; */
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(2 + v_k)), (u32)(((v_k / 2) % 2)) & 1u, 55u, 5u, (u32)(2 + v_k), o5, v_k, 0, 0, 1u);
         ++o5;
@@ -281,7 +290,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   for (v_k = 0; v_k < 5; ++v_k) {  // line 62
     v_l = (v_k + 1);
     v_ls = (v_l % 2);
-    if (c.tid == 0u) {  // line 65: elect
+    if (c.tid == 0u) {  // line 65: first thread
       {  /* line 66: wait war[ls] parity (l / STAGES) % 2; */
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(2 + v_ls)), (u32)(((v_l / 2) % 2)) & 1u, 66u, 8u, (u32)(2 + v_ls), o8, v_k, 0, 0, 1u);
         ++o8;

@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -226,7 +235,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body
-  if (c.tid == 0u) {  // line 45: elect
+  if (c.tid == 0u) {  // line 45: first thread
     {  /* line 45: init full[*]; */
       bool g = sv_gate(c, replay, replay_len, rcur, 0u, o0);
       for (u32 i = 0; i < 2u; ++i)
@@ -266,7 +275,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     }
   }
   for (v_k = 0; v_k < 1; ++v_k) {  // line 52
-    if (c.tid == 0u) {  // line 53: elect
+    if (c.tid == 0u) {  // line 53: first thread
       {  /* line 54: arrive.expect_tx full[k] bytes BYTES; */
         bool g = sv_gate(c, replay, replay_len, rcur, 5u, o5);
         if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(4096)), "r"((sv_bars + 8u * (u32)(0 + v_k))) : "memory");
@@ -291,7 +300,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   for (v_k = 0; v_k < 5; ++v_k) {  // line 59
     v_l = (v_k + 1);
     v_ls = (v_l % 2);
-    if (c.tid == 0u) {  // line 62: elect
+    if (c.tid == 0u) {  // line 62: first thread
       {  /* line 63: wait war[ls] parity (l / STAGES) % 2; */
         bool g = sv_gate(c, replay, replay_len, rcur, 7u, o7);
         sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(2 + v_ls)), (u32)(((v_l / 2) % 2)) & 1u, 63u, 7u, (u32)(2 + v_ls), o7, v_k, 0, 0, 1u);

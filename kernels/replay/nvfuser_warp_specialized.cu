@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -228,7 +237,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body
-  if (c.tid == 0u) {  // line 46: elect
+  if (c.tid == 0u) {  // line 46: first thread
     {  /* line 46: init full[*]; */
       for (u32 i = 0; i < 2u; ++i)
         asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + i))) : "memory");
@@ -254,7 +263,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   if (in_load) {  // line 49
     for (v_k = 0; v_k < 6; ++v_k) {  // line 50
       v_s = (v_k % 2);
-      if (in_load && c.tid == 64u) {  // line 52: elect
+      if (sv_elect_sync()) {  // line 52: elect
         {  /* line 53: wait war[s] parity (k / STAGES) % 2; */
           sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(2 + v_s)), (u32)(((v_k / 2) % 2)) & 1u, 53u, 4u, (u32)(2 + v_s), o4, v_k, 0, 0, 1u);
           ++o4;

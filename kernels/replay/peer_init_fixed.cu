@@ -55,6 +55,15 @@ SV_DEVICE void* sv_mapa(void* p, u32 rank) {
   u64 r; asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((u64)p), "r"(rank)); return (void*)r;
 }
 
+// `elect { }`: elect.sync with a full mask, as cute::elect_one_sync() issues it. Every lane of the
+// warp executes it (the model refuses `elect` in a warp split between roles); the model fixes the
+// elected lane as lane 0 (docs/model.md, "Who executes").
+SV_DEVICE bool sv_elect_sync() {
+  u32 is;
+  asm volatile("{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(is));
+  return is != 0u;
+}
+
 // Per-thread context: who executes, where it reports.
 struct SvCtx {
   u32 tid, cta, cluster, cta_global, proc, pidx, pn, seg_mask;
@@ -196,7 +205,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body
-  if (c.tid == 0u) {  // line 28: elect
+  if (sv_elect_sync()) {  // line 28: elect
     {  /* line 28: init bar; */
       asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + 0))) : "memory");
       ++o0;
@@ -218,7 +227,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     ++o3;
   }
   if (((int)c.cta == 0)) {  // line 32
-    if (c.tid == 0u) {  // line 33: elect
+    if (sv_elect_sync()) {  // line 33: elect
       {  /* line 33: arrive.release.cluster bar @ 1; */
         if (!sv_aborted(c)) asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(0 + 0))), "r"((u32)(1)) : "memory");
         ++o4;

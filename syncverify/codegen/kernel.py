@@ -5,9 +5,10 @@ role segment of a warp): roles, instances and the CTA rank are per-thread
 values computed once, `if`/`for`/`let` become C control flow, and every
 operation becomes the PTX of ptx-semantics.md §8. Who executes an operation is
 decided exactly as the model decides it (``semantics.program._Compiler``):
-outside `elect` every lane of the warp executes it (an `arrive` by a warp is 32
-arrivals); `elect` is lane 0 of the first warp of the innermost role guard's
-instance (thread 0 of the CTA at top level); `per warp` is lane 0 of each warp.
+outside `elect` / `first thread` every lane of the warp executes it (an `arrive`
+by a warp is 32 arrivals); `elect` is `elect.sync` with a full mask, one lane of
+each warp that reaches it; `first thread` is the first thread of the innermost
+role guard's instance (thread 0 of the CTA at top level).
 
 Around the protocol the kernel adds only what the checks need: stamps in every
 write, comparisons in every read, a watchdog in every mbarrier wait, progress
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..expr import free_names
+from ..semantics.program import first_threads
 from . import ptx
 from .replay import ANY, Hold
 from .sites import Site, comment_safe
@@ -223,7 +225,7 @@ class KernelWriter:
             self.line("}")
         elif isinstance(s, ir.Elect):
             self.line(f"if ({self.elect_cond(s)}) {{  // line {s.span.line}: "
-                      f"{'per warp' if s.per_warp else 'elect'}")
+                      f"{'elect' if s.per_warp else 'first thread'}")
             self.depth += 1
             self.block(s.body, True)
             self.depth -= 1
@@ -232,12 +234,12 @@ class KernelWriter:
             self.op(s, leader)
 
     def elect_cond(self, s: ir.Elect) -> str:
+        """Who runs the block, as ``semantics.program._Compiler.elected`` decides it."""
         if s.per_warp:
-            return "(c.tid & 31u) == 0u"
+            return "sv_elect_sync()"
+        firsts = first_threads(self.p, s)
         if s.role is None:
-            return "c.tid == 0u"
-        role = self.p.role(s.role)
-        firsts = [lo for lo, _ in role.instances]
+            return f"c.tid == {firsts[0]}u"
         if len(firsts) == 1:
             return f"in_{s.role} && c.tid == {firsts[0]}u"
         chain = " : ".join(f"inst == {i} ? {f}u" for i, f in enumerate(firsts[:-1])) + f" : {firsts[-1]}u"

@@ -110,7 +110,7 @@ class _Scope:
 
 @dataclass
 class _Ctx:
-    role: str | None = None  # innermost role guard, for `elect`
+    role: str | None = None  # innermost role guard, for `first thread`
     in_elect: bool = False
 
 
@@ -507,12 +507,13 @@ class Resolver:
             return [ir.For(str(var), lo, hi, inner, span)]
         if t.data == "if_stmt":
             return [self.if_stmt(t, ctx)]
-        if t.data in ("elect", "per_warp"):
+        if t.data in ("elect", "per_warp", "first_thread"):
             if ctx.in_elect:
-                self.error("SV116", "`elect`/`per warp` inside another one: the body already runs on one thread",
-                           span)
+                self.error("SV116", "`elect`/`first thread` inside another one: the body already runs on one "
+                           "thread of the warp", span)
             inner = self.block(t.children[0].children, _Ctx(ctx.role, True))
-            return [ir.Elect(inner, ctx.role, t.data == "per_warp", span)]
+            # `per warp` is the old spelling of `elect`: both are `elect.sync` with a full mask.
+            return [ir.Elect(inner, ctx.role, t.data != "first_thread", span)]
         if t.data == "op":
             op = self.op(t, ctx)
             if op is None:
@@ -597,7 +598,7 @@ class Resolver:
                 return None
         if name in _WARP_COLLECTIVE and ctx.in_elect:
             self.error("SV116", f"`{name}` must be executed by every lane of a warp; it cannot sit inside "
-                       "`elect`/`per warp`", span)
+                       "`elect`/`first thread`", span)
             return None
         if "remote" in clauses and self.cluster == 1:
             self.error("SV108", "remote operation (`@ CTA`) in a protocol whose cluster has 1 CTA", self.span(

@@ -1066,7 +1066,7 @@ class Machine:
         for m in targets:
             if w.mbars[m][M_VALID] or ins.threads > 1:
                 why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
-                    f"{ins.threads} threads init it at once (wrap the init in `elect`)"
+                    f"{ins.threads} threads init it at once (wrap the init in `first thread`)"
                 raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
             mb = rules.mb_init(count)
             w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)

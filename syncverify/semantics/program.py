@@ -100,15 +100,28 @@ class _Compiler:
                                    err.expr.span)]) from None
 
     def elected(self, stmt: ir.Elect) -> bool:
-        """Does this process hold the thread that runs the `elect` body?"""
+        """Does this process hold the thread that runs the block's body?
+
+        This is the one definition of who runs `elect` / `first thread`; every engine, the
+        Promela exporter and the CUDA emitter take it from the compiled programs.
+
+        `elect` is `elect.sync` with a full mask: each warp that reaches it elects one of its
+        lanes, so every whole-warp process runs the body on one lane (lane 0, see
+        docs/model.md). A process that is only part of a warp cannot run it: `elect.sync`
+        waits for every lane of its mask, and the other part of the warp is another process
+        that need not reach the same instruction (PTX leaves that undefined), so it is refused.
+        `first thread` is one thread of the role instance (of the CTA without a role guard).
+        """
         if stmt.per_warp:
-            return self.proc.lo == self.proc.warp * 32
-        if stmt.role is None:
-            return self.proc.lo == 0
-        if self.proc.role != stmt.role:
+            if not self.proc.whole_warp:
+                raise InputError([make("SV116", f"`elect` reached by {self.proc.label()}, which covers only part "
+                                       "of a warp: `elect.sync` with a full mask needs every lane of the warp; "
+                                       "use `first thread` for one thread of the role", stmt.span)])
+            return True
+        if stmt.role is not None and self.proc.role != stmt.role:
             return False
-        first = self.protocol.role(stmt.role).instances[max(self.proc.instance, 0)][0]
-        return self.proc.lo == first
+        instance = max(self.proc.instance, 0) if stmt.role is not None else 0
+        return self.proc.lo == first_threads(self.protocol, stmt)[instance]
 
     def block(self, stmts: tuple[ir.Stmt, ...], leader_only: bool) -> None:
         for s in stmts:
@@ -171,6 +184,15 @@ class _Compiler:
         self.code.append(Instr(OP, op=op, threads=threads, leader_only=leader_only or threads == 1, line=line))
         if isinstance(op, ir.BarSync):
             self.code.append(Instr(BAR_WAIT, op=op, line=line))
+
+
+def first_threads(protocol: ir.Protocol, stmt: ir.Elect) -> tuple[int, ...]:
+    """The CTA-relative thread that runs a `first thread` block, per instance of its guarding
+    role: the first thread of each instance, or thread 0 of the CTA without a role guard.
+    The CUDA emitter writes its thread-index test from this too."""
+    if stmt.role is None:
+        return (0,)
+    return tuple(lo for lo, _ in protocol.role(stmt.role).instances)
 
 
 def processes(protocol: ir.Protocol) -> list[Process]:
