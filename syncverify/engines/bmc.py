@@ -1340,9 +1340,10 @@ class Step:
                 dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
                 dynamic += [(o, completes) for o in enc.ending(enc.ends_parked_on(n))]
         elif isinstance(op, ir.ClusterArrive):
-            # Machine.op_cluster_arrive: a second arrive before the wait is SV205; a relaxed arrive
-            # carries only inits published by fence.mbarrier_init and the CTA's start
-            hard.append(("SV205", w["cltoken", p] >= 0))
+            # Machine.op_cluster_arrive: a second arrive before the generation of the first one
+            # completed is SV205; a relaxed arrive carries only inits published by
+            # fence.mbarrier_init and the CTA's start
+            hard.append(("SV205", rules.cb_arrives_twice(w["cltoken", p], w["cl_gen"], Z3A)))
             self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
             w["cltoken", p] = w["cl_gen"]
             cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
@@ -1441,7 +1442,7 @@ class Step:
         usable = self.usable(w, m, e.lanes)
         s = self.mbar(w, m)
         hist, jprev = w["hist", m, p], w["jprev", m, p]
-        first = self.enc.num(rules.first_wait_phase(e.parity))
+        first = rules.first_wait_phase(s.k, e.parity, Z3A)
         intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), first)
         jprev = z3.If(hist, jprev, self.enc.num(-1))
         aliases = rules.wait_aliases(s, intended)

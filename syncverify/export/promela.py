@@ -844,7 +844,7 @@ class _Exporter:
                      f"{proc.nthreads};   /* rules.nb_arrive */")
             b.append(f"nb_try_complete_{cta}();")
         elif isinstance(op, ir.ClusterArrive):
-            b.append("assert(cltok < 0 || SV205);   /* each thread arrives once per phase */")
+            b.append("assert(cltok < 0 || cgen > cltok || SV205);   /* rules.cb_arrives_twice */")
             fn = "k_rel_relaxed" if op.relaxed else "k_rel"
             b.append(f"_a = lw; _b = {lanes}; _c = {self.cl_cur}; c_code {{ {fn}(_a, _b, _c); }};")
             b.append(f"cltok = cgen; carr = carr + {proc.nthreads};   /* rules.cb_arrive */")

@@ -235,8 +235,12 @@ class Machine:
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
         # thread's arrival still counts, so such an exit could complete a generation without
         # a warp that has not arrived): see successors() on taking cluster operations alone.
+        # It must come before the warp's next arrive: a warp may arrive again once the generation
+        # of its earlier arrival has completed (rules.cb_arrives_twice), so whether a second arrive
+        # breaks SV205 depends on the order of other warps' arrivals, which must all be explored.
+        waited_before_next = [_must_pass(prog, ir.ClusterWait, ir.ClusterArrive) for prog in self.programs]
         self.cluster_arrivals_waited = all(
-            self.cluster_wait_ahead[q][pc + 1] for q, prog in enumerate(self.programs)
+            waited_before_next[q][pc + 1] for q, prog in enumerate(self.programs)
             for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.ClusterArrive))
         # the CTAs an operation of process p at (pc, vars) targets: see _targets
         self._target_memo: dict[tuple[int, int, tuple], tuple[int, ...] | None] = {}
@@ -1172,7 +1176,8 @@ class Machine:
         if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
             return False  # the init is not ordered before this wait: op_wait reports it
         jprev = self._jprev(mb, p)
-        intended = rules.first_wait_phase(parity) if jprev is None else rules.intended_phase(jprev, parity)
+        intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
+            rules.intended_phase(jprev, parity)
         return mb[M_K] <= intended + 1  # not stale: it just blocks
 
     def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
@@ -1203,11 +1208,14 @@ class Machine:
         s = self._rule_state(mb)
         jprev = self._jprev(mb, p)
         if jprev is None:
-            # A first wait has no history: it means the first phase since the init with its
-            # parity (phase 0 for parity 0, phase 1 for parity 1). The CUTLASS producer start
-            # (parity 1 on a fresh barrier, meaning "phase -1") passes at once and keeps no
-            # history; nvFuser's first WAR wait (parity 1 after a pre-arrived phase 0) means 1.
-            intended = rules.first_wait_phase(parity)
+            # A first wait has no history: it means the phase of PTX's window (the current one
+            # or the one before) with its parity. The CUTLASS producer start (parity 1 on a
+            # fresh barrier) passes at once and keeps no history; nvFuser's first WAR wait
+            # (parity 1 after a pre-arrived phase 0) means 1; a warp that first waits once the
+            # barrier is past phase 1 (ordered after it by other synchronization) means the
+            # phase it finds. Could it also run earlier, it observes an earlier phase there,
+            # and the next completion reports that it is not ordered after it (SV501).
+            intended = rules.first_wait_phase(s.k, parity)
             jprev = -1
         else:
             intended = rules.intended_phase(jprev, parity)
@@ -1342,10 +1350,11 @@ class Machine:
 
     def op_cluster_arrive(self, w, p, proc, op: ir.ClusterArrive, ins, env, ctx, lanes) -> bool:
         ps = w.procs[p]
-        if ps[P_CLTOKEN] >= 0:
-            raise Violation("SV205", "cluster barrier arrive a second time before this warp waited on it (PTX: each "
-                            "thread must arrive only once before the barrier completes)", op.span)
         cb = rules.ClusterBar(*w.cluster)
+        if rules.cb_arrives_twice(ps[P_CLTOKEN], cb.gen):
+            raise Violation("SV205", "cluster barrier arrive a second time before the generation of this warp's "
+                            "earlier arrival completed (PTX: each thread must arrive only once before the barrier "
+                            "completes)", op.span)
         cur = 1 << self.holders.cl_cur
         # A relaxed arrive orders nothing, except inits published by fence.mbarrier_init; any arrive
         # shows that this CTA is running (its start record travels).
@@ -1884,15 +1893,18 @@ def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]
     return ahead
 
 
-def _must_pass(prog: Program, kind: type) -> list[bool]:
-    """For every pc: does every path from there to the end pass an op of ``kind``?
+def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bool]:
+    """For every pc: does every path from there to the end pass an op of ``kind`` (and, with
+    ``before``, pass it before any op of that kind)?
 
-    The complement of a least fixpoint, "some path reaches END without passing one", over
-    the control-flow graph with every branch taken both ways (so it holds for any values)."""
+    The complement of a least fixpoint, "some path reaches END (or ``before``) without passing
+    one", over the control-flow graph with every branch taken both ways (so it holds for any
+    values)."""
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
-    escapes = [ins.kind == END for ins in code]
+    escapes = [ins.kind == END or (before is not None and ins.kind == OP and isinstance(ins.op, before))
+               for ins in code]
     changed = True
     while changed:
         changed = False

@@ -1,0 +1,151 @@
+"""Rules settled from the PTX text, each from both sides: the case PTX allows stays clean, its near twin
+that PTX makes undefined stays reported. Protocols that matter to the bmc engine are cross-checked there."""
+
+from __future__ import annotations
+
+import pytest
+import z3
+
+from syncverify import load
+from syncverify.check import Options, check_protocol
+from syncverify.diagnostics import Severity
+from syncverify.result import CheckResult
+from syncverify.semantics import rules
+
+
+def check(text: str, engine: str = "explicit", strict: bool = False) -> CheckResult:
+    return check_protocol(load(text, path="t.sync"), Options(engine=engine, strict=strict))
+
+
+def errors(r: CheckResult) -> set[str]:
+    return {d.code for d in r.diagnostics if d.severity is Severity.ERROR}
+
+
+def warnings(r: CheckResult) -> set[str]:
+    return {d.code for d in r.diagnostics if d.severity is Severity.WARNING}
+
+
+# ============================================================================ first wait: PTX's window
+#
+# PTX mbarrier.test_wait/try_wait: the wait is "valid only for: the current incomplete phase, for which
+# waitComplete returns False; the immediately preceding phase, for which waitComplete returns True"
+# (ptx-semantics.md §1.3). A first wait therefore means the phase of {k-1, k} with its parity.
+
+def test_first_wait_phase_is_the_window_phase_with_the_parity():
+    assert [rules.first_wait_phase(k, 0) for k in range(5)] == [0, 0, 2, 2, 4]
+    assert [rules.first_wait_phase(k, 1) for k in range(5)] == [1, 1, 1, 3, 3]
+    for k in range(1, 6):
+        for p in (0, 1):
+            j = rules.first_wait_phase(k, p)
+            assert j % 2 == p and k - 1 <= j <= k and not rules.wait_aliases(rules.Mbar(1, k, 1, 1, 0), j)
+
+
+def test_first_wait_phase_over_bitvectors_matches_python():
+    """The bmc engine evaluates the same function over Z3 bit-vectors (its Arith)."""
+    from syncverify.engines.bmc import Z3A
+    k = z3.BitVec("k", 16)
+    for p in (0, 1):
+        for value in range(6):
+            got = z3.simplify(z3.substitute(rules.first_wait_phase(k, p, Z3A), (k, z3.BitVecVal(value, 16))))
+            assert got.as_signed_long() == rules.first_wait_phase(value, p)
+
+
+LATE_FIRST_WAIT = """\
+protocol late_first_wait {
+  cta threads 96;
+  role producer = warp 0;
+  role early = warp 1;
+  role late = warp 2;
+  smem buf[2] bytes 128;
+  mbarrier full count 1;
+  mbarrier ack count 32;
+  if producer { elect { init full; init ack; } }
+  syncthreads;
+  if producer {
+    elect { write buf[0]; arrive full; }
+    wait ack parity 0;
+    elect { write buf[1]; arrive full; }
+    wait ack parity 1;
+  }
+  if early { wait full parity 0; read buf[0]; arrive ack; wait full parity 1; read buf[1]; arrive ack; }
+  bar.sync 1, 96;                                  // everyone: phases 0 and 1 are over
+  if producer { elect { write buf[0]; arrive full; } }
+  if late { wait full parity 0; read buf[0]; }     // first wait, barrier in phase 2: means phase 2
+}
+"""
+
+# near twin: `late` is not ordered after phase 1, so its first wait can also run in phase 0 or 1
+LATE_FIRST_WAIT_UNORDERED = LATE_FIRST_WAIT.replace("  bar.sync 1, 96;", "  if producer || early { bar.sync 1, 64; }")
+
+
+def test_late_first_wait_past_phase_1_is_clean():
+    r = check(LATE_FIRST_WAIT)
+    assert not r.diagnostics, [d.message for d in r.diagnostics]
+
+
+def test_unordered_first_wait_is_still_stale():
+    r = check(LATE_FIRST_WAIT_UNORDERED)
+    assert "SV501" in errors(r)
+    assert {d.span.line for d in r.diagnostics if d.code == "SV501"} == {20}
+
+
+@pytest.mark.parametrize("text, expected", [(LATE_FIRST_WAIT, set()), (LATE_FIRST_WAIT_UNORDERED, {"SV501"})],
+                         ids=["ordered", "unordered"])
+def test_bmc_agrees_on_the_first_wait_window(text, expected):
+    r = check(text, engine="bmc")
+    assert errors(r) == expected
+
+
+# ============================================================ SV205: PTX's "before the barrier completes"
+#
+# PTX barrier.cluster: "Each thread must arrive at the barrier only once before the barrier completes". Triton-TLX's
+# fixed partition arrives (relaxed) on entry and runs cluster.sync later; a named barrier with the other warp, which
+# passed its cluster.sync, shows the first generation is over before the second arrive.
+
+TLX_PROLOGUE = """\
+protocol tlx_prologue {
+  cluster 2;
+  cta threads 64;
+  role fixed = warp 0;
+  role other = warp 1;
+  if fixed { cluster.arrive.relaxed; }
+  if other { cluster.sync; }
+  bar.sync 1, 64;                  // `other` passed its wait: generation 0 completed
+  if fixed { cluster.sync; }       // arrives on generation 1 without having waited: legal
+  if other { cluster.sync; }
+}
+"""
+
+# near twin: nothing orders the second arrive after generation 0's completion
+TLX_PROLOGUE_EARLY = TLX_PROLOGUE.replace("  bar.sync 1, 64;", "  if other { bar.sync 1, 32; }")
+
+
+def test_cb_arrives_twice_only_before_completion():
+    assert not rules.cb_arrives_twice(-1, 0)
+    assert rules.cb_arrives_twice(0, 0)  # arrived on generation 0, still open
+    assert not rules.cb_arrives_twice(0, 1)  # generation 0 completed
+    assert rules.cb_arrives_twice(3, 3) and not rules.cb_arrives_twice(2, 3)
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+def test_rearrive_after_the_generation_completed_is_legal(engine):
+    r = check(TLX_PROLOGUE, engine=engine)
+    assert not errors(r), [d.message for d in r.diagnostics]
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+def test_rearrive_before_the_generation_completed_is_sv205(engine):
+    r = check(TLX_PROLOGUE_EARLY, engine=engine)
+    assert errors(r) == {"SV205"}
+    assert {d.span.line for d in r.diagnostics if d.code == "SV205"} == {9}
+
+
+def test_rearrive_is_not_hidden_by_the_reduction():
+    """Whether a second arrive breaks SV205 depends on the order of other warps' arrivals: with the
+    reductions on, the interleaving where it comes first must still be explored."""
+    from syncverify.engines.explicit import Budget, explore
+    from syncverify.semantics.machine import Machine
+    proto = load(TLX_PROLOGUE_EARLY, path="t.sync")
+    for reduce in (True, False):
+        found = explore(proto, Budget(), Machine(proto, reduce=reduce), symmetry=reduce)
+        assert "SV205" in {d.code for d in found.diagnostics}, reduce
