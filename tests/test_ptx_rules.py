@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import z3
+from test_engine_regressions import DSMEM_CTA_SCOPE
 
 from syncverify import load
 from syncverify.check import Options, check_protocol
@@ -149,3 +150,43 @@ def test_rearrive_is_not_hidden_by_the_reduction():
     for reduce in (True, False):
         found = explore(proto, Budget(), Machine(proto, reduce=reduce), symmetry=reduce)
         assert "SV205" in {d.code for d in found.diagnostics}, reduce
+
+
+# ============================================================================ SV602: the acquire side is a warning
+#
+# PTX memory model: a release and an acquire synchronize only when they are morally strong, i.e. "each operation's
+# scope includes the thread executing the other". CUTLASS's ClusterBarrier::wait acquires with the default .cta
+# scope on barriers its peers release with .release.cluster remote arrives. The acquire side is therefore the
+# SV602 warning (an error with --strict); a remote arrive that publishes generic data with a .cta release is
+# still the error.
+
+# DSMEM_CTA_SCOPE (a DSMEM store into CTA 0, signalled by a remote arrive, read after a wait) with the release
+# at .cluster scope and the wait left at the default .acquire.cta, as CUTLASS waits
+DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE = DSMEM_CTA_SCOPE.replace("arrive m @ 0", "arrive.release.cluster m @ 0")
+assert DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE != DSMEM_CTA_SCOPE
+
+DSMEM_CTA_RELEASE = DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE.replace("arrive.release.cluster m @ 0", "arrive m @ 0")
+
+
+def test_cta_scope_acquire_of_cluster_released_data_is_a_warning():
+    r = check(DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE)
+    assert not errors(r) and r.verdict.value == "safe"
+    assert warnings(r) == {"SV602"}
+    (d,) = [d for d in r.diagnostics if d.code == "SV602"]
+    assert d.span.line == 9
+
+
+def test_cta_scope_acquire_warning_is_an_error_under_strict():
+    assert check(DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE, strict=True).verdict.value == "violation"
+
+
+def test_cta_scope_release_of_data_stays_an_error():
+    r = check(DSMEM_CTA_RELEASE)
+    assert errors(r) == {"SV602"}
+    assert {d.span.line for d in r.diagnostics if d.code == "SV602" and d.is_error} == {8}
+
+
+@pytest.mark.parametrize("text, expected", [(DSMEM_CLUSTER_RELEASE_CTA_ACQUIRE, set()), (DSMEM_CTA_RELEASE, {"SV602"})],
+                         ids=["cluster-release", "cta-release"])
+def test_bmc_agrees_on_the_scope_reading(text, expected):
+    assert errors(check(text, engine="bmc")) == expected

@@ -1449,9 +1449,8 @@ class Step:
         passes = rules.mb_wait_passes(s, e.parity, Z3A)
         hard.append(("SV401", z3.Not(usable)))
         hard.append(("SV501", z3.And(usable, aliases)))
-        if self.enc.track_rdata and e.op.sem == "acquire" and e.op.scope == "cta":
-            # a .cta-scope acquire of data another CTA released into the observed phase
-            soft.append(("SV602", w["rd_last", m]))
+        # (a .cta-scope acquire of data another CTA released into the observed phase is the SV602
+        # warning of Machine.op_wait: warnings are not modelled)
         observed_phase = s.k - 1
         means_it = intended == observed_phase
         new_j = z3.If(z3.And(means_it, observed_phase > jprev), observed_phase, jprev)

@@ -829,8 +829,7 @@ class _Exporter:
             b.append(f"if :: _n == _x && _x > _j -> {jj} = _x :: else -> {jj} = _j fi;")
             b.append("if :: _n == _x -> mobs[_m] = 1 :: else -> skip fi;")
             if op.sem == "acquire":
-                if op.scope == "cta":
-                    b.append("assert((mrd[_m] & 2) == 0 || SV602);   /* cross-CTA data acquired at .cta scope */")
+                # (a .cta-scope acquire of cross-CTA data is the SV602 warning: not modelled)
                 b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m + 1; c_code {{ k_acq(_c, _a, _b); }};")
         elif isinstance(op, ir.BarSync | ir.BarArrive):
             nbi = f"({cta * self.nids} + ({E(op.bar_id)}) - {self.id_min})"
