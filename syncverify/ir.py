@@ -140,18 +140,26 @@ class MbarWait:
 
 @dataclass(frozen=True, slots=True)
 class BarSync:
-    """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread)."""
+    """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread).
+
+    ``aligned``: `bar.sync` = `barrier.sync.aligned`, which every thread must reach at the same
+    instruction (reaching it from different sites is SV204); `barrier.sync` without `.aligned`
+    may be reached from divergent code (ptx-semantics §3)."""
 
     bar_id: Expr
     count: Expr | None
     span: Span
+    aligned: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class BarArrive:
+    """`bar.arrive id, n` (= `barrier.arrive.aligned`) or `barrier.arrive id, n` (``aligned`` False)."""
+
     bar_id: Expr
     count: Expr
     span: Span
+    aligned: bool = True
 
 
 @dataclass(frozen=True, slots=True)

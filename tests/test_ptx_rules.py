@@ -190,3 +190,66 @@ def test_cta_scope_release_of_data_stays_an_error():
                          ids=["cluster-release", "cta-release"])
 def test_bmc_agrees_on_the_scope_reading(text, expected):
     assert errors(check(text, engine="bmc")) == expected
+
+
+# ============================================================ aligned and unaligned named barriers
+#
+# ptx-semantics.md §3: `bar.sync` = `barrier.sync.aligned`: "All threads in the CTA execute the same instruction"
+# (else UB: SV204, a warning); "Unaligned `barrier.*` on sm_70+ may be reached divergently". TIRx-style kernels
+# use the unaligned form where warps of different roles meet at one barrier from their own branches.
+
+DIVERGENT_BARRIER = """\
+protocol tirx_divergent {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  smem buf bytes 128;
+  if a { write buf; barrier.sync 1, 64; }
+  if b { barrier.sync 1, 64; read buf; }
+}
+"""
+
+
+def test_unaligned_barrier_from_divergent_sites_is_clean():
+    r = check(DIVERGENT_BARRIER)
+    assert r.verdict.value == "safe" and not r.diagnostics, [d.message for d in r.diagnostics]
+
+
+@pytest.mark.parametrize("spelling", ["bar.sync 1, 64", "barrier.sync.aligned 1, 64"])
+def test_aligned_barrier_from_divergent_sites_stays_sv204(spelling):
+    r = check(DIVERGENT_BARRIER.replace("barrier.sync 1, 64", spelling))
+    assert warnings(r) == {"SV204"} and not errors(r)
+
+
+def test_unaligned_forms_resolve_to_unaligned_operations():
+    from syncverify import ir
+    proto = load(DIVERGENT_BARRIER.replace("if b { barrier.sync 1, 64;", "if b { barrier.arrive 1, 64;"),
+                 path="t.sync")
+    ops = [s for s in proto.body for s in s.then if isinstance(s, ir.BarSync | ir.BarArrive)]
+    assert [(type(o).__name__, o.aligned) for o in ops] == [("BarSync", False), ("BarArrive", False)]
+    aligned = load(DIVERGENT_BARRIER.replace("barrier.sync 1", "bar.sync 1"), path="t.sync")
+    assert all(o.aligned for s in aligned.body for o in s.then if isinstance(o, ir.BarSync))
+
+
+def test_unaligned_barrier_still_orders_and_counts():
+    """Only the site check differs: a missing participant still deadlocks, and the barrier still orders."""
+    r = check(DIVERGENT_BARRIER.replace("if b { barrier.sync 1, 64; read buf; }", ""))
+    assert errors(r) == {"SV201"}  # a waits for 64 threads, only its 32 come
+    raced = DIVERGENT_BARRIER.replace("if b { barrier.sync 1, 64; read buf; }",
+                                      "if b { read buf; barrier.sync 1, 64; }")
+    assert errors(check(raced)) == {"SV301"}
+
+
+def test_bmc_agrees_on_the_unaligned_barrier():
+    assert not errors(check(DIVERGENT_BARRIER, engine="bmc"))
+
+
+def test_emitter_and_exporter_keep_the_unaligned_form():
+    from syncverify.codegen.emit import emit
+    from syncverify.export.promela import export_promela
+    proto = load(DIVERGENT_BARRIER, path="t.sync")
+    source = emit(proto).source
+    assert "barrier.sync %0, %1;" in source and "bar.sync %0, %1;" not in source
+    assert "barrier.sync" not in emit(load(DIVERGENT_BARRIER.replace("barrier.sync", "bar.sync"), path="t.sync")).source
+    # the model treats both forms alike (SV204 is a warning, not modelled)
+    assert "nb_try_complete" in export_promela(proto)

@@ -1331,7 +1331,7 @@ class Machine:
         ps = w.procs[p]
         # park at the BAR_WAIT that follows; completion (maybe right now) moves us on
         w.procs[p] = (ps[P_PC] + 1, ps[P_VARS], idx * 65536 + gen, *ps[3:])
-        self._nb_arrive(w, p, proc, bar_id, count, op.span, True, lanes)
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, op.aligned, lanes)
         return True
 
     def op_bar_arrive(self, w, p, proc, op: ir.BarArrive, ins, env, ctx, lanes) -> bool:
