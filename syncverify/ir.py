@@ -239,11 +239,14 @@ class Fence:
 
 @dataclass(frozen=True, slots=True)
 class TmemAlloc:
-    """`tmem.alloc` / `tmem.dealloc` (Blackwell; collective over the CTA pair for cta_group 2)."""
+    """`tmem.alloc` / `tmem.dealloc` (Blackwell; collective over the CTA pair for cta_group 2) of
+    ``cols`` tensor-memory columns of the executing CTA (512 per CTA: an allocation without room
+    blocks until a deallocation frees it)."""
 
     dealloc: bool
     cta_group: int
     span: Span
+    cols: int = 32
 
 
 @dataclass(frozen=True, slots=True)

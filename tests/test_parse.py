@@ -461,9 +461,9 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("fence.mbarrier_init", "fence.mbarrier_init.release.cluster;", ("Fence", {"kind": "mbarrier_init"})),
     # Blackwell
     ("tmem.alloc", "tmem.alloc;", ("TmemAlloc", {"dealloc": False, "cta_group": 1})),
-    ("tmem.alloc", "tmem.alloc cta_group 2 cols 128;", ("TmemAlloc", {"dealloc": False, "cta_group": 2})),
+    ("tmem.alloc", "tmem.alloc cta_group 2 cols 128;", ("TmemAlloc", {"dealloc": False, "cta_group": 2, "cols": 128})),
     ("tmem.dealloc", "tmem.dealloc cta_group 2;", ("TmemAlloc", {"dealloc": True, "cta_group": 2})),
-    ("tmem.dealloc", "tmem.dealloc cols 512;", ("TmemAlloc", {"dealloc": True, "cta_group": 1})),
+    ("tmem.dealloc", "tmem.dealloc cols 512;", ("TmemAlloc", {"dealloc": True, "cta_group": 1, "cols": 512})),
     ("umma.commit", "umma.commit full[1];", ("UmmaCommit", {"bar": ("full", 1), "multicast": None})),
     ("umma.commit", "umma.commit one multicast 0b11;", ("UmmaCommit", {"bar": "one", "multicast": 3})),
 ]

@@ -253,3 +253,130 @@ def test_emitter_and_exporter_keep_the_unaligned_form():
     assert "barrier.sync" not in emit(load(DIVERGENT_BARRIER.replace("barrier.sync", "bar.sync"), path="t.sync")).source
     # the model treats both forms alike (SV204 is a warning, not modelled)
     assert "nb_try_complete" in export_promela(proto)
+
+
+# ============================================================ undefined behaviour that passed as safe
+#
+# wgmma: "all threads in the warpgroup must execute the same wgmma instruction" (.sync.aligned, ptx-semantics §6);
+# tcgen05.alloc/dealloc are .sync.aligned warp collectives, and "All of the Tensor Memory that was allocated … must be
+# explicitly deallocated … before the kernel exits" (§7); an allocation without room blocks until it succeeds.
+
+WGMMA_ONE_WARP = """\
+protocol wgmma_one_warp {
+  cta threads 128;
+  role w0 = warp 0;
+  role rest = warps 1..4;
+  smem a bytes 256;
+  if w0 { wgmma.read a; wgmma.commit; wgmma.wait 0; }
+}
+"""
+
+# near twin: the whole warpgroup issues it
+WGMMA_WARPGROUP = WGMMA_ONE_WARP.replace("if w0 {", "if w0 || rest {")
+
+TMEM_HALF_WARP = """\
+protocol tmem_half_warp {
+  cta threads 32;
+  role lo = threads 0..16;
+  role hi = threads 16..32;
+  if lo { tmem.alloc cols 32; tmem.dealloc cols 32; }
+}
+"""
+
+TMEM_WHOLE_WARP = TMEM_HALF_WARP.replace("role lo = threads 0..16;\n  role hi = threads 16..32;", "role lo = warp 0;")
+
+TMEM_LEAK = """\
+protocol tmem_leak {
+  cta threads 64;
+  role mma = warp 0;
+  role other = warp 1;
+  if mma { for k in 0..2 { tmem.alloc cols 64; tmem.dealloc cols 64; } tmem.alloc cols 128; }
+}
+"""
+
+TMEM_FREED = TMEM_LEAK.replace("tmem.alloc cols 128; }", "tmem.alloc cols 128; tmem.dealloc cols 128; }")
+
+TMEM_TWO_FULL = """\
+protocol tmem_two_full {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  tmem.alloc cols 512;
+  bar.sync 1, 64;
+  tmem.dealloc cols 512;
+}
+"""
+
+# near twin: the first allocator frees its columns before the barrier, so the second allocation gets them
+TMEM_TWO_TAKING_TURNS = """\
+protocol tmem_two_taking_turns {
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  if a { tmem.alloc cols 512; tmem.dealloc cols 512; }
+  bar.sync 1, 64;
+  if b { tmem.alloc cols 512; tmem.dealloc cols 512; }
+}
+"""
+
+
+def test_wgmma_by_one_warp_of_a_warpgroup_is_sv206():
+    r = check(WGMMA_ONE_WARP)
+    assert errors(r) == {"SV206"}
+    assert {d.span.line for d in r.diagnostics if d.code == "SV206"} == {6}
+    assert "warps [1, 2, 3]" in r.diagnostics[0].message
+
+
+def test_wgmma_by_the_whole_warpgroup_is_clean():
+    assert not check(WGMMA_WARPGROUP).diagnostics
+
+
+def test_tmem_alloc_by_half_a_warp_is_sv206():
+    r = check(TMEM_HALF_WARP)
+    assert errors(r) == {"SV206"}
+    assert "only part of a warp" in r.diagnostics[0].message
+
+
+def test_tmem_alloc_by_a_whole_warp_is_clean():
+    assert not check(TMEM_WHOLE_WARP).diagnostics
+
+
+def test_tensor_memory_left_allocated_is_sv406():
+    r = check(TMEM_LEAK)
+    assert errors(r) == {"SV406"}
+    assert "128 are still allocated" in r.diagnostics[0].message
+
+
+def test_tensor_memory_freed_before_exit_is_clean():
+    assert not check(TMEM_FREED).diagnostics
+
+
+def test_second_full_allocation_blocks_forever():
+    r = check(TMEM_TWO_FULL)
+    assert errors(r) == {"SV201"}
+    assert any("512 of the 512 tensor-memory columns" in d.message for d in r.diagnostics)
+
+
+def test_allocations_taking_turns_are_clean():
+    assert not check(TMEM_TWO_TAKING_TURNS).diagnostics
+
+
+def test_dealloc_of_more_than_allocated_is_sv406():
+    r = check(TMEM_FREED.replace("tmem.alloc cols 128; tmem.dealloc cols 128;", "tmem.dealloc cols 128;"))
+    assert errors(r) == {"SV406"}
+
+
+@pytest.mark.parametrize("text, expected", [(WGMMA_ONE_WARP, {"SV206"}), (WGMMA_WARPGROUP, set()),
+                                            (TMEM_HALF_WARP, {"SV206"}), (TMEM_LEAK, {"SV406"}),
+                                            (TMEM_FREED, set())],
+                         ids=["wgmma-one-warp", "wgmma-warpgroup", "tmem-half-warp", "tmem-leak", "tmem-freed"])
+def test_bmc_reports_the_same_static_findings(text, expected):
+    assert errors(check(text, engine="bmc")) == expected
+
+
+def test_bmc_and_promela_refuse_allocations_that_can_block():
+    from syncverify.export.promela import ExportError, export_promela
+    r = check(TMEM_TWO_TAKING_TURNS, engine="bmc")
+    assert r.verdict.value == "inconclusive" and "1024 columns" in r.coverage
+    with pytest.raises(ExportError, match="1024 columns"):
+        export_promela(load(TMEM_TWO_TAKING_TURNS, path="t.sync"))

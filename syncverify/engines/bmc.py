@@ -1550,6 +1550,10 @@ class Outcome:
 
 class BMC:
     def __init__(self, machine: Machine, symmetry: bool = True):
+        from ..collective import tmem_may_block
+        why = tmem_may_block(machine)  # Machine._tmem_columns: an allocation without room blocks
+        if why:
+            raise Unsupported(why)
         self.enc = Encoding(machine)
         self.symmetry = symmetry
         self.last_statistics: z3.Statistics | None = None  # the last query's (tests compare them)
@@ -1730,8 +1734,9 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     try:
         bmc = BMC(machine)
     except Unsupported as why:
-        return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound=bound,
-                           coverage=f"unsupported by the bmc engine: {why}")
+        return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,
+                                        bound=bound, coverage=f"unsupported by the bmc engine: {why}"),
+                            static_findings(protocol, machine.programs))
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))

@@ -162,6 +162,10 @@ class _Exporter:
         except InputError as err:
             raise ExportError("; ".join(f"{d.code}: {d.message}" for d in err.diagnostics)) from None
         m = self.machine
+        from ..collective import tmem_may_block
+        why = tmem_may_block(m)  # Machine._tmem_columns: an allocation without room blocks
+        if why:
+            raise ExportError(why)
         self.ncta = protocol.cluster
         self.nprocs = len(m.procs)
         self.ppc = self.nprocs // self.ncta  # processes per CTA (the same role layout in every CTA)

@@ -927,7 +927,7 @@ class Resolver:
         if not 32 <= cols <= 512 or cols & (cols - 1):  # PTX tcgen05.alloc: nCols a power of two in 32..512
             self.error("SV110", f"cols {cols} must be a power of two in 32..512", self.span(clauses["cols"]))
             return None
-        return ir.TmemAlloc(dealloc, group, span)
+        return ir.TmemAlloc(dealloc, group, span, cols)
 
     def op_tmem_alloc(self, span, quals, operands, clauses):
         return self._tmem(False, span, clauses)

@@ -87,6 +87,7 @@ from .state import (
     shift_phase,
 )
 
+TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
 _MEMO_LIMIT = 1 << 16  # entries a per-machine memo table holds before it starts over
 
@@ -302,7 +303,8 @@ class Machine:
             for p in self.procs_of_cta[c]:
                 mask |= self.holders.proc_mask(p)
             records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, mask, mask))
-        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2))
+        # the cta_group 2 rendezvous of each pair, then each CTA's allocated columns (as (columns, 0))
+        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta)
         state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),
                       tuple(tmem))
         return state
@@ -1646,7 +1648,7 @@ class Machine:
         collectively: "the issuing warp must make sure that peer CTA is launched" — so the
         issuer must know the peer's start (SV402) — and each waits for the other."""
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
-            return True
+            return self._tmem_columns(w, proc.cta, op)
         idx = self.tmem_rendezvous(proc.cta, op)
         peer = proc.cta ^ 1
         arrived, gen = w.tmem[idx]
@@ -1656,6 +1658,8 @@ class Machine:
                 raise Violation("SV402", f"tmem.alloc cta_group 2 in CTA {proc.cta} may run before peer CTA {peer} "
                                 "is running and has initialized its side (PTX: the issuing warp must make sure the "
                                 "peer CTA is launched); put a cluster barrier before the allocation", op.span)
+            if not self._tmem_columns(w, proc.cta, op):
+                return False  # no room in this CTA's tensor memory yet: it joins once it has room
             arrived, new_gen, completes = rules.tm_join(arrived, gen, proc.cta & 1)
             w.tmem[idx] = (arrived, new_gen)
             if completes:
@@ -1666,6 +1670,27 @@ class Machine:
             w.procs[p] = (*ps[:P_TOKEN], -1, *ps[P_TOKEN + 1:])
             return True
         return False
+
+    def _tmem_columns_index(self, cta: int) -> int:
+        return 2 * ((self.ncta + 1) // 2) + cta
+
+    def _tmem_columns(self, w: _Work, cta: int, op: ir.TmemAlloc) -> bool:
+        """Allocate or free op.cols columns of CTA ``cta``'s tensor memory (512 columns). An
+        allocation without room cannot move: PTX's tcgen05.alloc "blocks, until the allocation is
+        successful" — forever when nothing frees them (a deadlock, SV201). Freeing more than is
+        allocated is SV406."""
+        idx = self._tmem_columns_index(cta)
+        used = w.tmem[idx][0]
+        if not op.dealloc:
+            if used + op.cols > TMEM_COLUMNS:
+                return False
+            w.tmem[idx] = (used + op.cols, 0)
+            return True
+        if op.cols > used:
+            raise Violation("SV406", f"tmem.dealloc of {op.cols} columns in CTA {cta}, which has only {used} "
+                            "allocated", op.span)
+        w.tmem[idx] = (used - op.cols, 0)
+        return True
 
     def tmem_rendezvous(self, cta: int, op: ir.TmemAlloc) -> int:
         """The cta_group 2 rendezvous of CTA ``cta``'s pair (one for allocations, one for
@@ -1814,6 +1839,10 @@ class Machine:
                 return (f"line {line}: cluster.wait — {state.cluster[1]} of "
                         f"{self._cluster_expected(_Work(state))} threads arrived")
             if isinstance(op, ir.TmemAlloc):
+                used = state.tmem[self._tmem_columns_index(proc.cta)][0]
+                if not op.dealloc and ps[P_TOKEN] < 0 and used + op.cols > TMEM_COLUMNS:
+                    return (f"line {line}: tmem.alloc of {op.cols} columns — {used} of the {TMEM_COLUMNS} "
+                            f"tensor-memory columns of CTA {proc.cta} are allocated and never freed")
                 return f"line {line}: {'tmem.dealloc' if op.dealloc else 'tmem.alloc'} cta_group 2 — the peer " \
                        "CTA's warp never joins"
         except (EvalError, KeyError):
