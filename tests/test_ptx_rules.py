@@ -380,3 +380,57 @@ def test_bmc_and_promela_refuse_allocations_that_can_block():
     assert r.verdict.value == "inconclusive" and "1024 columns" in r.coverage
     with pytest.raises(ExportError, match="1024 columns"):
         export_promela(load(TMEM_TWO_TAKING_TURNS, path="t.sync"))
+
+
+# ============================================================ syncwarp between the parts of a split warp
+#
+# PTX bar.warp.sync (= __syncwarp()): "wait until all threads corresponding to membermask have executed a
+# bar.warp.sync with the same membermask value"; it "also guarantee[s] memory ordering among threads participating
+# in barrier. Thus, threads within warp that wish to communicate via memory can store to memory, execute
+# bar.warp.sync, and then safely read values stored by other threads in warp." On sm_70+ the sites may differ.
+
+HALF_WARPS_SYNCWARP = """\
+protocol half_warps_syncwarp {
+  cta threads 32;
+  role lo = threads 0..16;
+  role hi = threads 16..32;
+  smem buf bytes 128;
+  if lo { write buf; syncwarp; }
+  if hi { syncwarp; read buf; }
+}
+"""
+
+# near twin: `hi` reads before its syncwarp
+HALF_WARPS_READ_FIRST = HALF_WARPS_SYNCWARP.replace("if hi { syncwarp; read buf; }", "if hi { read buf; syncwarp; }")
+
+
+def test_halves_of_a_warp_meeting_at_syncwarp_from_different_sites_are_ordered():
+    r = check(HALF_WARPS_SYNCWARP)
+    assert r.verdict.value == "safe" and not r.diagnostics, [d.message for d in r.diagnostics]
+
+
+def test_read_before_the_syncwarp_still_races():
+    assert errors(check(HALF_WARPS_READ_FIRST)) == {"SV301"}
+
+
+def test_syncwarp_waits_for_the_other_half():
+    r = check(HALF_WARPS_SYNCWARP.replace("if hi { syncwarp; read buf; }", ""))
+    assert errors(r) == {"SV201"}
+    assert any("other parts of warp 0" in d.message for d in r.diagnostics)
+
+
+def test_split_warp_syncwarp_with_the_reductions_off_agrees():
+    from syncverify.engines.explicit import Budget, explore
+    from syncverify.semantics.machine import Machine
+    for text, expected in [(HALF_WARPS_SYNCWARP, set()), (HALF_WARPS_READ_FIRST, {"SV301"})]:
+        proto = load(text, path="t.sync")
+        found = explore(proto, Budget(), Machine(proto, reduce=False), symmetry=False)
+        assert {d.code for d in found.diagnostics if d.is_error} == expected
+
+
+def test_bmc_and_promela_refuse_a_split_warp_syncwarp():
+    from syncverify.export.promela import ExportError, export_promela
+    r = check(HALF_WARPS_SYNCWARP, engine="bmc")
+    assert r.verdict.value == "inconclusive" and "split between roles" in r.coverage
+    with pytest.raises(ExportError, match="split between roles"):
+        export_promela(load(HALF_WARPS_SYNCWARP, path="t.sync"))

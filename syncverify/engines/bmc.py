@@ -107,6 +107,8 @@ Z3A = Z3Arith()
 # record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START)
 DATA, INIT, OBS, START = 0, 1, 2, 3
 
+SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._syncwarp_parts: its parts meet, a "
+                  "rendezvous that is not encoded)")
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
@@ -361,6 +363,8 @@ class Encoding:
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
         proc = mach.procs[p]
+        if kind is ir.Syncwarp and p in mach.warp_parts:
+            raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
         ctx = mach.ctx[p]
         leader = ins.leader_only or proc.nthreads == 1

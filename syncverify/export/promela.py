@@ -255,6 +255,9 @@ class _Exporter:
         op = ins.op
         proc = self.machine.procs[p]
         line = op.span.line
+        if isinstance(op, ir.Syncwarp) and p in self.machine.warp_parts:
+            raise ExportError(f"line {line}: `syncwarp` by part of a warp split between roles (its parts meet, a "
+                              "rendezvous the model does not have)")
 
         def mb_index(ref: ir.Ref) -> None:
             decl = self.protocol.mbarrier(ref.name)

@@ -253,6 +253,13 @@ class Machine:
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
             self._por_class = [[_POR_OTHER if c is _POR_CLUSTER else c for c in cs] for cs in self._por_class]
+        # the processes that are parts of one warp split between roles: their syncwarps meet (op_syncwarp),
+        # so those are not local steps
+        self.warp_parts = {p.index: tuple(q.index for q in self.procs if q.cta == p.cta and q.warp == p.warp)
+                           for p in self.procs if not p.whole_warp}
+        for q in self.warp_parts:
+            self._por_class[q] = [_POR_OTHER if ins.kind == OP and isinstance(ins.op, ir.Syncwarp) else c
+                                  for ins, c in zip(self.programs[q].code, self._por_class[q], strict=True)]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
@@ -1394,9 +1401,41 @@ class Machine:
     def op_syncwarp(self, w, p, proc, op: ir.Syncwarp, ins, env, ctx, lanes) -> bool:
         # __syncwarp orders the memory accesses of the participating lanes: the leader
         # and the other lanes learn what each other knows.
+        if p in self.warp_parts:
+            return self._syncwarp_parts(w, p)
         mask = self.holders.proc_mask(p)
         w.records = acquire(w.records, self.holders.leader(p), mask)
         w.records = acquire(w.records, self.holders.lanes(p), mask)
+        return True
+
+    def _syncwarp_parts(self, w: _Work, p: int):
+        """`__syncwarp()` (full mask) by one part of a warp split between roles. PTX bar.warp.sync:
+        the thread waits "until all threads corresponding to membermask have executed a
+        bar.warp.sync with the same membermask value" — any bar.warp.sync, at any site (sm_70+) —
+        and it "also guarantee[s] memory ordering among threads participating in barrier". A part
+        marks its arrival (its token) and stays; the last part to arrive orders every part's
+        accesses before every part's later ones and moves them all on. A part that exits
+        without one leaves the others waiting (a deadlock)."""
+        ps = w.procs[p]
+        if ps[P_TOKEN] >= 0:
+            return False  # arrived: waiting for the other parts
+        parts = self.warp_parts[p]
+        code = self.programs
+        waiting = [q for q in parts if q != p and w.procs[q][P_TOKEN] >= 0
+                   and isinstance(code[q].code[w.procs[q][P_PC]].op, ir.Syncwarp)]
+        if len(waiting) < len(parts) - 1:
+            w.procs[p] = (*ps[:P_TOKEN], 0, *ps[P_TOKEN + 1:])
+            return STAY
+        mask = 0
+        for q in parts:
+            mask |= self.holders.proc_mask(q)
+        w.records = acquire(w.records, mask, mask)
+        for q in waiting:
+            qs = w.procs[q]
+            pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+            w.procs[q] = (pc, vars_, -1, *qs[3:])
+            if code[q].code[pc].kind == END:
+                self._exit(w, q)
         return True
 
     # ---- data
@@ -1838,6 +1877,8 @@ class Machine:
                     return f"line {line}: cluster.wait without having arrived (waits on itself)"
                 return (f"line {line}: cluster.wait — {state.cluster[1]} of "
                         f"{self._cluster_expected(_Work(state))} threads arrived")
+            if isinstance(op, ir.Syncwarp):
+                return f"line {line}: syncwarp — the other parts of warp {proc.warp} never reach a syncwarp"
             if isinstance(op, ir.TmemAlloc):
                 used = state.tmem[self._tmem_columns_index(proc.cta)][0]
                 if not op.dealloc and ps[P_TOKEN] < 0 and used + op.cols > TMEM_COLUMNS:
