@@ -416,12 +416,14 @@ class ProtocolBuilder:
         cnt = f", {term(count)}" if count is not None else ""
         return self._emit(f"{op} {target}{cnt};", comment)
 
-    def bar_sync(self, bar: Ref | Obj | object, count: object | None = None, *, comment: str | None = None) -> int:
-        """`bar.sync NAMED;` or `bar.sync ID[, N];`."""
-        return self._bar("bar.sync", bar, count, comment)
+    def bar_sync(self, bar: Ref | Obj | object, count: object | None = None, *, aligned: bool = True,
+                 comment: str | None = None) -> int:
+        """`bar.sync NAMED;` or `bar.sync ID[, N];`; with ``aligned=False`` the unaligned `barrier.sync`."""
+        return self._bar("bar.sync" if aligned else "barrier.sync", bar, count, comment)
 
-    def bar_arrive(self, bar: Ref | Obj | object, count: object | None = None, *, comment: str | None = None) -> int:
-        return self._bar("bar.arrive", bar, count, comment)
+    def bar_arrive(self, bar: Ref | Obj | object, count: object | None = None, *, aligned: bool = True,
+                   comment: str | None = None) -> int:
+        return self._bar("bar.arrive" if aligned else "barrier.arrive", bar, count, comment)
 
     def cluster_arrive(self, *, relaxed: bool = False, comment: str | None = None) -> int:
         return self._emit("cluster.arrive.relaxed;" if relaxed else "cluster.arrive;", comment)

@@ -140,18 +140,26 @@ class MbarWait:
 
 @dataclass(frozen=True, slots=True)
 class BarSync:
-    """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread)."""
+    """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread).
+
+    ``aligned``: `bar.sync` = `barrier.sync.aligned`, which every thread must reach at the same
+    instruction (reaching it from different sites is SV204); `barrier.sync` without `.aligned`
+    may be reached from divergent code (ptx-semantics §3)."""
 
     bar_id: Expr
     count: Expr | None
     span: Span
+    aligned: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class BarArrive:
+    """`bar.arrive id, n` (= `barrier.arrive.aligned`) or `barrier.arrive id, n` (``aligned`` False)."""
+
     bar_id: Expr
     count: Expr
     span: Span
+    aligned: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,11 +239,14 @@ class Fence:
 
 @dataclass(frozen=True, slots=True)
 class TmemAlloc:
-    """`tmem.alloc` / `tmem.dealloc` (Blackwell; collective over the CTA pair for cta_group 2)."""
+    """`tmem.alloc` / `tmem.dealloc` (Blackwell; collective over the CTA pair for cta_group 2) of
+    ``cols`` tensor-memory columns of the executing CTA (512 per CTA: an allocation without room
+    blocks until a deallocation frees it)."""
 
     dealloc: bool
     cta_group: int
     span: Span
+    cols: int = 32
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,6 +83,7 @@ _DROPS = {
     "cluster.arrive": "drop-cluster-barrier", "cluster.wait": "drop-cluster-barrier",
     "cluster.sync": "drop-cluster-barrier",
     "syncthreads": "drop-barrier", "bar.sync": "drop-barrier", "bar.arrive": "drop-barrier",
+    "barrier.sync": "drop-barrier", "barrier.arrive": "drop-barrier",
     "syncwarp": "drop-barrier",
     "wgmma.wait": "drop-group-wait", "bulk.wait_read": "drop-group-wait",
 }

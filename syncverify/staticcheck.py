@@ -10,6 +10,8 @@
   counts that differ.
 * SV405 — a remote operation or multicast mask naming a constant CTA rank
   outside the cluster.
+* SV206, SV406 — collectives run by too few threads, tensor memory left
+  allocated at exit (syncverify.collective).
 
 "Certain" means: the operation is in the compiled program of some warp (its
 role guards hold), and the arithmetic is on constants. Anything less certain
@@ -22,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from . import ir
+from .collective import collective_findings, tmem_findings
 from .diagnostics import Diagnostic, make
 from .semantics.program import OP, Program
 
@@ -156,4 +159,4 @@ def check_ranks(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnost
 
 def static_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
     return check_overflow(protocol, programs) + check_tx_balance(protocol, programs) + \
-        check_ranks(protocol, programs)
+        check_ranks(protocol, programs) + collective_findings(protocol, programs) + tmem_findings(protocol, programs)

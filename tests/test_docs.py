@@ -84,3 +84,15 @@ def test_cli_explain_unknown_code(capsys):
     assert main(["explain", "SV999"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "unknown code SV999" in err and "Traceback" not in err
+
+
+def test_sv115_precedence_text_matches_the_parser():
+    """explain SV115 describes how `k & 1 == 0` parses; the grammar uses C's order, so the text must say
+    `k & (1 == 0)` (bitwise looser than comparisons), and the parser must agree with it."""
+    text = explain("SV115")
+    assert "bind tighter than comparisons" not in text
+    assert "`k & (1 == 0)`" in text
+    src = "protocol p { param K = 2; param A = K & 1 == 0; param B = (K & 1) == 0; cta threads 32; }"
+    proto = syncverify.load(src, path="prec.sync")
+    assert proto.param("A") == 0  # 2 & (1 == 0) = 2 & 0
+    assert proto.param("B") == 1  # (2 & 1) == 0: the low bit is clear

@@ -41,8 +41,9 @@ def plain(x: Any) -> Any:
     if isinstance(x, tuple | list):
         return [plain(v) for v in x]
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        # (a field left at its default, e.g. a barrier's `aligned`, is shown only where it differs)
         return (type(x).__name__, {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)
-                                   if f.name != "span"})
+                                   if f.name != "span" and getattr(x, f.name) != f.default})
     return x
 
 
@@ -439,10 +440,12 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("bar.sync", "bar.sync 1, 64;", ("BarSync", {"bar_id": 1, "count": 64})),
     ("bar.sync", "bar.sync 2;", ("BarSync", {"bar_id": 2, "count": None})),
     ("bar.sync", "bar.sync.aligned 3 count 128;", ("BarSync", {"bar_id": 3, "count": 128})),
-    ("bar.sync", "barrier.sync 15, 384;", ("BarSync", {"bar_id": 15, "count": 384})),
+    ("barrier.sync", "barrier.sync 15, 384;", ("BarSync", {"bar_id": 15, "count": 384, "aligned": False})),
+    ("barrier.sync", "barrier.sync.aligned 15, 384;", ("BarSync", {"bar_id": 15, "count": 384})),
     ("bar.sync", "bar.sync sched[1];", ("BarSync", {"bar_id": 2, "count": 256})),
     ("bar.arrive", "bar.arrive 1, 64;", ("BarArrive", {"bar_id": 1, "count": 64})),
-    ("bar.arrive", "barrier.arrive.aligned 4 count 32;", ("BarArrive", {"bar_id": 4, "count": 32})),
+    ("barrier.arrive", "barrier.arrive.aligned 4 count 32;", ("BarArrive", {"bar_id": 4, "count": 32})),
+    ("barrier.arrive", "barrier.arrive 4 count 32;", ("BarArrive", {"bar_id": 4, "count": 32, "aligned": False})),
     ("bar.arrive", "bar.arrive sched[0];", ("BarArrive", {"bar_id": 1, "count": 128})),
     # the cluster barrier
     ("cluster.arrive", "cluster.arrive;", ("ClusterArrive", {"relaxed": False})),
@@ -476,9 +479,9 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("fence.mbarrier_init", "fence.mbarrier_init.release.cluster;", ("Fence", {"kind": "mbarrier_init"})),
     # Blackwell
     ("tmem.alloc", "tmem.alloc;", ("TmemAlloc", {"dealloc": False, "cta_group": 1})),
-    ("tmem.alloc", "tmem.alloc cta_group 2 cols 128;", ("TmemAlloc", {"dealloc": False, "cta_group": 2})),
+    ("tmem.alloc", "tmem.alloc cta_group 2 cols 128;", ("TmemAlloc", {"dealloc": False, "cta_group": 2, "cols": 128})),
     ("tmem.dealloc", "tmem.dealloc cta_group 2;", ("TmemAlloc", {"dealloc": True, "cta_group": 2})),
-    ("tmem.dealloc", "tmem.dealloc cols 512;", ("TmemAlloc", {"dealloc": True, "cta_group": 1})),
+    ("tmem.dealloc", "tmem.dealloc cols 512;", ("TmemAlloc", {"dealloc": True, "cta_group": 1, "cols": 512})),
     ("umma.commit", "umma.commit full[1];", ("UmmaCommit", {"bar": ("full", 1), "multicast": None})),
     ("umma.commit", "umma.commit one multicast 0b11;", ("UmmaCommit", {"bar": "one", "multicast": 3})),
 ]

@@ -1315,11 +1315,14 @@ protocol scope {
 
 
 def test_sv602_cross_cta_data_with_cta_scope_release_and_acquire():
+    # the .cta release that carries the data is the error; the .cta acquire of it is the warning
+    # (CUTLASS's ClusterBarrier::wait is .acquire.cta: docs/model.md, "Scopes across CTAs")
     r = check(SCOPE)
     assert_violation(r, {"SV602"})
-    assert lines(r, "SV602") == {line(SCOPE, "ARRIVE"), line(SCOPE, "WAIT")}
-    messages = " ".join(d.message for d in diags(r, "SV602"))
-    assert "use arrive.release.cluster" in messages and "use wait.acquire.cluster" in messages
+    assert lines(r, "SV602") == {line(SCOPE, "ARRIVE")}
+    assert lines(r, "SV602", Severity.WARNING) == {line(SCOPE, "WAIT")}
+    assert "use arrive.release.cluster" in " ".join(d.message for d in diags(r, "SV602"))
+    assert "wait.acquire.cluster" in " ".join(d.message for d in diags(r, "SV602", Severity.WARNING))
 
 
 def test_sv602_cluster_scope_release_and_acquire_are_safe():
@@ -1330,8 +1333,8 @@ def test_sv602_cluster_scope_release_and_acquire_are_safe():
 
 def test_sv602_cluster_release_with_cta_acquire():
     r = check(SCOPE.replace("arrive m @ 0", "arrive.release.cluster m @ 0"))
-    assert_violation(r, {"SV602"})
-    assert lines(r, "SV602") == {line(SCOPE, "WAIT")}
+    assert r.verdict is Verdict.SAFE and not errors(r)
+    assert lines(r, "SV602", Severity.WARNING) == {line(SCOPE, "WAIT")}
 
 
 REUSE = case("remote_empty", """\

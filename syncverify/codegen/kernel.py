@@ -355,14 +355,17 @@ class KernelWriter:
         bar_id = f"(u32)({self.expr(op.bar_id)})"
         self._progress(site, op.span.line, bar_id)
         if op.count is None:
-            self.line(f'asm volatile("{ptx.BAR_SYNC_ALL}" :: "r"({bar_id}) : "memory");')
+            asm = ptx.BAR_SYNC_ALL if op.aligned else ptx.BARRIER_SYNC_ALL
+            self.line(f'asm volatile("{asm}" :: "r"({bar_id}) : "memory");')
         else:
-            self.line(f'asm volatile("{ptx.BAR_SYNC}" :: "r"({bar_id}), "r"((u32)({self.expr(op.count)})) '
+            asm = ptx.BAR_SYNC if op.aligned else ptx.BARRIER_SYNC
+            self.line(f'asm volatile("{asm}" :: "r"({bar_id}), "r"((u32)({self.expr(op.count)})) '
                       ': "memory");')
         self._progress_done(site, op.span.line)
 
     def op_BarArrive(self, op: ir.BarArrive, site: int, part: str, leader: bool) -> None:
-        self.line(f'asm volatile("{ptx.BAR_ARRIVE}" :: "r"((u32)({self.expr(op.bar_id)})), '
+        asm = ptx.BAR_ARRIVE if op.aligned else ptx.BARRIER_ARRIVE
+        self.line(f'asm volatile("{asm}" :: "r"((u32)({self.expr(op.bar_id)})), '
                   f'"r"((u32)({self.expr(op.count)})) : "memory");')
 
     def op_ClusterArrive(self, op: ir.ClusterArrive, site: int, part: str, leader: bool) -> None:

@@ -107,6 +107,8 @@ Z3A = Z3Arith()
 # record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START)
 DATA, INIT, OBS, START = 0, 1, 2, 3
 
+SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._syncwarp_parts: its parts meet, a "
+                  "rendezvous that is not encoded)")
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
@@ -361,6 +363,8 @@ class Encoding:
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
         proc = mach.procs[p]
+        if kind is ir.Syncwarp and p in mach.warp_parts:
+            raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
         ctx = mach.ctx[p]
         leader = ins.leader_only or proc.nthreads == 1
@@ -1340,9 +1344,10 @@ class Step:
                 dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
                 dynamic += [(o, completes) for o in enc.ending(enc.ends_parked_on(n))]
         elif isinstance(op, ir.ClusterArrive):
-            # Machine.op_cluster_arrive: a second arrive before the wait is SV205; a relaxed arrive
-            # carries only inits published by fence.mbarrier_init and the CTA's start
-            hard.append(("SV205", w["cltoken", p] >= 0))
+            # Machine.op_cluster_arrive: a second arrive before the generation of the first one
+            # completed is SV205; a relaxed arrive carries only inits published by
+            # fence.mbarrier_init and the CTA's start
+            hard.append(("SV205", rules.cb_arrives_twice(w["cltoken", p], w["cl_gen"], Z3A)))
             self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
             w["cltoken", p] = w["cl_gen"]
             cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
@@ -1441,16 +1446,15 @@ class Step:
         usable = self.usable(w, m, e.lanes)
         s = self.mbar(w, m)
         hist, jprev = w["hist", m, p], w["jprev", m, p]
-        first = self.enc.num(rules.first_wait_phase(e.parity))
+        first = rules.first_wait_phase(s.k, e.parity, Z3A)
         intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), first)
         jprev = z3.If(hist, jprev, self.enc.num(-1))
         aliases = rules.wait_aliases(s, intended)
         passes = rules.mb_wait_passes(s, e.parity, Z3A)
         hard.append(("SV401", z3.Not(usable)))
         hard.append(("SV501", z3.And(usable, aliases)))
-        if self.enc.track_rdata and e.op.sem == "acquire" and e.op.scope == "cta":
-            # a .cta-scope acquire of data another CTA released into the observed phase
-            soft.append(("SV602", w["rd_last", m]))
+        # (a .cta-scope acquire of data another CTA released into the observed phase is the SV602
+        # warning of Machine.op_wait: warnings are not modelled)
         observed_phase = s.k - 1
         means_it = intended == observed_phase
         new_j = z3.If(z3.And(means_it, observed_phase > jprev), observed_phase, jprev)
@@ -1550,6 +1554,10 @@ class Outcome:
 
 class BMC:
     def __init__(self, machine: Machine, symmetry: bool = True):
+        from ..collective import tmem_may_block
+        why = tmem_may_block(machine)  # Machine._tmem_columns: an allocation without room blocks
+        if why:
+            raise Unsupported(why)
         self.enc = Encoding(machine)
         self.symmetry = symmetry
         self.last_statistics: z3.Statistics | None = None  # the last query's (tests compare them)
@@ -1730,8 +1738,9 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     try:
         bmc = BMC(machine)
     except Unsupported as why:
-        return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound=bound,
-                           coverage=f"unsupported by the bmc engine: {why}")
+        return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,
+                                        bound=bound, coverage=f"unsupported by the bmc engine: {why}"),
+                            static_findings(protocol, machine.programs))
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))

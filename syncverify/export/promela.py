@@ -162,6 +162,10 @@ class _Exporter:
         except InputError as err:
             raise ExportError("; ".join(f"{d.code}: {d.message}" for d in err.diagnostics)) from None
         m = self.machine
+        from ..collective import tmem_may_block
+        why = tmem_may_block(m)  # Machine._tmem_columns: an allocation without room blocks
+        if why:
+            raise ExportError(why)
         self.ncta = protocol.cluster
         self.nprocs = len(m.procs)
         self.ppc = self.nprocs // self.ncta  # processes per CTA (the same role layout in every CTA)
@@ -251,6 +255,9 @@ class _Exporter:
         op = ins.op
         proc = self.machine.procs[p]
         line = op.span.line
+        if isinstance(op, ir.Syncwarp) and p in self.machine.warp_parts:
+            raise ExportError(f"line {line}: `syncwarp` by part of a warp split between roles (its parts meet, a "
+                              "rendezvous the model does not have)")
 
         def mb_index(ref: ir.Ref) -> None:
             decl = self.protocol.mbarrier(ref.name)
@@ -829,8 +836,7 @@ class _Exporter:
             b.append(f"if :: _n == _x && _x > _j -> {jj} = _x :: else -> {jj} = _j fi;")
             b.append("if :: _n == _x -> mobs[_m] = 1 :: else -> skip fi;")
             if op.sem == "acquire":
-                if op.scope == "cta":
-                    b.append("assert((mrd[_m] & 2) == 0 || SV602);   /* cross-CTA data acquired at .cta scope */")
+                # (a .cta-scope acquire of cross-CTA data is the SV602 warning: not modelled)
                 b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m + 1; c_code {{ k_acq(_c, _a, _b); }};")
         elif isinstance(op, ir.BarSync | ir.BarArrive):
             nbi = f"({cta * self.nids} + ({E(op.bar_id)}) - {self.id_min})"
@@ -844,7 +850,7 @@ class _Exporter:
                      f"{proc.nthreads};   /* rules.nb_arrive */")
             b.append(f"nb_try_complete_{cta}();")
         elif isinstance(op, ir.ClusterArrive):
-            b.append("assert(cltok < 0 || SV205);   /* each thread arrives once per phase */")
+            b.append("assert(cltok < 0 || cgen > cltok || SV205);   /* rules.cb_arrives_twice */")
             fn = "k_rel_relaxed" if op.relaxed else "k_rel"
             b.append(f"_a = lw; _b = {lanes}; _c = {self.cl_cur}; c_code {{ {fn}(_a, _b, _c); }};")
             b.append(f"cltok = cgen; carr = carr + {proc.nthreads};   /* rules.cb_arrive */")

@@ -53,6 +53,9 @@ OPERATIONS: dict[str, OpSpec] = {
     "syncwarp": _spec(),
     "bar.sync": _spec(".aligned", (1, 2), "count"),
     "bar.arrive": _spec(".aligned", (1, 2), "count"),
+    # PTX's barrier{.cta}.sync{.aligned}: without `.aligned` a distinct, unaligned operation
+    "barrier.sync": _spec(".aligned", (1, 2), "count"),
+    "barrier.arrive": _spec(".aligned", (1, 2), "count"),
     "cluster.arrive": _spec(".relaxed .release .aligned"),
     "cluster.wait": _spec(".acquire .aligned"),
     "cluster.sync": _spec(".aligned"),
@@ -71,8 +74,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
     "umma.commit": _spec("", (1, 1), "multicast"),
 }
-_ALIASES = {"try_wait": "wait", "barrier.sync": "bar.sync", "barrier.arrive": "bar.arrive",
-            "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
+_ALIASES = {"try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
                  "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
@@ -81,7 +83,8 @@ _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", 
 _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
           "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
           "expect_tx": "expect_tx BAR bytes N", "complete_tx": "complete_tx BAR bytes N [@ CTA]",
-          "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "read": "read BUF [@ CTA]",
+          "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "barrier.sync": "barrier.sync ID[, N]",
+          "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [@ CTA]",
           "write": "write BUF [@ CTA]", "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR"}
 # First words of the operations: a bare name like this on the line after an op is a missing `;`.
@@ -89,7 +92,8 @@ _OP_WORDS = frozenset(op.split(".")[0] for op in [*OPERATIONS, *_ALIASES])
 # Operations that PTX spells `mbarrier.NAME` (also accepted with that prefix).
 _MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "wait"}
 # Operations that must be executed by every lane of a warp (.sync.aligned forms).
-_WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "cluster.arrive", "cluster.wait",
+_WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "barrier.sync", "barrier.arrive",
+                    "cluster.arrive", "cluster.wait",
                     "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc"}
 
 
@@ -758,8 +762,9 @@ class Resolver:
     def op_syncwarp(self, span, quals, operands, clauses):
         return ir.Syncwarp(span)
 
-    def _bar_operands(self, span, operands, clauses, need_count: bool) -> tuple[ir.Expr, ir.Expr | None] | None:
-        op = "bar.arrive" if need_count else "bar.sync"
+    def _bar_operands(self, span, operands, clauses, need_count: bool,
+                      op: str = "") -> tuple[ir.Expr, ir.Expr | None] | None:
+        op = op or ("bar.arrive" if need_count else "bar.sync")
         first = operands[0]
         count: ir.Expr | None = None
         count_span = span
@@ -811,7 +816,7 @@ class Resolver:
         if isinstance(count, ir.Const) and not self._check_bar_count(count.value, count_span):
             return None
         if need_count and count is None:
-            self.error("SV106", "`bar.arrive` needs a thread count (`bar.arrive ID, N`)", span)
+            self.error("SV106", f"`{op}` needs a thread count (`{op} ID, N`)", span)
             return None
         return bar_id, count
 
@@ -822,6 +827,15 @@ class Resolver:
     def op_bar_arrive(self, span, quals, operands, clauses):
         r = self._bar_operands(span, operands, clauses, need_count=True)
         return ir.BarArrive(r[0], r[1], span) if r else None  # type: ignore[arg-type]
+
+    def op_barrier_sync(self, span, quals, operands, clauses):
+        """`barrier.sync`: unaligned unless spelled `barrier.sync.aligned` (= `bar.sync`)."""
+        r = self._bar_operands(span, operands, clauses, need_count=False, op="barrier.sync")
+        return ir.BarSync(r[0], r[1], span, ".aligned" in quals) if r else None
+
+    def op_barrier_arrive(self, span, quals, operands, clauses):
+        r = self._bar_operands(span, operands, clauses, need_count=True, op="barrier.arrive")
+        return ir.BarArrive(r[0], r[1], span, ".aligned" in quals) if r else None  # type: ignore[arg-type]
 
     def op_cluster_arrive(self, span, quals, operands, clauses):
         return ir.ClusterArrive(".relaxed" in quals, span)
@@ -914,7 +928,7 @@ class Resolver:
         if not 32 <= cols <= 512 or cols & (cols - 1):  # PTX tcgen05.alloc: nCols a power of two in 32..512
             self.error("SV110", f"cols {cols} must be a power of two in 32..512", self.span(clauses["cols"]))
             return None
-        return ir.TmemAlloc(dealloc, group, span)
+        return ir.TmemAlloc(dealloc, group, span, cols)
 
     def op_tmem_alloc(self, span, quals, operands, clauses):
         return self._tmem(False, span, clauses)

@@ -87,6 +87,7 @@ from .state import (
     shift_phase,
 )
 
+TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
 _MEMO_LIMIT = 1 << 16  # entries a per-machine memo table holds before it starts over
 
@@ -235,8 +236,12 @@ class Machine:
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
         # thread's arrival still counts, so such an exit could complete a generation without
         # a warp that has not arrived): see successors() on taking cluster operations alone.
+        # It must come before the warp's next arrive: a warp may arrive again once the generation
+        # of its earlier arrival has completed (rules.cb_arrives_twice), so whether a second arrive
+        # breaks SV205 depends on the order of other warps' arrivals, which must all be explored.
+        waited_before_next = [_must_pass(prog, ir.ClusterWait, ir.ClusterArrive) for prog in self.programs]
         self.cluster_arrivals_waited = all(
-            self.cluster_wait_ahead[q][pc + 1] for q, prog in enumerate(self.programs)
+            waited_before_next[q][pc + 1] for q, prog in enumerate(self.programs)
             for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.ClusterArrive))
         # the CTAs an operation of process p at (pc, vars) targets: see _targets
         self._target_memo: dict[tuple[int, int, tuple], tuple[int, ...] | None] = {}
@@ -248,6 +253,13 @@ class Machine:
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
             self._por_class = [[_POR_OTHER if c is _POR_CLUSTER else c for c in cs] for cs in self._por_class]
+        # the processes that are parts of one warp split between roles: their syncwarps meet (op_syncwarp),
+        # so those are not local steps
+        self.warp_parts = {p.index: tuple(q.index for q in self.procs if q.cta == p.cta and q.warp == p.warp)
+                           for p in self.procs if not p.whole_warp}
+        for q in self.warp_parts:
+            self._por_class[q] = [_POR_OTHER if ins.kind == OP and isinstance(ins.op, ir.Syncwarp) else c
+                                  for ins, c in zip(self.programs[q].code, self._por_class[q], strict=True)]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
@@ -298,7 +310,8 @@ class Machine:
             for p in self.procs_of_cta[c]:
                 mask |= self.holders.proc_mask(p)
             records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, mask, mask))
-        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2))
+        # the cta_group 2 rendezvous of each pair, then each CTA's allocated columns (as (columns, 0))
+        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta)
         state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),
                       tuple(tmem))
         return state
@@ -1172,7 +1185,8 @@ class Machine:
         if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
             return False  # the init is not ordered before this wait: op_wait reports it
         jprev = self._jprev(mb, p)
-        intended = rules.first_wait_phase(parity) if jprev is None else rules.intended_phase(jprev, parity)
+        intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
+            rules.intended_phase(jprev, parity)
         return mb[M_K] <= intended + 1  # not stale: it just blocks
 
     def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
@@ -1203,11 +1217,14 @@ class Machine:
         s = self._rule_state(mb)
         jprev = self._jprev(mb, p)
         if jprev is None:
-            # A first wait has no history: it means the first phase since the init with its
-            # parity (phase 0 for parity 0, phase 1 for parity 1). The CUTLASS producer start
-            # (parity 1 on a fresh barrier, meaning "phase -1") passes at once and keeps no
-            # history; nvFuser's first WAR wait (parity 1 after a pre-arrived phase 0) means 1.
-            intended = rules.first_wait_phase(parity)
+            # A first wait has no history: it means the phase of PTX's window (the current one
+            # or the one before) with its parity. The CUTLASS producer start (parity 1 on a
+            # fresh barrier) passes at once and keeps no history; nvFuser's first WAR wait
+            # (parity 1 after a pre-arrived phase 0) means 1; a warp that first waits once the
+            # barrier is past phase 1 (ordered after it by other synchronization) means the
+            # phase it finds. Could it also run earlier, it observes an earlier phase there,
+            # and the next completion reports that it is not ordered after it (SV501).
+            intended = rules.first_wait_phase(s.k, parity)
             jprev = -1
         else:
             intended = rules.intended_phase(jprev, parity)
@@ -1238,8 +1255,14 @@ class Machine:
             w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
         if op.sem == "acquire":
             if op.scope == "cta" and mb[M_RDATA] & 2:
-                w.soft.append(Violation("SV602", f"wait on {self.mb_label(m)} acquires data another CTA released "
-                                        "to it, but with .cta scope; use wait.acquire.cluster", op.span))
+                # A warning, not an error: the release side is at .cluster scope here (a .cta one is
+                # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
+                # .cta scope on barriers its peers release at .cluster scope (docs/model.md, "Scopes").
+                w.warnings.append(Violation(
+                    "SV602", f"wait on {self.mb_label(m)} acquires generic-proxy data another CTA released into "
+                    "it, with the default .cta scope; PTX's memory model pairs a release and an acquire only when "
+                    "each scope includes the other thread, so prefer wait.acquire.cluster (CUTLASS relies on "
+                    "the .cta form)", op.span, severity=Severity.WARNING))
             w.records = acquire(w.records, self.holders.mb_last(m), lanes)
         return True
 
@@ -1317,7 +1340,7 @@ class Machine:
         ps = w.procs[p]
         # park at the BAR_WAIT that follows; completion (maybe right now) moves us on
         w.procs[p] = (ps[P_PC] + 1, ps[P_VARS], idx * 65536 + gen, *ps[3:])
-        self._nb_arrive(w, p, proc, bar_id, count, op.span, True, lanes)
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, op.aligned, lanes)
         return True
 
     def op_bar_arrive(self, w, p, proc, op: ir.BarArrive, ins, env, ctx, lanes) -> bool:
@@ -1342,10 +1365,11 @@ class Machine:
 
     def op_cluster_arrive(self, w, p, proc, op: ir.ClusterArrive, ins, env, ctx, lanes) -> bool:
         ps = w.procs[p]
-        if ps[P_CLTOKEN] >= 0:
-            raise Violation("SV205", "cluster barrier arrive a second time before this warp waited on it (PTX: each "
-                            "thread must arrive only once before the barrier completes)", op.span)
         cb = rules.ClusterBar(*w.cluster)
+        if rules.cb_arrives_twice(ps[P_CLTOKEN], cb.gen):
+            raise Violation("SV205", "cluster barrier arrive a second time before the generation of this warp's "
+                            "earlier arrival completed (PTX: each thread must arrive only once before the barrier "
+                            "completes)", op.span)
         cur = 1 << self.holders.cl_cur
         # A relaxed arrive orders nothing, except inits published by fence.mbarrier_init; any arrive
         # shows that this CTA is running (its start record travels).
@@ -1377,9 +1401,41 @@ class Machine:
     def op_syncwarp(self, w, p, proc, op: ir.Syncwarp, ins, env, ctx, lanes) -> bool:
         # __syncwarp orders the memory accesses of the participating lanes: the leader
         # and the other lanes learn what each other knows.
+        if p in self.warp_parts:
+            return self._syncwarp_parts(w, p)
         mask = self.holders.proc_mask(p)
         w.records = acquire(w.records, self.holders.leader(p), mask)
         w.records = acquire(w.records, self.holders.lanes(p), mask)
+        return True
+
+    def _syncwarp_parts(self, w: _Work, p: int):
+        """`__syncwarp()` (full mask) by one part of a warp split between roles. PTX bar.warp.sync:
+        the thread waits "until all threads corresponding to membermask have executed a
+        bar.warp.sync with the same membermask value" — any bar.warp.sync, at any site (sm_70+) —
+        and it "also guarantee[s] memory ordering among threads participating in barrier". A part
+        marks its arrival (its token) and stays; the last part to arrive orders every part's
+        accesses before every part's later ones and moves them all on. A part that exits
+        without one leaves the others waiting (a deadlock)."""
+        ps = w.procs[p]
+        if ps[P_TOKEN] >= 0:
+            return False  # arrived: waiting for the other parts
+        parts = self.warp_parts[p]
+        code = self.programs
+        waiting = [q for q in parts if q != p and w.procs[q][P_TOKEN] >= 0
+                   and isinstance(code[q].code[w.procs[q][P_PC]].op, ir.Syncwarp)]
+        if len(waiting) < len(parts) - 1:
+            w.procs[p] = (*ps[:P_TOKEN], 0, *ps[P_TOKEN + 1:])
+            return STAY
+        mask = 0
+        for q in parts:
+            mask |= self.holders.proc_mask(q)
+        w.records = acquire(w.records, mask, mask)
+        for q in waiting:
+            qs = w.procs[q]
+            pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+            w.procs[q] = (pc, vars_, -1, *qs[3:])
+            if code[q].code[pc].kind == END:
+                self._exit(w, q)
         return True
 
     # ---- data
@@ -1631,7 +1687,7 @@ class Machine:
         collectively: "the issuing warp must make sure that peer CTA is launched" — so the
         issuer must know the peer's start (SV402) — and each waits for the other."""
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
-            return True
+            return self._tmem_columns(w, proc.cta, op)
         idx = self.tmem_rendezvous(proc.cta, op)
         peer = proc.cta ^ 1
         arrived, gen = w.tmem[idx]
@@ -1641,6 +1697,8 @@ class Machine:
                 raise Violation("SV402", f"tmem.alloc cta_group 2 in CTA {proc.cta} may run before peer CTA {peer} "
                                 "is running and has initialized its side (PTX: the issuing warp must make sure the "
                                 "peer CTA is launched); put a cluster barrier before the allocation", op.span)
+            if not self._tmem_columns(w, proc.cta, op):
+                return False  # no room in this CTA's tensor memory yet: it joins once it has room
             arrived, new_gen, completes = rules.tm_join(arrived, gen, proc.cta & 1)
             w.tmem[idx] = (arrived, new_gen)
             if completes:
@@ -1651,6 +1709,27 @@ class Machine:
             w.procs[p] = (*ps[:P_TOKEN], -1, *ps[P_TOKEN + 1:])
             return True
         return False
+
+    def _tmem_columns_index(self, cta: int) -> int:
+        return 2 * ((self.ncta + 1) // 2) + cta
+
+    def _tmem_columns(self, w: _Work, cta: int, op: ir.TmemAlloc) -> bool:
+        """Allocate or free op.cols columns of CTA ``cta``'s tensor memory (512 columns). An
+        allocation without room cannot move: PTX's tcgen05.alloc "blocks, until the allocation is
+        successful" — forever when nothing frees them (a deadlock, SV201). Freeing more than is
+        allocated is SV406."""
+        idx = self._tmem_columns_index(cta)
+        used = w.tmem[idx][0]
+        if not op.dealloc:
+            if used + op.cols > TMEM_COLUMNS:
+                return False
+            w.tmem[idx] = (used + op.cols, 0)
+            return True
+        if op.cols > used:
+            raise Violation("SV406", f"tmem.dealloc of {op.cols} columns in CTA {cta}, which has only {used} "
+                            "allocated", op.span)
+        w.tmem[idx] = (used - op.cols, 0)
+        return True
 
     def tmem_rendezvous(self, cta: int, op: ir.TmemAlloc) -> int:
         """The cta_group 2 rendezvous of CTA ``cta``'s pair (one for allocations, one for
@@ -1798,7 +1877,13 @@ class Machine:
                     return f"line {line}: cluster.wait without having arrived (waits on itself)"
                 return (f"line {line}: cluster.wait — {state.cluster[1]} of "
                         f"{self._cluster_expected(_Work(state))} threads arrived")
+            if isinstance(op, ir.Syncwarp):
+                return f"line {line}: syncwarp — the other parts of warp {proc.warp} never reach a syncwarp"
             if isinstance(op, ir.TmemAlloc):
+                used = state.tmem[self._tmem_columns_index(proc.cta)][0]
+                if not op.dealloc and ps[P_TOKEN] < 0 and used + op.cols > TMEM_COLUMNS:
+                    return (f"line {line}: tmem.alloc of {op.cols} columns — {used} of the {TMEM_COLUMNS} "
+                            f"tensor-memory columns of CTA {proc.cta} are allocated and never freed")
                 return f"line {line}: {'tmem.dealloc' if op.dealloc else 'tmem.alloc'} cta_group 2 — the peer " \
                        "CTA's warp never joins"
         except (EvalError, KeyError):
@@ -1884,15 +1969,18 @@ def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]
     return ahead
 
 
-def _must_pass(prog: Program, kind: type) -> list[bool]:
-    """For every pc: does every path from there to the end pass an op of ``kind``?
+def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bool]:
+    """For every pc: does every path from there to the end pass an op of ``kind`` (and, with
+    ``before``, pass it before any op of that kind)?
 
-    The complement of a least fixpoint, "some path reaches END without passing one", over
-    the control-flow graph with every branch taken both ways (so it holds for any values)."""
+    The complement of a least fixpoint, "some path reaches END (or ``before``) without passing
+    one", over the control-flow graph with every branch taken both ways (so it holds for any
+    values)."""
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
-    escapes = [ins.kind == END for ins in code]
+    escapes = [ins.kind == END or (before is not None and ins.kind == OP and isinstance(ins.op, before))
+               for ins in code]
     changed = True
     while changed:
         changed = False

@@ -117,11 +117,19 @@ def mb_wait_passes(s: Mbar, parity: Any, A: Arith = PY) -> Any:
     return A.mod2(s.k) != A.mod2(parity)
 
 
-def first_wait_phase(parity: Any, A: Arith = PY) -> Any:
-    """The phase a waiter's first wait (no phase observed since the init) means: the first
-    phase with its parity — phase 0 for parity 0, phase 1 for parity 1. (The CUTLASS producer
-    start, parity 1 on a fresh barrier, passes at once: the barrier is in phase 0.)"""
-    return A.mod2(parity)
+def first_wait_phase(k: Any, parity: Any, A: Arith = PY) -> Any:
+    """The phase a waiter's first wait (no phase observed since the init) means, with the
+    barrier in phase k when it runs: PTX's validity window — "phaseParity operand specifies
+    the parity of either the current phase or the immediately preceding phase" — so the one
+    of phases k−1, k whose parity is p. Phase −1 does not exist: on a fresh barrier (k = 0)
+    parity 1 means phase 1, and the wait passes at once without observing anything (CUTLASS's
+    producer start, "the buffer starts empty"). For k ∈ {0, 1} this is phase p itself.
+
+    Whether the waiter could also have run in an earlier window (and so meant an earlier
+    phase) is not decided here: its observation is checked against the next completion on
+    causality (SV501), which reports the interleaving where it runs early."""
+    same = A.mod2(k) == A.mod2(parity)
+    return A.ite(same, k, A.ite(k == 0, 1, k - 1))
 
 
 def intended_phase(last_observed: Any, parity: Any, A: Arith = PY) -> Any:
@@ -204,8 +212,18 @@ def tm_join(arrived: Any, gen: Any, side: int, A: Arith = PY) -> tuple[Any, Any,
 
 def cb_arrive(s: ClusterBar, threads: int, proc_bit: int) -> ClusterBar:
     """`barrier.cluster.arrive` (§4): marks arrival; "each thread must arrive only once
-    before the barrier completes" (a second arrive is SV205)."""
+    before the barrier completes" (see cb_arrives_twice)."""
     return ClusterBar(s.gen, s.arrived + threads, s.procs | proc_bit)
+
+
+def cb_arrives_twice(token: Any, gen: Any, A: Arith = PY) -> Any:
+    """SV205: "Each thread must arrive at the barrier only once before the barrier completes"
+    (§4). ``token``: the generation of the warp's last arrival not yet followed by its wait
+    (−1: none); ``gen``: the barrier's current generation. An arrival is a second one only
+    while the generation of the earlier one has not completed; once it has, the warp may
+    arrive on the next one without having waited (Triton-TLX partitions arrive on entry and
+    `cluster.sync` later)."""
+    return A.and_(token >= 0, gen <= token)
 
 
 def cb_completes(s: ClusterBar, expected: Any, A: Arith = PY) -> Any:

@@ -12,7 +12,8 @@ A state is a tuple of tuples (hashable, canonical):
 * named[c*16+id] = rules.NamedBar; cluster = rules.ClusterBar
 * agents: in-flight asynchronous operations (sorted)
 * records: access records for race detection (sorted), see below
-* tmem[pair*2+dealloc] = (arrived CTA bitmask, generation): the cta_group 2 rendezvous
+* tmem[pair*2+dealloc] = (arrived CTA bitmask, generation): the cta_group 2 rendezvous;
+  after them, tmem[2*pairs + cta] = (tensor-memory columns allocated in that CTA, 0)
 
 Happens-before is tracked with *knowledge*: every live access record carries
 the set of holders that are ordered after it, as a bitmask. A holder is a

@@ -1,0 +1,131 @@
+"""Who must execute a collective operation, and what the CTA's tensor memory adds up to.
+
+Two rules of the PTX text that no single step breaks, so they are checked on the compiled
+programs instead of during the search:
+
+* SV206 — `.sync.aligned` collectives executed by too few threads. wgmma's "mandatory
+  .sync … .aligned qualifier … all threads in the warpgroup must execute the same wgmma
+  instruction" (ptx-semantics.md §6): every warp of a warpgroup must execute each wgmma
+  operation. tcgen05.alloc/dealloc are warp-collective (`.sync.aligned`, "UB … if any thread
+  of the warp has exited", §7): a process that is only part of a warp cannot run them.
+* SV406 — tensor memory left allocated at exit (or freed beyond what was allocated). "All of
+  the Tensor Memory that was allocated … must be explicitly deallocated … before the kernel
+  exits" (§7).
+
+Control flow depends only on loop variables and on who executes, so each process runs one fixed
+sequence of operations (the search's `_future` relies on the same fact). The column totals are
+therefore exact for every execution that runs to the end; the search decides the rest (an
+allocation that finds no room blocks: Machine.op_tmem).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from . import ir
+from .diagnostics import Diagnostic, make
+from .semantics.machine import TMEM_COLUMNS, Machine, Violation
+from .semantics.program import END, OP, Instr, Program
+
+_MAX_STEPS = 1_000_000
+
+
+def is_wgmma(op: ir.Op) -> bool:
+    """wgmma.read, wgmma.commit, wgmma.wait: the warpgroup-collective operations."""
+    return isinstance(op, ir.WgmmaRead) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma")
+
+
+def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
+    """SV206 for every wgmma operation some warpgroup runs with fewer than its four warps, and every
+    wgmma or tmem operation that part of a warp runs."""
+    out: list[Diagnostic] = []
+    seen: dict[int, ir.Op] = {}
+    runs: dict[int, dict[int, set[int]]] = {}  # id(op) -> cta -> warps whose program has it
+    for prog in programs:
+        proc = prog.process
+        for ins in prog.code:
+            op = ins.op
+            if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc)):
+                continue
+            if not proc.whole_warp or ins.leader_only:
+                if id(op) not in seen:
+                    seen[id(op)] = op
+                    what = "wgmma is warpgroup-collective" if is_wgmma(op) else \
+                        "tcgen05.alloc/dealloc are warp-collective (.sync.aligned)"
+                    out.append(make("SV206", f"executed by {proc.label()}, which is only part of a warp; {what}: "
+                                    "every thread of the warp must execute it", op.span))
+                continue
+            if is_wgmma(op):
+                seen.setdefault(id(op), op)
+                runs.setdefault(id(op), {}).setdefault(proc.cta, set()).add(proc.warp)
+    reported = {d.span for d in out}
+    for key, by_cta in runs.items():
+        op = seen[key]
+        for cta, warps in sorted(by_cta.items()):
+            missing = sorted({4 * (w // 4) + i for w in warps for i in range(4)} - warps)
+            if missing and op.span not in reported:
+                reported.add(op.span)
+                where = f" of CTA {cta}" if protocol.cluster > 1 else ""
+                out.append(make("SV206", f"executed by warps {sorted(warps)}{where} but not by warps {missing} of "
+                                "the same warpgroup; wgmma is .sync.aligned over the warpgroup: all four warps must "
+                                "execute it (PTX: undefined otherwise)", op.span))
+    return out
+
+
+def op_sequence(machine: Machine, p: int) -> Iterator[Instr]:
+    """The operations process p executes, in order (control flow run as the search runs it). Stops
+    early where an expression cannot be evaluated: the search reports that."""
+    prog = machine.programs[p]
+    code = prog.code
+    try:
+        pc, vars_ = machine._run_local(p, 0, (0,) * len(prog.var_names))
+        for _ in range(_MAX_STEPS):
+            if code[pc].kind == END:
+                return
+            if code[pc].kind == OP:
+                yield code[pc]
+            pc, vars_ = machine._run_local(p, pc + 1, vars_)
+    except Violation:
+        return
+
+
+def tmem_totals(machine: Machine) -> dict[int, tuple[int, int, ir.Op]]:
+    """Per CTA that uses tensor memory: (columns allocated, columns deallocated, its first alloc or
+    dealloc) over every execution that runs to the end (each side of a cta_group 2 operation
+    allocates in its own CTA)."""
+    totals: dict[int, tuple[int, int, ir.Op]] = {}
+    for p, proc in enumerate(machine.procs):
+        for ins in op_sequence(machine, p):
+            op = ins.op
+            if isinstance(op, ir.TmemAlloc):
+                alloc, free, first = totals.get(proc.cta, (0, 0, op))
+                totals[proc.cta] = (alloc, free + op.cols, first) if op.dealloc else (alloc + op.cols, free, first)
+    return totals
+
+
+def tmem_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
+    """SV406: a CTA whose executions allocate more tensor memory than they deallocate, or the reverse."""
+    if not any(isinstance(ins.op, ir.TmemAlloc) for prog in programs for ins in prog.code):
+        return []
+    out = []
+    for cta, (alloc, free, first) in sorted(tmem_totals(Machine(protocol, reduce=False)).items()):
+        where = f"CTA {cta}" if protocol.cluster > 1 else "the CTA"
+        if alloc > free:
+            out.append(make("SV406", f"{where} allocates {alloc} tensor-memory columns but deallocates {free}: "
+                            f"{alloc - free} are still allocated when it exits (PTX: all Tensor Memory allocated "
+                            "must be deallocated before the kernel exits)", first.span))
+        elif free > alloc:
+            out.append(make("SV406", f"{where} deallocates {free} tensor-memory columns but allocates only "
+                            f"{alloc}", first.span))
+    return out
+
+
+def tmem_may_block(machine: Machine) -> str | None:
+    """Why an allocation of the protocol may find no room (a CTA's allocations add up to more than
+    512 columns), for the engines that do not model the columns; None when none can."""
+    for cta, (alloc, _, first) in sorted(tmem_totals(machine).items()):
+        if alloc > TMEM_COLUMNS:
+            return (f"tensor-memory allocations of CTA {cta} add up to {alloc} columns (more than {TMEM_COLUMNS}): "
+                    f"an allocation may block until a deallocation frees room, which is not encoded "
+                    f"(line {first.span.line})")
+    return None
