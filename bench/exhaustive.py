@@ -1,5 +1,5 @@
-"""Bounded-exhaustive cross-checking: every program of the small scopes of tests/exhaustive.py,
-checked by the explicit engine with and without its reductions, the bmc engine and SPIN.
+"""Bounded-exhaustive cross-checking: every program of the small scopes of
+tests/exhaustive_programs.py, checked by the explicit engine with and without its reductions, the bmc engine and SPIN.
 
 The reference is the explicit engine with partial-order reduction and symmetry; the explicit
 engine without either runs on every program, the bmc engine on every ``--bmc-every``-th and SPIN
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from diff_engines import CONCLUSIVE, Answer, compare, engines, family, spin_fast  # noqa: E402
-from exhaustive import SCOPES, programs, render  # noqa: E402
+from exhaustive_programs import SCOPES, atoms_of, programs, render, statements  # noqa: E402
 
 import syncverify  # noqa: E402
 from syncverify.diagnostics import InputError  # noqa: E402
@@ -161,20 +161,21 @@ def main() -> int:
 def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, disagreements, disjoint,
            wall) -> list[str]:
     cmd = (f"nice -n 10 python bench/exhaustive.py --scopes {','.join(scopes)} --bmc-every {args.bmc_every} "
-           f"--spin-every {args.spin_every} --max-states {args.max_states} --seconds {args.seconds:g} "
+           f"--spin-every {args.spin_every} --max-states {args.max_states} --seconds {args.seconds:g}"
            + (f" --sample {args.sample}" if args.sample > 1 else "")
            + (f" --time-limit {args.time_limit:g}" if args.time_limit else "")
            + f" --jobs {args.jobs}" + (f" --out {args.out}" if args.out else ""))
     lines = ["# Bounded-exhaustive cross-checking", "",
-             "Every program of the small scopes of `tests/exhaustive.py` (the operation alphabet and the scopes",
-             "are defined there), checked by the explicit engine with its reductions (the reference) and",
+             "Every program of the small scopes of `tests/exhaustive_programs.py` (the operation alphabet and",
+             "the scopes are defined there), checked by the explicit engine with its reductions (the reference) and",
              "without them on every program, by the bmc engine and by SPIN on a deterministic slice",
-             f"(every {args.bmc_every}th and every {args.spin_every}th program of each scope, by index).", "",
+             f"(bmc: {_every(args.bmc_every)}; SPIN: {_every(args.spin_every)}; by index within each scope).", "",
              "    " + cmd, "",
              f"Wall time {wall:.0f} s with {args.jobs} worker(s), niced, on a shared 2-core machine. "
              f"Engine seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(seconds.items())) + ".", "",
              *([f"**Partial run:** the time limit ({args.time_limit:g} s) stopped it after {args.done} of "
                 f"{args.total} programs; the counts below cover those.", ""] if args.done < args.total else []),
+             "## Scopes", "", *scope_table(scopes), "",
              "## Programs", "",
              "| scope | programs | rejected by the loader | reference safe | reference violation | inconclusive |",
              "|---|---:|---:|---:|---:|---:|"]
@@ -211,6 +212,23 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
         ref = row["answers"]["explicit"]
         lines.append(f"* {row['scope']} #{row['index']}: {name} {sorted(a.codes)}, explicit {sorted(ref.codes)}")
     return lines
+
+
+def scope_table(scopes: list[str]) -> list[str]:
+    """What each scope enumerates (tests/exhaustive_programs.py SCOPES)."""
+    lines = ["| scope | CTAs x body warps | atoms per warp (splits) | atoms | wrappers | two-atom loops | statements "
+             "| programs |", "|---|---|---|---:|---|---|---:|---:|"]
+    for name in scopes:
+        s = SCOPES[name]
+        wrappers = ", ".join(w or "none" for w in s.wrappers)
+        lines.append(f"| {name} | {s.ctas} x {s.warps} | {' '.join(map(str, s.splits))} | {len(atoms_of(s))} | "
+                     f"{wrappers} | {'yes' if s.pair_loops else 'no'} | {len(statements(s))} | "
+                     f"{len(_programs(name))} |")
+    return lines
+
+
+def _every(k: int) -> str:
+    return "never" if k <= 0 else "every program" if k == 1 else f"every {k}th program"
 
 
 if __name__ == "__main__":

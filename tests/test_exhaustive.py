@@ -1,4 +1,4 @@
-"""A sampled slice of the bounded-exhaustive cross-check (tests/exhaustive.py; the full pass is
+"""A sampled slice of the bounded-exhaustive cross-check (tests/exhaustive_programs.py; the full pass is
 bench/exhaustive.py, reported in bench/EXHAUSTIVE.md).
 
 Every answer is computed: the reference (the explicit engine with its reductions) against the
@@ -13,7 +13,7 @@ import collections
 
 import pytest
 from diff_engines import CONCLUSIVE, compare, engines, spin_fast
-from exhaustive import ALPHABET, SCOPES, Stmt, programs, render, sample, statements
+from exhaustive_programs import ALPHABET, SCOPES, Stmt, programs, render, sample, statements
 
 from syncverify import load
 from syncverify.diagnostics import InputError
