@@ -84,6 +84,8 @@ def main() -> int:
     ap.add_argument("--spin-every", type=int, default=250, help="SPIN on every k-th program of a scope (0: never)")
     ap.add_argument("--max-states", type=int, default=200_000)
     ap.add_argument("--seconds", type=float, default=60.0, help="budget per engine and program")
+    ap.add_argument("--from-index", type=int, default=0, help="start at this program index in each scope (to "
+                    "finish a run a time limit stopped)")
     ap.add_argument("--sample", type=int, default=1, help="only every k-th program of each scope (a quick run)")
     ap.add_argument("--time-limit", type=float, default=0, help="stop after this many seconds and report what "
                     "was checked (0: none)")
@@ -92,7 +94,7 @@ def main() -> int:
     args = ap.parse_args()
 
     scopes = args.scopes.split(",")
-    jobs = [(s, i) for s in scopes for i in range(0, len(_programs(s)), args.sample)]
+    jobs = [(s, i) for s in scopes for i in range(args.from_index, len(_programs(s)), args.sample)]
     start = time.monotonic()
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -149,6 +151,7 @@ def main() -> int:
     if args.jobs > 1:
         pool.shutdown(wait=False, cancel_futures=True)
     args.done, args.total = done, len(jobs)
+    args.next_job = jobs[done] if done < len(jobs) else None  # where a --from-index run would go on
 
     lines = report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, disagreements, disjoint, wall)
     text = "\n".join(lines) + "\n"
@@ -162,6 +165,7 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
            wall) -> list[str]:
     cmd = (f"nice -n 10 python bench/exhaustive.py --scopes {','.join(scopes)} --bmc-every {args.bmc_every} "
            f"--spin-every {args.spin_every} --max-states {args.max_states} --seconds {args.seconds:g}"
+           + (f" --from-index {args.from_index}" if args.from_index else "")
            + (f" --sample {args.sample}" if args.sample > 1 else "")
            + (f" --time-limit {args.time_limit:g}" if args.time_limit else "")
            + f" --jobs {args.jobs}" + (f" --out {args.out}" if args.out else ""))
@@ -174,7 +178,8 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
              f"Wall time {wall:.0f} s with {args.jobs} worker(s), niced, on a shared 2-core machine. "
              f"Engine seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(seconds.items())) + ".", "",
              *([f"**Partial run:** the time limit ({args.time_limit:g} s) stopped it after {args.done} of "
-                f"{args.total} programs; the counts below cover those.", ""] if args.done < args.total else []),
+                f"{args.total} programs, before program {args.next_job[1]} of scope {args.next_job[0]}; the "
+                "counts below cover those.", ""] if args.done < args.total else []),
              "## Scopes", "", *scope_table(scopes), "",
              "## Programs", "",
              "| scope | programs | rejected by the loader | reference safe | reference violation | inconclusive |",
