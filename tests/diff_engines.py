@@ -103,9 +103,14 @@ def _bmc(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
     return answer
 
 
-def _spin(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+def _spin(protocol: ir.Protocol, max_states: int, seconds: float, cc_flags: tuple[str, ...] = ("-O2",)) -> Answer:
+    """SPIN on the exported model, with the search-free findings (staticcheck.py) added as every
+    engine adds them (engines.merge_static): the export models the search, not the static checks,
+    so without them a protocol only a static check rejects would read as a disagreement."""
     from syncverify.export.promela import ExportError, export_model
     from syncverify.export.spin import run_spin
+    from syncverify.semantics.machine import Machine
+    from syncverify.staticcheck import static_findings
 
     start = time.monotonic()
     try:
@@ -113,11 +118,20 @@ def _spin(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
     except ExportError as why:
         return Answer("unsupported", detail=str(why), seconds=time.monotonic() - start)
     with tempfile.TemporaryDirectory(prefix="sv-spin-") as tmp:
-        out = run_spin(model.text, Path(tmp), timeout=seconds, depth=model.max_depth)
+        out = run_spin(model.text, Path(tmp), timeout=seconds, depth=model.max_depth, cc_flags=cc_flags)
     code = "SV201" if out.code == "deadlock" else out.code
     codes = frozenset({code}) if code and code != "EXPORTCAP" else frozenset()
     verdict = "unsupported" if out.code == "EXPORTCAP" else out.verdict
+    static = frozenset(d.code for d in static_findings(protocol, Machine(protocol).programs) if d.is_error)
+    if static and verdict != "unsupported":
+        verdict, codes = "violation", codes | static
     return Answer(verdict, codes, out.states, time.monotonic() - start, out.detail[:300])
+
+
+def spin_fast(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+    """SPIN compiled at -O0: for tiny models the compile is most of the cost, and the optimization
+    level cannot change a verdict (tests/test_promela.py does the same)."""
+    return _spin(protocol, max_states, seconds, ("-O0",))
 
 
 def _module_missing(name: str) -> str | None:

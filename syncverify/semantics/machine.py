@@ -89,6 +89,10 @@ from .state import (
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
+# A handler's answer: the handler placed the process itself (bar.sync parks it at the BAR_WAIT
+# after it, or its own arrival completed the generation and moved it on). Its pc is final even
+# where it equals the one it started at: a loop whose body is only the barrier comes back to it.
+PLACED = 3
 _MEMO_LIMIT = 1 << 16  # entries a per-machine memo table holds before it starts over
 
 
@@ -901,7 +905,9 @@ class Machine:
         """Apply one operation of process p. Returns False if it cannot move (blocked).
 
         Handlers return True (done: go to the next instruction), False (blocked: no
-        step) or STAY (a visible effect, but the process stays, e.g. it joined a rendezvous)."""
+        step), STAY (a visible effect, but the process stays, e.g. it joined a rendezvous) or
+        PLACED (the handler moved the process itself). The pc is advanced here only for True:
+        comparing pcs cannot tell "not moved" from "moved around a loop back to this operation"."""
         op = ins.op
         env = self._env_at(p, pstate[P_VARS])
         ctx = self.ctx[p]
@@ -909,7 +915,7 @@ class Machine:
         lanes = self._lanes(p, ins.leader_only)
         handler = _HANDLERS[type(op)]
         moved = handler(self, w, p, proc, op, ins, env, ctx, lanes)
-        if moved is STAY:
+        if moved is STAY or moved is PLACED:
             return True
         if moved:
             pc = w.procs[p][P_PC]
@@ -1338,10 +1344,11 @@ class Machine:
         idx = proc.cta * 16 + bar_id
         gen = w.named[idx].gen
         ps = w.procs[p]
-        # park at the BAR_WAIT that follows; completion (maybe right now) moves us on
+        # park at the BAR_WAIT that follows; completion (maybe right now, by this very arrival)
+        # moves us on — possibly around a loop back to this bar.sync, hence PLACED
         w.procs[p] = (ps[P_PC] + 1, ps[P_VARS], idx * 65536 + gen, *ps[3:])
         self._nb_arrive(w, p, proc, bar_id, count, op.span, op.aligned, lanes)
-        return True
+        return PLACED
 
     def op_bar_arrive(self, w, p, proc, op: ir.BarArrive, ins, env, ctx, lanes) -> bool:
         bar_id = self._bar_id(op.bar_id, env, ctx, op.span)

@@ -1,0 +1,248 @@
+"""Bounded-exhaustive protocols: every program up to a small size, for cross-checking the engines.
+
+Random generators (tests/strategies.py) draw from patterns and never produced a loop whose body,
+for some warp, is one barrier — the shape of a false deadlock that lived through thousands of
+random protocols. Here every combination of the operation alphabet up to a size bound is
+generated, so a shape that small cannot be missed.
+
+The alphabet is the one table ``ALPHABET``: a new primitive is added there and every scope picks
+it up. A *statement* is an atom, optionally in ``elect`` or ``per warp`` (atoms that are not warp-collective),
+optionally inside a loop of 1 or 2 trips; a loop may also hold two atoms in sequence. A program
+gives each body warp a sequence of at most 3 statements, with the number of atoms per warp set
+by the scope's ``splits`` (``SCOPES``); a warp with an empty or shorter sequence is the early
+exit. The engines decide what each atom means (``elect`` included): the generator only writes
+text.
+
+Protocols that use the mbarrier get a setup warp of their own that initializes it (in ``elect``;
+in a cluster with ``fence.mbarrier_init``) before a CTA-wide (or cluster-wide) barrier that
+every warp passes, then exits; protocols that do not use it have no prologue at all. Either way
+the body warps are interchangeable — same role shape, no warp singled out — so a program is
+generated once per multiset of warp sequences (``programs``), and in the 2-CTA scope once per
+multiset of CTA sequences (the CTA rank appears only as ``cta ^ 1`` and a multicast to both,
+which are symmetric). That is the only canonicalization: it relies on nothing the engines
+compute.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One operation of the alphabet, as a warp writes it (``{k}``: the enclosing loop's variable)."""
+
+    name: str
+    text: str
+    collective: bool = False  # warp-collective: never inside elect / per warp (SV116)
+    mbarrier: bool = False  # uses the mbarrier (the protocol gets the setup prologue)
+    cluster_only: bool = False  # needs a cluster of 2 (remote operations, cluster-wide rendezvous)
+    in_loop: bool = False  # uses the loop variable: only inside a loop
+
+
+# The operation alphabet, in one place: every barrier kind, the mbarrier operations with their
+# parities, copies, accesses, fences, tensor-core operations.
+ALPHABET: tuple[Atom, ...] = (
+    Atom("syncthreads", "syncthreads;", collective=True),
+    Atom("bar.sync", "bar.sync 1, {bar};", collective=True),  # {bar}: the threads of two body warps (or one)
+    Atom("bar.arrive", "bar.arrive 1, {bar};", collective=True),
+    Atom("syncwarp", "syncwarp;", collective=True),
+    Atom("cluster.sync", "cluster.sync;", collective=True),
+    Atom("cluster.arrive", "cluster.arrive;", collective=True),
+    Atom("cluster.arrive.relaxed", "cluster.arrive.relaxed;", collective=True),
+    Atom("cluster.wait", "cluster.wait;", collective=True),
+    Atom("arrive", "arrive mb;", mbarrier=True),
+    Atom("arrive.expect_tx", "arrive.expect_tx mb bytes 64;", mbarrier=True),
+    Atom("expect_tx", "expect_tx mb bytes 64;", mbarrier=True),
+    Atom("complete_tx", "complete_tx mb bytes 64;", mbarrier=True),
+    Atom("arrive_drop", "arrive_drop mb;", mbarrier=True),
+    Atom("inval", "inval mb;", mbarrier=True),
+    Atom("init", "init mb;", mbarrier=True),
+    Atom("wait0", "wait mb parity 0;", mbarrier=True),
+    Atom("wait1", "wait mb parity 1;", mbarrier=True),
+    Atom("wait_k", "wait mb parity {k} % 2;", mbarrier=True, in_loop=True),
+    Atom("wait_k1", "wait mb parity ({k} + 1) % 2;", mbarrier=True, in_loop=True),
+    Atom("tma.load", "tma.load buf -> mb;", mbarrier=True),
+    Atom("umma.commit", "umma.commit mb;", mbarrier=True),
+    Atom("read", "read buf;"),
+    Atom("write", "write buf;"),
+    Atom("fence.proxy.async", "fence.proxy.async;"),
+    Atom("tma.store", "tma.store buf;"),
+    Atom("bulk.commit", "bulk.commit;"),
+    Atom("bulk.wait_read", "bulk.wait_read 0;"),
+    Atom("wgmma.read", "wgmma.read buf;", collective=True),
+    Atom("wgmma.commit", "wgmma.commit;", collective=True),
+    Atom("wgmma.wait", "wgmma.wait 0;", collective=True),
+    Atom("arrive.remote", "arrive.release.cluster mb @ cta ^ 1;", mbarrier=True, cluster_only=True),
+    Atom("read.remote", "read buf @ cta ^ 1;", cluster_only=True),
+    Atom("write.remote", "write buf @ cta ^ 1;", cluster_only=True),
+    Atom("tma.load.multicast", "tma.load buf -> mb multicast 3;", mbarrier=True, cluster_only=True),
+    Atom("wait.cluster", "wait.acquire.cluster mb parity 0;", mbarrier=True, cluster_only=True),
+    Atom("tmem.alloc2", "tmem.alloc cta_group 2;", collective=True, cluster_only=True),
+)
+
+WRAPPERS = ("", "elect", "per warp")
+LOOP_TRIPS = (1, 2)
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """A statement: atoms (one, or two in a loop body), their wrappers, and the loop's trips (0: none)."""
+
+    atoms: tuple[tuple[Atom, str], ...]
+    trips: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.atoms)
+
+    @property
+    def mbarrier(self) -> bool:
+        return any(a.mbarrier for a, _ in self.atoms)
+
+    def text(self, var: str, bar: int) -> str:
+        body = " ".join(_wrapped(a, w, var, bar) for a, w in self.atoms)
+        return f"for {var} in 0..{self.trips} {{ {body} }}" if self.trips else body
+
+
+def _wrapped(atom: Atom, wrapper: str, var: str, bar: int) -> str:
+    text = atom.text.format(k=var, bar=bar)
+    return f"{wrapper} {{ {text} }}" if wrapper else text
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A small scope: the shape of the CTAs and the programs enumerated in it."""
+
+    name: str
+    ctas: int  # 1, or 2 (a cluster; one body warp per CTA)
+    warps: int  # body warps per CTA (with 2 CTAs: 1)
+    splits: tuple[tuple[int, ...], ...]  # atoms per body warp (per CTA with 2 CTAs), non-increasing
+    per_warp: int = 3  # statements per warp, at most
+    atoms: tuple[str, ...] | None = None  # a sub-alphabet by name (None: every atom the scope allows)
+    wrappers: tuple[str, ...] = WRAPPERS
+    pair_loops: bool = False  # loops whose body is two atoms
+
+
+_BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
+             "cluster.arrive.relaxed", "cluster.wait")
+
+# The scopes of the full pass (bench/exhaustive.py); the test suite runs a slice of them.
+SCOPES: dict[str, Scope] = {
+    # every statement of the alphabet against every other, and alone beside an early exit
+    "cta2": Scope("cta2", 1, 2, ((1, 1), (1, 0))),
+    # three warps (a named barrier of 64 threads is then a subset), barriers and accesses
+    "cta3": Scope("cta3", 1, 3, ((1, 1, 1), (1, 1, 0), (1, 0, 0)), atoms=(*_BARRIERS, "read", "write"),
+                  wrappers=("",)),
+    # longer sequences and two-atom loop bodies around the barriers
+    "cta2-seq": Scope("cta2-seq", 1, 2, ((2, 1), (2, 0)),
+                      atoms=("syncthreads", "bar.sync", "bar.arrive", "read", "write"), wrappers=("",),
+                      pair_loops=True),
+    # a cluster of two CTAs, one body warp each: remote operations and the cluster barrier
+    "cluster2": Scope("cluster2", 2, 1, ((1, 1), (1, 0)), wrappers=("", "elect")),
+}
+
+
+def atoms_of(scope: Scope) -> list[Atom]:
+    chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
+    if scope.atoms is not None:
+        chosen = [a for a in chosen if a.name in scope.atoms]
+    return chosen
+
+
+def statements(scope: Scope) -> list[Stmt]:
+    """Every statement of the scope, in a fixed order."""
+    wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers if not (w and a.collective)]
+    plain = [x for x in wrapped if not x[0].in_loop]
+    out = [Stmt((x,)) for x in plain]
+    out += [Stmt((x,), t) for t in LOOP_TRIPS for x in wrapped]
+    if scope.pair_loops:
+        out += [Stmt((x, y), t) for t in LOOP_TRIPS for x in wrapped for y in wrapped]
+    return out
+
+
+def sequences(stmts: list[Stmt], size: int, count: int) -> Iterator[tuple[Stmt, ...]]:
+    """Every sequence of at most ``count`` statements of ``size`` atoms in all, by size."""
+    by_size: dict[int, list[Stmt]] = {}
+    for s in stmts:
+        by_size.setdefault(s.size, []).append(s)
+
+    def go(left: int, slots: int) -> Iterator[tuple[Stmt, ...]]:
+        if left == 0:
+            yield ()
+            return
+        if slots == 0:
+            return
+        for n, group in by_size.items():
+            if n <= left:
+                for s in group:
+                    for rest in go(left - n, slots - 1):
+                        yield (s, *rest)
+
+    yield from go(size, count)
+
+
+def programs(scope: Scope) -> Iterator[tuple[tuple[Stmt, ...], ...]]:
+    """Every canonical program of the scope: one sequence per body warp (per CTA with 2 CTAs).
+    The body warps are interchangeable, so a program is one multiset of sequences: of the
+    orders of equal-sized sequences only the sorted one is generated."""
+    stmts = statements(scope)
+    index = {s: i for i, s in enumerate(stmts)}
+    pools: dict[int, list[tuple[Stmt, ...]]] = {}
+
+    def key(seq: tuple[Stmt, ...]) -> tuple[int, ...]:
+        return (len(seq), *(index[s] for s in seq))
+
+    for split in scope.splits:
+        for n in split:
+            if n not in pools:
+                pools[n] = list(sequences(stmts, n, scope.per_warp)) if n else [()]
+        for combo in itertools.product(*(pools[n] for n in split)):
+            if any(split[i] == split[i + 1] and key(combo[i]) > key(combo[i + 1]) for i in range(len(split) - 1)):
+                continue  # the same multiset in another order
+            yield combo
+
+
+def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x") -> str:
+    """The .sync text of one program."""
+    setup = any(s.mbarrier for seq in program for s in seq)
+    body_warps = scope.warps
+    warps = body_warps + (1 if setup else 0)
+    lines = [f"protocol {name} {{"]
+    if scope.ctas > 1:
+        lines.append(f"  cluster {scope.ctas};")
+    lines.append(f"  cta threads {32 * warps};")
+    for w in range(body_warps):
+        lines.append(f"  role w{w} = warp {w};")
+    if setup:
+        lines.append(f"  role setup = warp {body_warps};")
+        lines.append("  mbarrier mb count 1;")
+    lines.append("  smem buf bytes 64;")
+    if setup:
+        if scope.ctas > 1:
+            lines.append("  if setup { elect { init mb; fence.mbarrier_init; } }")
+            lines.append("  cluster.sync;")
+        else:
+            lines.append("  if setup { elect { init mb; } }")
+            lines.append("  syncthreads;")
+    for slot, seq in enumerate(program):
+        if not seq:
+            continue
+        guard = f"w{slot}" if scope.ctas == 1 else f"w0 && cta == {slot}"
+        body = " ".join(s.text(f"k{slot}{i}", 32 * min(2, body_warps)) for i, s in enumerate(seq))
+        lines.append(f"  if {guard} {{ {body} }}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def count(scope: Scope) -> int:
+    return sum(1 for _ in programs(scope))
+
+
+def sample(scope: Scope, every: int, offset: int = 0) -> Iterator[tuple[int, str]]:
+    """Every ``every``-th program of the scope (a deterministic slice), with its index."""
+    for i, program in enumerate(programs(scope)):
+        if i % every == offset % every:
+            yield i, render(scope, program, f"{scope.name.replace('-', '_')}_{i}")
