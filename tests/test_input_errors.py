@@ -97,7 +97,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "`;`, … (variables are bound with `let NAME = EXPR;`)"]),
     "assignment-in-condition": (H + "  if k = 1 { }\n}\n", [
         "7:8: SV100 unexpected `=`; expected a comparison, `&&`, `&`, `*`, `/` or `%`, `+` or `-`, `<<` or `>>`, "
-        "`==` or `!=`, `[`, … (compare with `==`)"]),
+        "`==` or `!=`, `?`, … (compare with `==`)"]),
     "warp-with-range": (H + "  role r = warp 2..3;\n}\n", [
         "7:12: SV100 `warp` takes one index; use `warps A..B` for a range"]),
     "warps-without-range": (H + "  role r = warps 2;\n}\n", ["7:12: SV100 `warps` takes a range `A..B`"]),
@@ -123,7 +123,8 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "7:7: SV102 `cta` is a built-in name; pick another name for the variable"]),
     "builtin-let": (H + "  let instance = 2;\n}\n", [
         "7:7: SV102 `instance` is a built-in name; pick another name for the variable"]),
-    "builtin-i": (H + "  let i = 2;\n}\n", ["7:7: SV102 `i` is a built-in name; pick another name for the variable"]),
+    # `i` is the element index of array declarations: a declared name may not take it (a variable may)
+    "builtin-i": (H + "  param i = 2;\n}\n", ["7:9: SV102 `i` is a built-in name and cannot be declared"]),
     # SV103: roles
     "overlapping-roles": (H + "  role more = threads 16..48;\n}\n", [
         "7:3: SV103 roles `prod` and `more` overlap at thread 16"]),

@@ -15,9 +15,14 @@ if TYPE_CHECKING:
 
 
 def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
+    from ..lang.choices import open_choices
     from ..semantics.machine import Assumptions, Machine
     from .explicit import Budget, explore
 
+    if open_choices(protocol):  # `choose` values: every assignment is a protocol of its own
+        from .choices import check_every
+
+        return check_every(protocol, options)
     try:
         machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
     except InputError as err:
