@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..diagnostics import InputError
 from ..expr import Context, EvalError, evaluate
+from ..lang.choices import open_choices
 from ..semantics import rules
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program
@@ -1153,6 +1154,9 @@ class PromelaModel:
 
 def export_model(protocol: ir.Protocol) -> PromelaModel:
     """The Promela model of a loaded protocol. Raises ExportError when it cannot be exported faithfully."""
+    several = open_choices(protocol)
+    if several:  # a model of the first assignment would say nothing of the others
+        raise ExportError(f"{several}; the model is built for one assignment: pin each with -D NAME=VALUE")
     exp = _Exporter(protocol)
     return PromelaModel(exp.render(), exp.max_depth())
 

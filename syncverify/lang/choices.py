@@ -32,7 +32,8 @@ def open_choices(protocol: ir.Protocol) -> str:
     if not free:
         return ""
     names = ", ".join(f"`{n}`" for n in free)
-    return f"the `choose` value{'s' if len(free) > 1 else ''} {names} allow {count(protocol)} assignments"
+    verb = "allow" if len(free) > 1 else "allows"
+    return f"the `choose` value{'s' if len(free) > 1 else ''} {names} {verb} {count(protocol)} assignments"
 
 
 def assignments(protocol: ir.Protocol) -> Iterator[ir.Assignment]:

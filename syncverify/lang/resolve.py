@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lark import Token, Tree
 
@@ -1059,7 +1059,12 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
     res.check_roles()
     body = res.block(items, _Ctx())
     if res.errors:
-        raise InputError(sorted(res.errors, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0)))
+        errors = res.errors
+        first = [f"{n}={c.lo}" for n, c in res.chosen.items() if c.hi - c.lo > 1]
+        if assignment is None and first:  # a chosen value may be what made it wrong: say which one was used
+            note = f"resolved with the first value of each `choose` ({', '.join(first)}; per CTA and per element alike)"
+            errors = [replace(d, notes=(*d.notes, note)) for d in errors]
+        raise InputError(sorted(errors, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0)))
     return ir.Protocol(
         name=str(name), path=path, params=tuple(res.params.items()), cluster=res.cluster,
         threads=res.threads or 0, roles=tuple(res.roles), buffers=tuple(res.buffers.values()),
