@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, InputError
-from ..lang import load
 from ..lang.choices import MAX_ASSIGNMENTS, assignments, count, describe, open_choices, ranges
+from ..lang.load import instantiate
 from ..result import CheckResult, Stats, Verdict
 
 if TYPE_CHECKING:
@@ -40,16 +40,14 @@ def check_every(protocol: ir.Protocol, options: Options) -> CheckResult:
     start = time.monotonic()
     done: list[tuple[ir.Assignment, CheckResult]] = []
     stopped = ""
-    for k, assignment in enumerate(assignments(protocol)):
+    for k, (assignment, instance) in enumerate(instantiate(protocol, defines, assignments(protocol))):
         left = options.timeout - (time.monotonic() - start)
         if left <= 0:
             stopped = f"time budget reached after {k} of {n} assignments"
             break
-        try:
-            instance = load(protocol.source, defines, path=protocol.path, assignment=dict(assignment))
-        except InputError as err:
+        if isinstance(instance, InputError):
             result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
-                                 diagnostics=tuple(err.diagnostics))
+                                 diagnostics=tuple(instance.diagnostics))
         else:
             result = run_engines(instance, replace(options, timeout=left))
         done.append((assignment, result))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .. import ir
@@ -105,6 +105,24 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
     if syntax_errors:
         raise InputError(syntax_errors)
     return protocol
+
+
+def instantiate(protocol: ir.Protocol, defines: Mapping[str, int],
+                assignments: Iterable[ir.Assignment]) -> Iterator[tuple[ir.Assignment, ir.Protocol | InputError]]:
+    """``protocol``'s source resolved at each assignment of its `choose` values, or the input
+    error that assignment makes. The source is parsed once: parsing, not resolving, is most of
+    the cost of a load, and a check may go through hundreds of assignments."""
+    tree, errors = parse_recovering(protocol.source, protocol.path)
+    if tree is None or errors:
+        raise InputError(errors)
+    for assignment in assignments:
+        try:
+            yield assignment, resolve(tree, protocol.path, protocol.source, defines, protocol.expect, dict(assignment))
+        except InputError as err:
+            yield assignment, err
+        except RecursionError:  # as in load: never leak a traceback
+            yield assignment, InputError([make("SV115", "the protocol is nested too deeply to analyse",
+                                               Span(protocol.path, 1, 1, 1, 2))])
 
 
 def _by_position(diags: list) -> list:
