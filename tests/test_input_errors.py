@@ -1,4 +1,4 @@
-"""Every input error (SV100–SV117): the exact `file:line:col: SVnnn message`, exit code 2, no traceback.
+"""Every input error (SV100–SV118): the exact `file:line:col: SVnnn message`, exit code 2, no traceback.
 
 Each case is run through the CLI (`syncverify check FILE`), whose text report
 prints every diagnostic as `path:line:col: CODE message`, the source line and
@@ -269,6 +269,15 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "expect-safe-and-errors": ("// expect: safe, SV201\nprotocol p {\n  cta threads 128;\n}\n", [
         "1:1: SV117 the `expect:` header says `safe` but also lists errors SV201; write `// expect: safe` or "
         "the codes it must report, like `// expect: SV201, SV302`"]),
+    # SV118: `choose`
+    "choose-in-declaration": (H + "  choose N in 0..4;\n  smem more[N] bytes 1024;\n}\n", [
+        "8:13: SV118 `N` is a `choose` value; declarations fix the kernel's shape for every assignment and cannot "
+        "depend on it (use a `param`)"]),
+    "choose-empty-range": (H + "  choose N in 2..1;\n}\n", [
+        "7:18: SV118 `choose N` has no value to choose: the range 2..1 is empty (ranges are half-open, as in "
+        "`for`)"]),
+    "choose-array-without-index": (H + "  choose kv[2] in 0..3;\n  read tile[kv];\n}\n", [
+        "8:13: SV118 `kv` is an array of 2 chosen values; index it (`kv[k]`)"]),
     # several errors of several kinds in one file, sorted by position
     "several": (H + "  arive full[0];\n  read tile[9];\n  wait full[0] parity 0\n}\n", [
         "7:3: SV110 unknown operation `arive`; did you mean `arrive`?",
