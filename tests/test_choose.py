@@ -341,3 +341,18 @@ def test_i_outside_a_declaration_is_an_ordinary_unknown_name():
         syncverify.load("protocol p { cta threads 32; let x = i; }", path="p.sync")
     (d,) = info.value.diagnostics
     assert d.code == "SV101" and "element index" in d.message
+
+
+def test_loop_variable_i_indexes_a_named_barrier_array():
+    """`sched[i]` substitutes the loop's `i` into the declaration's `4 + i` (its element index)."""
+    text = """protocol p {
+  cta threads 256;
+  role wg[2] = warpgroup i;
+  named sched[2] id 4 + i count 256;
+  smem t bytes 16;
+  for i in 0..2 { bar.sync sched[i]; read t; }
+}"""
+    assert check_protocol(syncverify.load(text, path="p.sync")).verdict is Verdict.SAFE
+    half = text.replace("bar.sync sched[i];", "if wg && instance == 0 { bar.sync sched[i]; }")
+    res = check_protocol(syncverify.load(half, path="p.sync"))
+    assert _errors(res) == {"SV201"} and "bar.sync 4 — 128 of 256" in res.diagnostics[0].message

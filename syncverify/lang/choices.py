@@ -18,9 +18,18 @@ from .. import ir
 MAX_ASSIGNMENTS = 1024  # beyond this a check is inconclusive: pin values with -D or narrow the ranges
 
 
+HUGE = 1 << 64  # counts are saturated here: `choose kv[4096] in 0..1 << 40` need not be computed exactly
+
+
 def count(protocol: ir.Protocol) -> int:
-    """How many assignments the protocol's `choose` declarations allow."""
-    return math.prod((c.hi - c.lo) ** c.cells for c in protocol.choices)
+    """How many assignments the protocol's `choose` declarations allow (at most HUGE)."""
+    if sum(c.cells * (c.hi - c.lo - 1).bit_length() for c in protocol.choices) > 64:
+        return HUGE
+    return min(HUGE, math.prod((c.hi - c.lo) ** c.cells for c in protocol.choices))
+
+
+def _count_text(n: int) -> str:
+    return "at least 2^64" if n >= HUGE else str(n)
 
 
 def open_choices(protocol: ir.Protocol) -> str:
@@ -33,7 +42,7 @@ def open_choices(protocol: ir.Protocol) -> str:
         return ""
     names = ", ".join(f"`{n}`" for n in free)
     verb = "allow" if len(free) > 1 else "allows"
-    return f"the `choose` value{'s' if len(free) > 1 else ''} {names} {verb} {count(protocol)} assignments"
+    return f"the `choose` value{'s' if len(free) > 1 else ''} {names} {verb} {_count_text(count(protocol))} assignments"
 
 
 def assignments(protocol: ir.Protocol) -> Iterator[ir.Assignment]:
