@@ -19,6 +19,7 @@ from syncverify.codegen.emit import emit
 from syncverify.codegen.support import EmitRefused
 from syncverify.diagnostics import InputError
 from syncverify.export.promela import ExportError, export_model
+from syncverify.export.spin import run_spin, tools_available
 from syncverify.lang import choices
 from syncverify.result import Verdict
 
@@ -318,6 +319,14 @@ def test_conditional_in_promela_and_cuda():
     proto = syncverify.load(RING.replace("PARITY", "(i / 2) % 2 == 1 ? 1 : 0"), path="r.sync")
     assert "-> 1 : 0)" in export_model(proto).text
     assert "? 1 : 0)" in emit(proto).source
+
+
+@pytest.mark.skipif(tools_available() is not None, reason="needs spin and a C compiler")
+def test_spin_agrees_on_the_conditional(tmp_path):
+    for parity, verdict in (("(i / 2) % 2 == 1 ? 1 : 0", "safe"), ("(i / 2) % 2 == 1 ? 0 : 1", "violation")):
+        model = export_model(syncverify.load(RING.replace("PARITY", parity), path="r.sync"))
+        out = run_spin(model.text, tmp_path / verdict, depth=model.max_depth + 10, cc_flags=("-O0",))
+        assert out.verdict == verdict, out.detail
 
 
 # ---------------------------------------------------------------------- `i`

@@ -484,8 +484,8 @@ class Resolver:
             width = c.size or 1
             cells = width * (self.cluster if c.per_cta else 1)
             values = (c.lo,) * cells
-            if self.assignment is not None:
-                values = tuple(self.assignment[name])
+            if self.assignment is not None:  # (from lang/choices.assignments; a mismatch is a caller's bug)
+                values = tuple(self.assignment.get(name, ()))
                 if len(values) != cells or not all(c.lo <= v < c.hi for v in values):
                     raise ValueError(f"assignment {name}={values} does not fit `choose {name}`")
             c.rows = tuple(values[r * width:(r + 1) * width] for r in range(cells // width))
