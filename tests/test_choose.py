@@ -365,3 +365,48 @@ def test_loop_variable_i_indexes_a_named_barrier_array():
     half = text.replace("bar.sync sched[i];", "if wg && instance == 0 { bar.sync sched[i]; }")
     res = check_protocol(syncverify.load(half, path="p.sync"))
     assert _errors(res) == {"SV201"} and "bar.sync 4 — 128 of 256" in res.diagnostics[0].message
+
+
+# ---------------------------------------------------------------------- the builder API
+def _built_peel(guarded: bool) -> syncverify.ProtocolBuilder:
+    b = syncverify.ProtocolBuilder("built_peel")
+    nblk = b.choose("NBLK", 0, 4)
+    b.cta_threads(64)
+    producer, consumer = b.role("producer", "warp", 0), b.role("consumer", "warp", 1)
+    kv = b.smem("kv", 1024, slots=2)
+    full, empty = b.mbarrier("full", count=1, size=2), b.mbarrier("empty", count=32, size=2)
+    with b.if_(producer), b.elect():
+        b.op("init", full.all)
+        b.op("init", empty.all)
+        b.op("fence.mbarrier_init")
+    b.op("syncthreads")
+    with b.if_(producer), b.for_("i", 0, nblk) as i:
+        b.op("wait", empty[i % 2], parity=(i / 2 + 1) % 2)
+        with b.elect():
+            b.op("arrive.expect_tx", full[i % 2], bytes=1024)
+            b.op("tma.load", kv[i % 2], bytes=1024, target=full[i % 2])
+    with b.if_(consumer):
+        with b.if_(nblk > 0) if guarded else b.if_(1):
+            b.op("wait", full[0], parity=0)
+            b.op("read", kv[0])
+            b.op("arrive", empty[0])
+        with b.for_("i", 1, (nblk > 1).if_else(nblk, 1)) as i:
+            b.op("wait", full[i % 2], parity=(i / 2) % 2)
+            b.op("read", kv[i % 2])
+            b.op("arrive", empty[i % 2])
+    return b
+
+
+def test_builder_writes_choose_the_conditional_and_i():
+    b = _built_peel(guarded=False)
+    assert "choose NBLK in 0..4;" in b.source and "for i in 1..NBLK > 1 ? NBLK : 1 {" in b.source
+    res = check_protocol(b.build())
+    assert _errors(res) == {"SV201"} and res.diagnostics[0].message.endswith("[with NBLK=0]")
+    assert check_protocol(_built_peel(guarded=True).build()).verdict is Verdict.SAFE
+    assert check_protocol(b.build({"NBLK": 1})).verdict is Verdict.SAFE  # pinned past the hang
+    with pytest.raises(ValueError, match="reserved"):
+        b.param("i", 1)  # still the element index of array declarations
+    t = syncverify.builder.Term("k")
+    assert str((t < 2).if_else(t, 0) + 1) == "(k < 2 ? k : 0) + 1"
+    assert str(t.eq(0).if_else(1, t.eq(1).if_else(2, 3))) == "k == 0 ? 1 : k == 1 ? 2 : 3"
+    assert str((t > 0).if_else(1, 2).if_else(3, 4)) == "(k > 0 ? 1 : 2) ? 3 : 4"
