@@ -78,11 +78,15 @@ def test_define_outside_the_range_is_an_input_error():
 
 
 def test_every_engine_names_the_assignment():
+    # NBLK in 0..2 keeps the solver's part short: the hang (NBLK=0) and one safe assignment
+    texts = [(DATA / f"{n}.sync").read_text().replace("choose NBLK in 0..4;", "choose NBLK in 0..2;")
+             for n in ("peeled_hang", "peeled_guarded")]
     for engine in ("explicit", "bmc"):
-        res = _check("peeled_hang", engine=engine)
-        assert res.verdict is Verdict.VIOLATION, engine
-        assert any(d.code == "SV201" and "NBLK=0" in d.message for d in res.diagnostics), engine
-        assert _check("peeled_guarded", engine=engine).verdict is Verdict.SAFE, engine
+        hang, fixed = (check_protocol(syncverify.load(t, path="p.sync"), Options(engine=engine)) for t in texts)
+        assert hang.verdict is Verdict.VIOLATION, engine
+        assert [(d.code, d.message.endswith("[with NBLK=0]")) for d in hang.diagnostics] == [("SV201", True)], engine
+        assert fixed.verdict is Verdict.SAFE, engine
+        assert "every assignment of NBLK in 0..2 (2)" in fixed.bound, engine
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif"])
@@ -306,10 +310,10 @@ def test_conditional_and_loop_variable_i_in_a_ring():
     twin with the consumer's parity inverted is still flagged."""
     good = RING.replace("PARITY", "(i / 2) % 2 == 1 ? 1 : 0")
     bad = RING.replace("PARITY", "(i / 2) % 2 == 1 ? 0 : 1")
-    for engine in ("explicit", "bmc"):
-        res = check_protocol(syncverify.load(good, path="r.sync"), Options(engine=engine))
+    for engine, iters in (("explicit", 4), ("bmc", 2)):
+        res = check_protocol(syncverify.load(good, {"ITERS": iters}, path="r.sync"), Options(engine=engine))
         assert res.verdict is Verdict.SAFE, (engine, res.diagnostics)
-        assert check_protocol(syncverify.load(bad, path="r.sync"), Options(engine=engine)).verdict \
+        assert check_protocol(syncverify.load(bad, {"ITERS": iters}, path="r.sync"), Options(engine=engine)).verdict \
             is Verdict.VIOLATION
     lifted = check_protocol(syncverify.load(good, path="r.sync"))
     assert lifted.verdict is Verdict.SAFE and lifted.bound.startswith("all-iterations"), lifted
