@@ -202,6 +202,7 @@ def test_all_iterations_lift_is_refused_with_the_reason():
     assert "`choose` values: kv" in res.coverage
     auto = _check("varlen_peeled_guarded")
     assert auto.verdict is Verdict.SAFE and auto.bound.startswith("TILES=2;")  # the bounded answer stays
+    assert "`choose` values: kv" in auto.coverage
 
 
 def test_lift_runs_when_every_choice_is_pinned():

@@ -87,6 +87,8 @@ def _combine(protocol: ir.Protocol, done: list[tuple[ir.Assignment, CheckResult]
         coverage = "; ".join([*parts, *([stopped] if stopped else [])])
     else:
         verdict = Verdict.SAFE
+        # why a bounded `safe` was not lifted (the same for every assignment)
+        coverage = "; ".join(dict.fromkeys(r.coverage for _, r in done if r.coverage))
     bounds = list(dict.fromkeys(r.bound for _, r in done if r.bound))
     bound = "; ".join([*bounds, covers]) if verdict is not Verdict.ERROR else ""
     stats = Stats(sum(r.stats.states for _, r in done), sum(r.stats.transitions for _, r in done),
