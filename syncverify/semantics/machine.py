@@ -900,7 +900,10 @@ class Machine:
             return True
         if moved:
             pc = w.procs[p][P_PC]
-            if pc == pstate[P_PC] and self.programs[p].code[pc].kind == OP:
+            # Not moved by the handler: go on. A `bar.sync` that completes its own generation has
+            # moved itself, possibly round a loop back to this pc (`for k in 0..2 { syncthreads; }`),
+            # which its loop variable tells apart.
+            if pc == pstate[P_PC] and w.procs[p][P_VARS] == pstate[P_VARS] and self.programs[p].code[pc].kind == OP:
                 w.procs[p] = (pc + 1, *w.procs[p][1:])
         return moved
 
