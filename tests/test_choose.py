@@ -415,3 +415,14 @@ def test_builder_writes_choose_the_conditional_and_i():
     assert str((t < 2).if_else(t, 0) + 1) == "(k < 2 ? k : 0) + 1"
     assert str(t.eq(0).if_else(1, t.eq(1).if_else(2, 3))) == "k == 0 ? 1 : k == 1 ? 2 : 3"
     assert str((t > 0).if_else(1, 2).if_else(3, 4)) == "(k > 0 ? 1 : 2) ? 3 : 4"
+
+
+@pytest.mark.skipif(tools_available() is not None, reason="needs spin and a C compiler")
+def test_spin_agrees_with_each_pinned_assignment(tmp_path):
+    """The export of NBLK=0 used to fail on the producer's wait, which no trip of its loop reaches."""
+    for nblk, verdict in ((0, "violation"), (1, "safe")):
+        proto = syncverify.load(str(DATA / "peeled_hang.sync"), {"NBLK": nblk})
+        assert check_protocol(proto, Options(defines={"NBLK": nblk})).verdict.value == verdict
+        model = export_model(proto)
+        out = run_spin(model.text, tmp_path / str(nblk), depth=model.max_depth + 10, cc_flags=("-O0",))
+        assert out.verdict == verdict, out.detail

@@ -376,7 +376,8 @@ class _Exporter:
                ("int", "wb", 1 << ((h + 1) % BITS)), ("short", "hl", h),
                ("int", "lpb", 1 << (p - self.machine.procs[p].cta * self.ppc)),
                ("byte", "inst", self.machine.ctx[p].instance)]
-        out += [("byte", f"wi_{n}", self.widx[(n, p)]) for n in self.waited_names(p)]
+        # a wait these params never reach (a loop of no trips) has no waiter index: any value does
+        out += [("byte", f"wi_{n}", self.widx.get((n, p), 0)) for n in self.waited_names(p)]
         return out
 
     # ------------------------------------------------------------------ expressions
