@@ -54,19 +54,21 @@ from .diagnostics import Diagnostic, InputError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 _RESERVED = {"i", "cta", "instance", "protocol", "param", "cluster", "role", "smem", "mbarrier", "named", "let",
-             "for", "in", "if", "else", "elect", "per", "first"}
+             "for", "in", "if", "else", "elect", "per", "first", "choose"}
 
 # binding strength of each operator, loosest first (the language's table, which is C's)
 _LEVEL = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7, ">=": 7,
           "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
 _UNARY = 11
 _ATOM = 12
+_COND = 0  # `c ? a : b`, looser than `||`
 
 
-def _name(name: str, what: str) -> str:
+def _name(name: str, what: str, variable: bool = False) -> str:
+    """``variable``: a `let`/`for` name, which may be `i` (the element index only inside array declarations)."""
     if not isinstance(name, str) or not _IDENT.match(name):
         raise ValueError(f"{what} name {name!r} is not an identifier (letters, digits, _; not starting with a digit)")
-    if name in _RESERVED:
+    if name in _RESERVED and not (variable and name == "i"):
         raise ValueError(f"{what} name {name!r} is reserved in the protocol language")
     return name
 
@@ -145,6 +147,11 @@ class Term:
     def not_(self) -> Term:
         return Term(f"!{self.text}" if self.level >= _UNARY else f"!({self.text})", _UNARY)
 
+    def if_else(self, then: object, orelse: object) -> Term:
+        """C's `self ? then : orelse` (only the branch taken is evaluated); it binds loosest of all."""
+        cond = self.text if self.level >= _LEVEL["||"] else f"({self.text})"
+        return Term(f"{cond} ? {term(then)} : {term(orelse)}", _COND)
+
 
 def term(value: object) -> Term:
     """An int or a Term as a Term; anything else is a TypeError that says what to write instead."""
@@ -189,6 +196,22 @@ class Obj:
 
     def __repr__(self) -> str:
         return f"Obj({self.kind} {self.name})"
+
+
+class Chosen:
+    """An array of `choose` values: ``kv[t]`` is the element for tile t, a Term."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name: str, size: object):
+        self.name = name
+        self.size = size
+
+    def __getitem__(self, index: object) -> Term:
+        return Term(f"{self.name}[{term(index).text}]")
+
+    def __repr__(self) -> str:
+        return f"Chosen({self.name}[{self.size}])"
 
 
 def _ref(obj: Ref | Obj) -> str:
@@ -322,14 +345,25 @@ class ProtocolBuilder:
         self._decl(f"named {_name(name, 'named barrier')}{arr} id {term(bar_id)}{cnt};", comment)
         return Obj(name, "named", size)
 
+    def choose(self, name: str, lo: object, hi: object, *, per_cta: bool = False, size: object | None = None,
+               comment: str | None = None) -> Term | Chosen:
+        """`choose [per cta] NAME[N] in lo..hi;` — a count the kernel reads from memory, checked for every value
+        of the half-open range (``defines`` in :meth:`build` pins it). Returns the value as a Term, or, with
+        ``size``, an array whose elements (``kv[t]``) are Terms."""
+        arr = f"[{term(size)}]" if size is not None else ""
+        per = "per cta " if per_cta else ""
+        self._decl(f"choose {per}{_name(name, 'choose')}{arr} in {term(lo)}..{term(hi)};", comment)
+        return Chosen(name, size) if size is not None else Term(name)
+
     # ------------------------------------------------------------------ control flow
     def let(self, name: str, value: object, *, comment: str | None = None) -> Term:
-        self._emit(f"let {_name(name, 'variable')} = {term(value)};", comment)
+        self._emit(f"let {_name(name, 'variable', variable=True)} = {term(value)};", comment)
         return Term(name)
 
     def for_(self, var: str, lo: object, hi: object, *, comment: str | None = None):
         """`for VAR in lo..hi { … }` (half-open); the context manager yields VAR as a Term."""
-        return self._block(f"for {_name(var, 'loop variable')} in {term(lo)}..{term(hi)}", comment, Term(var))
+        return self._block(f"for {_name(var, 'loop variable', variable=True)} in {term(lo)}..{term(hi)}", comment,
+                           Term(var))
 
     @contextmanager
     def if_(self, cond: object, *, comment: str | None = None) -> Iterator[None]:

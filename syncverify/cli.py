@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto")
     check.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE",
-                       help="override a param")
+                       help="override a param, or pin a `choose` value")
     check.add_argument("--max-states", type=int, default=Options.max_states)
     check.add_argument("--timeout", type=float, default=Options.timeout, metavar="SECONDS")
     check.add_argument("--max-memory", type=float, default=Options.max_memory_mb, metavar="MB")

@@ -45,6 +45,7 @@ def _fail(results: list[CheckResult]) -> int:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from .lang import load
+    from .lang.choices import open_choices
     from .report.swimlane import process_lanes, render_html, views_for
 
     bad = [make("SV114", f"-D {name}={raw}: {raw!r} is not an integer", Span("<command line>", 1, 1, 1, 2))
@@ -57,6 +58,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
     except InputError as err:
         return _fail([CheckResult(path=args.path, protocol=None, verdict=Verdict.ERROR, bound="",
                                   diagnostics=tuple(err.diagnostics))])
+    several = open_choices(protocol)
+    if several:  # the page replays traces on one protocol: the assignment must be fixed
+        return _fail([CheckResult(path=args.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
+                                  diagnostics=(make("SV118", f"{several}; a trace page shows one assignment: pin each "
+                                                "with -D NAME=VALUE (`syncverify check` names the assignment of "
+                                                "each finding)", protocol.choices[0].span),))])
     assume = not args.no_assume
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
                       full_trace=True, defines=dict(args.defines),

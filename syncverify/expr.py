@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .ir import BinOp, Builtin, Const, Expr, InRole, UnOp, Var
+from .ir import BinOp, Builtin, Cond, Const, Expr, InRole, Pick, UnOp, Var
 
 
 class EvalError(Exception):
@@ -99,7 +99,21 @@ def evaluate(expr: Expr, env: Mapping[str, int], ctx: Context | None = None) -> 
             return int(bool(evaluate(left, env, ctx)) or bool(evaluate(right, env, ctx)))
         case BinOp(op=op, left=left, right=right):
             return apply_binary(op, evaluate(left, env, ctx), evaluate(right, env, ctx), expr)
+        case Cond(cond=c, then=then, orelse=orelse):
+            return evaluate(then if evaluate(c, env, ctx) else orelse, env, ctx)
+        case Pick():
+            return pick(expr, evaluate(expr.index, env, ctx), ctx)
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def pick(expr: Pick, index: int, ctx: Context | None) -> int:
+    """Element ``index`` of a `choose` value, in the executing CTA's row when it is per CTA."""
+    if expr.per_cta and ctx is None:
+        raise EvalError(f"`{expr.name}` (chosen per CTA) is not a constant", expr)
+    row = expr.values[ctx.cta if expr.per_cta and ctx is not None else 0]
+    if not 0 <= index < len(row):
+        raise EvalError(f"index {index} is out of range for `{expr.name}[{len(row)}]`", expr)
+    return row[index]
 
 
 def fold(expr: Expr) -> Expr:
@@ -118,6 +132,19 @@ def fold(expr: Expr) -> Expr:
                 except EvalError:
                     pass
             return BinOp(op, left, right, span)
+        case Cond(cond=c, then=then, orelse=orelse, span=span):
+            c = fold(c)
+            if isinstance(c, Const):  # only the branch taken is folded (and can fail), as in C
+                return fold(then if c.value else orelse)
+            return Cond(c, fold(then), fold(orelse), span)
+        case Pick(name=name, values=values, index=index, per_cta=per_cta, span=span):
+            index = fold(index)
+            if isinstance(index, Const) and (not per_cta or len(set(values)) == 1):
+                try:
+                    return Const(pick(Pick(name, values, index, False, span), index.value, None), span)
+                except EvalError:
+                    pass
+            return Pick(name, values, index, per_cta, span)
     return expr
 
 
@@ -130,6 +157,11 @@ def substitute(expr: Expr, name: str, value: Expr) -> Expr:
             return UnOp(op, substitute(x, name, value), span)
         case BinOp(op=op, left=left, right=right, span=span):
             return BinOp(op, substitute(left, name, value), substitute(right, name, value), span)
+        case Cond(cond=c, then=then, orelse=orelse, span=span):
+            return Cond(substitute(c, name, value), substitute(then, name, value), substitute(orelse, name, value),
+                        span)
+        case Pick(name=n, values=values, index=index, per_cta=per_cta, span=span):
+            return Pick(n, values, substitute(index, name, value), per_cta, span)
     return expr
 
 
@@ -146,4 +178,22 @@ def free_names(expr: Expr) -> set[str]:
             return free_names(x)
         case BinOp(left=left, right=right):
             return free_names(left) | free_names(right)
+        case Cond(cond=c, then=then, orelse=orelse):
+            return free_names(c) | free_names(then) | free_names(orelse)
+        case Pick(index=index, per_cta=per_cta):
+            return free_names(index) | ({"cta"} if per_cta else set())
     return set()
+
+
+def subexpressions(expr: Expr) -> list[Expr]:
+    """``expr`` and every expression inside it, outermost first."""
+    match expr:
+        case UnOp(operand=x):
+            return [expr, *subexpressions(x)]
+        case BinOp(left=left, right=right):
+            return [expr, *subexpressions(left), *subexpressions(right)]
+        case Cond(cond=c, then=then, orelse=orelse):
+            return [expr, *subexpressions(c), *subexpressions(then), *subexpressions(orelse)]
+        case Pick(index=index):
+            return [expr, *subexpressions(index)]
+    return [expr]

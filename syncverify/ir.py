@@ -64,7 +64,32 @@ class UnOp:
     span: Span
 
 
-Expr: TypeAlias = Const | Var | Builtin | InRole | BinOp | UnOp
+@dataclass(frozen=True, slots=True)
+class Cond:
+    """C's conditional `cond ? then : orelse`: only the branch taken is evaluated, so
+    `n == 0 ? 0 : 64 / n` is defined for every n, as in C."""
+
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A `choose` value that is not one number for the whole launch: per CTA (`choose per cta`)
+    or per element (`choose NAME[N]`). The value is ``values[row][index]``, row being the
+    executing CTA's rank when ``per_cta``, else 0. An index outside the row is an evaluation
+    error, as for any other out-of-range expression."""
+
+    name: str
+    values: tuple[tuple[int, ...], ...]
+    index: Expr
+    per_cta: bool
+    span: Span
+
+
+Expr: TypeAlias = Const | Var | Builtin | InRole | BinOp | UnOp | Cond | Pick
 
 ObjKind = Literal["mbarrier", "buffer"]
 
@@ -342,6 +367,25 @@ class Mbarrier:
 
 
 @dataclass(frozen=True, slots=True)
+class Choice:
+    """A `choose` declaration: values picked once per launch (or once per CTA, ``per_cta``),
+    one per element for an array (``size``), from ``lo..hi`` (half-open). The checker covers
+    every assignment; ``pinned`` when `-D NAME=V` fixed it to V (then lo..hi is V..V+1)."""
+
+    name: str
+    per_cta: bool
+    size: int | None
+    lo: int
+    hi: int
+    pinned: bool
+    cells: int  # values one assignment picks: (CTAs if per_cta) x (size or 1)
+    span: Span
+
+
+Assignment: TypeAlias = tuple[tuple[str, tuple[int, ...]], ...]  # choose name -> its values, CTA-major
+
+
+@dataclass(frozen=True, slots=True)
 class Expectation:
     """The `// expect:` header: the exact set of error codes (empty = safe), and warnings that must appear."""
 
@@ -365,6 +409,11 @@ class Protocol:
     span: Span
     loop_params: tuple[str, ...] = ()  # params used in `for` bounds: what "ITERS=N" bounds name
     source: str = ""  # the spec text, for quoting operations in traces
+    choices: tuple[Choice, ...] = ()  # `choose` declarations, in order
+    # The values of the `choose` declarations this protocol was built with. Empty when the
+    # protocol was loaded without one: then every choice takes its first value, and a check
+    # must cover the others (engines/choices.py does).
+    assignment: Assignment = ()
 
     @property
     def warps(self) -> int:

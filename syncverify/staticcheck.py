@@ -139,6 +139,10 @@ def _index_key(expr: ir.Expr | None) -> object:
             return (op, _index_key(left), _index_key(right))
         case ir.UnOp(op=op, operand=x):
             return (op, _index_key(x))
+        case ir.Cond(cond=c, then=then, orelse=orelse):
+            return ("?:", _index_key(c), _index_key(then), _index_key(orelse))
+        case ir.Pick(name=n, values=values, index=index, per_cta=per_cta):
+            return ("pick", n, values, _index_key(index), per_cta)
     return expr
 
 

@@ -438,3 +438,23 @@ def test_an_arrive_completing_phase_0_is_not_taken_before_a_first_parity_1_wait(
                      symmetry=True)
     assert result.verdict == Verdict.VIOLATION
     assert {d.code for d in result.diagnostics} & {"SV301", "SV302"}
+
+
+# ============================================================================ a barrier alone in a loop: false deadlock
+#
+# A `bar.sync` whose arrival completes the generation moves its own process on (machine.op_bar_sync:
+# park at BAR_WAIT, completion runs it past). Where the loop body is that barrier alone, the move
+# goes round the loop back to the very same instruction, and `_exec` took the unchanged pc for "the
+# handler did not move it" and stepped it onto its BAR_WAIT with no generation to wait for: every
+# later generation then lacked that warp's arrival (SV201). The bounded model checker said safe.
+@pytest.mark.parametrize("barrier", ["syncthreads;", "bar.sync 4, 64;"])
+def test_a_barrier_alone_in_a_loop_completes_every_generation(barrier):
+    text = f"protocol p {{\n  cta threads 64;\n  for k in 0..3 {{ {barrier} }}\n}}\n"
+    assert check(text).verdict is Verdict.SAFE
+
+
+def test_a_barrier_alone_in_a_loop_still_deadlocks_when_a_warp_skips_a_generation():
+    """The near twin: warp 1 leaves before the last `bar.sync 4, 64`, which then never gets its 64 threads."""
+    text = ("protocol p {\n  cta threads 64;\n  role w0 = warp 0;\n"
+            "  for k in 0..3 { if k < 2 || w0 { bar.sync 4, 64; } }\n}\n")
+    assert errors(check(text)) == {"SV201"}

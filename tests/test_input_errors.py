@@ -1,4 +1,4 @@
-"""Every input error (SV100–SV117): the exact `file:line:col: SVnnn message`, exit code 2, no traceback.
+"""Every input error (SV100–SV118): the exact `file:line:col: SVnnn message`, exit code 2, no traceback.
 
 Each case is run through the CLI (`syncverify check FILE`), whose text report
 prints every diagnostic as `path:line:col: CODE message`, the source line and
@@ -97,7 +97,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "`;`, … (variables are bound with `let NAME = EXPR;`)"]),
     "assignment-in-condition": (H + "  if k = 1 { }\n}\n", [
         "7:8: SV100 unexpected `=`; expected a comparison, `&&`, `&`, `*`, `/` or `%`, `+` or `-`, `<<` or `>>`, "
-        "`==` or `!=`, `[`, … (compare with `==`)"]),
+        "`==` or `!=`, `?`, … (compare with `==`)"]),
     "warp-with-range": (H + "  role r = warp 2..3;\n}\n", [
         "7:12: SV100 `warp` takes one index; use `warps A..B` for a range"]),
     "warps-without-range": (H + "  role r = warps 2;\n}\n", ["7:12: SV100 `warps` takes a range `A..B`"]),
@@ -123,7 +123,8 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "7:7: SV102 `cta` is a built-in name; pick another name for the variable"]),
     "builtin-let": (H + "  let instance = 2;\n}\n", [
         "7:7: SV102 `instance` is a built-in name; pick another name for the variable"]),
-    "builtin-i": (H + "  let i = 2;\n}\n", ["7:7: SV102 `i` is a built-in name; pick another name for the variable"]),
+    # `i` is the element index of array declarations: a declared name may not take it (a variable may)
+    "builtin-i": (H + "  param i = 2;\n}\n", ["7:9: SV102 `i` is a built-in name and cannot be declared"]),
     # SV103: roles
     "overlapping-roles": (H + "  role more = threads 16..48;\n}\n", [
         "7:3: SV103 roles `prod` and `more` overlap at thread 16"]),
@@ -272,6 +273,15 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "expect-safe-and-errors": ("// expect: safe, SV201\nprotocol p {\n  cta threads 128;\n}\n", [
         "1:1: SV117 the `expect:` header says `safe` but also lists errors SV201; write `// expect: safe` or "
         "the codes it must report, like `// expect: SV201, SV302`"]),
+    # SV118: `choose`
+    "choose-in-declaration": (H + "  choose N in 0..4;\n  smem more[N] bytes 1024;\n}\n", [
+        "8:13: SV118 `N` is a `choose` value; declarations fix the kernel's shape for every assignment and cannot "
+        "depend on it (use a `param`)"]),
+    "choose-empty-range": (H + "  choose N in 2..1;\n}\n", [
+        "7:18: SV118 `choose N` has no value to choose: the range 2..1 is empty (ranges are half-open, as in "
+        "`for`)"]),
+    "choose-array-without-index": (H + "  choose kv[2] in 0..3;\n  read tile[kv];\n}\n", [
+        "8:13: SV118 `kv` is an array of 2 chosen values; index it (`kv[k]`)"]),
     # several errors of several kinds in one file, sorted by position
     "several": (H + "  arive full[0];\n  read tile[9];\n  wait full[0] parity 0\n}\n", [
         "7:3: SV110 unknown operation `arive`; did you mean `arrive`?",

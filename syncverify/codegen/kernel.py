@@ -26,6 +26,7 @@ from ..semantics.program import first_threads
 from . import ptx
 from .replay import ANY, Hold
 from .sites import Site, comment_safe
+from .support import EmitRefused
 
 
 @dataclass
@@ -145,6 +146,17 @@ class KernelWriter:
                 return f"({op}{self.expr(x)})"
             case ir.BinOp(op=op, left=left, right=right):
                 return f"({self.expr(left)} {op} {self.expr(right)})"
+            case ir.Cond(cond=c, then=then, orelse=orelse):
+                return f"({self.expr(c)} ? {self.expr(then)} : {self.expr(orelse)})"
+            case ir.Pick(values=values, index=ir.Const(value=i)) if all(0 <= i < len(row) for row in values):
+                # one row per CTA when chosen per CTA: the value for the executing CTA's rank
+                out = self.expr(ir.Const(values[-1][i], e.span))
+                for rank in range(len(values) - 2, -1, -1):
+                    out = f"((int)c.cta == {rank} ? {self.expr(ir.Const(values[rank][i], e.span))} : {out})"
+                return out
+            case ir.Pick(name=n):
+                raise EmitRefused(f"{self.p.path}:{e.span.line}: the `choose` array `{n}` is indexed by a "
+                                  "variable (or out of range); the kernel is emitted only for constant indices")
         raise TypeError(f"not an expression: {e!r}")
 
     def index(self, ref: ir.Ref) -> str:

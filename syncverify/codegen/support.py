@@ -9,6 +9,7 @@ so a spec that uses them is refused rather than approximated.
 from __future__ import annotations
 
 from .. import ir
+from ..lang.choices import open_choices
 from .sites import Site
 
 
@@ -21,6 +22,10 @@ WGMMA_TILE_BYTES = 2048  # m64n8k32 u8: A is 64x32 bytes; B (256 bytes) is read 
 
 def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
     """Refuse what sm_90a cannot run; everything else in the IR has an exact PTX form."""
+    several = open_choices(protocol)
+    if several:
+        raise EmitRefused(f"{protocol.path}: {several}; a kernel is emitted for one assignment: pin each with "
+                          "-D NAME=VALUE")
     for s in sites:
         if isinstance(s.op, ir.TmemAlloc | ir.UmmaCommit):
             what = "tmem.dealloc" if isinstance(s.op, ir.TmemAlloc) and s.op.dealloc else \

@@ -15,6 +15,19 @@ if TYPE_CHECKING:
 
 
 def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
+    from ..lang.choices import open_choices, ranges
+
+    if open_choices(protocol):  # `choose` values: every assignment is a protocol of its own
+        from .choices import check_every
+
+        return check_every(protocol, options)
+    result = _run_engines(protocol, options)
+    if protocol.choices and not protocol.assignment and result.bound:  # each pinned: say to what
+        result = replace(result, bound=f"{result.bound}; {ranges(protocol)}")
+    return result
+
+
+def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     from ..semantics.machine import Assumptions, Machine
     from .explicit import Budget, explore
 

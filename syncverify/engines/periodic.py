@@ -39,7 +39,7 @@ import z3
 
 from .. import ir
 from ..diagnostics import InputError
-from ..expr import Context
+from ..expr import Context, free_names
 from ..lang import load
 from ..semantics.machine import Machine
 from ..semantics.program import BRANCH, FOR_INIT, FOR_NEXT, LET, OP, Instr, Program
@@ -141,7 +141,7 @@ def _loops(prog_a: Program, prog_b: Program) -> list[Loop]:
 # ---------------------------------------------------------------------- expressions
 def _exprs(obj: object) -> Iterator[ir.Expr]:
     """Every expression inside an operation (indices, counts, parities, ranks, masks)."""
-    if isinstance(obj, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp):
+    if isinstance(obj, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
         yield obj
     elif isinstance(obj, tuple):
         for x in obj:
@@ -160,18 +160,16 @@ def _inline(e: ir.Expr, defs: Mapping[str, ir.Expr]) -> ir.Expr:
             return ir.UnOp(op, _inline(x, defs), span)
         case ir.BinOp(op=op, left=left, right=right, span=span):
             return ir.BinOp(op, _inline(left, defs), _inline(right, defs), span)
+        case ir.Cond(cond=c, then=then, orelse=orelse, span=span):
+            return ir.Cond(_inline(c, defs), _inline(then, defs), _inline(orelse, defs), span)
+        case ir.Pick(name=n, values=values, index=index, per_cta=per_cta, span=span):
+            return ir.Pick(n, values, _inline(index, defs), per_cta, span)
     return e
 
 
 def _names(e: ir.Expr) -> set[str]:
-    match e:
-        case ir.Var(name=n):
-            return {n}
-        case ir.UnOp(operand=x):
-            return _names(x)
-        case ir.BinOp(left=left, right=right):
-            return _names(left) | _names(right)
-    return set()
+    """The variables e reads (`let` and `for` names)."""
+    return {n for n in free_names(e) if n not in ("cta", "instance") and not n.startswith("role:")}
 
 
 def _affine_counter(e: ir.Expr, counters: set[str]) -> bool:
@@ -190,6 +188,10 @@ def _affine_counter(e: ir.Expr, counters: set[str]) -> bool:
 def _divisor_product(e: ir.Expr) -> int:
     """The product of the constant divisors and moduli of e: a period candidate for it."""
     match e:
+        case ir.Cond(cond=c, then=then, orelse=orelse):
+            return _divisor_product(c) * _divisor_product(then) * _divisor_product(orelse)
+        case ir.Pick(index=index):
+            return _divisor_product(index)
         case ir.UnOp(operand=x):
             return _divisor_product(x)
         case ir.BinOp(op=op, left=left, right=right):
@@ -242,6 +244,10 @@ def _z3(e: ir.Expr, env: Mapping[str, z3.ArithRef], ctx: Context) -> z3.ArithRef
             if op == "||":
                 return z3.If(z3.Or(a != 0, b != 0), one, zero)
             raise _Unsupported(f"operator `{op}` on a loop counter")
+        case ir.Cond(cond=c, then=then, orelse=orelse):
+            return z3.If(_z3(c, env, ctx) != 0, _z3(then, env, ctx), _z3(orelse, env, ctx))
+        case ir.Pick(name=n):
+            raise _Unsupported(f"the `choose` value `{n}` on a loop counter")
     raise _Unsupported("an unknown expression")
 
 

@@ -722,6 +722,13 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
          only: int | None = None) -> Lift:
     """Try to prove ``protocol`` for every trip count (or, with ``only``, search exactly ITERS = only)."""
     start = time.monotonic()
+    free = [c.name for c in protocol.choices if not c.pinned]
+    if free:
+        # The plan reloads the source at a large trip count, where a `choose` range may hold
+        # other values than at these params: its answer would not be about this assignment.
+        return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (the protocol has `choose` values: "
+                    f"{', '.join(free)}; each assignment is checked at these params)",
+                    stats=Stats(seconds=time.monotonic() - start))
     reasons = []
     chosen: Plan | None = None
     for param in liftable_params(protocol):

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..diagnostics import InputError
 from ..expr import Context, EvalError, evaluate
+from ..lang.choices import open_choices
 from ..semantics import rules
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program
@@ -238,7 +239,7 @@ class _Exporter:
         if e is None:
             return 0
         ctx = self.machine.ctx[p]
-        for sub in _subexprs(e):
+        for sub in _evaluated(e, env, ctx):
             try:
                 v = evaluate(sub, env, ctx)
             except EvalError as err:
@@ -382,7 +383,8 @@ class _Exporter:
                ("int", "wb", 1 << ((h + 1) % BITS)), ("short", "hl", h),
                ("int", "lpb", 1 << (p - self.machine.procs[p].cta * self.ppc)),
                ("byte", "inst", self.machine.ctx[p].instance)]
-        out += [("byte", f"wi_{n}", self.widx[(n, p)]) for n in self.waited_names(p)]
+        # a wait these params never reach (a loop of no trips) has no waiter index: any value does
+        out += [("byte", f"wi_{n}", self.widx.get((n, p), 0)) for n in self.waited_names(p)]
         return out
 
     # ------------------------------------------------------------------ expressions
@@ -403,6 +405,16 @@ class _Exporter:
                 return f"(-{self.expr(x, p)})" if o == "-" else f"(!{self.expr(x, p)})"
             case ir.BinOp(op=o, left=a, right=b):
                 return f"({self.expr(a, p)} {o} {self.expr(b, p)})"
+            case ir.Cond(cond=c, then=a, orelse=b):  # Promela's conditional expression
+                return f"({self.expr(c, p)} -> {self.expr(a, p)} : {self.expr(b, p)})"
+            case ir.Pick(name=n, values=values, index=ir.Const(value=i), per_cta=per_cta):
+                row = values[ctx.cta if per_cta else 0]
+                if 0 <= i < len(row):
+                    return str(row[i]) if row[i] >= 0 else f"({row[i]})"
+                raise ExportError(f"line {e.span.line}: index {i} is out of range for `{n}[{len(row)}]`")
+            case ir.Pick(name=n):
+                raise ExportError(f"line {e.span.line}: the `choose` array `{n}` is indexed by a variable; the "
+                                  "model has no range check for it (check the protocol with `syncverify check`)")
         raise ExportError(f"cannot translate expression {e!r}")
 
     def mb_expr(self, ref: ir.Ref, p: int, cta: str) -> str:
@@ -1111,13 +1123,27 @@ def _me(line: str) -> str:
     return line
 
 
-def _subexprs(e: ir.Expr) -> Iterator[ir.Expr]:
+def _evaluated(e: ir.Expr, env: dict, ctx: Context) -> Iterator[ir.Expr]:
+    """The sub-expressions that evaluating e evaluates: of a conditional, the branch taken only."""
+    if isinstance(e, ir.Cond):
+        yield e
+        yield from _evaluated(e.cond, env, ctx)
+        try:
+            taken = e.then if evaluate(e.cond, env, ctx) else e.orelse
+        except EvalError:
+            return  # the condition's own error is reported first
+        yield from _evaluated(taken, env, ctx)
+        return
     yield e
+    children: tuple[ir.Expr, ...] = ()
     if isinstance(e, ir.UnOp):
-        yield from _subexprs(e.operand)
+        children = (e.operand,)
     elif isinstance(e, ir.BinOp):
-        yield from _subexprs(e.left)
-        yield from _subexprs(e.right)
+        children = (e.left, e.right)
+    elif isinstance(e, ir.Pick):
+        children = (e.index,)
+    for sub in children:
+        yield from _evaluated(sub, env, ctx)
 
 
 def _comment(text: str) -> str:
@@ -1135,6 +1161,9 @@ class PromelaModel:
 
 def export_model(protocol: ir.Protocol) -> PromelaModel:
     """The Promela model of a loaded protocol. Raises ExportError when it cannot be exported faithfully."""
+    several = open_choices(protocol)
+    if several:  # a model of the first assignment would say nothing of the others
+        raise ExportError(f"{several}; the model is built for one assignment: pin each with -D NAME=VALUE")
     exp = _Exporter(protocol)
     return PromelaModel(exp.render(), exp.max_depth())
 

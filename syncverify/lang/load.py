@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .. import ir
@@ -72,13 +72,14 @@ def parse_expect(text: str, path: str) -> ir.Expectation | None:
 
 
 def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = None, *,
-         path: str | None = None) -> ir.Protocol:
+         path: str | None = None, assignment: Mapping[str, tuple[int, ...]] | None = None) -> ir.Protocol:
     """Load a protocol from a file path or from spec text.
 
     ``source`` is read as a path when it is a PathLike, or a non-blank string of
     one line that has no `{` or ends in `.sync`; otherwise it is the spec text
     itself (``path`` then names it in messages). Raises InputError on any
-    problem with the input.
+    problem with the input. ``assignment`` gives the values of the `choose`
+    declarations (see lang/choices.py); without one each takes its first value.
     """
     text: str
     if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip() and "\n" not in source
@@ -95,7 +96,7 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
     if tree is None:
         raise InputError(syntax_errors)
     try:
-        protocol = resolve(tree, name, text, defines or {}, expect)
+        protocol = resolve(tree, name, text, defines or {}, expect, assignment)
     except InputError as err:
         raise InputError(_by_position(syntax_errors + err.diagnostics)) from None
     except RecursionError:  # the parser's nesting limits should prevent this; never leak a traceback
@@ -104,6 +105,24 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
     if syntax_errors:
         raise InputError(syntax_errors)
     return protocol
+
+
+def instantiate(protocol: ir.Protocol, defines: Mapping[str, int],
+                assignments: Iterable[ir.Assignment]) -> Iterator[tuple[ir.Assignment, ir.Protocol | InputError]]:
+    """``protocol``'s source resolved at each assignment of its `choose` values, or the input
+    error that assignment makes. The source is parsed once: parsing, not resolving, is most of
+    the cost of a load, and a check may go through hundreds of assignments."""
+    tree, errors = parse_recovering(protocol.source, protocol.path)
+    if tree is None or errors:
+        raise InputError(errors)
+    for assignment in assignments:
+        try:
+            yield assignment, resolve(tree, protocol.path, protocol.source, defines, protocol.expect, dict(assignment))
+        except InputError as err:
+            yield assignment, err
+        except RecursionError:  # as in load: never leak a traceback
+            yield assignment, InputError([make("SV115", "the protocol is nested too deeply to analyse",
+                                               Span(protocol.path, 1, 1, 1, 2))])
 
 
 def _by_position(diags: list) -> list:

@@ -21,7 +21,7 @@ MAX_ERRORS = 20
 # walks the tree: far beyond any real kernel, far below Python's recursion limit.
 MAX_BLOCK_DEPTH = 100
 MAX_EXPR_DEPTH = 100
-_EXPR_NODES = frozenset({"binop", "or_", "and_", "neg", "not_", "index", "index_all"})
+_EXPR_NODES = frozenset({"binop", "or_", "and_", "neg", "not_", "index", "index_all", "cond"})
 
 # What each terminal looks like to a user.
 _TERMINAL_WORDS = {
@@ -30,6 +30,7 @@ _TERMINAL_WORDS = {
     "LPAR": "`(`", "RPAR": "`)`", "COMMA": "`,`", "EQUAL": "`=`", "STAR": "`*`",
     "AT": "`@`", "BANG": "`!`", "MINUS": "`-`", "EQOP": "`==` or `!=`", "RELOP": "a comparison", "ADDOP": "`+` or `-`",
     "MULOP": "`*`, `/` or `%`", "BOROP": "`|`", "XOROP": "`^`", "ANDOP": "`&`", "SHIFTOP": "`<<` or `>>`",
+    "QMARK": "`?`", "COLON": "`:`",
     "$END": "end of file",
 }
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lark import Token, Tree
 
 from .. import ir
 from ..diagnostics import Diagnostic, InputError, Span, make
-from ..expr import MAX_MAGNITUDE, EvalError, evaluate, fold, free_names, substitute
+from ..expr import MAX_MAGNITUDE, EvalError, evaluate, fold, free_names, subexpressions, substitute
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts and tx-counts (ptx-semantics §1.1)
 MAX_THREADS = 1024
@@ -108,6 +108,20 @@ class _Named:
 
 
 @dataclass
+class _Chosen:
+    """A `choose` declaration being resolved: its range, and the values of this assignment
+    (one row per CTA when chosen per CTA, else one row)."""
+
+    per_cta: bool
+    size: int | None
+    lo: int
+    hi: int
+    pinned: bool
+    span: Span
+    rows: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclass
 class _Scope:
     variables: dict[str, Span] = field(default_factory=dict)
 
@@ -152,10 +166,14 @@ def _suggest(name: str, options: Iterable[str]) -> str:
 
 
 class Resolver:
-    def __init__(self, path: str, text: str, defines: Mapping[str, int]):
+    def __init__(self, path: str, text: str, defines: Mapping[str, int],
+                 assignment: Mapping[str, tuple[int, ...]] | None = None):
         self.path = path
         self.text = text
         self.defines = dict(defines)
+        self.assignment = assignment
+        self.chosen: dict[str, _Chosen] = {}
+        self.in_declarations = False
         self.errors: list[Diagnostic] = []
         self.params: dict[str, int] = {}
         self.kinds: dict[str, tuple[str, Span]] = {}  # global name -> (kind, decl span)
@@ -249,9 +267,17 @@ class Resolver:
             return ir.Const(value, span)
         if kind == "name":
             return self._name(t.children[0], allow_i)
+        if kind == "index_all" and str(t.children[0]) in self.chosen:
+            self.error("SV116", f"`{t.children[0]}[*]` (every element) is only allowed with `init` and `inval`", span)
+            return ir.Const(0, span)
+        if kind == "index" and str(t.children[0]) in self.chosen:
+            return self._chosen(t.children[0], t.children[1], span, allow_i)
         if kind in ("index", "index_all"):
             self.error("SV111", f"`{t.children[0]}[…]` names an object; only integers are allowed here", span)
             return ir.Const(0, span)
+        if kind == "cond":
+            c, a, b = (self._expr(x, allow_i) for x in t.children)
+            return ir.Cond(c, a, b, span)
         if kind == "cta_rank":
             return ir.Builtin("cta", span)
         if kind == "instance":
@@ -276,6 +302,8 @@ class Resolver:
         for scope in reversed(self.scopes):
             if name in scope.variables:
                 return ir.Var(name, span)
+        if name in self.chosen:
+            return self._chosen(tok, None, span, allow_i)
         if name in self.params:
             return ir.Const(self.params[name], span)
         if name in self.kinds:
@@ -293,12 +321,15 @@ class Resolver:
 
     # ---- declarations ----------------------------------------------------
     def declarations(self, items: list[Tree]) -> None:
+        self.in_declarations = True
         for item in items:
             handler = getattr(self, f"decl_{item.data}", None)
             if handler is not None:
                 handler(item)
+        self.in_declarations = False
+        self._assign_choices()
         for name in self.defines:
-            if name not in self.params:
+            if name not in self.params and name not in self.chosen:
                 self.errors.append(make("SV114", f"-D {name}: no `param {name}` in this protocol"
                                         + _suggest(name, self.params), self.header))
 
@@ -428,6 +459,70 @@ class Resolver:
                 return  # reported; its uses are then skipped silently (see _bar_operands)
         self.named[str(name)] = _Named(size, id_expr, count_expr, self.span(t))
 
+    def decl_choose(self, t: Tree) -> None:
+        per_cta = isinstance(t.children[0], Tree) and t.children[0].data == "per_cta"
+        name, array, rest = self._split_array(t.children[1:] if per_cta else t.children)
+        size, ok = self._array(array)
+        lo, hi = self.const(rest[0], "a `choose` range"), self.const(rest[1], "a `choose` range")
+        if not self.declare(name, "choose value") or not ok or lo is None or hi is None:
+            return
+        span = self.span(t)
+        if hi <= lo:
+            self.error("SV118", f"`choose {name}` has no value to choose: the range {lo}..{hi} is empty "
+                       "(ranges are half-open, as in `for`)", self.span(rest[1]))
+            return
+        pinned = str(name) in self.defines
+        if pinned:
+            v = self.defines[str(name)]
+            if lo <= v < hi:
+                lo, hi = v, v + 1
+            else:  # still declared, so that its uses are not reported as unknown
+                self.errors.append(make("SV114", f"-D {name}={v} is outside the range {lo}..{hi} of `choose {name}`",
+                                        self.header))
+        self.chosen[str(name)] = _Chosen(per_cta, size, lo, hi, pinned, span)
+
+    def _assign_choices(self) -> None:
+        """Give each `choose` its values: the assignment asked for, else the first of each range.
+        Done after every declaration, since a value per CTA needs the cluster size."""
+        for name, c in self.chosen.items():
+            width = c.size or 1
+            cells = width * (self.cluster if c.per_cta else 1)
+            values = (c.lo,) * cells
+            if self.assignment is not None:  # (from lang/choices.assignments; a mismatch is a caller's bug)
+                values = tuple(self.assignment.get(name, ()))
+                if len(values) != cells or not all(c.lo <= v < c.hi for v in values):
+                    raise ValueError(f"assignment {name}={values} does not fit `choose {name}`")
+            c.rows = tuple(values[r * width:(r + 1) * width] for r in range(cells // width))
+
+    def choices(self) -> tuple[ir.Choice, ...]:
+        return tuple(ir.Choice(name, c.per_cta, c.size, c.lo, c.hi, c.pinned, len(c.rows) * (c.size or 1), c.span)
+                     for name, c in self.chosen.items())
+
+    def _chosen(self, tok: Token, index_t: Tree | None, span: Span, allow_i: bool) -> ir.Expr:
+        """A `choose` value in an expression: a constant when one value covers every reader, else a
+        table (`ir.Pick`) indexed by the element and, per CTA, by the executing CTA's rank."""
+        name = str(tok)
+        c = self.chosen[name]
+        if self.in_declarations:
+            self.error("SV118", f"`{name}` is a `choose` value; declarations fix the kernel's shape for every "
+                       "assignment and cannot depend on it (use a `param`)", span)
+            return ir.Const(0, span)
+        if (c.size is None) != (index_t is None):
+            want = f"`{name}` is an array of {c.size} chosen values; index it (`{name}[k]`)" if c.size is not None \
+                else f"`{name}` is one chosen value, not an array"
+            self.error("SV118" if c.size is not None else "SV104", want, span)
+            return ir.Const(0, span)
+        if not c.rows:  # the declaration's error is reported already
+            return ir.Const(0, span)
+        uniform = len(set(c.rows)) == 1
+        if index_t is None:
+            return ir.Const(c.rows[0][0], span) if uniform else ir.Pick(name, c.rows, ir.Const(0, span), True, span)
+        index = fold(self._expr(index_t, allow_i))
+        if isinstance(index, ir.Const) and not 0 <= index.value < (c.size or 1):
+            self.error("SV104", f"index {index.value} is out of range for `{name}[{c.size}]`", self.span(index_t))
+            return ir.Const(0, span)
+        return ir.Pick(name, c.rows if not uniform else c.rows[:1], index, c.per_cta and not uniform, span)
+
     def _check_bar_id(self, bid: int, span: Span) -> bool:
         if not 0 <= bid <= 15:
             self.error("SV106", f"named-barrier id {bid} is outside 0..15", span)
@@ -467,7 +562,7 @@ class Resolver:
         self.scopes.append(_Scope())
         out: list[ir.Stmt] = []
         for item in items:
-            if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named"):
+            if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -477,7 +572,7 @@ class Resolver:
 
     def bind(self, name: Token) -> None:
         n = str(name)
-        if n in ("i", "cta", "instance"):
+        if n in ("cta", "instance"):  # `i` is special only inside array declarations: a variable may take it
             self.error("SV102", f"`{n}` is a built-in name; pick another name for the variable", self.span(name))
         elif n in self.kinds or n in self.params or any(n in s.variables for s in self.scopes):
             self.error("SV102", f"`{n}` is already declared; pick another name for the variable", self.span(name))
@@ -497,7 +592,9 @@ class Resolver:
                 if str(tok) in self.params and str(tok) not in self.loop_params:
                     self.loop_params.append(str(tok))
             for bound, tree in ((lo, lo_t), (hi, hi_t)):
-                if not isinstance(bound, ir.Const):
+                if not isinstance(bound, ir.Const) and any(isinstance(e, ir.Pick) for e in subexpressions(bound)):
+                    pass  # a count chosen per CTA or per element (`choose`): fixed before the kernel runs
+                elif not isinstance(bound, ir.Const):
                     self.error("SV109", "a loop bound must be a constant (params are fine); "
                                f"this one depends on {', '.join(sorted(free_names(bound)))}", self.span(tree))
                 elif bound.value < 0:
@@ -962,9 +1059,12 @@ def _guard_role(cond: ir.Expr) -> str | None:
 
 
 def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
-            expect: ir.Expectation | None) -> ir.Protocol:
-    """Turn a parse tree into a Protocol, or raise InputError with every problem found."""
-    res = Resolver(path, text, defines)
+            expect: ir.Expectation | None, assignment: Mapping[str, tuple[int, ...]] | None = None) -> ir.Protocol:
+    """Turn a parse tree into a Protocol, or raise InputError with every problem found.
+
+    ``assignment``: the values of the `choose` declarations (name -> values, CTA-major);
+    without one each takes the first value of its range and the protocol records none."""
+    res = Resolver(path, text, defines, assignment)
     proto = tree.children[0]
     name, *items = proto.children
     res.header = res.span(name)
@@ -974,10 +1074,16 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
     res.check_roles()
     body = res.block(items, _Ctx())
     if res.errors:
-        raise InputError(sorted(res.errors, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0)))
+        errors = res.errors
+        first = [f"{n}={c.lo}" for n, c in res.chosen.items() if c.hi - c.lo > 1]
+        if assignment is None and first:  # a chosen value may be what made it wrong: say which one was used
+            note = f"resolved with the first value of each `choose` ({', '.join(first)}; per CTA and per element alike)"
+            errors = [replace(d, notes=(*d.notes, note)) for d in errors]
+        raise InputError(sorted(errors, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0)))
     return ir.Protocol(
         name=str(name), path=path, params=tuple(res.params.items()), cluster=res.cluster,
         threads=res.threads or 0, roles=tuple(res.roles), buffers=tuple(res.buffers.values()),
         mbarriers=tuple(res.mbarriers.values()), body=body, expect=expect, span=res.span(proto),
-        loop_params=tuple(res.loop_params), source=text,
+        loop_params=tuple(res.loop_params), source=text, choices=res.choices(),
+        assignment=tuple((n, tuple(assignment[n])) for n in res.chosen) if assignment is not None else (),
     )

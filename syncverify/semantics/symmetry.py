@@ -20,6 +20,7 @@ merges more states.
 from __future__ import annotations
 
 from .. import ir
+from ..expr import free_names
 from .program import Instr, Process, Program
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
@@ -28,17 +29,10 @@ _MEMO_LIMIT = 1 << 16  # images remembered per permutation before that table sta
 
 def _uses_instance(code: tuple[Instr, ...]) -> bool:
     def expr_uses(e) -> bool:
-        match e:
-            case ir.Builtin(name="instance"):
-                return True
-            case ir.BinOp(left=left, right=right):
-                return expr_uses(left) or expr_uses(right)
-            case ir.UnOp(operand=x):
-                return expr_uses(x)
-        return False
+        return "instance" in free_names(e)
 
     def walk(obj) -> bool:
-        if isinstance(obj, ir.Builtin | ir.BinOp | ir.UnOp):
+        if isinstance(obj, ir.Builtin | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
             return expr_uses(obj)
         if isinstance(obj, tuple):
             return any(walk(x) for x in obj)
