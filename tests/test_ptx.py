@@ -1,0 +1,196 @@
+"""PTX front end and extraction: parsing real nvcc output, the extracted protocol, its verdict,
+findings at the CUDA source line, and refusals with the PTX and source positions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from syncverify.cli import main
+from syncverify.lang import load
+from syncverify.ptx.execute import Launch
+from syncverify.ptx.extract import extract, load_module
+from syncverify.ptx.parse import Addr, Name, PtxError, parse_ptx, parse_ptx_file
+
+DATA = Path(__file__).parent / "data" / "ptx"
+RING = str(DATA / "ring.ptx")
+RING_BUG = str(DATA / "ring_no_empty_wait.ptx")
+LAUNCH = ["--block", "64", "--param", "2=4"]
+
+
+# ---- parsing ----------------------------------------------------------------------------------------
+
+def test_parses_nvcc_output_with_inline_asm_blocks():
+    mod = parse_ptx_file(RING)
+    (fn,) = mod.entries()
+    assert fn.name == "ring"
+    assert [p.name for p in fn.params] == ["ring_param_0", "ring_param_1", "ring_param_2"]
+    assert fn.directives[".maxntid"] == (64, 1, 1)
+    waits = [i for i in fn.body if i.opcode == "mbarrier.try_wait.parity.shared::cta.b64"]
+    assert len(waits) >= 2
+    # each inlined wait has its own `LAB_WAIT`/`DONE` labels and its own block-local P1
+    targets = {fn.labels[i.operands[-1].name] for i in fn.body
+               if i.base == "bra" and isinstance(i.operands[-1], Name) and "DONE" in i.operands[-1].name}
+    assert len(targets) == len({w.operands[0] for w in waits}) >= 2
+    assert all(w.src is not None and w.src.file == "ring.cu" and w.src.inlined_at for w in waits)
+
+
+def test_operands_and_initializers():
+    text = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.const .align 4 .b8 table[16] = {1, 0, 0, 0, 2};
+.visible .entry k(.param .u64 k_param_0)
+{
+  .reg .b32 %r<4>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [k_param_0+8];
+  st.shared.v4.u32 [%r1+-16], {%r2, %r2, %r2, %r2};
+  shfl.sync.idx.b32 %r3|%p1, %r2, 0, 31, -1;
+  @!%p1 bra $L__BB0_2;
+$L__BB0_2:
+  ret;
+}
+"""
+    mod = parse_ptx(text, "t.ptx")
+    (fn,) = mod.entries()
+    st = fn.body[1]
+    assert st.operands[0] == Addr("%r1", -16)
+    assert fn.body[3].guard == "%p1" and fn.body[3].guard_neg
+    assert fn.labels["$L__BB0_2"] == 4
+    (table,) = mod.variables
+    assert table.init == bytes([1, 0, 0, 0, 2])  # the initializer as written; the rest is zero
+
+
+def test_syntax_error_has_position_and_caret(tmp_path, capsys):
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90a\n.visible .entry k()\n{\n  add.s32 %r1, %r2 %r3;\n}\n")
+    with pytest.raises(PtxError) as err:
+        parse_ptx_file(str(bad))
+    assert (err.value.line, err.value.column) == (5, 20)
+    assert main(["extract", str(bad), "--block", "32"]) == 2
+    out = capsys.readouterr().err
+    assert f"{bad}:5:20: error: PTX syntax" in out and "^" in out
+
+
+# ---- extraction -------------------------------------------------------------------------------------
+
+def _extract(path: str, **kw) -> str:  # type: ignore[no-untyped-def]
+    launch = Launch(block=(64, 1, 1), params={"2": 4}, **kw)
+    return extract(load_module(path), launch).text
+
+
+def test_ring_extracts_to_a_reviewable_protocol():
+    text = _extract(RING)
+    protocol = load(text, path="ring.sync")  # valid .sync
+    assert protocol is not None
+    assert "role w0 = warp 0;" in text and "role w1 = warp 1;" in text
+    # the producer's elected lane issues the copy; every consumer lane releases
+    assert "elect {\n      arrive.expect_tx mb0[0] bytes 1024;" in text
+    assert "tma.load s0[0] bytes 1024 -> mb0[0];" in text
+    assert text.count("wait mb0[2] parity 1;") == 1 and text.count("wait mb0[2] parity 0;") == 1
+    assert text.count("    arrive mb0[2];") == 2
+    # every statement names its CUDA line and PTX line
+    assert "ring.cu:21 (inlined at ring.cu:61), ptx:" in text
+
+
+def test_trip_count_comes_from_the_parameter():
+    short = extract(load_module(RING), Launch(block=(64, 1, 1), params={"ring_param_2": 2})).text
+    assert short.count("tma.load") == 2
+    assert _extract(RING).count("tma.load") == 4
+
+
+def test_unbound_trip_count_is_refused_with_both_lines(capsys):
+    assert main(["extract", RING, "--block", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "ring.ptx:" in err and "a branch is decided by a value that is not known" in err
+    assert "CUDA source: ring.cu:" in err
+
+
+def test_check_ring_is_safe(capsys):
+    assert main(["check", RING, *LAUNCH]) == 0
+    assert "safe" in capsys.readouterr().out
+
+
+def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
+    assert main(["check", RING_BUG, *LAUNCH, "--format", "json"]) == 1
+    import json
+
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    codes = {d["code"] for d in res["diagnostics"]}
+    # the same set as specs/cutlass_ws_ring_no_empty_wait.sync, the hand-written protocol of this bug
+    assert codes == {"SV302", "SV303", "SV502", "SV504"}
+    lines = {d["code"]: d["line"] for d in res["diagnostics"]}
+    assert lines["SV302"] == 34      # ring.cu: the cp.async.bulk in bulk_load()
+    assert lines["SV504"] == 29      # ring.cu: the arrive.expect_tx
+    assert main(["check", RING_BUG, *LAUNCH]) == 1
+    out = capsys.readouterr().out
+    assert "ring.cu:34:23: SV302 WAR race" in out
+    assert "ring_no_empty_wait.ptx:" in out and "PTX instruction" in out
+
+
+def test_unknown_branch_without_synchronization_is_skipped_and_with_it_refused():
+    head = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [k_param_0];
+  ld.global.u32 %r1, [%rd1];
+  setp.eq.s32 %p1, %r1, 0;
+  @%p1 bra $L__BB0_2;
+"""
+    tail = """
+$L__BB0_2:
+  bar.sync 0;
+  ret;
+}
+"""
+    quiet = parse_ptx(head + "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n" + tail, "q.ptx")
+    text = extract(quiet, Launch(block=(32, 1, 1))).text
+    assert "syncthreads;" in text
+    loud = parse_ptx(head + "  bar.sync 1, 32;\n" + tail, "l.ptx")
+    with pytest.raises(PtxError) as err:
+        extract(loud, Launch(block=(32, 1, 1)))
+    assert err.value.line == 13 and "bar.sync" in err.value.message
+
+
+def test_unmodelled_synchronization_is_refused():
+    text = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 0;
+  cp.async.commit_group;
+  ret;
+}
+"""
+    with pytest.raises(PtxError) as err:
+        extract(parse_ptx(text, "u.ptx"), Launch(block=(32, 1, 1)))
+    assert err.value.line == 9 and "not modelled" in err.value.message
+
+
+def test_missing_nvcc_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    import syncverify.ptx.extract as ex
+
+    monkeypatch.setattr(ex, "find_nvcc", lambda: None)
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    assert main(["extract", str(src), "--block", "32"]) == 2
+    assert "nvcc was not found" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_check_a_cu_file_compiles_it(capsys):
+    assert main(["check", str(DATA / "ring.cu"), *LAUNCH]) == 0
+    assert "safe" in capsys.readouterr().out
