@@ -115,7 +115,7 @@ def _runs(offsets: list[int], stride: int) -> list[tuple[int, int]]:
 
 def _ranges(e: Event) -> list[tuple[int, int, int]]:
     """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
-    if e.kind in ("read", "write"):
+    if e.kind in ("read", "write", "wgmma_read"):
         return list(e.ranges)
     if e.kind == "tma_load":
         (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
@@ -322,6 +322,9 @@ class _Ctx:
         if k == "tma_store":
             (rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
+        if k == "wgmma_read":
+            slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
+            return [f"wgmma.read {slot};" for slot in slots]
         if k in ("read", "write"):
             names: dict[tuple[str, int], None] = {}
             for rank, s, t in e.ranges:

@@ -21,10 +21,11 @@ _NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "bar
                  "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
                  "cp.async.wait_all", "cp.async.bulk.tensor", "cp.async.bulk.shared::cluster.shared::cta",
                  "cp.reduce.async", "st.async", "red.async", "multimem.", "tcgen05.", "call", "trap", "brkpt",
-                 "wgmma.mma_async", "mbarrier.arrive.noComplete", "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
+                 "mbarrier.arrive.noComplete", "wgmma.mma_async.sp",
+                 "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
 _WHY = {
     "cp.async.bulk.tensor": "a tensor copy's byte count is in its tensor map, which extraction does not decode",
-    "wgmma.mma_async": "the shared-memory extent a wgmma descriptor reads is not decoded yet",
+    "wgmma.mma_async.sp": "sparse wgmma is not modelled",
     "call": "calls are not followed (device functions are expected to be inlined)",
 }
 
@@ -366,7 +367,63 @@ def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
         n = _uniform(run, ins, lanes, lambda lane: _known(run.read(ins.operands[0], lane)))
         _emit(run, "wgmma_wait", (n,), lanes, ins)
         return True
+    if sub == "mma_async":
+        _wgmma_mma(run, ins, lanes)
+        return True
     raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
+
+
+_ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
+
+
+def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
+    """Shared-memory bytes [start, end) a wgmma matrix descriptor can read, over-approximated.
+
+    The sm_90 descriptor holds the start address (bits 0-13, in 16-byte units),
+    the leading and stride byte offsets (bits 16-29 and 32-45) and the swizzle
+    mode (bits 62-63). A `rows` x `k_bytes` operand is made of 8-row groups of
+    16-byte core matrices (no swizzle) or of 8-row swizzle atoms; the range
+    returned is the bounding box of both K-major and MN-major readings, with
+    swizzled atoms taken whole. Reading more than the instruction does can
+    only add races, never hide one.
+    """
+    start = (desc & 0x3FFF) << 4
+    lbo = ((desc >> 16) & 0x3FFF) << 4
+    sbo = ((desc >> 32) & 0x3FFF) << 4
+    mode = (desc >> 62) & 3
+    groups = max(rows // 8, 1)
+    if mode == 0:
+        chunks = max(k_bytes // 16, 1)
+        reach = max((groups - 1) * sbo + (chunks - 1) * lbo, (groups - 1) * lbo + (chunks - 1) * sbo)
+        return start, start + reach + 128
+    width = {1: 128, 2: 64, 3: 32}[mode]
+    atom = 8 * width
+    base = start // atom * atom
+    atoms_k = max((k_bytes + width - 1) // width, 1)
+    reach = max((groups - 1) * sbo + (atoms_k - 1) * lbo, (groups - 1) * lbo + (atoms_k - 1) * sbo, 0)
+    return base, base + reach + atom + (start - base)
+
+
+def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
+    """`wgmma.mma_async.sync.aligned.mMnNkK.dtype.atype.btype d, a, b, …`: the async reads of A and B."""
+    shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "")
+    try:
+        m_, rest = shape[1:].split("n")
+        n_, k_ = rest.split("k")
+        m, n, k = int(m_), int(n_), int(k_)
+    except ValueError:
+        raise run.refuse(ins, f"wgmma shape {shape!r} not understood") from None
+    types = [t for t in ins.mods if t in _ELEM_BYTES]
+    elem = _ELEM_BYTES.get(types[-1], 2) if types else 2
+    operands = [(ins.operands[1], m), (ins.operands[2], n)]
+    ranges: set[tuple[int, int, int]] = set()
+    for op, rows in operands:
+        if isinstance(op, Vec):  # A from registers
+            continue
+        desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
+        lo, hi = wgmma_footprint(desc, rows, k * elem)  # type: ignore[arg-type]
+        ranges.add((run.rank, lo, hi))
+    _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
 
 def _access(run: WarpRun, ins: Instr, lanes: int) -> bool:
