@@ -78,6 +78,14 @@ def test_syntax_error_has_position_and_caret(tmp_path, capsys):
 
 # ---- extraction -------------------------------------------------------------------------------------
 
+def _kernel(params: str, body: str, name: str = "t.ptx"):  # type: ignore[no-untyped-def]
+    """A one-kernel module `k(params)` with the given body (registers %r, %rd, %p declared)."""
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n"
+            f".visible .entry k({params})\n{{\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<4>;\n  .reg .pred %p<4>;\n"
+            f"{body}}}\n")
+    return parse_ptx(text, name)
+
+
 def _extract(path: str, **kw) -> str:  # type: ignore[no-untyped-def]
     launch = Launch(block=(64, 1, 1), params={"2": 4}, **kw)
     return extract(load_module(path), launch).text
@@ -133,51 +141,29 @@ def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
 
 
 def test_unknown_branch_without_synchronization_is_skipped_and_with_it_refused():
-    head = """
-.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 k_param_0)
-{
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  .reg .pred %p<4>;
-  ld.param.u64 %rd1, [k_param_0];
+    head = """  ld.param.u64 %rd1, [k_param_0];
   ld.global.u32 %r1, [%rd1];
   setp.eq.s32 %p1, %r1, 0;
   @%p1 bra $L__BB0_2;
 """
-    tail = """
-$L__BB0_2:
+    tail = """$L__BB0_2:
   bar.sync 0;
   ret;
-}
 """
-    quiet = parse_ptx(head + "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n" + tail, "q.ptx")
+    quiet = _kernel(".param .u64 k_param_0", head + "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n" + tail)
     text = extract(quiet, Launch(block=(32, 1, 1))).text
     assert "syncthreads;" in text
-    loud = parse_ptx(head + "  bar.sync 1, 32;\n" + tail, "l.ptx")
+    loud = _kernel(".param .u64 k_param_0", head + "  bar.sync 1, 32;\n" + tail)
     with pytest.raises(PtxError) as err:
         extract(loud, Launch(block=(32, 1, 1)))
-    assert err.value.line == 13 and "bar.sync" in err.value.message
+    assert err.value.line == 12 and "bar.sync" in err.value.message
 
 
 def test_unmodelled_synchronization_is_refused():
-    text = """
-.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k()
-{
-  .reg .b32 %r<4>;
-  mov.u32 %r1, 0;
-  cp.async.commit_group;
-  ret;
-}
-"""
+    mod = _kernel("", "  mov.u32 %r1, 0;\n  cp.async.commit_group;\n  ret;\n")
     with pytest.raises(PtxError) as err:
-        extract(parse_ptx(text, "u.ptx"), Launch(block=(32, 1, 1)))
-    assert err.value.line == 9 and "not modelled" in err.value.message
+        extract(mod, Launch(block=(32, 1, 1)))
+    assert err.value.line == 10 and "not modelled" in err.value.message
 
 
 def test_missing_nvcc_is_a_clear_error(monkeypatch, capsys, tmp_path):
@@ -247,3 +233,20 @@ def test_emitted_kernel_needs_its_control_block_declared(tmp_path):
     with pytest.raises(PtxError) as err:
         extract(load_module(ptx), Launch(block=(32, 1, 1), cluster=(2, 1, 1)), "sv_kernel")
     assert "not known" in err.value.message and "peer_init_fixed.cu" in err.value.note
+
+
+def test_grid_clusters_that_differ_are_refused_and_alike_ones_accepted():
+    """A CTA past the problem edge exits early: its cluster synchronizes differently."""
+    mod = _kernel(".param .u32 k_param_0", """  ld.param.u32 %r1, [k_param_0];
+  mov.u32 %r2, %ctaid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra $L__BB0_2;
+  bar.sync 0;
+$L__BB0_2:
+  ret;
+""")
+    ok = extract(mod, Launch(block=(32, 1, 1), grid=(4, 1, 1), params={"0": 4})).text
+    assert "all 4 clusters of the grid synchronize like this one" in ok
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(32, 1, 1), grid=(4, 1, 1), params={"0": 3}))
+    assert "cluster 3 of the grid synchronizes differently" in err.value.message

@@ -6,11 +6,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .execute import Launch, run_cluster
-from .parse import Instr, Module, PtxError, parse_ptx_file
-from .skeleton import build
+from .parse import Function, Instr, Module, PtxError, parse_ptx_file
+from .skeleton import Skeleton, build
 from .writer import render
 
 NVCC_FLAGS = ("-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr", "-ptx", "-lineinfo")
@@ -92,5 +92,44 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
         raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
     events = run_cluster(mod, fn, launch)
     sk = build(mod, name, launch, events)
+    notes = _other_clusters(mod, fn, launch, sk)
+    if notes:
+        sk = replace(sk, notes=(*sk.notes, *notes))
     text, origin = render(sk, mod.path, expect)
     return Extracted(text, origin, mod, name)
+
+
+MAX_CLUSTERS = 64
+
+
+def _shape(sk: Skeleton) -> object:
+    return (sk.mbarriers, sk.slots, [(r.name, r.first_warp, r.count, [[s.text for s in b] for b in r.per_cta])
+                                     for r in sk.roles])
+
+
+def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton) -> list[str]:
+    """With --grid, every cluster of the grid must synchronize like the extracted one.
+
+    A protocol describes one cluster; clusters are independent, so the
+    protocol covers the grid when each cluster's skeleton is the same. One
+    that differs (an edge tile that exits early) is refused with its index.
+    """
+    if launch.grid is None:
+        return []
+    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
+    if any(g % c for g, c in zip(launch.grid, launch.cluster, strict=True)):
+        raise PtxError(mod.path, fn.line, 1, f"--grid {launch.grid} is not a whole number of clusters "
+                       f"{launch.cluster}")
+    total = dims[0] * dims[1] * dims[2]
+    want = _shape(sk)
+    for ci in range(min(total, MAX_CLUSTERS)):
+        if ci == launch.cluster_index:
+            continue
+        other = replace(launch, cluster_index=ci)
+        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other))) != want:
+            raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
+                           f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
+                           f"--cluster-index {ci}")
+    if total > MAX_CLUSTERS:
+        return [f"only the first {MAX_CLUSTERS} of the grid's {total} clusters were compared with this one"]
+    return [f"all {total} clusters of the grid synchronize like this one"] if total > 1 else []
