@@ -250,3 +250,35 @@ $L__BB0_2:
     with pytest.raises(PtxError) as err:
         extract(mod, Launch(block=(32, 1, 1), grid=(4, 1, 1), params={"0": 3}))
     assert "cluster 3 of the grid synchronizes differently" in err.value.message
+
+
+def test_cutlass_gemm_ptx_parses_and_extraction_asks_for_the_params(tmp_path):
+    """The real CUTLASS kernel: every line parses; the persistent tile scheduler's loop depends on the
+    problem shape in the kernel's Params, so without them extraction stops there and says where."""
+    import gzip
+
+    ptx = tmp_path / "sm90_gemm_coop_2x1.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm90_gemm_coop_2x1.ptx.gz").read_bytes()))
+    mod = parse_ptx_file(str(ptx))
+    (fn,) = mod.entries()
+    assert fn.params[0].size == 1792 and fn.directives[".maxntid"] == (384, 1, 1)
+    ops = {i.opcode for i in fn.body}
+    assert {"elect.sync", "mbarrier.try_wait.parity.shared::cta.b64", "wgmma.commit_group.sync.aligned",
+            "fence.mbarrier_init.release.cluster", "barrier.cluster.arrive.relaxed.aligned"} <= ops
+    assert any(o.startswith("cp.async.bulk.tensor.3d") and "multicast::cluster" in o for o in ops)
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(384, 1, 1), cluster=(2, 1, 1)))
+    assert "not known" in err.value.message
+    assert "sm90_gemm_tma_warpspecialized_cooperative.hpp:591" in err.value.note  # while (work_tile_info.is_valid())
+
+
+def test_tensor_copy_parses_and_is_refused_for_its_byte_count():
+    mod = _kernel(".param .u64 k_param_0", """  ld.param.u64 %rd1, [k_param_0];
+  mov.u32 %r1, 0;
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1+128], [%rd1, {%r1, %r1}], [%r1];
+  ret;
+""")
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(32, 1, 1)))
+    assert err.value.line == 12 and "tensor map" in err.value.message

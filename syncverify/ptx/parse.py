@@ -94,7 +94,15 @@ class Vec:
     items: tuple[Operand, ...]
 
 
-Operand = Name | NegName | Imm | FloatImm | Pair | Addr | Vec
+@dataclass(frozen=True, slots=True)
+class TensorAddr:
+    """`[tensormap, {c0, c1, …}]`: a tensor map and the coordinates of a tensor copy."""
+
+    base: str
+    coords: tuple[Operand, ...]
+
+
+Operand = Name | NegName | Imm | FloatImm | Pair | Addr | Vec | TensorAddr
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,6 +473,9 @@ class _Flattener:
                 if str(c.children[1]) == "-":
                     off = -off
             return Addr(base, off)
+        if kind == "tensor_address":
+            return TensorAddr(nm(c.children[0]), tuple(self._operand(x, scope) for x in c.children[1:]
+                                                       if isinstance(x, Tree)))
         if kind == "abs_address":
             return Addr(None, _int(c.children[0]))
         raise AssertionError(kind)  # pragma: no cover - the grammar has no other operand
