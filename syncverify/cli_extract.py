@@ -126,7 +126,13 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
                         f"(line {d.span.line if d.span else '?'})")
     result = check_protocol(protocol, options)
     diags = tuple(_at_source(d, ex, sync_name) for d in result.diagnostics if not _same_site_sv204(d, ex))
-    return replace(result, path=path, diagnostics=diags)
+    # the protocol has its loops unrolled at this launch: that launch is what the verdict covers
+    la = launch_of(args)
+    bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
+    if la.params:
+        bound += ", " + ", ".join(f"{k}={v if isinstance(v, int) else f'<{len(v)} bytes>'}"
+                                  for k, v in la.params.items())
+    return replace(result, path=path, diagnostics=diags, bound=bound)
 
 
 def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:

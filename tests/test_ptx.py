@@ -118,9 +118,10 @@ def test_unbound_trip_count_is_refused_with_both_lines(capsys):
     assert "CUDA source: ring.cu:" in err
 
 
-def test_check_ring_is_safe(capsys):
+def test_check_ring_is_safe_for_the_launch_it_was_extracted_at(capsys):
     assert main(["check", RING, *LAUNCH]) == 0
-    assert "safe" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "safe" in out and "launch block 64x1x1, cluster 1x1x1, 2=4" in out and "all-iterations" not in out
 
 
 def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
