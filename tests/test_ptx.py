@@ -78,6 +78,13 @@ def test_syntax_error_has_position_and_caret(tmp_path, capsys):
 
 # ---- extraction -------------------------------------------------------------------------------------
 
+def _refusal(mod, threads: int) -> str:  # type: ignore[no-untyped-def]
+    """The message extraction refuses `mod` with, at a block of `threads`."""
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(threads, 1, 1)))
+    return err.value.message
+
+
 def _kernel(params: str, body: str, name: str = "t.ptx"):  # type: ignore[no-untyped-def]
     """A one-kernel module `k(params)` with the given body (registers %r, %rd, %p declared)."""
     text = (".version 8.0\n.target sm_90a\n.address_size 64\n"
@@ -283,3 +290,52 @@ def test_tensor_copy_parses_and_is_refused_for_its_byte_count():
     with pytest.raises(PtxError) as err:
         extract(mod, Launch(block=(32, 1, 1)))
     assert err.value.line == 12 and "tensor map" in err.value.message
+
+
+def test_diverged_lanes_reconverge_before_a_barrier_and_a_partial_barrier_is_refused():
+    branchy = """  mov.u32 %r1, %laneid;
+  setp.lt.u32 %p1, %r1, 16;
+  @%p1 bra $L__BB0_2;
+  mov.u32 %r2, 2;
+  bra.uni $L__BB0_3;
+$L__BB0_2:
+  mov.u32 %r2, 1;
+$L__BB0_3:
+  BARRIER
+  ret;
+"""
+    whole = _kernel("", branchy.replace("BARRIER", "bar.sync 0;"))
+    assert "syncthreads;" in extract(whole, Launch(block=(64, 1, 1))).text
+    half = _kernel("", branchy.replace("$L__BB0_3:\n  BARRIER", "  bar.sync 0;\n$L__BB0_3:"))
+    assert "16 of the warp's lanes" in _refusal(half, 64)
+
+
+def test_shfl_broadcast_makes_a_lane_value_warp_uniform():
+    """CUTLASS's canonical_warp_idx: a value broadcast from lane 0 decides a branch for the whole warp."""
+    body = """  mov.u32 %r1, %tid.x;
+  SHFL
+  setp.ne.s32 %p1, %r2, 32;
+  @%p1 bra $L__BB0_2;
+  bar.sync 1, 32;
+$L__BB0_2:
+  ret;
+"""
+    shfl = _kernel("", body.replace("SHFL", "shfl.sync.idx.b32 %r2|%p2, %r1, 0, 31, -1;"))
+    text = extract(shfl, Launch(block=(64, 1, 1))).text
+    assert "role w1 = warp 1;" in text and "bar.sync 1, 32;" in text and "role w0" not in text
+    # without the broadcast only thread 32 (lane 0 of warp 1) takes the branch: a one-lane barrier
+    lanes = _kernel("", body.replace("SHFL", "mov.u32 %r2, %r1;"))
+    assert "1 of the warp's lanes" in _refusal(lanes, 64)
+
+
+def test_elected_lane_from_elect_sync_and_a_single_lane_barrier_refused():
+    body = """  elect.sync %r1|%p1, -1;
+  @!%p1 bra $L__BB0_2;
+  OP
+$L__BB0_2:
+  ret;
+"""
+    arrive = _kernel("", body.replace("OP", "mov.u32 %r2, 0;\n  mbarrier.init.shared::cta.b64 [%r2], 1;"))
+    assert "elect {\n      init mb0 count 1;" in extract(arrive, Launch(block=(32, 1, 1))).text
+    bar = _kernel("", body.replace("OP", "bar.sync 0;"))
+    assert "1 of the warp's lanes" in _refusal(bar, 32)

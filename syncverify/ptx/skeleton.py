@@ -20,6 +20,9 @@ from .execute import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
+# executed by whole warps in the language (elect and lane subsets are refused for them)
+_WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read",
+                    "wgmma_commit", "wgmma_wait"}
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,9 @@ class _Ctx:
                           "operations; the language has no lanes")
         for e in events:
             elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
+            if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
+                raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
+                              "warp-collective barrier; the language counts barrier arrivals a whole warp at a time")
             if not elect and e.lanes != lanes_full:
                 if e.kind in ("read", "write"):
                     self.notes.append("a shared-memory access by part of a warp is written as an access by the "
