@@ -339,3 +339,21 @@ $L__BB0_2:
     assert "elect {\n      init mb0 count 1;" in extract(arrive, Launch(block=(32, 1, 1))).text
     bar = _kernel("", body.replace("OP", "bar.sync 0;"))
     assert "1 of the warp's lanes" in _refusal(bar, 32)
+
+
+def test_arrive_qualifiers_are_kept():
+    """A relaxed arrive publishes nothing: writing it as the default release would hide races."""
+    mod = _kernel("", """  mov.u32 %r1, 0;
+  elect.sync %r3|%p1, -1;
+  @!%p1 bra $L__BB0_2;
+  mbarrier.init.shared::cta.b64 [%r1], 2;
+  mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [%r1], 16;
+  mbarrier.arrive.release.cluster.shared::cta.b64 _, [%r1];
+  mbarrier.arrive.shared::cta.b64 _, [%r1];
+$L__BB0_2:
+  ret;
+""")
+    text = extract(mod, Launch(block=(32, 1, 1))).text
+    assert "arrive.expect_tx.relaxed.cluster mb0 bytes 16;" in text
+    assert "arrive.release.cluster mb0;" in text and "      arrive mb0;" in text
+    load(text, path="q.sync")

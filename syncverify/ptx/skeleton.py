@@ -282,12 +282,11 @@ class _Ctx:
             return [f"{name}{q} {base}{c}{' @ ' + at if at else ''};"]
         if k in ("arrive_tx", "arrive_drop_tx"):
             bar, tx, sem, scope = a
-            if (sem, scope) != ("release", "cta"):
-                self.notes.append("arrive.expect_tx is written without its .sem/.scope qualifiers")
+            q = "" if (sem, scope) == ("release", "cta") else f".{sem}.{scope}"
             name = "arrive.expect_tx" if k == "arrive_tx" else "arrive_drop.expect_tx"
             target = self.bar(bar, own)  # type: ignore[arg-type]
             base, _, at = target.partition(" @ ")
-            return [f"{name} {base} bytes {tx}{' @ ' + at if at else ''};"]
+            return [f"{name}{q} {base} bytes {tx}{' @ ' + at if at else ''};"]
         if k in ("expect_tx", "complete_tx"):
             bar, tx = a
             target = self.bar(bar, own)  # type: ignore[arg-type]
