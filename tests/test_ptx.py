@@ -103,19 +103,51 @@ def test_ring_extracts_to_a_reviewable_protocol():
     protocol = load(text, path="ring.sync")  # valid .sync
     assert protocol is not None
     assert "role w0 = warp 0;" in text and "role w1 = warp 1;" in text
+    # the producer's loop (unrolled by nvcc) comes back as a loop, with CUTLASS's producer phase
+    assert "for k0 in 0..4 {\n      wait mb0[2 + k0 % 2] parity (k0 / 2 + 1) % 2;" in text
     # the producer's elected lane issues the copy; every consumer lane releases
-    assert "elect {\n      arrive.expect_tx mb0[0] bytes 1024;" in text
-    assert "tma.load s0[0] bytes 1024 -> mb0[0];" in text
-    assert text.count("wait mb0[2] parity 1;") == 1 and text.count("wait mb0[2] parity 0;") == 1
-    assert text.count("    arrive mb0[2];") == 2
+    assert "elect {\n        arrive.expect_tx mb0[k0 % 2] bytes 1024;" in text
+    assert "tma.load s0[k0 % 2] bytes 1024 -> mb0[k0 % 2];" in text
+    assert "      wait mb0[k0 % 2] parity (k0 / 2) % 2;" in text and "      arrive mb0[2 + k0 % 2];" in text
     # every statement names its CUDA line and PTX line
     assert "ring.cu:21 (inlined at ring.cu:61), ptx:" in text
 
 
+def test_loops_mean_exactly_the_statements_they_replace(monkeypatch):
+    """The written loops check exactly like the statements extracted one by one."""
+    import syncverify.ptx.writer as writer
+    from syncverify.check import Options, check_protocol
+
+    def codes(text: str) -> tuple[set[str], str]:
+        res = check_protocol(load(text, path="r.sync"), Options(engine="explicit"))
+        return {d.code for d in res.diagnostics if d.is_error}, res.verdict.value
+
+    rolled = [_extract(p) for p in (RING, RING_BUG)]
+    monkeypatch.setattr(writer, "roll", lambda body, names: list(body))
+    flat = [_extract(p) for p in (RING, RING_BUG)]
+    assert "for k" not in flat[0] and "for k" in rolled[0]
+    assert [codes(t) for t in rolled] == [codes(t) for t in flat] == [
+        (set(), "safe"), ({"SV302", "SV303", "SV502", "SV504"}, "violation")]
+
+
+def test_loop_formulas():
+    from syncverify.ptx.roll import _evaluate, _formulas
+
+    assert _formulas("k0", [0, 1, 0, 1]) == "k0 % 2"
+    assert _formulas("k0", [2, 3, 2, 3, 2]) == "2 + k0 % 2"
+    assert _formulas("k0", [1, 1, 0, 0, 1, 1]) == "(k0 / 2 + 1) % 2"
+    assert _formulas("k0", [0, 0, 1, 1]) == "k0 / 2" and _formulas("k0", [0, 0, 1, 1], parity=True) == "(k0 / 2) % 2"
+    assert _formulas("k0", [7, 7, 7]) == "7"
+    assert _formulas("k0", [0, 5, 1]) is None  # no form fits: the statements stay as they are
+    for seq in ([0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 0, 1], [3, 4, 5, 6]):
+        form = _formulas("k0", seq)
+        assert form is not None and [_evaluate(form, k) for k in range(len(seq))] == seq
+
+
 def test_trip_count_comes_from_the_parameter():
     short = extract(load_module(RING), Launch(block=(64, 1, 1), params={"ring_param_2": 2})).text
-    assert short.count("tma.load") == 2
-    assert _extract(RING).count("tma.load") == 4
+    assert "    for k0 in 0..2 {\n      wait mb0[2 + k0] parity 1;" in short
+    assert "    for k0 in 0..4 {\n      wait mb0[2 + k0 % 2] parity (k0 / 2 + 1) % 2;" in _extract(RING)
 
 
 def test_unbound_trip_count_is_refused_with_both_lines(capsys):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from .parse import Instr
+from .roll import Loop, roll
 from .skeleton import Skeleton, Stmt
 
 
@@ -48,7 +49,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
         + (f", cluster index {la.cluster_index}" if la.cluster_index else "")
         + (f"; parameters {', '.join(f'{k}={_show(v)}' for k, v in la.params.items())}" if la.params else "")
         + ".",
-        "// Loops are unrolled at this launch: the protocol is the kernel at these values only.",
+        "// Loops ran to completion at this launch; repeated statements are written as loops with the trip",
+        "// counts of this launch: the protocol is the kernel at these values only.",
     ]
     for n in sk.notes:
         lines.append(f"// note: {n}")
@@ -93,20 +95,45 @@ def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool]]:
 
 
 def _body(lines: list[str], origin: dict[int, Instr], body: tuple[Stmt, ...]) -> None:
+    _items(lines, origin, roll(body, []), "    ")
+
+
+def _items(lines: list[str], origin: dict[int, Instr], items: list[Stmt | Loop], pad: str) -> None:
     i = 0
-    while i < len(body):
-        s = body[i]
-        if s.elect:
-            lines.append("    elect {")
-            while i < len(body) and body[i].elect:
-                lines.append(f"      {body[i].text}".ljust(48) + f"// {where(body[i].instr)}")
-                origin[len(lines)] = body[i].instr
-                i += 1
-            lines.append("    }")
-        else:
-            lines.append(f"    {s.text}".ljust(48) + f"// {where(s.instr)}")
-            origin[len(lines)] = s.instr
+    while i < len(items):
+        it = items[i]
+        if isinstance(it, Loop):
+            lines.append(f"{pad}for {it.var} in 0..{it.count} {{")
+            j = 0
+            while j < len(it.body):
+                text, s, copies = it.body[j]
+                if s.elect:
+                    lines.append(f"{pad}  elect {{")
+                    while j < len(it.body) and it.body[j][1].elect:
+                        _line(lines, origin, pad + "    ", *it.body[j])
+                        j += 1
+                    lines.append(f"{pad}  }}")
+                else:
+                    _line(lines, origin, pad + "  ", text, s, copies)
+                    j += 1
+            lines.append(f"{pad}}}")
             i += 1
+        elif it.elect:
+            lines.append(f"{pad}elect {{")
+            while i < len(items) and isinstance(items[i], Stmt) and items[i].elect:  # type: ignore[union-attr]
+                s = items[i]
+                _line(lines, origin, pad + "  ", s.text, s)  # type: ignore[union-attr,arg-type]
+                i += 1
+            lines.append(f"{pad}}}")
+        else:
+            _line(lines, origin, pad, it.text, it)
+            i += 1
+
+
+def _line(lines: list[str], origin: dict[int, Instr], pad: str, text: str, s: Stmt, copies: int = 1) -> None:
+    more = f" (+{copies - 1} unrolled cop{'y' if copies == 2 else 'ies'})" if copies > 1 else ""
+    lines.append(f"{pad}{text}".ljust(47) + f" // {where(s.instr)}{more}")
+    origin[len(lines)] = s.instr
 
 
 def _ident(name: str) -> str:
