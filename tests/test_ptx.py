@@ -110,7 +110,7 @@ def test_ring_extracts_to_a_reviewable_protocol():
     assert "tma.load s0[k0 % 2] bytes 1024 -> mb0[k0 % 2];" in text
     assert "      wait mb0[k0 % 2] parity (k0 / 2) % 2;" in text and "      arrive mb0[2 + k0 % 2];" in text
     # every statement names its CUDA line and PTX line
-    assert "ring.cu:21 (inlined at ring.cu:61), ptx:" in text
+    assert "ring.cu:26 (inlined at ring.cu:66), ptx:" in text
 
 
 def test_loops_mean_exactly_the_statements_they_replace(monkeypatch):
@@ -172,12 +172,26 @@ def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
     # the same set as specs/cutlass_ws_ring_no_empty_wait.sync, the hand-written protocol of this bug
     assert codes == {"SV302", "SV303", "SV502", "SV504"}
     lines = {d["code"]: d["line"] for d in res["diagnostics"]}
-    assert lines["SV302"] == 34      # ring.cu: the cp.async.bulk in bulk_load()
-    assert lines["SV504"] == 29      # ring.cu: the arrive.expect_tx
+    assert lines["SV302"] == 39      # ring.cu: the cp.async.bulk in bulk_load()
+    assert lines["SV504"] == 34      # ring.cu: the arrive.expect_tx
     assert main(["check", RING_BUG, *LAUNCH]) == 1
     out = capsys.readouterr().out
-    assert "ring.cu:34:23: SV302 WAR race" in out
+    assert "ring.cu:39:23: SV302 WAR race" in out
     assert "ring_no_empty_wait.ptx:" in out and "PTX instruction" in out
+
+
+@pytest.mark.parametrize(("ptx", "codes", "line"), [
+    ("ring_no_full_wait.ptx", {"SV201", "SV301", "SV502"}, {"SV301": 39}),   # consumer_wait skipped
+    ("ring_empty_count_16.ptx", {"SV504"}, {"SV504": 30}),                   # wrong arrival count
+])
+def test_seeded_ring_bugs_at_their_source_lines(ptx, codes, line, capsys):
+    import json
+
+    assert main(["check", str(DATA / ptx), *LAUNCH, "--format", "json"]) == 1
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} == codes
+    for code, ln in line.items():
+        assert {d["line"] for d in res["diagnostics"] if d["code"] == code} == {ln}
 
 
 def test_unknown_branch_without_synchronization_is_skipped_and_with_it_refused():

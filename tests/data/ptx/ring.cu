@@ -1,10 +1,15 @@
 // A two-warp TMA ring written the way CUTLASS writes its barriers (inline PTX):
 // warp 0 produces with one elected lane, warp 1 consumes and releases with every lane.
-// -DNO_EMPTY_WAIT drops the producer's wait on the empty barrier (a seeded bug).
+// Seeded bugs: -DNO_EMPTY_WAIT drops the producer's wait on the empty barrier (producer_acquire),
+// -DNO_FULL_WAIT the consumer's wait on the full barrier (consumer_wait), -DEMPTY_COUNT=16 initializes
+// the empty barriers with half the consumer's arrivals.
 #include <cstdint>
 
 #define STAGES 2
 #define BYTES 1024
+#ifndef EMPTY_COUNT
+#define EMPTY_COUNT 32
+#endif
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -50,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(64) ring(const float* __restrict__ 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 32);
+      mbar_init(&empty[s], EMPTY_COUNT);
     }
   }
   __syncthreads();
@@ -70,7 +75,9 @@ extern "C" __global__ void __launch_bounds__(64) ring(const float* __restrict__ 
     float acc = 0.f;
     for (int k = 0; k < iters; ++k) {
       const int s = k % STAGES;
+#if !defined(NO_FULL_WAIT)
       mbar_wait(&full[s], (k / STAGES) & 1);
+#endif
       for (int j = threadIdx.x % 32; j < BYTES / 4; j += 32) acc += tile[s][j];
       mbar_arrive(&empty[s]);
     }
