@@ -93,7 +93,7 @@ class _Entry:
     rpc: int
 
 
-class Module_:
+class Memory:
     """Module-level memory: constant-space symbols with their bytes, shared-memory layout."""
 
     def __init__(self, mod: Module, fn: Function, launch: Launch):
@@ -170,7 +170,7 @@ def _params(fn: Function, launch: Launch) -> dict[str, tuple[int, bytes | None]]
 class WarpRun:
     """Executes one warp; `events` is its synchronization skeleton in program order."""
 
-    def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Module_, launch: Launch, cta_rank: int,
+    def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
                  ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[int, bytes | None]],
                  zero: dict[str, set[int]] | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
@@ -562,8 +562,7 @@ def _lanes(m: int) -> list[int]:
     return out
 
 
-def lanes_of(m: int) -> list[int]:
-    return _lanes(m)
+lanes_of = _lanes  # the executing lanes of a mask, for the synchronization instructions
 
 
 def _src(ins: Instr) -> str:
@@ -576,8 +575,7 @@ def _src(ins: Instr) -> str:
     return out
 
 
-def source_of(ins: Instr) -> str:
-    return _src(ins)
+source_of = _src  # "FILE:LINE (inlined at FILE:LINE)" of an instruction
 
 
 def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, int], list[Event]]:
@@ -585,7 +583,7 @@ def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, in
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
     cfg = Cfg(fn)
-    mem = Module_(mod, fn, launch)
+    mem = Memory(mod, fn, launch)
     params = _params(fn, launch)
     cx, cy, cz = launch.cluster
     grid = launch.grid or launch.cluster
