@@ -3,6 +3,7 @@ findings at the CUDA source line, and refusals with the PTX and source positions
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -403,3 +404,21 @@ $L__BB0_2:
     assert "arrive.expect_tx.relaxed.cluster mb0 bytes 16;" in text
     assert "arrive.release.cluster mb0;" in text and "      arrive mb0;" in text
     load(text, path="q.sync")
+
+
+@pytest.mark.parametrize(("false_path", "blocking"), [
+    ("  @!%p1 bra $L__BB0_1;\n", True),                                                      # the spin loop
+    ("  @%p1 bra $L__BB0_2;\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+     "  @!%p1 bra $L__BB0_1;\n", True),                                                     # try, then wait
+    ("  @%p1 bra $L__BB0_2;\n  add.s32 %r2, %r2, 1;\n", False),                               # a probe: goes on
+    ("  @%p1 bra $L__BB0_2;\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 1;\n"
+     "  @!%p1 bra $L__BB0_1;\n", False),                                                    # re-tests another phase
+])
+def test_try_wait_is_read_as_a_wait_only_in_a_spin(false_path, blocking):
+    mod = _kernel("", "  mov.u32 %r1, 0;\n$L__BB0_1:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+                  + false_path + "$L__BB0_2:\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n")
+    if blocking:
+        text = extract(mod, Launch(block=(32, 1, 1))).text
+        assert re.search(r"\n    wait mb0 parity 0; .*\n    read s0; ", text)
+    else:
+        assert "goes on without testing the same barrier phase again" in _refusal(mod, 32)

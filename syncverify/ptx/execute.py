@@ -184,6 +184,7 @@ class WarpRun:
         self.exited = 0
         self.special = [self._special_regs(first + lane) for lane in range(WARP)]
         self._region_ok: dict[int, list[Instr]] = {}
+        self.pc = 0  # the instruction being executed
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
@@ -297,6 +298,7 @@ class WarpRun:
                 raise self.refuse(body[top.pc], f"execution did not finish after {MAX_STEPS:,} steps (a loop "
                                   "whose trip count depends on a value that was not given?)")
             ins = body[top.pc]
+            self.pc = top.pc
             active = top.mask
             guard = self._guard(ins, active)
             if ins.base == "bra":

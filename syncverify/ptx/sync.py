@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
 from .parse import Instr, Name, Operand, Pair, Vec
+from .spin import spins
 from .values import UNKNOWN, Value, mask
 
 if TYPE_CHECKING:
@@ -225,6 +226,13 @@ def _getctarank(run: WarpRun, ins: Instr, lanes: int) -> bool:
 
 # ---- barriers ---------------------------------------------------------------------------------------
 
+def try_wait_key(run: WarpRun, ins: Instr, lanes: int) -> tuple[object, object] | None:
+    """(barrier, parity) of a `mbarrier.try_wait.parity`, if every executing lane agrees and knows them."""
+    ops = ins.operands
+    vals = {(_bar(run, ins, ops[1], lane), _known(run.read(ops[2], lane))) for lane in lanes_of(lanes)}
+    return next(iter(vals)) if len(vals) == 1 else None
+
+
 def _sem_scope(ins: Instr, sem_default: str) -> tuple[str, str]:
     sem = next((m for m in ins.mods if m in ("release", "relaxed", "acquire")), sem_default)
     scope = next((m for m in ins.mods if m in ("cta", "cluster")), "cta")
@@ -253,6 +261,10 @@ def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
         sem, scope = _sem_scope(ins, "acquire")
         args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
                                                        _known(run.read(ops[2], lane))))
+        if not spins(run, run.pc, lanes, ops[0], args):
+            raise run.refuse(ins, "when this try_wait returns false the code goes on without testing the same "
+                             "barrier phase again; the model has only the blocking wait (a spin loop around "
+                             "try_wait), so reading it as one could order what the kernel does not")
         _emit(run, "wait", (*args, sem, scope), lanes, ins)
         for lane in lanes_of(lanes):
             run.write(ops[0], lane, 1, 1)  # the blocking reading: it returns once the phase completed
