@@ -422,3 +422,11 @@ def test_try_wait_is_read_as_a_wait_only_in_a_spin(false_path, blocking):
         assert re.search(r"\n    wait mb0 parity 0; .*\n    read s0; ", text)
     else:
         assert "goes on without testing the same barrier phase again" in _refusal(mod, 32)
+
+
+def test_unaligned_barrier_keeps_its_form():
+    """`barrier.sync` without .aligned may be reached from different sites; `bar.sync` is the aligned form."""
+    mod = _kernel("", "  barrier.sync 1, 32;\n  barrier.sync.aligned 2, 32;\n  bar.sync 0;\n  ret;\n")
+    text = extract(mod, Launch(block=(32, 1, 1))).text
+    assert re.search(r"\n    barrier.sync 1, 32; .*\n    bar.sync 2, 32; .*\n    syncthreads; ", text)
+    load(text, path="b.sync")

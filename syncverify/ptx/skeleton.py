@@ -293,12 +293,12 @@ class _Ctx:
             base, _, at = target.partition(" @ ")
             return [f"{k} {base} bytes {tx}{' @ ' + at if at else ''};"]
         if k == "bar_sync":
-            bid, count = a
-            if bid == 0 and count is None:
+            bid, count, aligned = a
+            if bid == 0 and count is None and aligned:
                 return ["syncthreads;"]
-            return [f"bar.sync {bid}{'' if count is None else f', {count}'};"]
+            return [f"{'bar' if aligned else 'barrier'}.sync {bid}{'' if count is None else f', {count}'};"]
         if k == "bar_arrive":
-            return [f"bar.arrive {a[0]}, {a[1]};"]
+            return [f"{'bar' if a[2] else 'barrier'}.arrive {a[0]}, {a[1]};"]
         if k == "syncwarp":
             return ["syncwarp;"]
         if k == "cluster_arrive":

@@ -316,7 +316,8 @@ def _bar_cta(run: WarpRun, ins: Instr, lanes: int) -> bool:
     args = _uniform(run, ins, lanes, lambda lane: (_known(run.read(ops[0], lane)),
                                                    _known(run.read(ops[1], lane)) if len(ops) > 1 else -1))
     count = args[1] if args[1] != -1 else None
-    _emit(run, "bar_" + sub, (args[0], count), lanes, ins)
+    aligned = ins.base == "bar" or "aligned" in mods  # `barrier.sync` without .aligned is the unaligned form
+    _emit(run, "bar_" + sub, (args[0], count, aligned), lanes, ins)
     return True
 
 
