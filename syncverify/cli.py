@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import cli_gpu, cli_mutate, cli_trace
+from . import cli_extract, cli_gpu, cli_mutate, cli_trace
 from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .export import cli as cli_export
@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="syncverify", description="Static verifier for GPU kernel synchronization protocols.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="verify .sync protocol specs")
-    check.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories (searched for *.sync)")
+    check.add_argument("paths", nargs="+", metavar="PATH",
+                       help="spec files or directories (searched for *.sync), or kernels (.ptx, .cu)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto")
     check.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE",
@@ -50,12 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--full-trace", action="store_true", help="print every step of a counterexample")
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
+    cli_extract.add_launch_args(check, required=False)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code")
     cli_gpu.add_subcommands(sub)
     cli_trace.add_subcommand(sub, _define)
     cli_mutate.add_subcommand(sub, _define)
     cli_export.add_subcommand(sub, _define)
+    cli_extract.add_subcommand(sub)
     return parser
 
 
@@ -105,9 +108,20 @@ def cmd_check(args: argparse.Namespace) -> int:
                       max_memory_mb=args.max_memory, strict=args.strict, full_trace=args.full_trace,
                       defines=dict(args.defines),
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
+    refused = 0
     for path in paths:
+        if cli_extract.is_kernel(path):
+            got = cli_extract.check_kernel(path, args, options)
+            if isinstance(got, CheckResult):
+                results.append(got)
+            else:
+                cli_extract.print_refusal(got)
+                refused += 1
+            continue
         results.append(_check_with_progress(path, options, args.format))
     _print(results, args)
+    if refused:
+        return 2
     if args.expect:
         from .report import text
 
@@ -165,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
-               **cli_mutate.HANDLERS, **cli_export.HANDLERS}[args.command]
+               **cli_mutate.HANDLERS, **cli_export.HANDLERS, **cli_extract.HANDLERS}[args.command]
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -1,0 +1,191 @@
+"""`syncverify extract KERNEL.ptx|KERNEL.cu …`, and `check` on a kernel: extract, then check.
+
+Findings on an extracted protocol are reported at the CUDA source line of the
+instruction behind the statement (from `.loc`), with the PTX line and the line
+of the extracted `.sync` as related locations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import replace
+
+from .diagnostics import Diagnostic, InputError, Related, Span
+from .ptx.execute import Launch
+from .ptx.extract import Extracted, extract, load_module
+from .ptx.parse import Instr, PtxError
+from .result import CheckResult
+
+KERNEL_SUFFIXES = (".ptx", ".cu")
+
+
+def is_kernel(path: str) -> bool:
+    return path.endswith(KERNEL_SUFFIXES)
+
+
+def _dims(text: str) -> tuple[int, int, int]:
+    parts = [p for p in re.split(r"[x,]", text) if p.strip()]
+    try:
+        vals = [int(p, 0) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N, NxM or NxMxK") from None
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N, NxM or NxMxK of positive numbers")
+    return (vals[0], *[*vals[1:], 1, 1][:2])  # type: ignore[return-value]
+
+
+def _param(text: str) -> tuple[str, int | bytes]:
+    """NAME=VALUE (an integer) or NAME=@FILE (the parameter's bytes, e.g. a kernel Params struct)."""
+    name, eq, raw = text.partition("=")
+    if not eq or not name.strip():
+        raise argparse.ArgumentTypeError(f"--param {text}: expected NAME=VALUE or NAME=@FILE")
+    raw = raw.strip()
+    if raw.startswith("@"):
+        try:
+            with open(raw[1:], "rb") as fh:
+                return name.strip(), fh.read()
+        except OSError as err:
+            raise argparse.ArgumentTypeError(f"--param {text}: cannot read {raw[1:]}: {err.strerror}") from None
+    try:
+        return name.strip(), int(raw, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--param {text}: {raw!r} is not an integer") from None
+
+
+def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
+    g = p.add_argument_group("kernel inputs (.ptx or .cu)")
+    g.add_argument("--kernel", help="the kernel (.entry) to extract; needed when the module has several")
+    g.add_argument("--block", type=_dims, required=required, metavar="X[xYxZ]", help="threads per CTA")
+    g.add_argument("--cluster", type=_dims, default=(1, 1, 1), metavar="X[xYxZ]", help="CTAs per cluster")
+    g.add_argument("--grid", type=_dims, metavar="X[xYxZ]", help="CTAs in the grid (for %%nctaid, %%clusterid)")
+    g.add_argument("--cluster-index", type=int, default=0, metavar="N", help="which cluster of the grid to extract")
+    g.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="bind a kernel parameter (by PTX name or position) to an integer or to @FILE bytes")
+    g.add_argument("--zero-global", action="append", default=[], metavar="PARAM",
+                   help="the buffer this pointer parameter points to is zero at launch and written only "
+                        "through it (a control block the host clears)")
+    g.add_argument("--dynamic-smem", type=int, metavar="BYTES", help="dynamic shared memory of the launch")
+    g.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR",
+                   help="include directory for compiling a .cu")
+
+
+def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("extract", help="extract the synchronization protocol of a compiled kernel as .sync")
+    p.add_argument("input", metavar="KERNEL", help="a .ptx file, or a .cu file compiled with nvcc")
+    p.add_argument("-o", dest="output", metavar="FILE", help="write the protocol here (default: stdout)")
+    p.add_argument("--expect", dest="expect_header", metavar="VERDICT",
+                   help="write `// expect: VERDICT` as the protocol's header")
+    add_launch_args(p, required=True)
+
+
+def launch_of(args: argparse.Namespace) -> Launch:
+    return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=dict(args.param),
+                  cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
+                  zero_global=tuple(args.zero_global))
+
+
+def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None) -> Extracted:
+    mod = load_module(path, args.includes)
+    return extract(mod, launch_of(args), args.kernel, expect)
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    try:
+        ex = extract_kernel(args.input, args, args.expect_header)
+    except PtxError as err:
+        print(err.render(), file=sys.stderr)
+        return 2
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(ex.text)
+    else:
+        sys.stdout.write(ex.text)
+    return 0
+
+
+def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
+    """Extract and check one kernel; a refusal is returned (the caller prints it and exits 2)."""
+    from .check import check_protocol
+    from .lang import load
+
+    if args.block is None:
+        return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param)")
+    try:
+        ex = extract_kernel(path, args)
+    except PtxError as err:
+        return err
+    sync_name = os.path.splitext(path)[0] + ".extracted.sync"
+    try:
+        protocol = load(ex.text, options.defines, path=sync_name)
+    except InputError as err:  # the writer produced something the language refuses: say so plainly
+        d = err.diagnostics[0]
+        return PtxError(path, 1, 1, f"the extracted protocol is not valid .sync: {d.message} "
+                        f"(line {d.span.line if d.span else '?'})")
+    result = check_protocol(protocol, options)
+    diags = tuple(_at_source(d, ex, sync_name) for d in result.diagnostics if not _same_site_sv204(d, ex))
+    # the protocol has its loops unrolled at this launch: that launch is what the verdict covers
+    la = launch_of(args)
+    bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
+    if la.params:
+        bound += ", " + ", ".join(f"{k}={v if isinstance(v, int) else f'<{len(v)} bytes>'}"
+                                  for k, v in la.params.items())
+    return replace(result, path=path, diagnostics=diags, bound=bound)
+
+
+def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:
+    """SV204 between two statements that came from one PTX instruction: the kernel has one site.
+
+    Each warp's statements are written in its role's block, so one `bar.sync`
+    of the kernel appears once per role; that is not two sites.
+    """
+    if d.code != "SV204":
+        return False
+    lines = [int(x) for x in re.findall(r"line (\d+)", d.message)]
+    instrs = {ex.origin[ln].line for ln in lines if ln in ex.origin}
+    return len(lines) == 2 and len(instrs) == 1
+
+
+def _src_span(ins: Instr, ptx_path: str) -> Span | None:
+    if ins.src is None:
+        return None
+    return Span(_source_file(ins.src.file, ptx_path), ins.src.line, max(ins.src.column, 1), ins.src.line,
+                max(ins.src.column, 1) + 1)
+
+
+def _source_file(name: str, ptx_path: str) -> str:
+    """The CUDA file `.file` names, or the file of that name beside the PTX when the PTX was moved."""
+    if os.path.exists(name):
+        return name
+    beside = os.path.join(os.path.dirname(ptx_path), os.path.basename(name))
+    return beside if os.path.exists(beside) else name
+
+
+def _at_source(d: Diagnostic, ex: Extracted, sync_name: str) -> Diagnostic:
+    if d.span is None or d.span.line not in ex.origin:
+        return d
+    ins = ex.origin[d.span.line]
+    ptx = Span(ex.module.path, ins.line, ins.column, ins.line, ins.column + 1)
+    related = [Related(ptx, "PTX instruction"), Related(d.span, "statement of the extracted protocol")]
+    if ins.src and ins.src.inlined_at:
+        f, ln, col = ins.src.inlined_at[0]
+        f = _source_file(f, ex.module.path)
+        related.insert(0, Related(Span(f, ln, max(col, 1), ln, max(col, 1) + 1), "inlined at"))
+    for r in d.related:
+        if r.span.line in ex.origin:
+            other = ex.origin[r.span.line]
+            span = _src_span(other, ex.module.path) or Span(ex.module.path, other.line, other.column, other.line,
+                                                            other.column + 1)
+            related.append(Related(span, f"{r.message} (PTX line {other.line})"))
+        else:
+            related.append(r)
+    return replace(d, span=_src_span(ins, ex.module.path) or ptx, related=tuple(related))
+
+
+def print_refusal(err: PtxError) -> None:
+    print(err.render(), file=sys.stderr)
+
+
+HANDLERS = {"extract": cmd_extract}

@@ -1,0 +1,135 @@
+"""Extraction end to end: a `.ptx` (or a `.cu`, compiled with nvcc) to `.sync` text."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+
+from .execute import Launch, run_cluster
+from .parse import Function, Instr, Module, PtxError, parse_ptx_file
+from .skeleton import Skeleton, build
+from .writer import render
+
+NVCC_FLAGS = ("-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr", "-ptx", "-lineinfo")
+
+
+@dataclass(frozen=True)
+class Extracted:
+    text: str
+    origin: dict[int, Instr]
+    module: Module
+    kernel: str
+
+
+def find_nvcc() -> str | None:
+    """nvcc from PATH, else from the `nvidia-cuda-nvcc` pip package."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    try:
+        import nvidia.cuda_nvcc as pkg  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    for base in getattr(pkg, "__path__", []):
+        cand = os.path.join(base, "bin", "nvcc")
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def compile_cu(path: str, includes: list[str] | None = None, out_dir: str | None = None) -> str:
+    """Compile a CUDA file to PTX with line info; returns the PTX path."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise PtxError(path, 1, 1, "nvcc was not found on PATH (nor from the nvidia-cuda-nvcc package); "
+                       "install the CUDA toolkit or `pip install nvidia-cuda-nvcc`, or give the .ptx")
+    if not os.path.isfile(path):
+        raise PtxError(path, 1, 1, f"no such file: {path}")
+    out_dir = out_dir or tempfile.mkdtemp(prefix="syncverify-ptx-")
+    out = os.path.join(out_dir, os.path.splitext(os.path.basename(path))[0] + ".ptx")
+    cmd = [nvcc, *NVCC_FLAGS, *[f"-I{i}" for i in includes or []], "-o", out, path]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:400])
+        raise PtxError(path, 1, 1, f"nvcc failed: {first}", note=" ".join(cmd))
+    return out
+
+
+def load_module(path: str, includes: list[str] | None = None) -> Module:
+    ptx = compile_cu(path, includes) if path.endswith((".cu", ".cuh")) else path
+    return parse_ptx_file(ptx)
+
+
+def pick_kernel(mod: Module, name: str | None) -> str:
+    entries = [f.name for f in mod.entries()]
+    if not entries:
+        raise PtxError(mod.path, 1, 1, "the module has no kernel (.entry)")
+    if name is None:
+        if len(entries) > 1:
+            raise PtxError(mod.path, 1, 1, f"the module has {len(entries)} kernels; choose one with --kernel: "
+                           + ", ".join(entries))
+        return entries[0]
+    if name not in entries:
+        matches = [e for e in entries if name in e]
+        if len(matches) == 1:
+            return matches[0]
+        raise PtxError(mod.path, 1, 1, f"no kernel {name!r}; kernels: {', '.join(entries)}")
+    return name
+
+
+def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str | None = None) -> Extracted:
+    """The `.sync` text of `kernel` at `launch`; refusals raise Refusal (a PtxError)."""
+    name = pick_kernel(mod, kernel)
+    fn = next(f for f in mod.entries() if f.name == name)
+    maxn = fn.directives.get(".maxntid") or fn.directives.get(".reqntid")
+    if launch.threads % 32:
+        raise PtxError(mod.path, fn.line, 1, f"a block of {launch.threads} threads is not whole warps; "
+                       "the language models whole warps")
+    if maxn and launch.threads > maxn[0] * (maxn[1] if len(maxn) > 1 else 1) * (maxn[2] if len(maxn) > 2 else 1):
+        raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
+    events = run_cluster(mod, fn, launch)
+    sk = build(mod, name, launch, events)
+    notes = _other_clusters(mod, fn, launch, sk)
+    if notes:
+        sk = replace(sk, notes=(*sk.notes, *notes))
+    text, origin = render(sk, mod.path, expect)
+    return Extracted(text, origin, mod, name)
+
+
+MAX_CLUSTERS = 64
+
+
+def _shape(sk: Skeleton) -> object:
+    return (sk.mbarriers, sk.slots, [(r.name, r.first_warp, r.count, [[s.text for s in b] for b in r.per_cta])
+                                     for r in sk.roles])
+
+
+def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton) -> list[str]:
+    """With --grid, every cluster of the grid must synchronize like the extracted one.
+
+    A protocol describes one cluster; clusters are independent, so the
+    protocol covers the grid when each cluster's skeleton is the same. One
+    that differs (an edge tile that exits early) is refused with its index.
+    """
+    if launch.grid is None:
+        return []
+    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
+    if any(g % c for g, c in zip(launch.grid, launch.cluster, strict=True)):
+        raise PtxError(mod.path, fn.line, 1, f"--grid {launch.grid} is not a whole number of clusters "
+                       f"{launch.cluster}")
+    total = dims[0] * dims[1] * dims[2]
+    want = _shape(sk)
+    for ci in range(min(total, MAX_CLUSTERS)):
+        if ci == launch.cluster_index:
+            continue
+        other = replace(launch, cluster_index=ci)
+        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other))) != want:
+            raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
+                           f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
+                           f"--cluster-index {ci}")
+    if total > MAX_CLUSTERS:
+        return [f"only the first {MAX_CLUSTERS} of the grid's {total} clusters were compared with this one"]
+    return [f"all {total} clusters of the grid synchronize like this one"] if total > 1 else []

@@ -1,0 +1,339 @@
+"""From per-warp events to a protocol: shared-memory objects, statements, roles.
+
+* mbarriers are the 8-byte objects mbarrier instructions name, grouped into
+  arrays where they sit at consecutive addresses;
+* slots are the byte ranges accesses touch, split at every access boundary and
+  merged again where the same accesses touch neighbouring bytes, so two
+  accesses share a slot exactly when they share bytes (a copy that spans
+  several slots becomes one copy per slot, with its bytes split accordingly);
+* each warp is its own role instance (so `elect` means one lane of that warp
+  whichever reading of `elect` the checker uses), and warps with the same
+  statements form one role array.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from .execute import WARP, Event, Launch, Refusal, source_of
+from .parse import Instr, Module
+
+MAX_SLOTS = 256
+# executed by whole warps in the language (elect and lane subsets are refused for them)
+_WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read",
+                    "wgmma_commit", "wgmma_wait"}
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """One line of the protocol body, with the instruction it came from."""
+
+    text: str
+    elect: bool
+    instr: Instr
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    first_warp: int
+    count: int
+    per_cta: tuple[tuple[Stmt, ...], ...]  # statements of CTA rank r
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    launch: Launch
+    kernel: str
+    mbarriers: tuple[tuple[str, int, int], ...]  # name, first offset, count
+    slots: tuple[tuple[str, int, int, int, int], ...]  # name, count, bytes, first offset, pieces
+    roles: tuple[Role, ...]
+    notes: tuple[str, ...]
+
+
+def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
+    return Refusal(mod.path, ins.line, ins.column, f"cannot extract: {why}", mod.source_line(ins.line),
+                   f"CUDA source: {source_of(ins)}" if ins.src else "")
+
+
+_BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx",
+              "complete_tx"}
+
+
+def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]]) -> Skeleton:
+    notes: list[str] = []
+    bars: set[int] = set()
+    for evs in events.values():
+        for e in evs:
+            if e.kind in _BAR_KINDS:
+                bars.add(e.args[0][1])  # type: ignore[index]
+            elif e.kind == "tma_load":
+                bars.add(e.args[2][1])  # type: ignore[index]
+    mb_arrays = _runs(sorted(bars), 8)
+    mb_name = {}
+    mbarriers = []
+    for k, (start, n) in enumerate(mb_arrays):
+        name = f"mb{k}"
+        mbarriers.append((name, start, n))
+        for j in range(n):
+            mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
+    events = {key: _coalesce(evs) for key, evs in events.items()}
+    slots, slot_of = _slots(mod, events, bars)
+    ctx = _Ctx(mod, mb_name, slot_of, notes)
+    per_warp: dict[int, list[tuple[Stmt, ...]]] = {}
+    nwarps = (launch.threads + WARP - 1) // WARP
+    for w in range(nwarps):
+        full = (1 << max(0, min(WARP, launch.threads - WARP * w))) - 1
+        per_warp[w] = [tuple(ctx.statements(r, events[(r, w)], full)) for r in range(launch.ctas)]
+    roles: list[Role] = []
+    w = 0
+    while w < nwarps:
+        key = per_warp[w]
+        if not any(key):
+            w += 1
+            continue
+        n = 1
+        while w + n < nwarps and _same(per_warp[w + n], key):
+            n += 1
+        name = f"w{w}" if n == 1 else f"w{w}_{w + n - 1}"
+        roles.append(Role(name, w, n, tuple(key)))
+        w += n
+    return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)))
+
+
+def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
+    return [[(s.text, s.elect) for s in x] for x in a] == [[(s.text, s.elect) for s in x] for x in b]
+
+
+def _runs(offsets: list[int], stride: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for o in offsets:
+        if out and out[-1][0] + stride * out[-1][1] == o:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((o, 1))
+    return out
+
+
+def _ranges(e: Event) -> list[tuple[int, int, int]]:
+    """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
+    if e.kind in ("read", "write", "wgmma_read"):
+        return list(e.ranges)
+    if e.kind == "tma_load":
+        (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
+        return [(rank, off, off + size)]  # type: ignore[operator]
+    if e.kind == "tma_store":
+        (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
+        return [(rank, off, off + size)]  # type: ignore[operator]
+    return []
+
+
+def _coalesce(evs: list[Event]) -> list[Event]:
+    """Merge back-to-back accesses of one kind by the same lanes into one access.
+
+    Nothing that synchronizes lies between them, so every other access is
+    ordered with both or with neither: the race findings are the same.
+    """
+    out: list[Event] = []
+    for e in evs:
+        last = out[-1] if out else None
+        if last is not None and e.kind in ("read", "write") and last.kind == e.kind and last.lanes == e.lanes:
+            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})))
+        else:
+            out.append(e)
+    return out
+
+
+def _slots(mod: Module, events: dict[tuple[int, int], list[Event]], bars: set[int]):  # type: ignore[no-untyped-def]
+    """Partition the accessed bytes so that accesses share a slot exactly when they share bytes.
+
+    Bytes touched by exactly the same accesses form one slot, whether or not
+    they are contiguous: merging them loses nothing, since any access that
+    touches one touches all.
+    """
+    bounds: set[int] = set()
+    touched: list[tuple[int, int, tuple[int, int, int]]] = []  # start, end, access id
+    for (rank, w), evs in events.items():
+        for k, e in enumerate(evs):
+            for _r, s, t in _ranges(e):
+                for b in bars:
+                    if s < b + 8 and b < t:
+                        raise _refuse(mod, e.instr, f"an access to bytes [{s:#x}, {t:#x}) overlaps the mbarrier "
+                                      f"at {b:#x}")
+                bounds.update((s, t))
+                touched.append((s, t, (rank, w, k)))
+    cuts = sorted(bounds)
+    index = {c: i for i, c in enumerate(cuts)}
+    who: list[set[tuple[int, int, int]]] = [set() for _ in cuts]
+    for s, t, i in touched:
+        for j in range(index[s], index[t]):
+            who[j].add(i)
+    by_sig: dict[frozenset[tuple[int, int, int]], list[tuple[int, int]]] = {}
+    for j in range(len(cuts) - 1):
+        if who[j]:
+            pieces = by_sig.setdefault(frozenset(who[j]), [])
+            if pieces and pieces[-1][1] == cuts[j]:
+                pieces[-1] = (pieces[-1][0], cuts[j + 1])
+            else:
+                pieces.append((cuts[j], cuts[j + 1]))
+    groups = list(by_sig.values())
+    if len(groups) > MAX_SLOTS:
+        raise Refusal(mod.path, 1, 1, f"cannot extract: the accesses cut shared memory into {len(groups)} "
+                      f"separate regions (more than {MAX_SLOTS}); slots would need sub-slot byte regions, "
+                      "which the language does not have yet")
+    slots: list[tuple[str, int, int, int, int]] = []
+    slot_of: list[tuple[int, int, str]] = []
+    i = 0
+    k = 0
+
+    def size(g: list[tuple[int, int]]) -> int:
+        return sum(b - a for a, b in g)
+
+    while i < len(groups):
+        n = 1
+        while i + n < len(groups) and size(groups[i + n]) == size(groups[i]) and len(groups[i + n]) == 1 \
+                and len(groups[i]) == 1 and groups[i + n][0][0] == groups[i + n - 1][-1][1]:
+            n += 1
+        name = f"s{k}"
+        k += 1
+        slots.append((name, n, size(groups[i]), groups[i][0][0], len(groups[i])))
+        for j in range(n):
+            for a, b in groups[i + j]:
+                slot_of.append((a, b, f"{name}[{j}]" if n > 1 else name))
+        i += n
+    return slots, slot_of
+
+
+class _Ctx:
+    def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str]):
+        self.mod, self.mb, self.notes = mod, mb, notes
+        self.slot_of = sorted(slot_of)
+        self.starts = [a for a, _b, _n in self.slot_of]
+
+    def slots_in(self, s: int, t: int) -> list[tuple[str, int]]:
+        """The slots that bytes [s, t) touch, each with the number of its bytes in the range."""
+        out: dict[str, int] = {}
+        j = max(bisect_right(self.starts, s) - 1, 0)
+        while j < len(self.slot_of) and self.slot_of[j][0] < t:
+            a, b, name = self.slot_of[j]
+            if s < b:
+                out[name] = out.get(name, 0) + min(b, t) - max(a, s)
+            j += 1
+        return list(out.items())
+
+    def bar(self, ref: tuple[int, int], own: int) -> str:
+        rank, off = ref
+        return self.mb[off] + (f" @ {rank}" if rank != own else "")
+
+    def statements(self, own: int, events: list[Event], lanes_full: int) -> list[Stmt]:
+        out: list[Stmt] = []
+        single = {e.lanes for e in events if e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
+        if len(single) > 1:
+            e = next(x for x in events if x.lanes in single and x.lanes != min(single))
+            raise _refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
+                          "operations; the language has no lanes")
+        for e in events:
+            elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
+            if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
+                raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
+                              "warp-collective barrier; the language counts barrier arrivals a whole warp at a time")
+            if not elect and e.lanes != lanes_full:
+                if e.kind in ("read", "write"):
+                    self.notes.append("a shared-memory access by part of a warp is written as an access by the "
+                                      "whole warp (more accesses: it can only add races)")
+                else:
+                    raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
+                                  "this synchronization operation; the language has whole warps and single "
+                                  "elected lanes only")
+            for text in self.render(own, e):
+                out.append(Stmt(text, elect, e.instr))
+        return out
+
+    def per_slot(self, e: Event, off: int, size: int, form: str) -> list[str]:
+        """One bulk copy as one statement per slot it covers, each with its share of the bytes."""
+        out = []
+        for slot, n in self.slots_in(off, off + size):
+            if n % 16:
+                raise _refuse(self.mod, e.instr, f"the copy's part in slot {slot} is {n} bytes, not a multiple "
+                              "of 16")
+            out.append(form.format(slot=slot, n=n))
+        return out
+
+    def render(self, own: int, e: Event) -> list[str]:
+        k, a = e.kind, e.args
+        if k == "init":
+            return [f"init {self.bar(a[0], own)} count {a[1]};"]  # type: ignore[arg-type]
+        if k == "inval":
+            return [f"inval {self.bar(a[0], own)};"]  # type: ignore[arg-type]
+        if k == "wait":
+            bar, parity, sem, scope = a
+            if bar[0] != own:  # type: ignore[index]
+                raise _refuse(self.mod, e.instr, "a wait on another CTA's mbarrier")
+            q = "" if (sem, scope) == ("acquire", "cta") else f".{sem}.{scope}"
+            return [f"wait{q} {self.bar(bar, own)} parity {parity};"]  # type: ignore[arg-type]
+        if k in ("arrive", "arrive_drop"):
+            bar, count, sem, scope = a
+            q = "" if (sem, scope) == ("release", "cta") else f".{sem}.{scope}"
+            c = f" count {count}" if count != 1 else ""
+            name = "arrive" if k == "arrive" else "arrive_drop"
+            target = self.bar(bar, own)  # type: ignore[arg-type]
+            base, _, at = target.partition(" @ ")
+            return [f"{name}{q} {base}{c}{' @ ' + at if at else ''};"]
+        if k in ("arrive_tx", "arrive_drop_tx"):
+            bar, tx, sem, scope = a
+            q = "" if (sem, scope) == ("release", "cta") else f".{sem}.{scope}"
+            name = "arrive.expect_tx" if k == "arrive_tx" else "arrive_drop.expect_tx"
+            target = self.bar(bar, own)  # type: ignore[arg-type]
+            base, _, at = target.partition(" @ ")
+            return [f"{name}{q} {base} bytes {tx}{' @ ' + at if at else ''};"]
+        if k in ("expect_tx", "complete_tx"):
+            bar, tx = a
+            target = self.bar(bar, own)  # type: ignore[arg-type]
+            base, _, at = target.partition(" @ ")
+            return [f"{k} {base} bytes {tx}{' @ ' + at if at else ''};"]
+        if k == "bar_sync":
+            bid, count, aligned = a
+            if bid == 0 and count is None and aligned:
+                return ["syncthreads;"]
+            return [f"{'bar' if aligned else 'barrier'}.sync {bid}{'' if count is None else f', {count}'};"]
+        if k == "bar_arrive":
+            return [f"{'bar' if a[2] else 'barrier'}.arrive {a[0]}, {a[1]};"]
+        if k == "syncwarp":
+            return ["syncwarp;"]
+        if k == "cluster_arrive":
+            return ["cluster.arrive.relaxed;" if a[0] else "cluster.arrive;"]
+        if k == "cluster_wait":
+            return ["cluster.wait;"]
+        if k == "fence_proxy":
+            return ["fence.proxy.async;"]
+        if k == "fence_init":
+            return ["fence.mbarrier_init;"]
+        if k == "bulk_commit":
+            return ["bulk.commit;"]
+        if k == "bulk_wait":
+            return [f"bulk.wait_read {a[0]};"]
+        if k == "wgmma_commit":
+            return ["wgmma.commit;"]
+        if k == "wgmma_wait":
+            return [f"wgmma.wait {a[0]};"]
+        if k == "tma_load":
+            (drank, off), size, (brank, boff), mcast = a  # type: ignore[misc]
+            if drank != own or brank != own:
+                raise _refuse(self.mod, e.instr, "a bulk copy into another CTA's shared memory, or completing "
+                              "on another CTA's mbarrier, has no form in the language")
+            m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
+            return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + m + ";")  # type: ignore[arg-type]
+        if k == "tma_store":
+            (rank, off), size = a  # type: ignore[misc]
+            return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
+        if k == "wgmma_read":
+            slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
+            return [f"wgmma.read {slot};" for slot in slots]
+        if k in ("read", "write"):
+            names: dict[tuple[str, int], None] = {}
+            for rank, s, t in e.ranges:
+                for slot, _n in self.slots_in(s, t):
+                    names[(slot, rank)] = None
+            return [f"{k} {slot}{f' @ {rank}' if rank != own else ''};" for slot, rank in names]
+        raise AssertionError(k)  # pragma: no cover - every event kind is rendered above

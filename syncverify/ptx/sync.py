@@ -1,0 +1,481 @@
+"""The PTX instructions that touch synchronization: warp collectives executed across lanes,
+and the barrier, copy, fence and shared-memory instructions turned into events.
+
+Each recognised instruction is listed with the language operation it becomes in
+`docs/extract.md`; an instruction of these families that is not recognised is
+refused (it could change the skeleton), never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
+from .parse import Instr, Name, Operand, Pair, Vec
+from .spin import spins
+from .values import UNKNOWN, Value, mask
+
+if TYPE_CHECKING:
+    from .execute import WarpRun
+
+_NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
+                 "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
+                 "cp.async.wait_all", "cp.async.bulk.tensor", "cp.async.bulk.shared::cluster.shared::cta",
+                 "cp.reduce.async", "st.async", "red.async", "multimem.", "tcgen05.", "call", "trap", "brkpt",
+                 "mbarrier.arrive.noComplete", "wgmma.mma_async.sp",
+                 "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
+_WHY = {
+    "cp.async.bulk.tensor": "a tensor copy's byte count is in its tensor map, which extraction does not decode",
+    "wgmma.mma_async.sp": "sparse wgmma is not modelled",
+    "call": "calls are not followed (device functions are expected to be inlined)",
+}
+
+
+def execute_sync(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    """Execute `ins` if it is a collective or synchronization instruction; False for ordinary ones."""
+    op = ins.opcode
+    for prefix in _NOT_MODELLED:
+        if op.startswith(prefix) or (prefix.endswith(".") and op.startswith(prefix[:-1] + ".")):
+            why = next((w for p, w in _WHY.items() if op.startswith(p)), "it is not modelled by syncverify")
+            raise run.refuse(ins, f"`{op}` affects synchronization and {why}")
+    base = ins.base
+    handler = _HANDLERS.get(base)
+    if handler is None:
+        if base in ("st", "ld", "atom", "red", "ldu") and _maybe_shared(ins):
+            return _access(run, ins, lanes)
+        return False
+    return handler(run, ins, lanes)
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+
+def _maybe_shared(ins: Instr) -> bool:
+    mods = ins.mods
+    if any(m.startswith("shared") for m in mods):
+        return True
+    return not any(m in ("global", "param", "const", "local") for m in mods)
+
+
+def shared_target(a: Value, space: str, own: int) -> tuple[int, int] | None:
+    """(CTA rank, offset) of a shared-memory address, or None when it is not in shared memory."""
+    if not isinstance(a, int):
+        return None
+    if space == "generic":
+        if a < SH_GEN or a >= SH_GEN + 2 * CLUSTER:
+            return None
+        a -= SH_GEN
+    if a >= CLUSTER:
+        if space in ("cta",):
+            return None
+        return ((a - CLUSTER) // RANK, (a - CLUSTER) % RANK)
+    return (own, a)
+
+
+def _space(ins: Instr) -> str:
+    for m in ins.mods:
+        if m == "shared::cluster":
+            return "cluster"
+        if m in ("shared", "shared::cta"):
+            return "cta"
+    return "generic"
+
+
+def _uniform(run: WarpRun, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+    """Compute f(lane) for every executing lane; they must agree and be known."""
+    vals = {f(lane) for lane in lanes_of(lanes)}
+    if len(vals) != 1:
+        raise run.refuse(ins, "the lanes of one warp give this instruction different operands "
+                         f"({', '.join(sorted(map(str, vals)))[:120]}); lanes are not modelled")
+    (v,) = vals
+    if v is None or (isinstance(v, tuple) and any(x is None or x is UNKNOWN for x in v)) or v is UNKNOWN:
+        raise run.refuse(ins, "an operand that names a barrier or buffer, or a count, parity or byte "
+                         "count, is not known (loaded from memory or from an unbound parameter?)")
+    return v  # type: ignore[return-value]
+
+
+def _known(v: Value) -> int | None:
+    return v if isinstance(v, int) else None
+
+
+def _bar(run: WarpRun, ins: Instr, op: Operand, lane: int) -> tuple[int, int] | None:
+    a = run.address(op, lane)
+    return shared_target(a, _space(ins), run.rank)
+
+
+def _emit(run: WarpRun, kind: str, args: tuple[object, ...], lanes: int, ins: Instr,
+          ranges: tuple[tuple[int, int, int], ...] = ()) -> None:
+    run.events.append(Event(kind, args, lanes, ins, ranges))
+
+
+def _collective_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
+    m = _uniform(run, ins, lanes, lambda lane: _known(run.read(op, lane)))
+    assert isinstance(m, int)
+    m = mask(m, 32) & ((1 << run.nlanes) - 1) if mask(m, 32) != 0xFFFFFFFF else (1 << run.nlanes) - 1
+    if m & lanes != m:
+        raise run.refuse(ins, f"a warp-collective instruction with member mask {m:#x} is executed by lanes "
+                         f"{lanes:#x} only")
+    return m
+
+
+# ---- warp collectives -------------------------------------------------------------------------------
+
+def _elect(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    m = _collective_mask(run, ins, lanes, ins.operands[1])
+    leader = (m & -m).bit_length() - 1
+    dst = ins.operands[0]
+    for lane in lanes_of(lanes):
+        if isinstance(dst, Pair):
+            run.write(Name(dst.first), lane, leader, 32)
+            run.write(Name(dst.second), lane, int(lane == leader), 1)
+        else:
+            run.write(dst, lane, int(lane == leader), 1)
+    return True
+
+
+def _shfl(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    dst, a, b, c, mop = ins.operands[:5]
+    _collective_mask(run, ins, lanes, mop)
+    mode = ins.mods[1] if len(ins.mods) > 1 else "idx"
+    vals = {lane: run.read(a, lane) for lane in lanes_of(lanes)}
+    for lane in lanes_of(lanes):
+        bv, cv = run.read(b, lane), run.read(c, lane)
+        if not isinstance(bv, int) or not isinstance(cv, int):
+            out: Value = UNKNOWN
+            ok: Value = UNKNOWN
+        else:
+            bval, cval, seg = bv & 31, cv & 31, (cv >> 8) & 31
+            max_lane = (lane & seg) | (cval & ~seg)
+            min_lane = lane & seg
+            if mode == "up":
+                j, p = lane - bval, lane - bval >= max_lane
+            elif mode == "down":
+                j, p = lane + bval, lane + bval <= max_lane
+            elif mode == "bfly":
+                j, p = lane ^ bval, (lane ^ bval) <= max_lane
+            else:
+                j = min_lane | (bval & ~seg)
+                p = j <= max_lane
+            if not p:
+                j = lane
+            out = vals.get(j, UNKNOWN)
+            ok = int(p)
+        if isinstance(dst, Pair):
+            run.write(Name(dst.first), lane, out, 32)
+            run.write(Name(dst.second), lane, ok, 1)
+        else:
+            run.write(dst, lane, out, 32)
+    return True
+
+
+def _vote(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    dst, src, mop = ins.operands[:3]
+    m = _collective_mask(run, ins, lanes, mop)
+    preds = {lane: run.read(src, lane) for lane in lanes_of(m)}
+    mode = ins.mods[1] if len(ins.mods) > 1 else "any"
+    if any(v is UNKNOWN for v in preds.values()):
+        res: Value = UNKNOWN
+    elif mode == "ballot":
+        res = sum(1 << lane for lane, v in preds.items() if v)
+    elif mode == "all":
+        res = int(all(preds.values()))
+    elif mode == "any":
+        res = int(any(preds.values()))
+    else:
+        res = int(len({bool(v) for v in preds.values()}) == 1)
+    for lane in lanes_of(lanes):
+        run.write(dst, lane, res, 32)
+    return True
+
+
+def _activemask(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    for lane in lanes_of(lanes):
+        run.write(ins.operands[0], lane, lanes, 32)
+    return True
+
+
+def _unknown_result(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    for lane in lanes_of(lanes):
+        run.write(ins.operands[0], lane, UNKNOWN)
+    return True
+
+
+def _ignore(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    return True
+
+
+def _mapa(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    generic = "shared::cluster" not in ins.mods
+    for lane in lanes_of(lanes):
+        a, r = run.read(ins.operands[1], lane), run.read(ins.operands[2], lane)
+        t = shared_target(a, "generic" if generic else "cta", run.rank)
+        if t is None or not isinstance(r, int):
+            run.write(ins.operands[0], lane, UNKNOWN)
+            continue
+        v = CLUSTER + mask(r, 32) * RANK + t[1]
+        run.write(ins.operands[0], lane, v + SH_GEN if generic else v)
+    return True
+
+
+def _getctarank(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    space = "cluster" if "shared::cluster" in ins.mods else "generic"
+    for lane in lanes_of(lanes):
+        t = shared_target(run.read(ins.operands[1], lane), space, run.rank)
+        run.write(ins.operands[0], lane, UNKNOWN if t is None else t[0], 32)
+    return True
+
+
+# ---- barriers ---------------------------------------------------------------------------------------
+
+def try_wait_key(run: WarpRun, ins: Instr, lanes: int) -> tuple[object, object] | None:
+    """(barrier, parity) of a `mbarrier.try_wait.parity`, if every executing lane agrees and knows them."""
+    ops = ins.operands
+    vals = {(_bar(run, ins, ops[1], lane), _known(run.read(ops[2], lane))) for lane in lanes_of(lanes)}
+    return next(iter(vals)) if len(vals) == 1 else None
+
+
+def _sem_scope(ins: Instr, sem_default: str) -> tuple[str, str]:
+    sem = next((m for m in ins.mods if m in ("release", "relaxed", "acquire")), sem_default)
+    scope = next((m for m in ins.mods if m in ("cta", "cluster")), "cta")
+    return sem, scope
+
+
+def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    mods = ins.mods
+    sub = mods[0]
+    ops = ins.operands
+
+    def bar_at(k: int):  # type: ignore[no-untyped-def]
+        return lambda lane: _bar(run, ins, ops[k], lane)
+
+    if sub == "init":
+        args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[0], lane),
+                                                       _known(run.read(ops[1], lane))))
+        _emit(run, "init", args, lanes, ins)
+        return True
+    if sub == "inval":
+        _emit(run, "inval", (_uniform(run, ins, lanes, bar_at(0)),), lanes, ins)
+        return True
+    if sub == "try_wait":
+        if "parity" not in mods:
+            raise run.refuse(ins, "a token (state) try_wait is not modelled; CUTLASS waits use .parity")
+        sem, scope = _sem_scope(ins, "acquire")
+        args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
+                                                       _known(run.read(ops[2], lane))))
+        if not spins(run, run.pc, lanes, ops[0], args):
+            raise run.refuse(ins, "when this try_wait returns false the code goes on without testing the same "
+                             "barrier phase again; the model has only the blocking wait (a spin loop around "
+                             "try_wait), so reading it as one could order what the kernel does not")
+        _emit(run, "wait", (*args, sem, scope), lanes, ins)
+        for lane in lanes_of(lanes):
+            run.write(ops[0], lane, 1, 1)  # the blocking reading: it returns once the phase completed
+        return True
+    if sub in ("arrive", "arrive_drop"):
+        sem, scope = _sem_scope(ins, "release")
+        drop = sub == "arrive_drop"
+        if "expect_tx" in mods:
+            args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
+                                                           _known(run.read(ops[2], lane))))
+            _emit(run, "arrive_drop_tx" if drop else "arrive_tx", (*args, sem, scope), lanes, ins)
+        else:
+            args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
+                                                           _known(run.read(ops[2], lane)) if len(ops) > 2 else 1))
+            _emit(run, "arrive_drop" if drop else "arrive", (*args, sem, scope), lanes, ins)
+        if isinstance(ops[0], Name) and ops[0].name != "_":
+            for lane in lanes_of(lanes):
+                run.write(ops[0], lane, 0, 64)  # the state token: any value; only try_wait with a token uses it
+        return True
+    if sub in ("expect_tx", "complete_tx"):
+        args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[0], lane),
+                                                       _known(run.read(ops[1], lane))))
+        _emit(run, sub, args, lanes, ins)
+        return True
+    raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
+
+
+def _bar_cta(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    mods = ins.mods
+    if mods and mods[0] == "warp":  # bar.warp.sync mask
+        m = _collective_mask(run, ins, lanes, ins.operands[0])
+        if m != (1 << run.nlanes) - 1:
+            raise run.refuse(ins, "a __syncwarp of part of the warp is not modelled")
+        _emit(run, "syncwarp", (), lanes, ins)
+        return True
+    if mods and mods[0] == "cluster":
+        kind = mods[1] if len(mods) > 1 else ""
+        if kind == "arrive":
+            _emit(run, "cluster_arrive", ("relaxed" in mods,), lanes, ins)
+        elif kind == "wait":
+            _emit(run, "cluster_wait", (), lanes, ins)
+        else:
+            raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
+        return True
+    sub = mods[1] if mods and mods[0] == "cta" and len(mods) > 1 else (mods[0] if mods else "sync")
+    if sub not in ("sync", "arrive"):
+        raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
+    ops = ins.operands
+    args = _uniform(run, ins, lanes, lambda lane: (_known(run.read(ops[0], lane)),
+                                                   _known(run.read(ops[1], lane)) if len(ops) > 1 else -1))
+    count = args[1] if args[1] != -1 else None
+    aligned = ins.base == "bar" or "aligned" in mods  # `barrier.sync` without .aligned is the unaligned form
+    _emit(run, "bar_" + sub, (args[0], count, aligned), lanes, ins)
+    return True
+
+
+def _fence(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    op = ins.opcode
+    if op.startswith("fence.mbarrier_init"):
+        _emit(run, "fence_init", (), lanes, ins)
+    elif op.startswith("fence.proxy.async") and not op.startswith("fence.proxy.async.global"):
+        _emit(run, "fence_proxy", (), lanes, ins)
+    return True  # other fences only strengthen ordering; the model does not need them
+
+
+# ---- copies -----------------------------------------------------------------------------------------
+
+def _cp(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    op, ops, mods = ins.opcode, ins.operands, ins.mods
+    if not op.startswith("cp.async.bulk"):
+        raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
+    if op.startswith("cp.async.bulk.prefetch"):
+        return True
+    if op.startswith("cp.async.bulk.commit_group"):
+        _emit(run, "bulk_commit", (), lanes, ins)
+        return True
+    if op.startswith("cp.async.bulk.wait_group"):
+        n = _uniform(run, ins, lanes, lambda lane: _known(run.read(ops[0], lane)))
+        _emit(run, "bulk_wait", (n,), lanes, ins)
+        return True
+    if "mbarrier::complete_tx::bytes" in mods and mods[2].startswith("shared"):
+        multicast = "multicast::cluster" in mods
+
+        def load_args(lane: int):  # type: ignore[no-untyped-def]
+            dst = shared_target(run.address(ops[0], lane), "cluster", run.rank)
+            size = _known(run.read(ops[2], lane))
+            mbar = shared_target(run.address(ops[3], lane), "cluster", run.rank)
+            m = _known(run.read(ops[4], lane)) if multicast else None
+            return (dst, size, mbar, m if multicast else -1)
+
+        args = _uniform(run, ins, lanes, load_args)
+        _emit(run, "tma_load", args, lanes, ins)
+        return True
+    if mods[2] == "global" and mods[3].startswith("shared"):
+        def store_args(lane: int):  # type: ignore[no-untyped-def]
+            src = shared_target(run.address(ops[1], lane), "cta", run.rank)
+            return (src, _known(run.read(ops[2], lane)))
+
+        args = _uniform(run, ins, lanes, store_args)
+        _emit(run, "tma_store", args, lanes, ins)
+        return True
+    raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
+
+
+def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    sub = ins.mods[0]
+    if sub == "fence":
+        return True
+    if sub == "commit_group":
+        _emit(run, "wgmma_commit", (), lanes, ins)
+        return True
+    if sub == "wait_group":
+        n = _uniform(run, ins, lanes, lambda lane: _known(run.read(ins.operands[0], lane)))
+        _emit(run, "wgmma_wait", (n,), lanes, ins)
+        return True
+    if sub == "mma_async":
+        _wgmma_mma(run, ins, lanes)
+        return True
+    raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
+
+
+_ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
+
+
+def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
+    """Shared-memory bytes [start, end) a wgmma matrix descriptor can read, over-approximated.
+
+    The sm_90 descriptor holds the start address (bits 0-13, in 16-byte units),
+    the leading and stride byte offsets (bits 16-29 and 32-45) and the swizzle
+    mode (bits 62-63). A `rows` x `k_bytes` operand is made of 8-row groups of
+    16-byte core matrices (no swizzle) or of 8-row swizzle atoms; the range
+    returned is the bounding box of both K-major and MN-major readings, with
+    swizzled atoms taken whole. Reading more than the instruction does can
+    only add races, never hide one.
+    """
+    start = (desc & 0x3FFF) << 4
+    lbo = ((desc >> 16) & 0x3FFF) << 4
+    sbo = ((desc >> 32) & 0x3FFF) << 4
+    mode = (desc >> 62) & 3
+    groups = max(rows // 8, 1)
+    if mode == 0:
+        chunks = max(k_bytes // 16, 1)
+        reach = max((groups - 1) * sbo + (chunks - 1) * lbo, (groups - 1) * lbo + (chunks - 1) * sbo)
+        return start, start + reach + 128
+    width = {1: 128, 2: 64, 3: 32}[mode]
+    atom = 8 * width
+    base = start // atom * atom
+    atoms_k = max((k_bytes + width - 1) // width, 1)
+    reach = max((groups - 1) * sbo + (atoms_k - 1) * lbo, (groups - 1) * lbo + (atoms_k - 1) * sbo, 0)
+    return base, base + reach + atom + (start - base)
+
+
+def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
+    """`wgmma.mma_async.sync.aligned.mMnNkK.dtype.atype.btype d, a, b, …`: the async reads of A and B."""
+    shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "")
+    try:
+        m_, rest = shape[1:].split("n")
+        n_, k_ = rest.split("k")
+        m, n, k = int(m_), int(n_), int(k_)
+    except ValueError:
+        raise run.refuse(ins, f"wgmma shape {shape!r} not understood") from None
+    types = [t for t in ins.mods if t in _ELEM_BYTES]
+    elem = _ELEM_BYTES.get(types[-1], 2) if types else 2
+    operands = [(ins.operands[1], m), (ins.operands[2], n)]
+    ranges: set[tuple[int, int, int]] = set()
+    for op, rows in operands:
+        if isinstance(op, Vec):  # A from registers
+            continue
+        desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
+        lo, hi = wgmma_footprint(desc, rows, k * elem)  # type: ignore[arg-type]
+        ranges.add((run.rank, lo, hi))
+    _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
+
+
+def _access(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    """A load or store that may touch shared memory: an access event with its byte ranges."""
+    base = ins.base
+    size = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b64": 8, "u64": 8, "s64": 8,
+            "f64": 8, "b128": 16}.get(next((m for m in reversed(ins.mods) if m[:1] in "busf"), "b32"), 4)
+    size *= vector_count(ins.mods)
+    addr_op = ins.operands[1] if base in ("ld", "ldu", "atom") else ins.operands[0]
+    space = _space(ins)
+    ranges: set[tuple[int, int, int]] = set()
+    for lane in lanes_of(lanes):
+        a = run.address(addr_op, lane)
+        if a is UNKNOWN:
+            if space != "generic":
+                raise run.refuse(ins, "a shared-memory access whose address is not known")
+            raise run.refuse(ins, "a generic-address access whose address is not known (it may be shared "
+                             "memory); extraction needs every shared-memory address")
+        t = shared_target(a, space, run.rank)
+        if t is None:
+            continue
+        ranges.add((t[0], t[1], t[1] + size))
+    if not ranges:
+        return False  # not shared memory: an ordinary load or store
+    if base in ("ld", "ldu", "atom"):
+        dst = ins.operands[0]
+        items = dst.items if isinstance(dst, Vec) else (dst,)
+        for lane in lanes_of(lanes):
+            for x in items:
+                run.write(x, lane, UNKNOWN)
+    if base in ("atom", "red"):
+        raise run.refuse(ins, "atomics on shared memory are not modelled")
+    _emit(run, "read" if base in ("ld", "ldu") else "write", (), lanes, ins, tuple(sorted(ranges)))
+    return True
+
+
+_HANDLERS = {
+    "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _unknown_result,
+    "redux": _unknown_result, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
+    "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "cp": _cp, "wgmma": _wgmma,
+    "setmaxnreg": _ignore, "griddepcontrol": _ignore,
+}

@@ -1,0 +1,145 @@
+"""The `.sync` text of an extracted skeleton: a protocol a kernel engineer can review and keep.
+
+Every statement carries the CUDA source line (from `.loc`) and the PTX line it
+came from as a comment; `line_map` records, for each line of the text, the
+instruction behind it so that findings on the text can be reported at the
+CUDA source line.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .parse import Instr
+from .roll import Loop, roll
+from .skeleton import Skeleton, Stmt
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("../..") else os.path.basename(path)
+
+
+def where(ins: Instr) -> str:
+    s = ins.src
+    out = f"ptx:{ins.line}"
+    if s is not None:
+        src = f"{_short(s.file)}:{s.line}"
+        if s.inlined_at:
+            f, ln, _c = s.inlined_at[0]
+            src += f" (inlined at {_short(f)}:{ln})"
+        out = f"{src}, {out}"
+    return out
+
+
+def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str, dict[int, Instr]]:
+    """The protocol text, and for each of its lines (1-based) the instruction it came from."""
+    lines: list[str] = []
+    origin: dict[int, Instr] = {}
+    if expect:
+        lines.append(f"// expect: {expect}")
+    la = sk.launch
+    lines += [
+        f"// Extracted by `syncverify extract` from {_short(ptx_path)}, kernel {sk.kernel}.",
+        f"// Launch: block {la.block[0]}x{la.block[1]}x{la.block[2]}, cluster "
+        f"{la.cluster[0]}x{la.cluster[1]}x{la.cluster[2]}"
+        + (f", cluster index {la.cluster_index}" if la.cluster_index else "")
+        + (f"; parameters {', '.join(f'{k}={_show(v)}' for k, v in la.params.items())}" if la.params else "")
+        + ".",
+        "// Loops ran to completion at this launch; repeated statements are written as loops with the trip",
+        "// counts of this launch: the protocol is the kernel at these values only.",
+    ]
+    for n in sk.notes:
+        lines.append(f"// note: {n}")
+    lines.append(f"protocol {_ident(sk.kernel)} {{")
+    if la.ctas > 1:
+        lines.append(f"  cluster {la.ctas};")
+    lines.append(f"  cta threads {la.threads};")
+    for r in sk.roles:
+        decl = f"warp {r.first_warp}" if r.count == 1 else f"warp {r.first_warp} + i"
+        arr = "" if r.count == 1 else f"[{r.count}]"
+        span = f"warp {r.first_warp}" if r.count == 1 else f"warps {r.first_warp}..{r.first_warp + r.count - 1}"
+        lines.append(f"  role {r.name}{arr} = {decl};".ljust(40) + f"// {span}: threads {32 * r.first_warp}.."
+                     f"{32 * (r.first_warp + r.count) - 1}")
+    for name, start, n in sk.mbarriers:
+        arr = f"[{n}]" if n > 1 else ""
+        lines.append(f"  mbarrier {name}{arr};".ljust(40) + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}")
+    for name, n, size, start, pieces in sk.slots:
+        arr = f"[{n}]" if n > 1 else ""
+        decl = (size + 15) // 16 * 16
+        where_ = (f"shared memory {start:#x}..{start + n * size - 1:#x}" if pieces == 1
+                  else f"{size} bytes of shared memory in {pieces} pieces from {start:#x}")
+        lines.append(f"  smem {name}{arr} bytes {decl};".ljust(40) + f"// {where_}"
+                     + (f" ({size} bytes each)" if decl != size else ""))
+    for r in sk.roles:
+        bodies = r.per_cta
+        if all(_texts(b) == _texts(bodies[0]) for b in bodies):
+            groups = [(None, bodies[0])]
+        else:
+            groups = [(rank, b) for rank, b in enumerate(bodies) if b]
+        for rank, body in groups:
+            lines.append("")
+            guard = r.name if rank is None else f"{r.name} && cta == {rank}"
+            lines.append(f"  if {guard} {{")
+            _body(lines, origin, body)
+            lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n", origin
+
+
+def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool]]:
+    return [(s.text, s.elect) for s in body]
+
+
+def _body(lines: list[str], origin: dict[int, Instr], body: tuple[Stmt, ...]) -> None:
+    _items(lines, origin, roll(body, []), "    ")
+
+
+def _items(lines: list[str], origin: dict[int, Instr], items: list[Stmt | Loop], pad: str) -> None:
+    i = 0
+    while i < len(items):
+        it = items[i]
+        if isinstance(it, Loop):
+            lines.append(f"{pad}for {it.var} in 0..{it.count} {{")
+            j = 0
+            while j < len(it.body):
+                text, s, copies = it.body[j]
+                if s.elect:
+                    lines.append(f"{pad}  elect {{")
+                    while j < len(it.body) and it.body[j][1].elect:
+                        _line(lines, origin, pad + "    ", *it.body[j])
+                        j += 1
+                    lines.append(f"{pad}  }}")
+                else:
+                    _line(lines, origin, pad + "  ", text, s, copies)
+                    j += 1
+            lines.append(f"{pad}}}")
+            i += 1
+        elif it.elect:
+            lines.append(f"{pad}elect {{")
+            while i < len(items) and isinstance(items[i], Stmt) and items[i].elect:  # type: ignore[union-attr]
+                s = items[i]
+                _line(lines, origin, pad + "  ", s.text, s)  # type: ignore[union-attr,arg-type]
+                i += 1
+            lines.append(f"{pad}}}")
+        else:
+            _line(lines, origin, pad, it.text, it)
+            i += 1
+
+
+def _line(lines: list[str], origin: dict[int, Instr], pad: str, text: str, s: Stmt, copies: int = 1) -> None:
+    more = f" (+{copies - 1} unrolled cop{'y' if copies == 2 else 'ies'})" if copies > 1 else ""
+    lines.append(f"{pad}{text}".ljust(47) + f" // {where(s.instr)}{more}")
+    origin[len(lines)] = s.instr
+
+
+def _ident(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else f"k_{out}"
+
+
+def _show(v: int | bytes) -> str:
+    return f"<{len(v)} bytes>" if isinstance(v, bytes) else str(v)
