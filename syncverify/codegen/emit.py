@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
+from ..collective import collective_findings, is_wgmma
 from ..semantics.program import compile_program, processes
 from . import ptx
 from .kernel import KernelWriter, Layout, Shape, Tables, make_layout
@@ -42,7 +43,7 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     site_of = site_index(sites)
     procs = processes(protocol)
     programs = [compile_program(protocol, p) for p in procs]
-    _check_wgmma(protocol, sites, procs, programs)
+    _check_wgmma(protocol, sites, programs)
     per_cta = [p for p in procs if p.cta == 0]
     shape = Shape(
         proc_of_tid=[next(i for i, p in enumerate(per_cta) if p.lo <= t < p.hi) for t in range(protocol.threads)],
@@ -62,30 +63,20 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     return Emission(source, launch, sched)
 
 
-def _check_wgmma(protocol: ir.Protocol, sites: list[Site], procs, programs) -> None:
-    """wgmma is warpgroup-collective (.sync.aligned): every warp of a warpgroup must issue each one."""
+def _check_wgmma(protocol: ir.Protocol, sites: list[Site], programs) -> None:
+    """wgmma is warpgroup-collective (.sync.aligned): every warp of a warpgroup must issue each one, and only
+    `wgmma.wait 0` is emitted."""
     for s in sites:
         op = s.op
         if isinstance(op, ir.GroupWait) and op.unit == "wgmma":
             if not isinstance(op.pending, ir.Const) or op.pending.value != 0:
                 raise EmitRefused(f"{protocol.path}:{s.line}: only `wgmma.wait 0` is emitted (each wgmma read keeps "
                                   "its own accumulator, checked when the wait retires it)")
-        if not isinstance(op, ir.WgmmaRead | ir.GroupCommit | ir.GroupWait) or \
-                (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit != "wgmma"):
-            continue
-        warps: dict[int, set[int]] = {}
-        for proc, prog in zip(procs, programs, strict=True):
-            for ins in prog.code:
-                if ins.op is op:
-                    if ins.leader_only or not proc.whole_warp:
-                        raise EmitRefused(f"{protocol.path}:{s.line}: `{s.text}` is executed by one thread or part "
-                                          "of a warp; wgmma needs every thread of a warpgroup")
-                    warps.setdefault(proc.cta, set()).add(proc.warp)
-        for ws in warps.values():
-            groups = {w // 4 for w in ws}
-            if any({4 * g + i for i in range(4)} - ws for g in groups):
-                raise EmitRefused(f"{protocol.path}:{s.line}: `{s.text}` is executed by warps {sorted(ws)}; wgmma "
-                                  "is warpgroup-collective: all four warps of each warpgroup must execute it")
+    # the checker's SV206 rule (syncverify.collective): a kernel that breaks it is undefined, not emitted
+    for d in collective_findings(protocol, programs):
+        site = next((s for s in sites if s.op.span == d.span), None)
+        if site is not None and is_wgmma(site.op):
+            raise EmitRefused(f"{protocol.path}:{site.line}: `{site.text}` {d.message} (SV206)")
 
 
 def _tables(nprocs: int, nsites: int, sched: Schedule) -> tuple[Tables, list[int], dict, dict]:

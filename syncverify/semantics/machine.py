@@ -656,13 +656,16 @@ class Machine:
         return False
 
     def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
-        """Does this arrive complete phase 0 of a barrier that another process may still wait on
-        without any history? Such a wait with parity 1 passes at once on the fresh barrier (the
-        CUTLASS producer start, "phase −1") but blocks once phase 0 has completed — and nothing
-        reports that difference (it is not stale: it means phase 1). The two orders then reach
-        different behaviours, so the arrive must not be taken alone."""
+        """Does this arrive complete a phase of a barrier that another process may still wait on
+        without any history? Such a first wait means the phase of PTX's window with its parity
+        (rules.first_wait_phase), which the completion moves: with parity 1 on a fresh barrier it
+        passes at once (the CUTLASS producer start) but blocks once phase 0 has completed; with
+        parity 0 it observes phase 0 in phase 1 but waits for phase 2 once phase 1 has completed.
+        Neither is stale, so nothing reports the difference on the path that takes the arrive
+        first (the causal SV501 check needs the path where the wait observes early). The two
+        orders then reach different behaviours, so the arrive must not be taken alone."""
         for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
-            if before[M_K] != 0 or after[M_K] == 0:
+            if before[M_K] == after[M_K]:
                 continue
             cta, name, _ = self.mb_names[m]  # the barrier's CTA: the arrive may be remote
             for q in self.procs_of_cta[cta]:
@@ -710,9 +713,11 @@ class Machine:
         whose arrivals or bytes came from the actors' earlier moves, all inside the set. So
         this over-approximates what can happen before the step.
 
-        With ``freeze``, a wait on m that passes now while m is in phase 0 answers None: it
-        may be a first wait with parity 1 (the CUTLASS producer start), which passes on the
-        fresh barrier and blocks once phase 0 has completed, reporting nothing."""
+        With ``freeze``, a wait on m that passes now while m is in phase 0, or that is its
+        process's first wait on m, answers None: a first wait means the phase of PTX's window
+        (rules.first_wait_phase), so one that passes now (the CUTLASS producer start on a fresh
+        barrier, or parity 0 observing phase 0 in phase 1) blocks once the step completes the
+        phase, reporting nothing."""
         mbars = state.mbars
         names = self.mb_names
         m_life = names[m][:2]
@@ -733,12 +738,12 @@ class Machine:
             else:
                 arrivals[b[4]] = arrivals.get(b[4], 0) + 1
 
-        def passes(m2: int, parity: int) -> bool:
+        def passes(m2: int, parity: int, q: int) -> bool:
             mb = mbars[m2]
             if not mb[M_VALID]:
                 return True
             if mb[M_K] % 2 != parity % 2:
-                if freeze and m2 == m and mb[M_K] == 0:
+                if freeze and m2 == m and (mb[M_K] == 0 or self._jprev(mb, q) is None):
                     raise _FreshPass
                 return True
             if freeze and m2 == m:
@@ -771,7 +776,7 @@ class Machine:
                             ends[q] = True
                             key = None
                             break
-                        if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2]):
+                        if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2], q):
                             break
                         for ev in events:
                             kind = ev[0]
