@@ -1,0 +1,295 @@
+"""The all-iterations lift covers exactly the trip counts it says (engines/tripcount.py, overflow.py).
+
+Three ways it used to call a protocol safe for every trip count while the explicit engine
+found a violation at one of them, each with a near twin that must keep its verdict:
+
+* a param derived from the trip count (CUTLASS's ``k_tile_prologue = min(k_tiles, stages)``,
+  an equality) was frozen at its value for large trip counts;
+* counter expressions were proved periodic over unbounded integers, while the machine
+  reports SV115 beyond 2^62;
+* "all-iterations" began at ITERS = 1: ITERS = 0, accepted input, was never checked.
+
+And every refusal docs/engines.md lists for these analyses, with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from syncverify.check import Options, check_protocol
+from syncverify.cli import main
+from syncverify.engines import overflow, periodic, tripcount
+from syncverify.engines.symbolic import lift
+from syncverify.lang import load
+from syncverify.result import CheckResult, Verdict
+
+RING = """\
+protocol ring {{
+  param STAGES = 4;
+  param ITERS = 8;
+  {params}
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem tile[STAGES] bytes 1024;
+  mbarrier full[STAGES] count 1;
+  mbarrier empty[STAGES] count {empty_count};
+  if producer {{ elect {{ init full[*]; init empty[*]; fence.mbarrier_init; }} }}
+  syncthreads;
+  if producer {{
+    for k in 0..ITERS {{
+      let s = k % STAGES;
+      wait empty[s] parity (k / STAGES + 1) % 2;
+      elect {{ arrive.expect_tx full[s] bytes 1024; tma.load tile[s] bytes 1024 -> full[s]; }}
+    }}
+  }}
+  if consumer {{
+    {prologue}
+    for k in 0..ITERS {{
+      let s = k % STAGES;
+      wait full[s] parity (k / STAGES) % 2;
+      read tile[{index}];
+      arrive empty[s];
+    }}
+  }}
+}}
+"""
+PRO = "param PRO = (ITERS < STAGES) * ITERS + (ITERS >= STAGES) * STAGES;"  # min(ITERS, STAGES)
+
+
+def ring(params: str = "", prologue: str = "", empty_count: str = "32", index: str = "s") -> str:
+    return RING.format(params=params, prologue=prologue, empty_count=empty_count, index=index)
+
+
+def check(text: str, **opts) -> CheckResult:
+    return check_protocol(load(text, opts.get("defines", {}), path="t.sync"), Options(**opts))
+
+
+def explicit_at(text: str, iters: int) -> CheckResult:
+    return check(text, engine="explicit", defines={"ITERS": iters})
+
+
+# ---------------------------------------------------------------------- 1. derived params
+def test_min_of_trip_count_and_stages_is_not_frozen():
+    # the read of tile[0] before the loop races with the first load when PRO < STAGES (ITERS < 4)
+    text = ring(PRO, prologue="if PRO < STAGES { read tile[0]; }")
+    assert explicit_at(text, 1).verdict is Verdict.VIOLATION
+    result = check(text)
+    assert result.verdict is Verdict.VIOLATION and "SV301" in result.codes()
+    assert result.bound in ("ITERS=1", "ITERS=2", "ITERS=3")
+    assert check(text, engine="z3").verdict is Verdict.VIOLATION
+
+
+def test_min_of_trip_count_and_stages_that_is_safe_still_lifts():
+    # the twin: the same derived param, used where it is harmless; it settles at ITERS = 4, the
+    # trip counts below are checked one by one and the periodic search covers the rest
+    text = ring(PRO, prologue="if PRO < STAGES { syncwarp; }")
+    p = periodic.plan(text, {}, "ITERS")
+    assert p.settle == 4 and p.min_iters == 4
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_derived_param_that_feeds_nothing_still_lifts():
+    text = ring("param TOTAL = ITERS * 2;")
+    assert periodic.plan(text, {}, "ITERS").settle == 0
+    assert (check(text).verdict, check(text).bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_equality_with_the_trip_count_in_a_declaration():
+    text = ring("param EXTRA = ITERS == 12;", empty_count="32 + 32 * EXTRA")
+    assert explicit_at(text, 12).verdict is Verdict.VIOLATION
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.VIOLATION, "ITERS=12")
+    assert "SV201" in result.codes()
+
+
+def test_a_derived_value_that_settles_too_late_refuses_and_names_it():
+    text = ring("param EXTRA = ITERS == 40;", empty_count="32 + 32 * EXTRA")
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "`EXTRA` (derived from ITERS at line 4)" in result.coverage and "read at line 10" in result.coverage
+    auto = check(text)
+    assert (auto.verdict, auto.bound) == (Verdict.SAFE, "ITERS=8") and "EXTRA" in auto.coverage
+
+
+def test_a_param_set_on_the_command_line_is_not_derived():
+    text = ring("param EXTRA = ITERS == 12;", empty_count="32 + 32 * EXTRA")
+    protocol = load(text, {"EXTRA": 0}, path="t.sync")
+    assert tripcount.dependents(protocol, "ITERS") == {}
+    assert load(text, path="t.sync") and "EXTRA" in tripcount.dependents(load(text, path="t.sync"), "ITERS")
+    result = check(text, defines={"EXTRA": 0})
+    assert result.verdict is Verdict.SAFE and result.bound.startswith("all-iterations")
+
+
+def test_derived_params_through_other_params_and_loop_bounds():
+    # a drain over the last PRO trip counts (TAIL = ITERS - PRO): PRO settles, so the bound is
+    # ITERS + c from ITERS = 4 on
+    text = ring(PRO + "\n  param TAIL = ITERS - PRO;")
+    text = text.replace("      arrive empty[s];\n    }\n", "      arrive empty[s];\n    }\n"
+                        "    for t in TAIL..ITERS { syncwarp; }\n", 1)
+    assert "TAIL..ITERS" in text
+    assert tripcount.dependents(load(text, path="t.sync"), "ITERS").keys() == {"PRO", "TAIL"}
+    p = periodic.plan(text, {}, "ITERS")
+    assert p.settle == 4
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_a_use_of_the_trip_count_that_never_settles_refuses():
+    text = ring(prologue="if ITERS % 2 == 1 { syncwarp; }")
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and "outside a loop bound (line" in result.coverage
+
+
+def test_a_loop_bound_that_is_not_trip_count_plus_constant_refuses():
+    text = ring(prologue="for t in 0..ITERS + (ITERS == 100) { syncwarp; }")
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and "loop bound at line" in result.coverage
+    doubled = ring(prologue="for t in 0..2 * ITERS { syncwarp; }")
+    assert "not of the form ITERS + c" in check(doubled, engine="z3").coverage
+
+
+def test_bitwise_operators_on_derived_values_refuse():
+    text = ring("param ODD = ITERS & 1;", prologue="if ODD { syncwarp; }")
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and "`ODD`" in result.coverage
+
+
+def test_solver_unknown_on_a_derived_value_refuses(monkeypatch):
+    monkeypatch.setattr(tripcount, "RLIMIT", 1)
+    result = check(ring(PRO, prologue="if PRO < STAGES { syncwarp; }"), engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and "Z3 could not decide" in result.coverage
+
+
+def test_front_end_records_where_params_are_read():
+    protocol = load(ring(PRO, prologue="if PRO < STAGES { syncwarp; }"), path="t.sync")
+    kinds = {(s.kind, s.target, s.span.line) for s in protocol.param_sites}
+    assert ("param", "PRO", 4) in kinds and ("bound", "", 14) in kinds and ("value", "", 21) in kinds
+    assert all(s.kind != "param" or s.target != "STAGES" for s in protocol.param_sites)  # reads no param
+
+
+# ---------------------------------------------------------------------- 2. overflow
+OVERFLOW = """\
+protocol overflow_mul {{
+  param ITERS = 4;
+  cta threads 32;
+  role w = warp 0;
+  smem t[2] bytes 64;
+  if w {{
+    for k in 0..ITERS {{ {body} }}
+  }}
+}}
+"""
+
+
+def test_a_counter_expression_that_overflows_is_found():
+    text = OVERFLOW.format(body="read t[(k * 1000000000000000000) % 2];")
+    assert explicit_at(text, 6).codes() == {"SV115"}
+    for engine in ("auto", "z3"):
+        result = check(text, engine=engine)
+        assert (result.verdict, result.bound) == (Verdict.VIOLATION, "ITERS=6")
+        assert "SV115" in result.codes()
+
+
+def test_the_same_multiplier_after_the_modulo_still_lifts():
+    text = OVERFLOW.format(body="read t[(k % 2) * 1000000000000000000 % 2];")
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_an_overflow_out_of_reach_bounds_the_claim():
+    # k + 2 passes 2^62 only at k = 2^62 - 1: the bound says where the claim stops
+    text = OVERFLOW.format(body="let l = k + 2; read t[l % 2];")
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, f"all-iterations (ITERS <= {2**62 - 1})")
+    p = periodic.plan(text, {}, "ITERS")
+    assert p.max_iters == 2**62 - 1 and "line 7" in p.overflow
+
+
+def test_overflow_in_a_let_and_through_a_let():
+    # in the let's own definition (it reads the counter: a proof obligation of its own)
+    text = OVERFLOW.format(body="let s = k % 8 * 1000000000000000000; read t[s % 2];")
+    assert (check(text).verdict, check(text).bound) == (Verdict.VIOLATION, "ITERS=6")
+    # through a let: s = k % 8 is the same in merged states, so the periodic search meets s = 5
+    text = OVERFLOW.format(body="let s = k % 8; read t[(s * 1000000000000000000) % 2];")
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.VIOLATION and "SV115" in result.codes()
+    bounded = OVERFLOW.format(body="let s = k % 4; read t[(s * 1000000000000000000) % 2];")
+    assert check(bounded).bound == "all-iterations"
+
+
+def test_solver_unknown_on_overflow_refuses(monkeypatch):
+    monkeypatch.setattr(overflow, "RLIMIT", 1)
+    result = check(OVERFLOW.format(body="read t[(k * k * k) % 2];"), engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and "overflows" in result.coverage
+
+
+# ---------------------------------------------------------------------- 3. trip count zero
+ZERO = """\
+protocol zero_trip {{
+  param ITERS = 4;
+  cta threads 32;
+  role w = warp 0;
+  smem t[1] bytes 64;
+  mbarrier done count 32;
+  if w {{
+    elect {{ init done; fence.mbarrier_init; }}
+    syncwarp;
+    for k in 0..ITERS{minus} {{ {body} read t[0]; }}
+    {after}
+    wait done parity 0;
+  }}
+}}
+"""
+
+
+def test_trip_count_zero_is_checked():
+    text = ZERO.format(minus="", body="if k == 0 { arrive done; }", after="")
+    assert explicit_at(text, 0).verdict is Verdict.VIOLATION
+    for engine in ("auto", "z3"):
+        result = check(text, engine=engine)
+        assert (result.verdict, result.bound) == (Verdict.VIOLATION, "ITERS=0") and "SV201" in result.codes()
+
+
+def test_trip_count_zero_safe_twin_is_all_iterations():
+    text = ZERO.format(minus="", body="", after="arrive done;")
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_invalid_small_trip_counts_are_named_in_the_bound(capsys, tmp_path):
+    # ITERS = 0 makes the bound -1: not valid input, so the claim starts at 1 and says so
+    text = ZERO.format(minus=" - 1", body="", after="arrive done;")
+    assert check(text, engine="explicit", defines={"ITERS": 1}).verdict is Verdict.SAFE
+    result = check(text, defines={"ITERS": 3})
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations (ITERS >= 1)")
+    spec = tmp_path / "z.sync"
+    spec.write_text(text.replace("param ITERS = 4", "param ITERS = 3"))
+    assert main(["check", "--format", "json", str(spec)]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["bound"] == "all-iterations (ITERS >= 1)"
+    assert main(["check", str(spec)]) == 0
+    assert "all-iterations (ITERS >= 1)" in capsys.readouterr().out
+
+
+def test_sarif_states_the_trip_count_of_a_violation_at_zero(capsys, tmp_path):
+    spec = tmp_path / "z.sync"
+    spec.write_text(ZERO.format(minus="", body="if k == 0 { arrive done; }", after=""))
+    main(["check", "--format", "sarif", str(spec)])
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert results and {r["properties"]["bound"] for r in results} == {"ITERS=0"}
+
+
+def test_a_search_restricted_to_a_small_trip_count_runs_it_concretely():
+    text = ZERO.format(minus="", body="if k == 0 { arrive done; }", after="")
+    protocol = load(text, path="t.sync")
+    assert lift(protocol, {}, only=0).verdict is Verdict.VIOLATION
+    assert lift(protocol, {}, only=2).verdict is Verdict.SAFE
+
+
+@pytest.mark.parametrize("iters", [0, 1, 2, 5])
+def test_explicit_agrees_below_and_above_the_start(iters: int):
+    text = ring(PRO, prologue="if PRO < STAGES { read tile[0]; }")
+    assert (explicit_at(text, iters).verdict is Verdict.VIOLATION) == (1 <= iters < 4)
