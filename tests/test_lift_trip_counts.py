@@ -172,21 +172,24 @@ def test_front_end_records_where_params_are_read():
 
 
 # ---------------------------------------------------------------------- 2. overflow
-OVERFLOW = """\
-protocol overflow_mul {{
+ONE_WARP = """\
+protocol one_warp {{
   param ITERS = 4;
   cta threads 32;
   role w = warp 0;
-  smem t[2] bytes 64;
-  if w {{
-    for k in 0..ITERS {{ {body} }}
-  }}
+  smem t[4] bytes 64;
+  if w {{ {body} }}
 }}
 """
 
 
+def overflow_text(body: str) -> str:
+    """One warp running ``body`` in a loop of ITERS trips."""
+    return ONE_WARP.format(body=f"for k in 0..ITERS {{ {body} }}")
+
+
 def test_a_counter_expression_that_overflows_is_found():
-    text = OVERFLOW.format(body="read t[(k * 1000000000000000000) % 2];")
+    text = overflow_text("read t[(k * 1000000000000000000) % 2];")
     assert explicit_at(text, 6).codes() == {"SV115"}
     for engine in ("auto", "z3"):
         result = check(text, engine=engine)
@@ -195,35 +198,35 @@ def test_a_counter_expression_that_overflows_is_found():
 
 
 def test_the_same_multiplier_after_the_modulo_still_lifts():
-    text = OVERFLOW.format(body="read t[(k % 2) * 1000000000000000000 % 2];")
+    text = overflow_text("read t[(k % 2) * 1000000000000000000 % 2];")
     result = check(text)
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
 
 
 def test_an_overflow_out_of_reach_bounds_the_claim():
     # k + 2 passes 2^62 only at k = 2^62 - 1: the bound says where the claim stops
-    text = OVERFLOW.format(body="let l = k + 2; read t[l % 2];")
+    text = overflow_text("let l = k + 2; read t[l % 2];")
     result = check(text)
     assert (result.verdict, result.bound) == (Verdict.SAFE, f"all-iterations (ITERS <= {2**62 - 1})")
     p = periodic.plan(text, {}, "ITERS")
-    assert p.max_iters == 2**62 - 1 and "line 7" in p.overflow
+    assert p.max_iters == 2**62 - 1 and "line 6" in p.overflow
 
 
 def test_overflow_in_a_let_and_through_a_let():
     # in the let's own definition (it reads the counter: a proof obligation of its own)
-    text = OVERFLOW.format(body="let s = k % 8 * 1000000000000000000; read t[s % 2];")
+    text = overflow_text("let s = k % 8 * 1000000000000000000; read t[s % 2];")
     assert (check(text).verdict, check(text).bound) == (Verdict.VIOLATION, "ITERS=6")
     # through a let: s = k % 8 is the same in merged states, so the periodic search meets s = 5
-    text = OVERFLOW.format(body="let s = k % 8; read t[(s * 1000000000000000000) % 2];")
+    text = overflow_text("let s = k % 8; read t[(s * 1000000000000000000) % 2];")
     result = check(text, engine="z3")
     assert result.verdict is Verdict.VIOLATION and "SV115" in result.codes()
-    bounded = OVERFLOW.format(body="let s = k % 4; read t[(s * 1000000000000000000) % 2];")
+    bounded = overflow_text("let s = k % 4; read t[(s * 1000000000000000000) % 2];")
     assert check(bounded).bound == "all-iterations"
 
 
 def test_solver_unknown_on_overflow_refuses(monkeypatch):
     monkeypatch.setattr(overflow, "RLIMIT", 1)
-    result = check(OVERFLOW.format(body="read t[(k * k * k) % 2];"), engine="z3")
+    result = check(overflow_text("read t[(k * k * k) % 2];"), engine="z3")
     assert result.verdict is Verdict.INCONCLUSIVE and "overflows" in result.coverage
 
 
@@ -293,3 +296,54 @@ def test_a_search_restricted_to_a_small_trip_count_runs_it_concretely():
 def test_explicit_agrees_below_and_above_the_start(iters: int):
     text = ring(PRO, prologue="if PRO < STAGES { read tile[0]; }")
     assert (explicit_at(text, iters).verdict is Verdict.VIOLATION) == (1 <= iters < 4)
+
+
+# ---------------------------------------------------------------------- every refusal, with its reason
+@pytest.mark.parametrize(("body", "reason"), [
+    ("for j in 0..2 { for k in 0..ITERS { read t[0]; } }", "nested in another loop"),
+    ("for k in ITERS - 1..ITERS { read t[0]; }", "starts at an ITERS-dependent bound"),
+    ("for k in 0..ITERS { read t[0]; } for j in 0..ITERS { read t[1]; }", "two loops of ITERS trips"),
+    ("for k in 0..ITERS { } read t[0];", "no loop runs ITERS times"),
+    ("for k in 0..ITERS { read t[0]; let l = k + 1; read t[l % 4]; }", "at the start of its loop body"),
+    ("for k in 0..ITERS { read t[0]; } for k in 0..2 { read t[k]; }", "reused by another loop"),
+    ("for k in 0..ITERS { let s = k % 4; read t[k % (s + 1)]; }", "not periodic"),
+    ("for k in 0..ITERS { read t[k & 3]; }", "not periodic"),
+    ("for k in 0..ITERS { read t[k / 4]; }", "not periodic"),
+    ("for k in 0..ITERS { read t[k % 2000 % 4]; }", "would need a period of"),
+    ("for k in 0..ITERS { read t[0]; } if ITERS % 3 == 0 { read t[1]; }", "outside a loop bound"),
+    ("for k in 0..ITERS + (ITERS > 50) { read t[0]; }", "loop bound at line"),
+    ("for k in 0..ITERS * 2 { read t[0]; }", "not of the form ITERS + c"),
+])
+def test_each_refusal_names_its_reason(body: str, reason: str):
+    text = ONE_WARP.format(body=body)
+    assert check(text, engine="explicit").verdict is Verdict.SAFE  # (so the refusal is the lift's own)
+    result = check(text, engine="z3")
+    assert result.verdict is Verdict.INCONCLUSIVE and reason in result.coverage, result.coverage
+    auto = check(text)
+    assert (auto.verdict, auto.bound) == (Verdict.SAFE, "ITERS=4") and reason in auto.coverage
+
+
+@pytest.mark.parametrize(("body", "bound"), [
+    ("for k in 0..ITERS { read t[k % 4]; }", "all-iterations"),
+    ("for k in 0..ITERS { read t[k / 2 % 4]; }", "all-iterations"),  # periodic: period 8
+    ("for k in 0..ITERS { let l = k + 1; read t[l % 4]; } for k in ITERS - 1..ITERS { read t[k % 2]; }",
+     "all-iterations (ITERS >= 1)"),  # ITERS = 0 makes the epilogue run backwards: not valid input
+    ("for k in 0..ITERS { read t[0]; } if ITERS > 2 * ITERS - 5 { read t[1]; }", "all-iterations"),  # settles at 5
+])
+def test_near_twins_of_the_refusals_lift(body: str, bound: str):
+    result = check(ONE_WARP.format(body=body))
+    assert (result.verdict, result.bound) == (Verdict.SAFE, bound), result.coverage
+
+
+# ---------------------------------------------------------------------- a slice of bench/lift_differential.py
+@pytest.mark.parametrize("seed", range(0, 400, 80))
+def test_differential_slice_of_trip_count_derived_protocols(seed: int):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from lift_differential import run_seed
+
+    row = run_seed(seed, max_states=50_000, seconds=30)
+    assert not row["disagree"], row
+    assert row["verdict"] == "inconclusive" or row["checked"]  # something was compared

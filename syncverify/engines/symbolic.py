@@ -741,7 +741,8 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                     stats=Stats(seconds=time.monotonic() - start))
     # the trip counts below the periodic search's start: one by one with the explicit engine (and,
     # with ``only`` outside the search's range, that one trip count)
-    outside = only is not None and (only < chosen.min_iters or (chosen.max_iters or only) < only)
+    outside = only is not None and (only < chosen.min_iters or (chosen.max_iters is not None
+                                                                and only > chosen.max_iters))
     below = chosen.min_iters if only is None else (only + 1 if outside else 0)
     first = 0 if only is None else only
     small = small_trip_counts(protocol, chosen.param, below, defines, assumptions, max_states,
