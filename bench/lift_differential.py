@@ -65,11 +65,15 @@ def _chosen_plan(protocol) -> periodic.Plan:
 
 
 def run_seed(seed: int, max_states: int = 100_000, seconds: float = 60.0) -> dict:
+    """The lift's answer on the protocol of one seed and the explicit engine's at the trip counts it covers."""
+    return {"seed": seed, **run_text(random_trip_protocol(seed), f"seed{seed}.sync", max_states, seconds)}
+
+
+def run_text(text: str, path: str, max_states: int = 100_000, seconds: float = 60.0) -> dict:
     """The lift's answer on one protocol and the explicit engine's at the trip counts it covers."""
-    text = random_trip_protocol(seed)
-    protocol = load(text, path=f"seed{seed}.sync")
+    protocol = load(text, path=path)
     result = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds))
-    row: dict = {"seed": seed, "verdict": result.verdict.value, "bound": result.bound, "coverage": result.coverage,
+    row: dict = {"verdict": result.verdict.value, "bound": result.bound, "coverage": result.coverage,
                  "checked": [], "invalid": [], "disagree": "", "explicit_inconclusive": []}
     if result.verdict is Verdict.SAFE and result.bound.startswith("all-iterations"):
         plan = _chosen_plan(protocol)

@@ -15,8 +15,11 @@ And every refusal docs/engines.md lists for these analyses, with its reason.
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from syncverify.check import Options, check_protocol
 from syncverify.cli import main
@@ -336,14 +339,29 @@ def test_near_twins_of_the_refusals_lift(body: str, bound: str):
 
 
 # ---------------------------------------------------------------------- a slice of bench/lift_differential.py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from lift_differential import run_seed, run_text  # noqa: E402
+from strategies import trip_protocols  # noqa: E402
+
+
 @pytest.mark.parametrize("seed", range(0, 400, 80))
 def test_differential_slice_of_trip_count_derived_protocols(seed: int):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from lift_differential import run_seed
-
     row = run_seed(seed, max_states=50_000, seconds=30)
     assert not row["disagree"], row
     assert row["verdict"] == "inconclusive" or row["checked"]  # something was compared
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(text=trip_protocols())
+def test_trip_count_derived_protocols_from_hypothesis(text: str):
+    row = run_text(text, "h.sync", max_states=50_000, seconds=30)
+    assert not row["disagree"], (row, text)
+
+
+def test_a_loop_param_derived_from_the_lifted_one_is_not_listed_as_fixed():
+    # PRO bounds a loop, but it follows ITERS: the bound must not say PRO=4
+    text = ring(PRO, prologue="for t in 0..PRO { syncwarp; }")
+    result = check(text)
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations"), result.coverage
+    fixed = check(text, defines={"PRO": 2})  # set on the command line: it is fixed now
+    assert (fixed.verdict, fixed.bound) == (Verdict.SAFE, "all-iterations, PRO=2"), fixed.coverage
