@@ -32,11 +32,12 @@ import z3
 
 from .. import ir
 from ..diagnostics import InputError
-from ..expr import MAX_MAGNITUDE, EvalError, evaluate, free_names
+from ..expr import MAX_MAGNITUDE, Context, EvalError, evaluate, free_names
 from ..lang import load
 from ..result import CheckResult, Verdict
 from ..semantics.machine import Assumptions, Machine
 
+_NOBODY = Context(0, 0, frozenset())  # (unused: `_inline` turned the built-ins and roles into variables)
 MAX_SETTLE = 32  # the largest trip count before which trip-count-derived values may still change
 RLIMIT = 5_000_000  # Z3 resource units per query (deterministic)
 SEED = 0
@@ -95,8 +96,8 @@ def _settles(h: ir.Expr, param: str, base: int, what: str) -> int:
     env = {n: z3.Int(n) for n in names}
     n_var = z3.Int(f"%{param}")
     try:
-        at_n = _z3(h, {**env, param: n_var}, None)  # type: ignore[arg-type]
-        at_base = _z3(h, {**env, param: z3.IntVal(base)}, None)  # type: ignore[arg-type]
+        at_n = _z3(h, {**env, param: n_var}, _NOBODY)
+        at_base = _z3(h, {**env, param: z3.IntVal(base)}, _NOBODY)
     except _Unsupported as err:
         raise SettleRefusal(f"{what} uses an operation the lift does not follow ({err})") from None
     low = 0
