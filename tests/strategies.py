@@ -482,7 +482,9 @@ def _derived_ring(d: Draw) -> str:
                          f"ITERS >= {d.integer(0, 4)}"])
 
     empty_count = "32" if not d.flag(0.25) else f"32 + 32 * ({cond()})"
-    hi = "ITERS" if not d.flag(0.2) else "ITERS - 1"
+    hi = d.choice(["ITERS", "ITERS", "ITERS", "ITERS - 1", "TRIPS"])
+    if hi == "TRIPS":  # the loops' bound is a param derived from ITERS (the lift must follow ITERS)
+        params.append(f"  param TRIPS = ITERS + {d.integer(0, 1)};")
     big = d.choice(["0", "0", "0", "1000", "100000000000000000", "1000000000000000000"])
     cidx = "s" if big == "0" else d.choice([f"s + k * {big} * 0", f"s + (k % 2) * {big} * 0"])
     cons_pre = d.choice(["", "", f"if {cond()} {{ read tile[0]; }}", f"if {cond()} {{ read extra; }}",

@@ -365,3 +365,46 @@ def test_a_loop_param_derived_from_the_lifted_one_is_not_listed_as_fixed():
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations"), result.coverage
     fixed = check(text, defines={"PRO": 2})  # set on the command line: it is fixed now
     assert (fixed.verdict, fixed.bound) == (Verdict.SAFE, "all-iterations, PRO=2"), fixed.coverage
+
+
+# ---------------------------------------------------------------------- a loop bound derived from the trip count
+TOTAL = """\
+protocol total {{
+  param ITERS = 8;
+  param T = ITERS + 0;
+  cta threads 32;
+  role w = warp 0;
+  smem t[2] bytes 64;
+  mbarrier done count 32;
+  if w {{
+    elect {{ init done; fence.mbarrier_init; }}
+    syncwarp;
+    for k in 0..T {{ read t[k % 2]; }}
+    {arrive}
+    wait done parity 0;
+  }}
+}}
+"""
+
+
+def test_a_loop_bound_param_derived_from_another_lifts_its_root():
+    # T is the loop-bound param, but ITERS decides it (and more): lifting T with ITERS fixed at 8
+    # while calling that every trip count missed the deadlock at ITERS = 5
+    text = TOTAL.format(arrive="if ITERS != 5 { arrive done; }")
+    assert explicit_at(text, 5).verdict is Verdict.VIOLATION
+    assert periodic.liftable_params(load(text, path="t.sync")) == ["ITERS", "T"]
+    for engine in ("auto", "z3"):
+        result = check(text, engine=engine)
+        assert (result.verdict, result.bound) == (Verdict.VIOLATION, "ITERS=5")
+
+
+def test_a_loop_bound_param_derived_from_another_twin_lifts():
+    result = check(TOTAL.format(arrive="arrive done;"))
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+
+
+def test_lifting_a_derived_loop_bound_names_what_stays_fixed():
+    # ITERS itself cannot be lifted (ITERS % 3 never settles): T is, with ITERS held at 8, and says so
+    text = TOTAL.format(arrive="if ITERS % 3 != 1 { arrive done; }")  # (a deadlock at ITERS = 1, 4, 7, …)
+    result = check(text, engine="z3")
+    assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations, ITERS=8"), result.coverage

@@ -44,7 +44,7 @@ from ..lang import load
 from ..semantics.machine import Machine
 from ..semantics.program import BRANCH, FOR_INIT, FOR_NEXT, LET, OP, Instr, Program
 from .overflow import CounterRange, Obligation, OverflowUnknown, first_overflow, z3_binary
-from .tripcount import SettleRefusal, settle_point
+from .tripcount import SettleRefusal, ancestors, settle_point
 
 BASE = 1000  # the trip count the plan's machine is compiled with (large, so that no bound folds to a special case)
 MAX_THRESHOLD = 4  # K: how long a prologue (`k == 0`, `k < 2`) the lift accepts
@@ -441,5 +441,12 @@ def _choose_period(checks: list[tuple[ir.Expr, dict[str, int], Context]]) -> tup
 
 
 def liftable_params(protocol: ir.Protocol) -> list[str]:
-    """Candidate trip-count params, most likely first (`ITERS` before the others)."""
-    return sorted(protocol.loop_params, key=lambda n: (n != "ITERS", protocol.loop_params.index(n)))
+    """Candidate trip-count params, most likely first (`ITERS` before the others). A loop-bound param
+    derived from others (`param T = ITERS + 1`) comes after the params it is derived from: lifting
+    those covers the protocol as written, lifting it covers its values with them fixed."""
+    order: list[str] = []
+    for name in protocol.loop_params:
+        for n in (*ancestors(protocol, name), name):
+            if n not in order:
+                order.append(n)
+    return sorted(order, key=lambda n: (n != "ITERS", order.index(n)))

@@ -97,7 +97,7 @@ from ..semantics.state import (
 from ..semantics.symmetry import Symmetry
 from .explicit import Budget, _deadlock, _diagnostic, cyclic_gc_paused, explore
 from .periodic import Plan, ProcPlan, Refusal, liftable_params, plan
-from .tripcount import SmallCheck, check_one, dependents, describe_range, small_trip_counts
+from .tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
 UNFIXED, FIXED = 0, 1
@@ -710,10 +710,12 @@ class Lift:
 
 def _bound_all(protocol: ir.Protocol, p: Plan, small: SmallCheck) -> str:
     """``all-iterations``, with the trip counts left out (invalid input below the lift's start, or
-    beyond the largest one without an overflow) and the values of the other loop params (those
-    derived from the lifted one follow it: they are not fixed)."""
+    beyond the largest one without an overflow) and the values of the params held fixed: the other
+    loop params (not those derived from the lifted one: they follow it) and the params the lifted
+    one is derived from (with `param T = ITERS + 1` lifted as T, ITERS stays at its value)."""
     derived = dependents(protocol, p.param)
-    others = [n for n in protocol.loop_params if n != p.param and n not in derived]
+    others = [n for n in ancestors(protocol, p.param) if n not in protocol.loop_params]
+    others += [n for n in protocol.loop_params if n != p.param and n not in derived]
     values = dict(protocol.params)
     text = "all-iterations"
     left_out = describe_range(p.param, small.invalid, p.min_iters, p.max_iters)

@@ -61,6 +61,25 @@ def dependents(protocol: ir.Protocol, param: str) -> dict[str, ir.ParamSite]:
     return found
 
 
+def ancestors(protocol: ir.Protocol, param: str) -> list[str]:
+    """The params ``param``'s definition reads, transitively, those read first (a param set with -D
+    reads nothing). A loop bound `T` with `param T = ITERS + 1` runs as many trips as ITERS says."""
+    defs = {s.target: s for s in protocol.param_sites if s.kind == "param"}
+    params = dict(protocol.params)
+    out: list[str] = []
+
+    def visit(name: str, depth: int) -> None:
+        if name not in defs or depth > 64:
+            return
+        for read in sorted(free_names(defs[name].expr) & params.keys()):
+            if read not in out and read != param:
+                visit(read, depth + 1)
+                out.append(read)
+
+    visit(param, 0)
+    return out
+
+
 def _inline(e: ir.Expr, param: str, derived: Mapping[str, ir.ParamSite], values: Mapping[str, int],
             depth: int = 0) -> ir.Expr:
     """e as a function of ``param`` alone (besides loop variables and built-ins): derived params
@@ -229,5 +248,5 @@ def describe_range(param: str, invalid: tuple[int, ...], below: int, upper: int 
     return ", ".join(parts)
 
 
-__all__ = ["MAX_SETTLE", "SettleRefusal", "SmallCheck", "check_one", "dependents", "describe_range", "settle_point",
-           "small_trip_counts"]
+__all__ = ["MAX_SETTLE", "SettleRefusal", "SmallCheck", "ancestors", "check_one", "dependents", "describe_range",
+           "settle_point", "small_trip_counts"]
