@@ -234,17 +234,18 @@ def test_solver_unknown_on_overflow_refuses(monkeypatch):
 
 
 # ---------------------------------------------------------------------- 3. trip count zero
-ZERO = """\
-protocol zero_trip {{
-  param ITERS = 4;
+DONE = """\
+protocol done_wait {{
+  param ITERS = {iters};
+  {params}
   cta threads 32;
   role w = warp 0;
-  smem t[1] bytes 64;
+  smem t[2] bytes 64;
   mbarrier done count 32;
   if w {{
     elect {{ init done; fence.mbarrier_init; }}
     syncwarp;
-    for k in 0..ITERS{minus} {{ {body} read t[0]; }}
+    for k in 0..{bound} {{ {body} read t[k % 2]; }}
     {after}
     wait done parity 0;
   }}
@@ -252,8 +253,13 @@ protocol zero_trip {{
 """
 
 
+def zero_text(minus: str, body: str, after: str) -> str:
+    """One warp that waits for `done` after a loop of ITERS trips (``minus``: `- 1` for ITERS - 1)."""
+    return DONE.format(iters=4, params="", bound=f"ITERS{minus}", body=body, after=after)
+
+
 def test_trip_count_zero_is_checked():
-    text = ZERO.format(minus="", body="if k == 0 { arrive done; }", after="")
+    text = zero_text(minus="", body="if k == 0 { arrive done; }", after="")
     assert explicit_at(text, 0).verdict is Verdict.VIOLATION
     for engine in ("auto", "z3"):
         result = check(text, engine=engine)
@@ -261,14 +267,14 @@ def test_trip_count_zero_is_checked():
 
 
 def test_trip_count_zero_safe_twin_is_all_iterations():
-    text = ZERO.format(minus="", body="", after="arrive done;")
+    text = zero_text(minus="", body="", after="arrive done;")
     result = check(text)
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
 
 
 def test_invalid_small_trip_counts_are_named_in_the_bound(capsys, tmp_path):
     # ITERS = 0 makes the bound -1: not valid input, so the claim starts at 1 and says so
-    text = ZERO.format(minus=" - 1", body="", after="arrive done;")
+    text = zero_text(minus=" - 1", body="", after="arrive done;")
     assert check(text, engine="explicit", defines={"ITERS": 1}).verdict is Verdict.SAFE
     result = check(text, defines={"ITERS": 3})
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations (ITERS >= 1)")
@@ -282,14 +288,14 @@ def test_invalid_small_trip_counts_are_named_in_the_bound(capsys, tmp_path):
 
 def test_sarif_states_the_trip_count_of_a_violation_at_zero(capsys, tmp_path):
     spec = tmp_path / "z.sync"
-    spec.write_text(ZERO.format(minus="", body="if k == 0 { arrive done; }", after=""))
+    spec.write_text(zero_text(minus="", body="if k == 0 { arrive done; }", after=""))
     main(["check", "--format", "sarif", str(spec)])
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
     assert results and {r["properties"]["bound"] for r in results} == {"ITERS=0"}
 
 
 def test_a_search_restricted_to_a_small_trip_count_runs_it_concretely():
-    text = ZERO.format(minus="", body="if k == 0 { arrive done; }", after="")
+    text = zero_text(minus="", body="if k == 0 { arrive done; }", after="")
     protocol = load(text, path="t.sync")
     assert lift(protocol, {}, only=0).verdict is Verdict.VIOLATION
     assert lift(protocol, {}, only=2).verdict is Verdict.SAFE
@@ -368,29 +374,15 @@ def test_a_loop_param_derived_from_the_lifted_one_is_not_listed_as_fixed():
 
 
 # ---------------------------------------------------------------------- a loop bound derived from the trip count
-TOTAL = """\
-protocol total {{
-  param ITERS = 8;
-  param T = ITERS + 0;
-  cta threads 32;
-  role w = warp 0;
-  smem t[2] bytes 64;
-  mbarrier done count 32;
-  if w {{
-    elect {{ init done; fence.mbarrier_init; }}
-    syncwarp;
-    for k in 0..T {{ read t[k % 2]; }}
-    {arrive}
-    wait done parity 0;
-  }}
-}}
-"""
+def total_text(arrive: str) -> str:
+    """The loop bounded by `T = ITERS + 0`, then ``arrive`` on `done` and a wait for it."""
+    return DONE.format(iters=8, params="param T = ITERS + 0;", bound="T", body="", after=arrive)
 
 
 def test_a_loop_bound_param_derived_from_another_lifts_its_root():
     # T is the loop-bound param, but ITERS decides it (and more): lifting T with ITERS fixed at 8
     # while calling that every trip count missed the deadlock at ITERS = 5
-    text = TOTAL.format(arrive="if ITERS != 5 { arrive done; }")
+    text = total_text("if ITERS != 5 { arrive done; }")
     assert explicit_at(text, 5).verdict is Verdict.VIOLATION
     assert periodic.liftable_params(load(text, path="t.sync")) == ["ITERS", "T"]
     for engine in ("auto", "z3"):
@@ -399,12 +391,12 @@ def test_a_loop_bound_param_derived_from_another_lifts_its_root():
 
 
 def test_a_loop_bound_param_derived_from_another_twin_lifts():
-    result = check(TOTAL.format(arrive="arrive done;"))
+    result = check(total_text("arrive done;"))
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
 
 
 def test_lifting_a_derived_loop_bound_names_what_stays_fixed():
     # ITERS itself cannot be lifted (ITERS % 3 never settles): T is, with ITERS held at 8, and says so
-    text = TOTAL.format(arrive="if ITERS % 3 != 1 { arrive done; }")  # (a deadlock at ITERS = 1, 4, 7, …)
+    text = total_text("if ITERS % 3 != 1 { arrive done; }")  # (a deadlock at ITERS = 1, 4, 7, …)
     result = check(text, engine="z3")
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations, ITERS=8"), result.coverage
