@@ -10,7 +10,7 @@ role instance or loop variables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from .diagnostics import Span
@@ -395,6 +395,23 @@ class Expectation:
 
 
 @dataclass(frozen=True, slots=True)
+class ParamSite:
+    """One place where params enter the protocol, with the params kept as variables.
+
+    The IR itself has every param substituted, so it cannot tell which values came from which
+    param; the all-iterations lift needs exactly that (which values change with the trip count,
+    and how). ``kind`` is "param" (the definition of param ``target``; not recorded for a param
+    set with -D), "bound" (a `for` bound) or "value" (any other expression: declarations,
+    conditions, indices, counts). ``expr`` reads params as ``Var`` nodes (params cannot be
+    shadowed by `let` or `for` names), besides the loop variables, `i`, and the built-ins."""
+
+    kind: Literal["param", "bound", "value"]
+    expr: Expr
+    span: Span
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Protocol:
     name: str
     path: str
@@ -414,6 +431,8 @@ class Protocol:
     # protocol was loaded without one: then every choice takes its first value, and a check
     # must cover the others (engines/choices.py does).
     assignment: Assignment = ()
+    # where params are read (for the lift's trip-count analysis); not part of equality
+    param_sites: tuple[ParamSite, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def warps(self) -> int:

@@ -442,3 +442,84 @@ def random_async_protocol(seed: int) -> str:
     """An asynchronous-copy stress protocol for one seed (bench/differential.py --generator async)."""
     d = RandomDraw(random.Random(seed))
     return ASYNC_PATTERNS[d.choice(sorted(ASYNC_PATTERNS))](d)
+
+
+# ---------------------------------------------------------------------------
+# Trip-count-derived protocols: params computed from ITERS (min, max, equalities, comparisons,
+# divisions, prologue and tail lengths) feeding conditions, counts and loop bounds, plus
+# first-iteration arrivals and counter expressions that overflow. They test the all-iterations
+# lift's coverage claim (bench/lift_differential.py): each can hide a violation at a few trip
+# counts only. Kept apart from PATTERNS, like the asynchronous-copy protocols.
+
+_DERIVED = {
+    # name: definition (STAGES and a drawn constant C may appear)
+    "PRO": "(ITERS < STAGES) * ITERS + (ITERS >= STAGES) * STAGES",  # CUTLASS k_tile_prologue
+    "MX": "(ITERS > C) * ITERS + (ITERS <= C) * C",
+    "EQ": "ITERS == C",
+    "LT": "ITERS < C",
+    "HALF": "ITERS / 2",
+    "ROUNDS": "(ITERS + STAGES - 1) / STAGES",
+    "ODD": "ITERS % 2",
+}
+
+
+def _derived_ring(d: Draw) -> str:
+    """A producer/consumer ring whose params are derived from ITERS and used around its loops."""
+    stages = d.integer(1, 3)
+    iters = d.integer(1, 5)
+    names = sorted({d.choice(sorted(_DERIVED)) for _ in range(d.integer(1, 2))})
+    consts = {n: d.integer(0, 6) if not d.flag(0.1) else d.choice([33, 40]) for n in names}
+    params = [f"  param {n} = {_DERIVED[n].replace('C', str(consts[n]))};" for n in names]
+    tail = d.flag(0.3)
+    if tail:
+        if "PRO" not in names:
+            params.append(f"  param PRO = {_DERIVED['PRO']};")
+        params.append("  param TAIL = ITERS - PRO;")
+
+    def cond() -> str:
+        n = d.choice(names)
+        return d.choice([f"{n} < STAGES", f"{n} == {d.integer(0, 4)}", f"{n} > {d.integer(0, 4)}", f"{n} != 0",
+                         f"ITERS >= {d.integer(0, 4)}"])
+
+    empty_count = "32" if not d.flag(0.25) else f"32 + 32 * ({cond()})"
+    hi = d.choice(["ITERS", "ITERS", "ITERS", "ITERS - 1", "TRIPS"])
+    if hi == "TRIPS":  # the loops' bound is a param derived from ITERS (the lift must follow ITERS)
+        params.append(f"  param TRIPS = ITERS + {d.integer(0, 1)};")
+    big = d.choice(["0", "0", "0", "1000", "100000000000000000", "1000000000000000000"])
+    cidx = "s" if big == "0" else d.choice([f"s + k * {big} * 0", f"s + (k % 2) * {big} * 0"])
+    cons_pre = d.choice(["", "", f"if {cond()} {{ read tile[0]; }}", f"if {cond()} {{ read extra; }}",
+                         f"for t in 0..{d.choice(names)} {{ read extra; }}"
+                         if not set(names) & {"EQ", "LT", "ODD"} else ""])
+    done = d.choice(["none", "none", "none", "first", "cond"])
+    prod_in = {"first": f"if k == {d.integer(0, 2)} {{ elect {{ arrive done; }} }}"}.get(done, "")
+    prod_post = {"cond": f"if {cond()} {{ elect {{ arrive done; }} }}"}.get(done, "")
+    cons_post = "wait done parity 0;" if done != "none" else ""
+    if tail:
+        cons_post += " for t in TAIL..ITERS { read extra; }"
+    lines = ["protocol derived {", f"  param STAGES = {stages};", f"  param ITERS = {iters};", *params,
+             "  cta threads 64;", "  role prod = warp 0;", "  role cons = warp 1;",
+             "  smem tile[STAGES] bytes 256;", "  smem extra bytes 64;",
+             "  mbarrier full[STAGES] count 1;", f"  mbarrier empty[STAGES] count {empty_count};",
+             "  mbarrier done count 1;",
+             "  if prod { elect { init full[*]; init empty[*]; init done; fence.mbarrier_init; } }",
+             "  syncthreads;",
+             "  if prod {", f"    for k in 0..{hi} {{", "      let s = k % STAGES;",
+             "      wait empty[s] parity (k / STAGES + 1) % 2;",
+             "      elect { arrive.expect_tx full[s] bytes 256; tma.load tile[s] bytes 256 -> full[s]; }",
+             f"      {prod_in}", "    }", f"    {prod_post}", "  }",
+             "  if cons {", f"    {cons_pre}", f"    for k in 0..{hi} {{", "      let s = k % STAGES;",
+             "      wait full[s] parity (k / STAGES) % 2;", f"      read tile[{cidx}];", "      arrive empty[s];",
+             "    }", f"    {cons_post}", "  }", "}"]
+    return "\n".join(line for line in lines if line.strip()) + "\n"
+
+
+def trip_protocols() -> Any:
+    """Hypothesis strategy: trip-count-derived protocols as `.sync` text."""
+    from hypothesis import strategies
+
+    return strategies.composite(lambda draw: _derived_ring(HypothesisDraw(draw)))()
+
+
+def random_trip_protocol(seed: int) -> str:
+    """A trip-count-derived protocol for one seed (bench/lift_differential.py)."""
+    return _derived_ring(RandomDraw(random.Random(seed)))

@@ -43,6 +43,8 @@ from ..expr import Context, free_names
 from ..lang import load
 from ..semantics.machine import Machine
 from ..semantics.program import BRANCH, FOR_INIT, FOR_NEXT, LET, OP, Instr, Program
+from .overflow import CounterRange, Obligation, OverflowUnknown, first_overflow, z3_binary
+from .tripcount import SettleRefusal, ancestors, settle_point
 
 BASE = 1000  # the trip count the plan's machine is compiled with (large, so that no bound folds to a special case)
 MAX_THRESHOLD = 4  # K: how long a prologue (`k == 0`, `k < 2`) the lift accepts
@@ -85,9 +87,12 @@ class Plan:
     protocol: ir.Protocol  # compiled at ITERS = BASE; the hook maps its bounds to the symbolic ITERS
     period: int
     threshold: int  # K: every stored counter value stays >= K when counters are shifted down
-    min_iters: int  # the smallest trip count at which the protocol is valid input (all bounds >= 0)
+    min_iters: int  # the smallest trip count the periodic search covers (the ones below: one by one, explicitly)
     procs: tuple[tuple[int, ProcPlan], ...]
     obligations: int  # periodicity facts proved
+    settle: int = 0  # from this trip count on, every value derived from it is what it is at BASE
+    max_iters: int | None = None  # the largest trip count no counter expression overflows at (None: all)
+    overflow: str = ""  # why max_iters is what it is
 
     def proc_plans(self) -> dict[int, ProcPlan]:
         return dict(self.procs)
@@ -221,29 +226,11 @@ def _z3(e: ir.Expr, env: Mapping[str, z3.ArithRef], ctx: Context) -> z3.ArithRef
             v = _z3(x, env, ctx)
             return -v if op == "-" else z3.If(v == 0, z3.IntVal(1), z3.IntVal(0))
         case ir.BinOp(op=op, left=left, right=right):
-            a, b = _z3(left, env, ctx), _z3(right, env, ctx)
-            one, zero = z3.IntVal(1), z3.IntVal(0)
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            if op in ("/", "%"):
-                if not isinstance(right, ir.Const) or right.value == 0:
-                    raise _Unsupported("a division by a non-constant")
-                d = right.value
-                q = z3.If(a >= 0, a / abs(d), -((-a) / abs(d)))  # truncation toward zero
-                q = q if d > 0 else -q
-                return q if op == "/" else a - d * q
-            cmp = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
-            if op in cmp:
-                return z3.If(cmp[op], one, zero)
-            if op == "&&":
-                return z3.If(z3.And(a != 0, b != 0), one, zero)
-            if op == "||":
-                return z3.If(z3.Or(a != 0, b != 0), one, zero)
-            raise _Unsupported(f"operator `{op}` on a loop counter")
+            value = z3_binary(op, _z3(left, env, ctx), _z3(right, env, ctx), right)
+            if value is None:
+                raise _Unsupported("a division by a non-constant" if op in ("/", "%")
+                                   else f"operator `{op}` on a loop counter")
+            return value
         case ir.Cond(cond=c, then=then, orelse=orelse):
             return z3.If(_z3(c, env, ctx) != 0, _z3(then, env, ctx), _z3(orelse, env, ctx))
         case ir.Pick(name=n):
@@ -284,6 +271,10 @@ def plan(path_or_text: str, defines: Mapping[str, int], param: str, source_path:
     except InputError as err:
         raise Refusal(f"the protocol is not valid input for large {param} "
                       f"({err.diagnostics[0].code if err.diagnostics else 'error'})") from None
+    try:
+        settle = settle_point(proto_a, param, BASE)
+    except SettleRefusal as why:
+        raise Refusal(str(why)) from None
     for name in ("cluster", "threads", "roles", "buffers", "mbarriers"):
         if getattr(proto_a, name) != getattr(proto_b, name):
             raise Refusal(f"{param} is used in a declaration ({name})")
@@ -293,7 +284,8 @@ def plan(path_or_text: str, defines: Mapping[str, int], param: str, source_path:
         raise Refusal(f"{param} changes the set of processes")
     procs: list[tuple[int, ProcPlan]] = []
     checks: list[tuple[ir.Expr, dict[str, int], Context]] = []
-    min_iters = 1
+    overflow: list[Obligation] = []
+    min_iters = max(1, settle)
     for p, (prog_a, prog_b) in enumerate(zip(machine.programs, progs_b, strict=True)):
         loops = _loops(prog_a, prog_b)
         if not loops:
@@ -304,10 +296,37 @@ def plan(path_or_text: str, defines: Mapping[str, int], param: str, source_path:
         pp, exprs, offsets = _classify(prog_a, main, epilogues)
         procs.append((p, pp))
         checks += [(e, offsets, machine.ctx[p]) for e in exprs]
+        overflow.append(_overflow_obligation(prog_a, pp, exprs, offsets, machine.ctx[p]))
     if not procs:
         raise Refusal(f"no loop runs {param} times")
     period, threshold = _choose_period(checks)
-    return Plan(param, proto_a, period, threshold, min_iters, tuple(procs), len(checks))
+    try:
+        first = first_overflow(overflow, min_iters)
+    except OverflowUnknown as why:
+        raise Refusal(str(why)) from None
+    max_iters, why = None, ""
+    if first is not None:
+        max_iters = first[0] - 1
+        why = f"the expression at line {first[1]} can exceed 2^62 (SV115) from {param} = {first[0]} on"
+    return Plan(param, proto_a, period, threshold, min_iters, tuple(procs), len(checks), settle, max_iters, why)
+
+
+def _overflow_obligation(prog: Program, pp: ProcPlan, exprs: list[ir.Expr], offsets: Mapping[str, int],
+                         ctx: Context) -> Obligation:
+    """What ``overflow.first_overflow`` checks for one process: its counter-dependent expressions and
+    the `let l = k + c` definitions, with each counter's range in terms of the trip count."""
+    names = prog.var_names
+    trip = (pp.main, *pp.epilogues)
+    ranges = {x: CounterRange(x.lo_const, x.lo_off, x.hi_off - 1) for x in trip}
+    loop_vars = {names[x.slot] for x in trip}
+    counters: dict[str, tuple[CounterRange, ...]] = {}
+    for name, off in offsets.items():
+        own = [r for x, r in ranges.items() if names[x.slot] == name] if name in loop_vars else list(ranges.values())
+        counters[name] = tuple(CounterRange(r.lo + off, None if r.lo_off is None else r.lo_off + off,
+                                            r.hi_off + off) for r in own)
+    lets = [ins.expr for ins in prog.code[pp.main.init_pc + 1:]
+            if ins.kind == LET and names[ins.slot] in offsets and names[ins.slot] not in loop_vars]
+    return Obligation(tuple(exprs) + tuple(lets), tuple(counters.items()), prog, ctx)
 
 
 def _affine_offset(e: ir.Expr, offsets: Mapping[str, int]) -> int | None:
@@ -428,5 +447,12 @@ def _choose_period(checks: list[tuple[ir.Expr, dict[str, int], Context]]) -> tup
 
 
 def liftable_params(protocol: ir.Protocol) -> list[str]:
-    """Candidate trip-count params, most likely first (`ITERS` before the others)."""
-    return sorted(protocol.loop_params, key=lambda n: (n != "ITERS", protocol.loop_params.index(n)))
+    """Candidate trip-count params, most likely first (`ITERS` before the others). A loop-bound param
+    derived from others (`param T = ITERS + 1`) comes after the params it is derived from: lifting
+    those covers the protocol as written, lifting it covers its values with them fixed."""
+    order: list[str] = []
+    for name in protocol.loop_params:
+        for n in (*ancestors(protocol, name), name):
+            if n not in order:
+                order.append(n)
+    return sorted(order, key=lambda n: (n != "ITERS", order.index(n)))

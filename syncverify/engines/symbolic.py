@@ -97,6 +97,7 @@ from ..semantics.state import (
 from ..semantics.symmetry import Symmetry
 from .explicit import Budget, _deadlock, _diagnostic, cyclic_gc_paused, explore
 from .periodic import Plan, ProcPlan, Refusal, liftable_params, plan
+from .tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
 UNFIXED, FIXED = 0, 1
@@ -105,6 +106,7 @@ MAX_TESTS = 4096  # trip-count tests one expansion may make
 DEFAULT_ASSUMPTIONS = Assumptions()
 LIFT_MIN_SECONDS = 30.0  # the least time `auto` gives the lift (see lift_result)
 LIFT_MIN_STATES = 50_000
+OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is run concretely
 
 
 class _Unexpected(Exception):
@@ -706,12 +708,19 @@ class Lift:
     stats: Stats = field(default_factory=Stats)
 
 
-def _bound_all(protocol: ir.Protocol, p: Plan) -> str:
-    others = [n for n in protocol.loop_params if n != p.param]
+def _bound_all(protocol: ir.Protocol, p: Plan, small: SmallCheck) -> str:
+    """``all-iterations``, with the trip counts left out (invalid input below the lift's start, or
+    beyond the largest one without an overflow) and the values of the params held fixed: the other
+    loop params (not those derived from the lifted one: they follow it) and the params the lifted
+    one is derived from (with `param T = ITERS + 1` lifted as T, ITERS stays at its value)."""
+    derived = dependents(protocol, p.param)
+    others = [n for n in ancestors(protocol, p.param) if n not in protocol.loop_params]
+    others += [n for n in protocol.loop_params if n != p.param and n not in derived]
     values = dict(protocol.params)
     text = "all-iterations"
-    if p.min_iters > 1:
-        text += f" ({p.param} >= {p.min_iters})"
+    left_out = describe_range(p.param, small.invalid, p.min_iters, p.max_iters)
+    if left_out:
+        text += f" ({left_out})"
     if others:
         text += ", " + ", ".join(f"{n}={values[n]}" for n in others)
     return text
@@ -741,8 +750,24 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         why = "; ".join(reasons) if reasons else "no loop bound is a param"
         return Lift(Verdict.INCONCLUSIVE, "", f"not lifted to all iterations ({why})",
                     stats=Stats(seconds=time.monotonic() - start))
-    out = lifted_search(chosen, assumptions, max_states, max(0.0, seconds - (time.monotonic() - start)), only)
-    stats = Stats(out.states, out.transitions, time.monotonic() - start, 0.0)
+    # the trip counts below the periodic search's start: one by one with the explicit engine (and,
+    # with ``only`` outside the search's range, that one trip count)
+    outside = only is not None and (only < chosen.min_iters or (chosen.max_iters is not None
+                                                                and only > chosen.max_iters))
+    below = chosen.min_iters if only is None else (only + 1 if outside else 0)
+    first = 0 if only is None else only
+    small = small_trip_counts(protocol, chosen.param, below, defines, assumptions, max_states,
+                              max(0.0, seconds - (time.monotonic() - start)), full_trace, first)
+    if small.failed is not None or (only is not None and below):
+        return _small_answer(chosen.param, small, only, time.monotonic() - start)
+    if chosen.max_iters is not None and only is None:
+        over = _overflow_answer(protocol, chosen, defines, assumptions, max_states - small.states,
+                                seconds - (time.monotonic() - start), full_trace)
+        if over is not None:
+            return over
+    out = lifted_search(chosen, assumptions, max(1, max_states - small.states),
+                        max(0.0, seconds - (time.monotonic() - start)), only)
+    stats = Stats(out.states + small.states, out.transitions + small.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
     iters: list[int] = []
     for f in sorted(out.errors, key=lambda f: (f.iters, len(f.labels))):
@@ -765,8 +790,44 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
     if not out.complete:
         return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: no violation in {out.states} "
                     f"abstract states; {out.stop_reason}", stats=stats)
-    bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen)
+    bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen, small)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
+
+
+def _overflow_answer(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,
+                     max_states: int, seconds: float, full_trace: bool) -> Lift | None:
+    """A counter expression can exceed 2^62 from trip count n = max_iters + 1 on: where n is within
+    reach, the explicit engine there gives the concrete SV115; where the periodic search would have
+    no trip count left to cover, the answer is inconclusive. Otherwise (None) the search goes on,
+    and its bound stops at max_iters."""
+    assert p.max_iters is not None
+    start = time.monotonic()
+    n = p.max_iters + 1
+    if n <= p.min_iters + OVERFLOW_REACH:
+        res = check_one(protocol, p.param, n, defines, assumptions, max_states, seconds, full_trace)
+        if res is not None and res.verdict is Verdict.VIOLATION:
+            return Lift(Verdict.VIOLATION, f"{p.param}={n}", "", res.diagnostics,
+                        Stats(res.stats.states, res.stats.transitions, time.monotonic() - start, 0.0))
+    if p.max_iters < p.min_iters:
+        return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: {p.overflow}",
+                    stats=Stats(seconds=time.monotonic() - start))
+    return None
+
+
+def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: float) -> Lift:
+    """The answer when the explicit checks of small trip counts decide it: a violation (or a search
+    that did not finish) at one of them, or, with ``only`` below the periodic search's start, the
+    explicit engine's verdict there."""
+    stats = Stats(small.states, small.transitions, seconds, 0.0)
+    res = small.failed
+    if res is None:
+        if only is not None and only in small.invalid:
+            return Lift(Verdict.INCONCLUSIVE, "", f"{param}={only} is not valid input", stats=stats)
+        return Lift(Verdict.SAFE, f"{param}={only}", "", stats=stats)
+    if res.verdict is Verdict.VIOLATION:
+        return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", res.diagnostics, stats)
+    return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: the explicit search at "
+                f"{param}={small.failed_at} did not finish ({res.coverage})", res.diagnostics, stats)
 
 
 def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> CheckResult:

@@ -185,6 +185,13 @@ class Resolver:
         self.threads: int | None = None
         self.scopes: list[_Scope] = []
         self.loop_params: list[str] = []
+        # Where params are read (ir.ParamSite): the kind of site being resolved now (None: do not
+        # record), the params the current expression read, and whether params resolve to
+        # variables (the second, recording pass over a site) instead of their values.
+        self.param_sites: list[ir.ParamSite] = []
+        self._site: tuple[str, str] | None = ("value", "")
+        self._reads: set[str] = set()
+        self._symbolic = False
         self.header = Span(path, 1, 1, 1, 2)  # the protocol's name: where -D errors point
 
     # ---- helpers ---------------------------------------------------------
@@ -234,10 +241,26 @@ class Resolver:
     # ---- expressions -----------------------------------------------------
     def expr(self, tree: Tree | Token, allow_i: bool = False) -> ir.Expr:
         before = len(self.errors)
+        outer, self._reads = self._reads, set()
         expr = fold(self._expr(tree, allow_i))
+        reads, self._reads = self._reads, outer | self._reads
         if len(self.errors) == before:  # placeholders for bad names would give follow-on errors
             self._check_folded(expr)
+            if reads and self._site is not None:
+                self._record_site(tree, allow_i)
         return expr
+
+    def _record_site(self, tree: Tree | Token, allow_i: bool) -> None:
+        """Record an expression that read params, resolved again with the params as variables."""
+        kind, target = self._site or ("value", "")
+        errors = len(self.errors)
+        self._symbolic = True
+        try:
+            symbolic = fold(self._expr(tree, allow_i))
+        finally:
+            self._symbolic = False
+            del self.errors[errors:]  # (the first pass reported whatever there was)
+        self.param_sites.append(ir.ParamSite(kind, symbolic, self.span(tree), target))  # type: ignore[arg-type]
 
     def _check_folded(self, expr: ir.Expr) -> None:
         """Report constant sub-expressions that `fold` could not evaluate (x/0, overflow, bad shift)."""
@@ -305,7 +328,8 @@ class Resolver:
         if name in self.chosen:
             return self._chosen(tok, None, span, allow_i)
         if name in self.params:
-            return ir.Const(self.params[name], span)
+            self._reads.add(name)
+            return ir.Var(name, span) if self._symbolic else ir.Const(self.params[name], span)
         if name in self.kinds:
             kind = self.kinds[name][0]
             if kind == "role":
@@ -335,7 +359,10 @@ class Resolver:
 
     def decl_param(self, t: Tree) -> None:
         name, value = t.children
+        # (a param set with -D does not depend on what its definition reads)
+        self._site = None if str(name) in self.defines else ("param", str(name))
         v = self.const(value, f"param `{name}`")
+        self._site = ("value", "")
         if not self.declare(name, "param"):
             return
         if str(name) in self.defines:
@@ -587,7 +614,9 @@ class Resolver:
             return [ir.Let(str(name), expr, span)]
         if t.data == "for_":
             var, lo_t, hi_t, body = t.children
+            self._site = ("bound", "")
             lo, hi = self.expr(lo_t), self.expr(hi_t)
+            self._site = ("value", "")
             for tok in hi_t.scan_values(lambda v: isinstance(v, Token) and v.type == "NAME"):
                 if str(tok) in self.params and str(tok) not in self.loop_params:
                     self.loop_params.append(str(tok))
@@ -1086,4 +1115,5 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
         mbarriers=tuple(res.mbarriers.values()), body=body, expect=expect, span=res.span(proto),
         loop_params=tuple(res.loop_params), source=text, choices=res.choices(),
         assignment=tuple((n, tuple(assignment[n])) for n in res.chosen) if assignment is not None else (),
+        param_sites=tuple(res.param_sites),
     )
