@@ -59,6 +59,7 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
 
+from .. import budget as budgets
 from .. import ir
 from ..diagnostics import Diagnostic, Severity
 from ..lang import load
@@ -103,8 +104,7 @@ UNFIXED, FIXED = 0, 1
 MAX_ERRORS = 12
 MAX_TESTS = 4096  # trip-count tests one expansion may make
 DEFAULT_ASSUMPTIONS = Assumptions()
-LIFT_MIN_SECONDS = 30.0  # the least time `auto` gives the lift (see lift_result)
-LIFT_MIN_STATES = 50_000
+LIFT_MIN_STATES = 50_000  # the least states `auto` gives the lift (see lift_result)
 
 
 class _Unexpected(Exception):
@@ -491,6 +491,7 @@ class LiftOutcome:
     errors: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     stop_reason: str = ""
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
 
 
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
@@ -575,7 +576,8 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             hook.fixed = n
             starts.append((machine.initial(), (FIXED, n)))
     except (_Unexpected, BudgetExceeded) as err:
-        return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err))
+        return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err),
+                           stopped_by=budgets.TIME if isinstance(err, BudgetExceeded) else "")
     index: dict[tuple, int] = {}
     parents: list[tuple[int, tuple | None]] = []
     nodes: list[tuple[State, tuple[int, int]]] = []
@@ -595,15 +597,17 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     warnings: dict[tuple, Finding] = {}
     pending: list[tuple[dict, tuple, Violation, int, tuple | None, int]] = []
     transitions = 0
-    stop = ""
+    stop = kind = ""
     popped = 0
     while queue:
         if len(nodes) > max_states:
-            stop = f"state budget of {max_states} reached"
+            stop, kind = budgets.reached(budgets.STATES, max_states), budgets.STATES
             break
         popped += 1
+        if popped % 256 == 0:
+            budgets.stop_if_interrupted()
         if popped % 256 == 0 and time.monotonic() - start > seconds:
-            stop = f"time budget of {seconds:g}s reached"
+            stop, kind = budgets.reached(budgets.TIME, seconds), budgets.TIME
             break
         if len(errors) >= MAX_ERRORS:
             stop = f"stopped after {MAX_ERRORS} distinct violations"
@@ -613,7 +617,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         try:
             branches = expand(state, mode)
         except (_Unexpected, BudgetExceeded) as err:
-            stop = str(err)
+            stop, kind = str(err), budgets.TIME if isinstance(err, BudgetExceeded) else ""
             break
         for results, new_mode, iters in branches:
             if not keep(new_mode):
@@ -650,7 +654,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
 
     return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
                        seconds=time.monotonic() - start, errors=list(errors.values()),
-                       warnings=list(warnings.values()), stop_reason=stop)
+                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind)
 
 
 def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
@@ -704,6 +708,7 @@ class Lift:
     reason: str  # why it was refused / inconclusive; empty when it decided
     diagnostics: tuple[Diagnostic, ...] = ()
     stats: Stats = field(default_factory=Stats)
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
 
 
 def _bound_all(protocol: ir.Protocol, p: Plan) -> str:
@@ -757,7 +762,7 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                     "trip count (internal error)", stats=stats)
     if not out.complete:
         return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: no violation in {out.states} "
-                    f"abstract states; {out.stop_reason}", stats=stats)
+                    f"abstract states; {out.stop_reason}", stats=stats, stopped_by=out.stopped_by)
     bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
 
@@ -784,7 +789,7 @@ def as_result(protocol: ir.Protocol, res: Lift, strict: bool) -> CheckResult:
                                        for d in res.diagnostics):
         verdict = Verdict.VIOLATION
     return CheckResult(path=protocol.path, protocol=protocol.name, verdict=verdict, bound=res.bound,
-                       diagnostics=res.diagnostics, stats=res.stats, coverage=res.reason)
+                       diagnostics=res.diagnostics, stats=res.stats, coverage=res.reason, stopped_by=res.stopped_by)
 
 
 def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckResult:
@@ -795,12 +800,16 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckRes
     if result.verdict is not Verdict.SAFE or not protocol.loop_params:
         return result
     assumptions = Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks)
-    # The lift costs about as much as a bounded run over a few periods. It gets the larger of
-    # LIFT_MIN_SECONDS and five times the bounded run (and ten times its states), within what
-    # --timeout / --max-states leave, so that a protocol whose abstraction does not close
-    # quickly does not hold up the bounded answer for the whole budget.
-    seconds = min(max(1.0, options.timeout - result.stats.seconds), max(LIFT_MIN_SECONDS, 5 * result.stats.seconds))
+    # The lift costs about as much as a bounded run over a few periods. Its budget is in states, so
+    # that whether it proves a file does not depend on the machine's load: ten times the bounded
+    # run's states (at least LIFT_MIN_STATES), within --max-states, so that a protocol whose
+    # abstraction does not close does not hold up the bounded answer for long. The clock is only
+    # the user's outer limit: what --timeout leaves after the bounded run.
+    seconds = options.timeout - result.stats.seconds
     states = min(options.max_states, max(LIFT_MIN_STATES, 10 * result.stats.states))
+    if seconds <= 0:
+        return replace(result, coverage="not proved for all iterations: "
+                       + budgets.reached(budgets.TIME, options.timeout), stopped_by=budgets.TIME)
     res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace)
     stats = Stats(result.stats.states + res.stats.states, result.stats.transitions + res.stats.transitions,
                   result.stats.seconds + res.stats.seconds, result.stats.peak_mb)
@@ -813,7 +822,7 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckRes
             return replace(result, verdict=verdict, bound=res.bound, diagnostics=result.diagnostics + extra,
                            stats=stats, coverage="")
         return replace(result, diagnostics=result.diagnostics + extra, stats=stats)
-    return replace(result, stats=stats, coverage=res.reason)
+    return replace(result, stats=stats, coverage=res.reason, stopped_by=res.stopped_by)
 
 
 __all__ = ["Lift", "LiftOutcome", "TripCount", "check", "lift", "lift_result", "lifted_search", "normalize", "replay"]
