@@ -136,7 +136,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ok, why = expectation_met(r)
             ok_all &= ok
             if not ok or args.format == "text":
-                console.print(f"{r.path}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
+                console.print(f"{r.path}{r.point()}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
 

@@ -77,9 +77,7 @@ def render(results: Iterable[CheckResult], console: Console, full_trace: bool = 
     for r in results:
         for d in r.diagnostics:
             print_diagnostic(console, d, sources, full_trace)
-        name = f" ({r.protocol})" if r.protocol else ""
-        if r.sweep:
-            name = " [" + ", ".join(f"{n}={v}" for n, v in r.sweep) + "]" + name
+        name = r.point() + (f" ({r.protocol})" if r.protocol else "")
         extra = f" — {r.coverage}" if r.coverage else ""
         if r.stopped_by:  # which budget ended it, and whether a rerun ends the same way
             kind = "deterministic" if r.stopped_by in DETERMINISTIC else "depends on the machine"
