@@ -107,6 +107,15 @@ def test_z3_engine_stops_at_its_state_budget():
     assert "state budget of 50 reached" in res["coverage"]
 
 
+def test_z3_engine_honours_the_memory_limit():
+    res = one(str(SPECS / "cluster_multicast_ring.sync"), "--engine", "z3", "--max-memory", "20")
+    assert res["verdict"] == "inconclusive" and res["stopped_by"] == "memory"
+    assert "memory budget of 20 MB reached" in res["coverage"]
+    # twin: a memory limit it stays within does not change the proof
+    proved = one(str(SPECS / "cluster_multicast_ring.sync"), "--engine", "z3", "--max-memory", "4000")
+    assert proved["verdict"] == "safe" and proved["bound"] == "all-iterations"
+
+
 def test_bmc_engine_stops_at_its_rlimit_budget_every_time():
     args = (str(SPECS / "peer_init_fixed.sync"), "--engine", "bmc", "--rlimit", "1000")
     first, second = one(*args), one(*args)

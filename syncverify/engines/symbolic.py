@@ -51,6 +51,7 @@ inconclusive.
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_left
 from collections import deque
@@ -495,15 +496,16 @@ class LiftOutcome:
 
 
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
-                  seconds: float = 600.0, only: int | None = None) -> LiftOutcome:
+                  seconds: float = 600.0, only: int | None = None, memory_mb: float = math.inf) -> LiftOutcome:
     """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction."""
     with cyclic_gc_paused():
-        return _lifted_search(p, assumptions, max_states, seconds, only)
+        return _lifted_search(p, assumptions, max_states, seconds, only, memory_mb)
 
 
 def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: float,
-                   only: int | None) -> LiftOutcome:
+                   only: int | None, memory_mb: float) -> LiftOutcome:
     start = time.monotonic()
+    base_mb = budgets.rss_mb()
     machine = Machine(p.protocol, assumptions)
     hook = TripCount(p)
     machine.loop_hook = hook
@@ -606,6 +608,9 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         popped += 1
         if popped % 256 == 0:
             budgets.stop_if_interrupted()
+            if budgets.rss_mb() - base_mb > memory_mb:
+                stop, kind = budgets.reached(budgets.MEMORY, memory_mb), budgets.MEMORY
+                break
         if popped % 256 == 0 and time.monotonic() - start > seconds:
             stop, kind = budgets.reached(budgets.TIME, seconds), budgets.TIME
             break
@@ -724,7 +729,7 @@ def _bound_all(protocol: ir.Protocol, p: Plan) -> str:
 
 def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumptions = DEFAULT_ASSUMPTIONS,
          max_states: int = 2_000_000, seconds: float = 600.0, full_trace: bool = False,
-         only: int | None = None) -> Lift:
+         only: int | None = None, memory_mb: float = math.inf) -> Lift:
     """Try to prove ``protocol`` for every trip count (or, with ``only``, search exactly ITERS = only)."""
     start = time.monotonic()
     reasons = []
@@ -739,7 +744,8 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         why = "; ".join(reasons) if reasons else "no loop bound is a param"
         return Lift(Verdict.INCONCLUSIVE, "", f"not lifted to all iterations ({why})",
                     stats=Stats(seconds=time.monotonic() - start))
-    out = lifted_search(chosen, assumptions, max_states, max(0.0, seconds - (time.monotonic() - start)), only)
+    out = lifted_search(chosen, assumptions, max_states, max(0.0, seconds - (time.monotonic() - start)), only,
+                        memory_mb)
     stats = Stats(out.states, out.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
     iters: list[int] = []
@@ -779,7 +785,8 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
         result = explore(protocol, Budget(options.max_states, options.timeout, options.max_memory_mb), machine,
                          full_trace=options.full_trace, strict=options.strict)
         return merge_static(result, static_findings(protocol, machine.programs))
-    res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace)
+    res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace,
+               memory_mb=options.max_memory_mb)
     return merge_static(as_result(protocol, res, options.strict), static_findings(protocol, machine.programs))
 
 
@@ -810,7 +817,8 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckRes
     if seconds <= 0:
         return replace(result, coverage="not proved for all iterations: "
                        + budgets.reached(budgets.TIME, options.timeout), stopped_by=budgets.TIME)
-    res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace)
+    res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace,
+               memory_mb=options.max_memory_mb)
     stats = Stats(result.stats.states + res.stats.states, result.stats.transitions + res.stats.transitions,
                   result.stats.seconds + res.stats.seconds, result.stats.peak_mb)
     if res.verdict in (Verdict.SAFE, Verdict.VIOLATION):
