@@ -272,3 +272,41 @@ def test_jobs_over_files_keep_input_order_and_exit_codes():
 def test_a_bad_sweep_value_is_an_input_error():
     out = cli(str(SPECS / "peer_init_fixed.sync"), "-D", "ITERS=2,x")
     assert out.returncode == 2 and "SV114" in out.stdout and "'x' is not an integer" in out.stdout
+
+
+# ---------------------------------------------------------------------- the lift does not depend on the load
+def _slow_machine(monkeypatch, factor: float) -> None:
+    """The lift's clock runs ``factor`` times fast: the machine looks that much slower (loaded)."""
+    import syncverify.engines.symbolic as symbolic
+
+    real = time.monotonic
+    t0 = real()
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return t0 + factor * (real() - t0)
+
+    monkeypatch.setattr(symbolic, "time", Clock)
+
+
+def test_the_lift_proves_the_same_on_a_loaded_machine(monkeypatch):
+    """On a machine 100 times slower the lift used to stop at its hidden 30 s and leave the
+    bounded `safe` (ITERS=8); its budget is now in states, so the proof is the same."""
+    from syncverify import load
+    from syncverify.check import check_protocol
+
+    _slow_machine(monkeypatch, 100.0)
+    res = check_protocol(load(str(SPECS / "cutlass_ws_ring.sync")), Options(timeout=1e5))
+    assert res.verdict.value == "safe" and res.bound == "all-iterations" and res.stopped_by == ""
+
+
+def test_the_clock_still_ends_the_lift_as_the_outer_limit(monkeypatch):
+    """Twin: where the user's --timeout runs out, the clock ends the lift, and says so."""
+    from syncverify import load
+    from syncverify.check import check_protocol
+
+    _slow_machine(monkeypatch, 100.0)
+    res = check_protocol(load(str(SPECS / "cutlass_ws_ring.sync")), Options(timeout=5))
+    assert res.verdict.value == "safe" and res.bound == "ITERS=8" and res.stopped_by == "time"
+    assert "not proved for all iterations" in res.coverage and "time budget" in res.coverage
