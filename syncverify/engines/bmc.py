@@ -1581,6 +1581,8 @@ class BMC:
         except budgets.OutOfBudget as out:
             return Outcome("inconclusive", reason=f"{out} while building the encoding (step {self._depth} of "
                            f"{self.depth_bound()})", depth=self._depth, seconds=meter.elapsed(), stopped_by=out.kind)
+        finally:
+            self.enc.tick = lambda: None  # (the encoding stays usable after the run, without its budgets)
 
     _depth = 0  # the step being unrolled (for the coverage of a budget that ends the build)
 
