@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from . import ir
+from . import budget, ir
 from .diagnostics import InputError, Severity
 from .lang import load
 from .result import CheckResult, Stats, Verdict
@@ -19,9 +19,12 @@ from .result import CheckResult, Stats, Verdict
 @dataclass(frozen=True)
 class Options:
     engine: str = "auto"  # auto | explicit | z3 | bmc
+    # Budgets (syncverify.budget): max_states and rlimit are deterministic and decide when an engine
+    # gives up; timeout (wall-clock seconds) and max_memory_mb are the user's outer limits.
     max_states: int = 2_000_000
     timeout: float = 600.0
     max_memory_mb: float = 8192.0
+    rlimit: int = budget.DEFAULT_RLIMIT
     strict: bool = False
     full_trace: bool = False
     progress: Callable[[int, int, float, float], None] | None = None  # states, frontier, s, MB
@@ -30,6 +33,11 @@ class Options:
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
     assume_tcgen05_commit_order: bool = True
     assume_dealloc_blocks: bool = True
+
+    def __post_init__(self) -> None:
+        why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)
+        if why is not None:
+            raise ValueError(why)
 
 
 def verdict_of(diags, strict: bool) -> Verdict:

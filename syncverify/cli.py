@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import cli_extract, cli_gpu, cli_mutate, cli_trace
+from . import budget, cli_extract, cli_gpu, cli_mutate, cli_trace, runs
+from .budget import positive_float, positive_int
 from .check import Options, check_path
 from .diagnostics import CODES, Diagnostic, InputError, Span, make
 from .export import cli as cli_export
@@ -32,6 +36,14 @@ def _define(value: str) -> tuple[str, int | str]:
         return name.strip(), raw
 
 
+def _sweep(value: str) -> tuple[str, tuple[int | str, ...]]:
+    """NAME=V1,V2,…: a param swept over the values (one value: a plain override)."""
+    name, raw = _define(value)
+    if isinstance(raw, int):
+        return name, (raw,)
+    return name, tuple(_define(f"{name}={part}")[1] for part in raw.split(","))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="syncverify", description="Static verifier for GPU kernel synchronization protocols.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -40,11 +52,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="spec files or directories (searched for *.sync), or kernels (.ptx, .cu)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto")
-    check.add_argument("-D", dest="defines", action="append", type=_define, default=[], metavar="NAME=VALUE",
-                       help="override a param, or pin a `choose` value")
-    check.add_argument("--max-states", type=int, default=Options.max_states)
-    check.add_argument("--timeout", type=float, default=Options.timeout, metavar="SECONDS")
-    check.add_argument("--max-memory", type=float, default=Options.max_memory_mb, metavar="MB")
+    check.add_argument("-D", dest="defines", action="append", type=_sweep, default=[], metavar="NAME=VALUE[,VALUE...]",
+                       help="override a param, or pin a `choose` value; several values sweep it "
+                            "(several sweeps: every combination)")
+    check.add_argument("--jobs", "-j", type=positive_int, default=1, metavar="N",
+                       help="check up to N files or sweep points at once (results keep the input order)")
+    check.add_argument("--max-states", type=positive_int, default=Options.max_states, metavar="N",
+                       help="states a search may store (deterministic budget)")
+    check.add_argument("--rlimit", type=positive_int, default=Options.rlimit, metavar="UNITS",
+                       help="Z3 resource units the bmc engine's queries may spend (deterministic budget)")
+    check.add_argument("--timeout", type=positive_float, default=Options.timeout, metavar="SECONDS",
+                       help="wall-clock limit of each check (depends on the machine's load)")
+    check.add_argument("--max-memory", type=positive_float, default=Options.max_memory_mb, metavar="MB",
+                       help="memory limit of each check")
     check.add_argument("--expect", action="store_true",
                        help="exit 0 iff every file's error codes equal its `// expect:` header")
     check.add_argument("--strict", action="store_true", help="treat warnings as errors")
@@ -90,7 +110,7 @@ def _bad_defines(defines: list[tuple[str, int | str]]) -> list[Diagnostic]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    bad = _bad_defines(args.defines)
+    bad = _bad_defines([(name, raw) for name, values in args.defines for raw in values])
     if bad:
         results = [CheckResult(path="<command line>", protocol=None, verdict=Verdict.ERROR, bound="",
                                diagnostics=tuple(bad))]
@@ -105,20 +125,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         results = []
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
-                      max_memory_mb=args.max_memory, strict=args.strict, full_trace=args.full_trace,
-                      defines=dict(args.defines),
+                      max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
+                      full_trace=args.full_trace,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
+    one = lambda path, opts: _check_with_progress(path, opts, args.format)  # noqa: E731
     refused = 0
-    for path in paths:
-        if cli_extract.is_kernel(path):
-            got = cli_extract.check_kernel(path, args, options)
-            if isinstance(got, CheckResult):
-                results.append(got)
-            else:
-                cli_extract.print_refusal(got)
-                refused += 1
+    for is_kernel, group in itertools.groupby(paths, key=cli_extract.is_kernel):
+        if not is_kernel:  # specs: every sweep point, over --jobs workers, in input order
+            results += runs.run_all(runs.tasks(list(group), args.defines), options, args.jobs, one)
             continue
-        results.append(_check_with_progress(path, options, args.format))
+        for path in group:  # kernels: extracted and checked here, one sweep point after the other
+            for point, sweep in runs.points(args.defines):
+                got = cli_extract.check_kernel(path, args, replace(options, defines=dict(point)))
+                if isinstance(got, CheckResult):
+                    results.append(replace(got, sweep=sweep) if sweep else got)
+                else:
+                    cli_extract.print_refusal(got)
+                    refused += 1
+    budget.stop_if_interrupted()  # an interrupt some layer turned into an answer: no verdict is printed
     _print(results, args)
     if refused:
         return 2
@@ -131,7 +155,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ok, why = expectation_met(r)
             ok_all &= ok
             if not ok or args.format == "text":
-                console.print(f"{r.path}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
+                console.print(f"{r.path}{r.point()}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
 
@@ -175,11 +199,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    """SIGINT: remember it (budget.interrupted says why), then interrupt as Python does. From here
+    on the process only winds down: what the interrupt breaks in objects being freed (a Z3 context
+    cut off in its constructor) is not reported."""
+    budget.interrupted = True
+    sys.unraisablehook = lambda unraisable: None
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
                **cli_mutate.HANDLERS, **cli_export.HANDLERS, **cli_extract.HANDLERS}[args.command]
+    budget.interrupted = False
+    hook = sys.unraisablehook
+    previous = signal.getsignal(signal.SIGINT)
+    ours = previous is signal.default_int_handler and threading.current_thread() is threading.main_thread()
+    if ours:  # (not when the caller chose its own handling, nor off the main thread, where it cannot)
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         return handler(args)
     except KeyboardInterrupt:
@@ -188,6 +227,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`syncverify … | head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception:
+        if budget.interrupted:  # whatever the interrupt became on its way up (exit 130 either way)
+            return 130
+        raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+        if not budget.interrupted:  # (after an interrupt the process is winding down: stay quiet)
+            sys.unraisablehook = hook
 
 
 def entry() -> None:

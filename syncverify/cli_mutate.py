@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .budget import positive_float, positive_int
 from .diagnostics import InputError
 
 
@@ -30,9 +31,9 @@ def add_subcommand(sub: Any, define: Callable[[str], tuple[str, int | str]]) -> 
                    help="override a param")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("--operators", metavar="LIST", help="comma-separated subset of: " + ", ".join(OPERATORS))
-    p.add_argument("--max-states", type=int, default=None,
+    p.add_argument("--max-states", type=positive_int, default=None,
                    help="state budget per mutant (default: 20x the original's states, at least 50,000)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="time budget per mutant")
+    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS", help="time budget per mutant")
     p.add_argument("--show", choices=["survivors", "all", "none"], default="survivors",
                    help="which mutants to print as a diff of the spec (text format)")
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .budget import positive_float, positive_int
 from .check import Options, check_protocol
 from .diagnostics import InputError, Span, make
 from .result import CheckResult, Verdict
@@ -29,9 +30,9 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
                    help="override a param")
     p.add_argument("--code", action="append", default=[], metavar="SVnnn",
                    help="draw only the counterexamples of this code (repeatable)")
-    p.add_argument("--max-states", type=int, default=Options.max_states)
-    p.add_argument("--timeout", type=float, default=Options.timeout, metavar="SECONDS")
-    p.add_argument("--max-memory", type=float, default=Options.max_memory_mb, metavar="MB")
+    p.add_argument("--max-states", type=positive_int, default=Options.max_states)
+    p.add_argument("--timeout", type=positive_float, default=Options.timeout, metavar="SECONDS")
+    p.add_argument("--max-memory", type=positive_float, default=Options.max_memory_mb, metavar="MB")
     p.add_argument("--no-assume", action="store_true",
                    help="drop the readings of unsettled PTX behaviour that production kernels rely on")
 

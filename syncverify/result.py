@@ -38,6 +38,15 @@ class CheckResult:
     diagnostics: tuple[Diagnostic, ...] = ()
     stats: Stats = field(default_factory=Stats)
     coverage: str = ""  # for inconclusive: what was covered
+    # The budget that ended a search before it decided (budget.KINDS: "states" and "rlimit" are
+    # deterministic, "time" and "memory" depend on the machine); "" when none did
+    stopped_by: str = ""
+    # The point of a -D sweep this result is for (NAME, value) pairs; () when no -D was swept
+    sweep: tuple[tuple[str, int], ...] = ()
+
+    def point(self) -> str:
+        """The sweep point as the text report names it (" [STAGES=2, ITERS=8]"), or ""."""
+        return " [" + ", ".join(f"{n}={v}" for n, v in self.sweep) + "]" if self.sweep else ""
 
     def codes(self, severity: Severity | None = None) -> set[str]:
         return {d.code for d in self.diagnostics if severity is None or d.severity is severity}

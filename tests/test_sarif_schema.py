@@ -135,3 +135,14 @@ def test_the_validation_can_fail(capsys):
     broken = copy.deepcopy(doc)
     broken["runs"][0]["results"][0]["codeFlows"][0]["threadFlows"] = []
     assert list(VALIDATOR.iter_errors(broken))
+
+
+def test_a_check_ended_by_a_budget_is_valid_and_named(capsys):
+    """An inconclusive check has no finding: the invocation's notification carries its budget."""
+    code, doc = run_sarif(capsys, str(SPECS / "cluster_multicast_ring.sync"), "-D", "ITERS=64,65",
+                          "--max-states", "300")
+    assert code == 3
+    assert_valid(doc)
+    notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [(n["properties"]["stoppedBy"], n["properties"]["sweep"]) for n in notes] == \
+        [("states", {"ITERS": 64}), ("states", {"ITERS": 65})]

@@ -35,7 +35,10 @@ At depth i the solver is asked for a path of i valid steps that ends in a deadlo
 next step breaks a rule; the first depth that answers yes gives a shortest counterexample,
 which is replayed with `Machine.step` (so it is shown in the explicit engine's trace format,
 and a path the machine does not confirm is reported, never hidden). Solver calls run under
-a fixed seed and a resource limit (`rlimit`); `unknown` or the time budget ends inconclusive.
+a fixed seed under the check's Z3 resource budget (`--rlimit`, deterministic: the units every
+query spends are charged to it), with the wall clock and memory limits (`--timeout`,
+`--max-memory`) checked while the encoding is built and passed to Z3 for its own work; `unknown`
+or any budget that runs out ends inconclusive (``syncverify.budget``).
 
 Scope: clusters of any size. mbarrier init/arrive (all forms)/expect_tx/complete_tx/wait, the
 arrive and tx forms also on a peer CTA's barrier (`@ r`); bulk-tensor loads issued by one thread,
@@ -52,12 +55,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
+from .. import budget as budgets
 from .. import ir
 from ..diagnostics import InputError
 from ..result import CheckResult, Stats, Verdict
@@ -68,12 +72,6 @@ from ..semantics.state import AG_TMA, FULL, LEADER
 from ..semantics.symmetry import symmetry_groups
 
 SEED = 0
-# Z3 resource units per query: a limit that does not depend on the machine, growing with the time
-# budget (at least RLIMIT_PER_CHECK; RLIMIT_PER_SECOND per second of budget, about what one core of
-# this project's machine spends; at most what Z3's unsigned limit holds)
-RLIMIT_PER_CHECK = 200_000_000
-RLIMIT_PER_SECOND = 5_000_000
-RLIMIT_MAX = 4_000_000_000
 MAX_EVENTS = 4000
 TACTIC = ("simplify", "max-bv-sharing", "bit-blast", "sat")  # see BMC.run
 
@@ -219,6 +217,9 @@ class Encoding:
 
     def __init__(self, machine: Machine):
         self.machine = machine
+        # called between units of work that can add up to minutes (budget.Meter.check): a budget
+        # that runs out ends the build with budget.OutOfBudget
+        self.tick: Callable[[], None] = lambda: None
         self.ncta = machine.ncta
         self.P = len(machine.procs)
         self.M = len(machine.mb_names)
@@ -827,6 +828,7 @@ class Encoding:
             members = sorted(group)
             for i, a in enumerate(members):
                 for b in members[i + 1:]:
+                    self.tick()
                     rmap = self._swap_records(a, b)
                     if rmap is not None:
                         out.append((a, b, rmap))
@@ -894,6 +896,7 @@ class Encoding:
         record's phase with the swapped record's; the components that name no process (barriers,
         counts, generations) are their own images."""
         def perm(v: Any) -> Any:
+            self.tick()  # (R bits each: on a large protocol these add up to minutes)
             bits = [z3.Extract(rmap.get(r, r), rmap.get(r, r), v) for r in reversed(range(self.R))]
             return bits[0] if len(bits) == 1 else z3.Concat(*bits)
 
@@ -1550,6 +1553,7 @@ class Outcome:
     reason: str = ""
     seconds: float = 0.0
     last_group: int = 1  # machine steps of the bad step (a fused step is several)
+    stopped_by: str = ""  # the budget that ended an inconclusive run (budget.KINDS), if one did
 
 
 class BMC:
@@ -1567,12 +1571,33 @@ class BMC:
         return sum(len(runs) for runs in self.enc.runs) + len(self.enc.copies) + \
             sum(e.tm >= 0 for evs in self.enc.events for e in evs)
 
-    def run(self, seconds: float) -> Outcome:
+    def run(self, seconds: float, rlimit: int = budgets.DEFAULT_RLIMIT, memory_mb: float = math.inf) -> Outcome:
         """Unroll step by step; ask the solver at depths 4, 8, 16, … and at the bound whether some
         path reaches a bad step within that depth. A path may stop early (``active`` false from
-        some step on), so one query covers every shorter path too."""
+        some step on), so one query covers every shorter path too.
+
+        ``rlimit``: the Z3 resource units all the queries may spend together (deterministic);
+        ``seconds`` and ``memory_mb``: the outer limits, checked at every unrolled step (building
+        the encoding of a long protocol takes minutes and gigabytes before any query) and given to
+        Z3 for each query."""
+        return self.metered(budgets.Meter(seconds, memory_mb), budgets.Units(rlimit))
+
+    def metered(self, meter: budgets.Meter, units: budgets.Units) -> Outcome:
+        """``run`` with budgets already started (``check`` starts the clock before the encoding)."""
+        try:
+            return self._run(meter, units)
+        except budgets.OutOfBudget as out:
+            return Outcome("inconclusive", reason=f"{out} while building the encoding (step {self._depth} of "
+                           f"{self.depth_bound()})", depth=self._depth, seconds=meter.elapsed(), stopped_by=out.kind)
+        finally:
+            self.enc.tick = lambda: None  # (the encoding stays usable after the run, without its budgets)
+
+    _depth = 0  # the step being unrolled (for the coverage of a budget that ends the build)
+
+    def _run(self, meter: budgets.Meter, units: budgets.Units) -> Outcome:
         enc = self.enc
-        start = time.monotonic()
+        enc.tick = meter.check
+        start = meter.start
         constraints: list = []
         S = enc.fresh(0)
         constraints += enc.initial(S)
@@ -1584,11 +1609,16 @@ class BMC:
         prev: dict = {}  # the previous step's objects (see touches)
         checkpoints = {bound} | {1 << n for n in range(2, bound.bit_length()) if 2 << n <= bound}
         for i in range(bound + 1):
+            self._depth = i
+            meter.check()
             sel = enc.var(f"sel_{i}")
             sels.append(sel)
             # Symmetry (see Encoding.symmetric_pairs): in a state that swapping a and b maps onto
             # itself, b does not move.
-            constraints += [z3.Implies(enc.swapped(S, a, b, rmap), sel != b) for a, b, rmap in pairs]
+            for n, (a, b, rmap) in enumerate(pairs):
+                if not n % 16:
+                    meter.check()
+                constraints.append(z3.Implies(enc.swapped(S, a, b, rmap), sel != b))
             step = Step(enc, S, sel)
             effects = step.effects(i)
             finding = [z3.And(eff.guard, eff.enabled, z3.Or(*[c for _, c in eff.hard + eff.soft]))
@@ -1608,10 +1638,6 @@ class BMC:
             prev = touch
             bads.append((z3.And(active, z3.Or(deadlock, *finding)), deadlock, effects, S))
             if i in checkpoints:
-                left = seconds - (time.monotonic() - start)
-                if left <= 0:
-                    return Outcome("inconclusive", reason=f"time budget of {seconds:g}s reached at depth {i} of "
-                                   f"{bound}", depth=i, seconds=time.monotonic() - start)
                 # A fresh solver per query, running a fixed bit-blasting pipeline: simplification,
                 # sharing of bit-vector terms, bit-blasting, SAT. Measured faster here than one
                 # incremental solver and than Z3's default QF_BV strategy, whose extra
@@ -1625,17 +1651,18 @@ class BMC:
                 ctx = z3.Context()
                 solver = z3.Then(*TACTIC, ctx=ctx).solver()
                 solver.set("random_seed", SEED)
-                solver.set("rlimit", min(RLIMIT_MAX, max(RLIMIT_PER_CHECK, int(RLIMIT_PER_SECOND * seconds))))
-                solver.set("timeout", max(1, int(left * 1000)))
-                solver.add(*(c.translate(ctx) for c in constraints))
+                for n, c in enumerate(constraints):
+                    if not n % 1024:
+                        meter.check()
+                    solver.add(c.translate(ctx))
                 solver.add(z3.Or(*[bad[0] for bad in bads]).translate(ctx))
-                answer = solver.check()
+                answer, why, kind = budgets.solve(solver, meter, units)
                 self.last_statistics = solver.statistics()
                 if answer == z3.sat:
                     return self.counterexample(solver.model(), ctx, sels, bads, start)
                 if answer == z3.unknown:
                     return Outcome("inconclusive", reason=f"Z3 answered unknown at depth {i} of {bound} "
-                                   f"({solver.reason_unknown()})", depth=i, seconds=time.monotonic() - start)
+                                   f"({why})", depth=i, seconds=time.monotonic() - start, stopped_by=kind)
             if i == bound:
                 break
             nxt = enc.fresh(i + 1)
@@ -1744,11 +1771,12 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
-    outcome = bmc.run(options.timeout)
+    outcome = bmc.metered(budgets.Meter(options.timeout, options.max_memory_mb, start=start),
+                          budgets.Units(options.rlimit))
     stats = Stats(0, 0, time.monotonic() - start, 0.0)  # no states are stored: the depth is in the coverage
     if outcome.verdict == "inconclusive":
         result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound=bound,
-                             stats=stats, coverage=outcome.reason)
+                             stats=stats, coverage=outcome.reason, stopped_by=outcome.stopped_by)
     elif outcome.verdict == "safe":
         result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.SAFE, bound=bound,
                              stats=stats, coverage=f"every interleaving, {outcome.depth} steps deep, by Z3 in "

@@ -19,8 +19,6 @@ further; the search goes on to find the other distinct violations.
 from __future__ import annotations
 
 import gc
-import os
-import resource
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -29,6 +27,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import is_not
 
+from .. import budget as budgets
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
 from ..result import CheckResult, Stats, Verdict
@@ -48,14 +47,6 @@ class Budget:
     memory_mb: float = 8192.0
 
 
-def _rss_mb() -> float:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 @dataclass
 class SearchOutcome:
     complete: bool
@@ -66,6 +57,7 @@ class SearchOutcome:
     errors: list[tuple[Violation, list[tuple]]]  # violation, path of labels
     warnings: list[tuple[Violation, list[tuple]]]
     stop_reason: str = ""
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
 
 
 Progress = Callable[[int, int, float, float], None]  # states, frontier, seconds, MB
@@ -222,7 +214,7 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             progress: Progress | None) -> SearchOutcome:
     start = time.monotonic()
-    base_mb = _rss_mb()
+    base_mb = budgets.rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
     visited = Visited(Interner())
@@ -232,7 +224,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
     transitions = 0
     peak = base_mb
-    stop = ""
+    stop = kind = ""
     nprocs = len(machine.procs)
     popped = 0
     last_report = last_memory = start
@@ -242,20 +234,21 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         queue.append((init, 0))
         while queue:
             if len(visited) > budget.max_states:
-                stop = f"state budget of {budget.max_states} reached"
+                stop, kind = budgets.reached(budgets.STATES, budget.max_states), budgets.STATES
                 break
             popped += 1
             # the clock on every state (a state of a protocol with thousands of barriers can take
             # tens of milliseconds); memory every 256 states or 50 ms
             now = time.monotonic()
             if now - start > budget.seconds:
-                stop = f"time budget of {budget.seconds:g}s reached"
+                stop, kind = budgets.reached(budgets.TIME, budget.seconds), budgets.TIME
                 break
             if popped % 256 == 0 or now - last_memory >= 0.05:
                 last_memory = now
-                peak = max(peak, _rss_mb())
+                budgets.stop_if_interrupted()
+                peak = max(peak, budgets.rss_mb())
                 if peak - base_mb > budget.memory_mb:
-                    stop = f"memory budget of {budget.memory_mb:g} MB reached"
+                    stop, kind = budgets.reached(budgets.MEMORY, budget.memory_mb), budgets.MEMORY
                     break
                 if progress is not None and now - last_report >= 0.25:
                     progress(len(visited), len(queue), now - start, peak - base_mb)
@@ -290,11 +283,11 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 if nxt is not None:
                     queue.append((nxt, len(parents)))
                     parents.append((sid, res.label))
-    except BudgetExceeded as exc:
-        stop = str(exc)
+    except BudgetExceeded as exc:  # the clock, inside one step
+        stop, kind = str(exc), budgets.TIME
     finally:
         machine.deadline = None
-    peak = max(peak, _rss_mb())
+    peak = max(peak, budgets.rss_mb())
 
     def path(sid: int, last: tuple | None) -> list[tuple]:
         labels = [] if last is None else [last]
@@ -309,7 +302,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],
-        stop_reason=stop,
+        stop_reason=stop, stopped_by=kind,
     )
 
 
@@ -465,7 +458,7 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
         verdict = Verdict.SAFE
         coverage = ""
     return CheckResult(path=protocol.path, protocol=protocol.name, verdict=verdict, bound=bound,
-                       diagnostics=tuple(diags), stats=stats, coverage=coverage)
+                       diagnostics=tuple(diags), stats=stats, coverage=coverage, stopped_by=outcome.stopped_by)
 
 
 def bound_of(protocol: ir.Protocol) -> str:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, fields, is_dataclass
 import z3
 
 from .. import ir
+from ..budget import solve
 from ..diagnostics import InputError
 from ..expr import Context, free_names
 from ..lang import load
@@ -254,7 +255,7 @@ def periodic(e: ir.Expr, counters: Mapping[str, int], ctx: Context, period: int,
     solver.set("random_seed", SEED)
     solver.add(*[base[n] >= threshold + counters[n] for n in names if n in counters])
     solver.add(now != later)
-    answer = solver.check()
+    answer = solve(solver)[0]  # (an interrupt Z3 caught becomes KeyboardInterrupt, not "unknown")
     if answer == z3.unsat:
         return True
     if answer == z3.sat:

@@ -51,6 +51,7 @@ inconclusive.
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_left
 from collections import deque
@@ -59,6 +60,7 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
 
+from .. import budget as budgets
 from .. import ir
 from ..diagnostics import Diagnostic, Severity
 from ..lang import load
@@ -104,8 +106,7 @@ UNFIXED, FIXED = 0, 1
 MAX_ERRORS = 12
 MAX_TESTS = 4096  # trip-count tests one expansion may make
 DEFAULT_ASSUMPTIONS = Assumptions()
-LIFT_MIN_SECONDS = 30.0  # the least time `auto` gives the lift (see lift_result)
-LIFT_MIN_STATES = 50_000
+LIFT_MIN_STATES = 50_000  # the least states `auto` gives the lift (see lift_result)
 OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is run concretely
 
 
@@ -493,18 +494,20 @@ class LiftOutcome:
     errors: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
     stop_reason: str = ""
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
 
 
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
-                  seconds: float = 600.0, only: int | None = None) -> LiftOutcome:
+                  seconds: float = 600.0, only: int | None = None, memory_mb: float = math.inf) -> LiftOutcome:
     """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction."""
     with cyclic_gc_paused():
-        return _lifted_search(p, assumptions, max_states, seconds, only)
+        return _lifted_search(p, assumptions, max_states, seconds, only, memory_mb)
 
 
 def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: float,
-                   only: int | None) -> LiftOutcome:
+                   only: int | None, memory_mb: float) -> LiftOutcome:
     start = time.monotonic()
+    base_mb = budgets.rss_mb()
     machine = Machine(p.protocol, assumptions)
     hook = TripCount(p)
     machine.loop_hook = hook
@@ -577,7 +580,8 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             hook.fixed = n
             starts.append((machine.initial(), (FIXED, n)))
     except (_Unexpected, BudgetExceeded) as err:
-        return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err))
+        return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err),
+                           stopped_by=budgets.TIME if isinstance(err, BudgetExceeded) else "")
     index: dict[tuple, int] = {}
     parents: list[tuple[int, tuple | None]] = []
     nodes: list[tuple[State, tuple[int, int]]] = []
@@ -597,15 +601,20 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     warnings: dict[tuple, Finding] = {}
     pending: list[tuple[dict, tuple, Violation, int, tuple | None, int]] = []
     transitions = 0
-    stop = ""
+    stop = kind = ""
     popped = 0
     while queue:
         if len(nodes) > max_states:
-            stop = f"state budget of {max_states} reached"
+            stop, kind = budgets.reached(budgets.STATES, max_states), budgets.STATES
             break
         popped += 1
+        if popped % 256 == 0:
+            budgets.stop_if_interrupted()
+            if budgets.rss_mb() - base_mb > memory_mb:
+                stop, kind = budgets.reached(budgets.MEMORY, memory_mb), budgets.MEMORY
+                break
         if popped % 256 == 0 and time.monotonic() - start > seconds:
-            stop = f"time budget of {seconds:g}s reached"
+            stop, kind = budgets.reached(budgets.TIME, seconds), budgets.TIME
             break
         if len(errors) >= MAX_ERRORS:
             stop = f"stopped after {MAX_ERRORS} distinct violations"
@@ -615,7 +624,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         try:
             branches = expand(state, mode)
         except (_Unexpected, BudgetExceeded) as err:
-            stop = str(err)
+            stop, kind = str(err), budgets.TIME if isinstance(err, BudgetExceeded) else ""
             break
         for results, new_mode, iters in branches:
             if not keep(new_mode):
@@ -652,7 +661,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
 
     return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
                        seconds=time.monotonic() - start, errors=list(errors.values()),
-                       warnings=list(warnings.values()), stop_reason=stop)
+                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind)
 
 
 def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
@@ -706,6 +715,7 @@ class Lift:
     reason: str  # why it was refused / inconclusive; empty when it decided
     diagnostics: tuple[Diagnostic, ...] = ()
     stats: Stats = field(default_factory=Stats)
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
 
 
 def _bound_all(protocol: ir.Protocol, p: Plan, small: SmallCheck) -> str:
@@ -728,7 +738,7 @@ def _bound_all(protocol: ir.Protocol, p: Plan, small: SmallCheck) -> str:
 
 def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumptions = DEFAULT_ASSUMPTIONS,
          max_states: int = 2_000_000, seconds: float = 600.0, full_trace: bool = False,
-         only: int | None = None) -> Lift:
+         only: int | None = None, memory_mb: float = math.inf) -> Lift:
     """Try to prove ``protocol`` for every trip count (or, with ``only``, search exactly ITERS = only)."""
     start = time.monotonic()
     free = [c.name for c in protocol.choices if not c.pinned]
@@ -766,7 +776,7 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         if over is not None:
             return over
     out = lifted_search(chosen, assumptions, max(1, max_states - small.states),
-                        max(0.0, seconds - (time.monotonic() - start)), only)
+                        max(0.0, seconds - (time.monotonic() - start)), only, memory_mb)
     stats = Stats(out.states + small.states, out.transitions + small.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
     iters: list[int] = []
@@ -789,7 +799,7 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                     "trip count (internal error)", stats=stats)
     if not out.complete:
         return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: no violation in {out.states} "
-                    f"abstract states; {out.stop_reason}", stats=stats)
+                    f"abstract states; {out.stop_reason}", stats=stats, stopped_by=out.stopped_by)
     bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen, small)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
 
@@ -842,7 +852,8 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
         result = explore(protocol, Budget(options.max_states, options.timeout, options.max_memory_mb), machine,
                          full_trace=options.full_trace, strict=options.strict)
         return merge_static(result, static_findings(protocol, machine.programs))
-    res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace)
+    res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace,
+               memory_mb=options.max_memory_mb)
     return merge_static(as_result(protocol, res, options.strict), static_findings(protocol, machine.programs))
 
 
@@ -852,7 +863,7 @@ def as_result(protocol: ir.Protocol, res: Lift, strict: bool) -> CheckResult:
                                        for d in res.diagnostics):
         verdict = Verdict.VIOLATION
     return CheckResult(path=protocol.path, protocol=protocol.name, verdict=verdict, bound=res.bound,
-                       diagnostics=res.diagnostics, stats=res.stats, coverage=res.reason)
+                       diagnostics=res.diagnostics, stats=res.stats, coverage=res.reason, stopped_by=res.stopped_by)
 
 
 def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckResult:
@@ -863,13 +874,18 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckRes
     if result.verdict is not Verdict.SAFE or not protocol.loop_params:
         return result
     assumptions = Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks)
-    # The lift costs about as much as a bounded run over a few periods. It gets the larger of
-    # LIFT_MIN_SECONDS and five times the bounded run (and ten times its states), within what
-    # --timeout / --max-states leave, so that a protocol whose abstraction does not close
-    # quickly does not hold up the bounded answer for the whole budget.
-    seconds = min(max(1.0, options.timeout - result.stats.seconds), max(LIFT_MIN_SECONDS, 5 * result.stats.seconds))
+    # The lift costs about as much as a bounded run over a few periods. Its budget is in states, so
+    # that whether it proves a file does not depend on the machine's load: ten times the bounded
+    # run's states (at least LIFT_MIN_STATES), within --max-states, so that a protocol whose
+    # abstraction does not close does not hold up the bounded answer for long. The clock is only
+    # the user's outer limit: what --timeout leaves after the bounded run.
+    seconds = options.timeout - result.stats.seconds
     states = min(options.max_states, max(LIFT_MIN_STATES, 10 * result.stats.states))
-    res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace)
+    if seconds <= 0:
+        return replace(result, coverage="not proved for all iterations: "
+                       + budgets.reached(budgets.TIME, options.timeout), stopped_by=budgets.TIME)
+    res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace,
+               memory_mb=options.max_memory_mb)
     stats = Stats(result.stats.states + res.stats.states, result.stats.transitions + res.stats.transitions,
                   result.stats.seconds + res.stats.seconds, result.stats.peak_mb)
     if res.verdict in (Verdict.SAFE, Verdict.VIOLATION):
@@ -881,7 +897,7 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckRes
             return replace(result, verdict=verdict, bound=res.bound, diagnostics=result.diagnostics + extra,
                            stats=stats, coverage="")
         return replace(result, diagnostics=result.diagnostics + extra, stats=stats)
-    return replace(result, stats=stats, coverage=res.reason)
+    return replace(result, stats=stats, coverage=res.reason, stopped_by=res.stopped_by)
 
 
 __all__ = ["Lift", "LiftOutcome", "TripCount", "check", "lift", "lift_result", "lifted_search", "normalize", "replay"]

@@ -36,6 +36,8 @@ def result_dict(r: CheckResult) -> dict[str, Any]:
         "verdict": r.verdict.value,
         "bound": r.bound,
         "coverage": r.coverage,
+        "stopped_by": r.stopped_by or None,
+        "sweep": dict(r.sweep),
         "diagnostics": [diagnostic_dict(d) for d in r.diagnostics],
         "stats": {"states": r.stats.states, "transitions": r.stats.transitions,
                   "seconds": round(r.stats.seconds, 4), "peak_mb": round(r.stats.peak_mb, 1)},

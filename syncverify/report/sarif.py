@@ -23,8 +23,9 @@ from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
+from ..budget import DETERMINISTIC
 from ..diagnostics import CODES, Diagnostic, Severity
-from ..result import CheckResult
+from ..result import CheckResult, Verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -109,7 +110,7 @@ def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
         "locations": [_location(uri, d.span.line, d.span.column, d.span.end_line, d.span.end_column)
                       if d.span else _location(uri, 1)],
         "partialFingerprints": {"syncverify/v1": _fingerprint(uri, d)},
-        "properties": {"protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound},
+        "properties": _properties(r),
     }
     if d.related:
         res["relatedLocations"] = [dict(_location(rel.span.path, rel.span.line, rel.span.column,
@@ -118,6 +119,25 @@ def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
     if d.trace:
         res["codeFlows"] = [_code_flow(uri, d)]
     return res
+
+
+def _properties(r: CheckResult) -> dict[str, Any]:
+    props: dict[str, Any] = {"protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound}
+    if r.sweep:
+        props["sweep"] = dict(r.sweep)
+    if r.stopped_by:
+        props["stoppedBy"] = r.stopped_by
+    return props
+
+
+def _budget_notification(r: CheckResult) -> dict[str, Any]:
+    """A check a budget ended: SARIF results are findings, and an inconclusive check may have none,
+    so the invocation says which budget ended it (and whether that budget is deterministic)."""
+    props = _properties(r)
+    props["deterministic"] = r.stopped_by in DETERMINISTIC
+    return {"level": "warning" if r.verdict is Verdict.INCONCLUSIVE else "note",
+            "message": {"text": f"{r.path}: {r.verdict.value} — {r.coverage}"},
+            "locations": [_location(r.path, 1)], "properties": props}
 
 
 def to_sarif(results: list[CheckResult]) -> dict[str, Any]:
@@ -130,7 +150,8 @@ def to_sarif(results: list[CheckResult]) -> dict[str, Any]:
             "tool": {"driver": {"name": "syncverify", "version": __version__,
                                 "rules": [_rule(code) for code in codes]}},
             "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics],
-            "invocations": [{"executionSuccessful": True}],
+            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
+                _budget_notification(r) for r in results if r.stopped_by]}],
         }],
     }
 

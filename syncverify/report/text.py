@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..budget import DETERMINISTIC
 from ..diagnostics import Diagnostic, Severity
 from ..result import CheckResult, Verdict
 
@@ -76,8 +77,11 @@ def render(results: Iterable[CheckResult], console: Console, full_trace: bool = 
     for r in results:
         for d in r.diagnostics:
             print_diagnostic(console, d, sources, full_trace)
-        name = f" ({r.protocol})" if r.protocol else ""
+        name = r.point() + (f" ({r.protocol})" if r.protocol else "")
         extra = f" — {r.coverage}" if r.coverage else ""
+        if r.stopped_by:  # which budget ended it, and whether a rerun ends the same way
+            kind = "deterministic" if r.stopped_by in DETERMINISTIC else "depends on the machine"
+            extra += f" [stopped by: {r.stopped_by} budget, {kind}]"
         stats = ""
         if r.stats.states:
             stats = f" [dim][{r.stats.states} states, {r.stats.seconds:.2f}s][/]"

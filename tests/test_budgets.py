@@ -1,0 +1,312 @@
+"""Budgets, interrupts and sweeps of `syncverify check`, on real subprocesses where it matters.
+
+Deterministic budgets (states, Z3 rlimit) are asserted exactly; the wall clock only with an
+upper bound generous enough for a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from syncverify.check import Options
+from syncverify.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ROOT / "specs"
+RING = ROOT / "bench" / "ring_family.sync"
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "syncverify", "check", *args], capture_output=True, text=True,
+                          env=ENV, timeout=timeout, cwd=ROOT)
+
+
+def one(*args: str) -> dict:
+    out = cli(*args, "--format", "json")
+    return json.loads(out.stdout)["results"][0]
+
+
+def without_times(report: dict) -> dict:
+    for r in report["results"]:
+        r["stats"].pop("seconds")
+        r["stats"].pop("peak_mb")
+        r["coverage"] = r["coverage"].split(" by Z3 in ")[0]
+    return report
+
+
+# ---------------------------------------------------------------------- invalid budgets
+@pytest.mark.parametrize("option,value", [
+    ("--timeout", "nan"), ("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "soon"),
+    ("--max-memory", "nan"), ("--max-memory", "0"), ("--max-states", "-1"), ("--max-states", "0"),
+    ("--max-states", "1.5"), ("--rlimit", "0"), ("--jobs", "0"),
+])
+def test_invalid_budget_is_a_usage_error(option, value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", str(SPECS / "peer_init_fixed.sync"), option, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "expected a positive" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option,value", [("--timeout", "inf"), ("--timeout", "0.5e2"), ("--max-memory", "inf"),
+                                          ("--max-states", "1_000"), ("--rlimit", "1000000000")])
+def test_valid_budgets_are_accepted(option, value, capsys):
+    assert main(["check", str(SPECS / "peer_init_fixed.sync"), option, value]) == 0
+    assert "safe" in capsys.readouterr().out
+
+
+def test_invalid_budget_on_a_real_process_exits_2_without_checking():
+    out = cli(str(SPECS / "peer_init_fixed.sync"), "--timeout", "nan")
+    assert out.returncode == 2 and out.stdout == "" and "--timeout" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("field,value", [("timeout", math.nan), ("timeout", 0.0), ("max_memory_mb", -1.0),
+                                         ("max_states", 0), ("rlimit", -5)])
+def test_options_refuse_budgets_that_switch_a_limit_off(field, value):
+    with pytest.raises(ValueError, match=field.replace("_mb", "")):
+        Options(**{field: value})
+
+
+# ---------------------------------------------------------------------- each engine honours each budget
+def test_explicit_engine_stops_at_its_state_budget_every_time():
+    args = (str(SPECS / "cluster_multicast_ring.sync"), "-D", "ITERS=64", "--engine", "explicit",
+            "--max-states", "500")
+    first, second = one(*args), one(*args)
+    assert first["verdict"] == "inconclusive" and first["stopped_by"] == "states"
+    assert "state budget of 500 reached" in first["coverage"]
+    assert first["stats"]["states"] == second["stats"]["states"] and first["coverage"] == second["coverage"]
+
+
+def test_lift_under_auto_is_ended_by_states_not_by_the_clock():
+    """The bounded run (121 states) completes; the lift (1634 states) does not fit in 1000: the
+    bounded verdict stays, the coverage and stopped_by say why — the same on every run."""
+    spec = str(SPECS / "wgmma_release_after_wait.sync")
+    ended, again = one(spec, "--max-states", "1000"), one(spec, "--max-states", "1000")
+    assert ended["verdict"] == "safe" and ended["bound"] == "ITERS=4" and ended["stopped_by"] == "states"
+    assert "not proved for all iterations" in ended["coverage"] and "state budget of 1000" in ended["coverage"]
+    assert (again["bound"], again["coverage"], again["stats"]["states"]) == \
+        (ended["bound"], ended["coverage"], ended["stats"]["states"])
+    # twin: with the default budget the lift closes
+    proved = one(spec)
+    assert proved["bound"] == "all-iterations" and proved["stopped_by"] is None
+
+
+def test_z3_engine_stops_at_its_state_budget():
+    res = one(str(SPECS / "fa3_pingpong.sync"), "--engine", "z3", "--max-states", "50")
+    assert res["verdict"] == "inconclusive" and res["stopped_by"] == "states"
+    assert "state budget of 50 reached" in res["coverage"]
+
+
+def test_z3_engine_honours_the_memory_limit():
+    res = one(str(SPECS / "cluster_multicast_ring.sync"), "--engine", "z3", "--max-memory", "20")
+    assert res["verdict"] == "inconclusive" and res["stopped_by"] == "memory"
+    assert "memory budget of 20 MB reached" in res["coverage"]
+    # twin: a memory limit it stays within does not change the proof
+    proved = one(str(SPECS / "cluster_multicast_ring.sync"), "--engine", "z3", "--max-memory", "4000")
+    assert proved["verdict"] == "safe" and proved["bound"] == "all-iterations"
+
+
+def test_bmc_engine_stops_at_its_rlimit_budget_every_time():
+    args = (str(SPECS / "peer_init_fixed.sync"), "--engine", "bmc", "--rlimit", "1000")
+    first, second = one(*args), one(*args)
+    assert first["verdict"] == "inconclusive" and first["stopped_by"] == "rlimit"
+    assert "Z3 resource budget of 1000 units reached" in first["coverage"]
+    assert first["coverage"] == second["coverage"]
+    # twin: the default budget decides it
+    decided = one(str(SPECS / "peer_init_fixed.sync"), "--engine", "bmc")
+    assert decided["verdict"] == "safe" and decided["stopped_by"] is None
+
+
+def test_bmc_engine_honours_the_clock_while_building_its_encoding():
+    """The encoding of this ring (8982 steps) took over 10 minutes to build, ignoring --timeout."""
+    t0 = time.monotonic()
+    res = one(str(RING), "-D", "CONSUMERS=4", "-D", "ITERS=256", "--engine", "bmc", "--timeout", "3")
+    assert time.monotonic() - t0 < 90, "--timeout 3 but the check ran on"
+    assert res["verdict"] == "inconclusive" and res["stopped_by"] == "time"
+    assert "time budget of 3s reached while building the encoding" in res["coverage"]
+
+
+def test_bmc_engine_honours_the_memory_limit_while_building_its_encoding():
+    t0 = time.monotonic()
+    res = one(str(RING), "-D", "CONSUMERS=4", "-D", "ITERS=256", "--engine", "bmc", "--max-memory", "100")
+    assert time.monotonic() - t0 < 240
+    assert res["verdict"] == "inconclusive" and res["stopped_by"] == "memory"
+    assert "memory budget of 100 MB reached" in res["coverage"]
+
+
+def test_budget_is_named_in_text_and_sarif():
+    args = (str(SPECS / "peer_init_fixed.sync"), "--engine", "bmc", "--rlimit", "1000")
+    text = cli(*args)
+    assert text.returncode == 3 and "[stopped by: rlimit budget, deterministic]" in text.stdout
+    sarif = json.loads(cli(*args, "--format", "sarif").stdout)
+    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [n["properties"]["stoppedBy"] for n in notes] == ["rlimit"] and notes[0]["properties"]["deterministic"]
+    # twin: a check no budget ended has no notification
+    done = json.loads(cli(str(SPECS / "peer_init_fixed.sync"), "--format", "sarif").stdout)
+    assert done["runs"][0]["invocations"][0]["toolExecutionNotifications"] == []
+
+
+# ---------------------------------------------------------------------- SIGINT
+def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
+    proc = subprocess.Popen([sys.executable, "-m", "syncverify", "check", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    time.sleep(after)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+BMC_SLOW = [str(SPECS / "wgmma_release_before_wait.sync"), "-D", "ITERS=1", "--engine", "bmc"]
+
+
+@pytest.mark.parametrize("after", [1.5, 5.0])
+def test_sigint_during_bmc_exits_130_with_no_verdict(after):
+    """Early (loading, building the encoding) or late (inside a Z3 query, which catches SIGINT
+    itself and used to answer `unknown`: an inconclusive verdict, or a ctypes traceback)."""
+    rc, out, err, took = _interrupt(BMC_SLOW, after)
+    assert rc == 130, (rc, out, err)
+    assert out == "" and "Traceback" not in err and "Exception ignored" not in err, err
+    assert took < 60
+
+
+def test_sigint_with_jobs_exits_130_with_no_verdict():
+    rc, out, err, _ = _interrupt([str(SPECS / "cluster_multicast_ring.sync"), "-D", "ITERS=64,65", "--jobs", "2"],
+                                 3.0)
+    assert rc == 130 and out == "" and "Traceback" not in err, err
+
+
+def test_the_slow_bmc_check_prints_a_verdict_when_not_interrupted():
+    """Twin of the SIGINT tests: the same check, ended by a budget instead, prints its verdict."""
+    out = cli(*BMC_SLOW, "--rlimit", "1000")
+    assert out.returncode == 3 and "inconclusive" in out.stdout
+
+
+# ---------------------------------------------------------------------- sweeps and --jobs
+FENCED = """
+protocol store {
+  param STAGES = 2;
+  param FENCE = 0;
+  param ITERS = 4;
+  cta threads 64;
+  role epi[2] = warp i;
+  named epi_bar id 1 count 64;
+  smem d[STAGES * 2] bytes 4096;
+  if epi {
+    for k in 0..ITERS {
+      let s = k % STAGES;
+      if epi && instance == 0 { elect { bulk.wait_read STAGES - 1; } }
+      bar.sync epi_bar;
+      write d[2 * s + instance];
+      if FENCE == 1 { fence.proxy.async; }
+      bar.sync epi_bar;
+      if epi && instance == 0 { elect { tma.store d[2 * s]; tma.store d[2 * s + 1]; bulk.commit; } }
+    }
+    if epi && instance == 0 { elect { bulk.wait_read 0; } }
+  }
+}
+"""
+
+
+@pytest.fixture
+def fenced(tmp_path):
+    path = tmp_path / "store.sync"
+    path.write_text(FENCED)
+    return path
+
+
+def test_sweep_is_the_cross_product_in_order(fenced):
+    out = cli(str(fenced), "-D", "FENCE=1,0", "-D", "ITERS=3,2", "--format", "json")
+    results = json.loads(out.stdout)["results"]
+    assert [r["sweep"] for r in results] == [{"FENCE": 1, "ITERS": 3}, {"FENCE": 1, "ITERS": 2},
+                                             {"FENCE": 0, "ITERS": 3}, {"FENCE": 0, "ITERS": 2}]
+    assert [r["verdict"] for r in results] == ["safe", "safe", "violation", "violation"]
+    assert out.returncode == 1  # the worst of all
+    # twin: the safe points alone exit 0
+    assert cli(str(fenced), "-D", "FENCE=1", "-D", "ITERS=3,2").returncode == 0
+
+
+def test_sweep_points_are_named_in_text(fenced):
+    out = cli(str(fenced), "-D", "FENCE=1", "-D", "ITERS=3,2")
+    lines = [line for line in out.stdout.splitlines() if ": safe" in line]
+    assert [line.split(" (")[0] for line in lines] == [f"{fenced} [ITERS=3]", f"{fenced} [ITERS=2]"]
+
+
+def test_jobs_give_the_same_report_in_the_same_order(fenced):
+    args = (str(SPECS / "peer_init_race.sync"), str(fenced), str(SPECS / "peer_init_fixed.sync"),
+            "-D", "FENCE=0,1", "--format", "json")
+    # peer_init_* have no FENCE param: an input error per point, in its place
+    serial, parallel = cli(*args), cli(*args, "--jobs", "3")
+    assert serial.returncode == parallel.returncode == 2
+    assert without_times(json.loads(serial.stdout)) == without_times(json.loads(parallel.stdout))
+    paths = [r["path"] for r in json.loads(parallel.stdout)["results"]]
+    assert paths == [str(SPECS / "peer_init_race.sync")] * 2 + [str(fenced)] * 2 + \
+        [str(SPECS / "peer_init_fixed.sync")] * 2
+
+
+def test_jobs_over_files_keep_input_order_and_exit_codes():
+    files = [str(SPECS / n) for n in ("tma_store_no_fence.sync", "peer_init_fixed.sync", "peer_init_race.sync",
+                                      "tma_store_epilogue.sync")]
+    serial, parallel = cli(*files, "--format", "json"), cli(*files, "--format", "json", "--jobs", "2")
+    assert serial.returncode == parallel.returncode == 1
+    report = without_times(json.loads(parallel.stdout))
+    assert [r["path"] for r in report["results"]] == files
+    assert [r["verdict"] for r in report["results"]] == ["violation", "safe", "violation", "safe"]
+    assert report == without_times(json.loads(serial.stdout))
+
+
+def test_a_bad_sweep_value_is_an_input_error():
+    out = cli(str(SPECS / "peer_init_fixed.sync"), "-D", "ITERS=2,x")
+    assert out.returncode == 2 and "SV114" in out.stdout and "'x' is not an integer" in out.stdout
+
+
+# ---------------------------------------------------------------------- the lift does not depend on the load
+def _slow_machine(monkeypatch, factor: float) -> None:
+    """The lift's clock runs ``factor`` times fast: the machine looks that much slower (loaded)."""
+    import syncverify.engines.symbolic as symbolic
+
+    real = time.monotonic
+    t0 = real()
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return t0 + factor * (real() - t0)
+
+    monkeypatch.setattr(symbolic, "time", Clock)
+
+
+def test_the_lift_proves_the_same_on_a_loaded_machine(monkeypatch):
+    """On a machine 100 times slower the lift used to stop at its hidden 30 s and leave the
+    bounded `safe` (ITERS=8); its budget is now in states, so the proof is the same."""
+    from syncverify import load
+    from syncverify.check import check_protocol
+
+    _slow_machine(monkeypatch, 100.0)
+    res = check_protocol(load(str(SPECS / "cutlass_ws_ring.sync")), Options(timeout=1e5))
+    assert res.verdict.value == "safe" and res.bound == "all-iterations" and res.stopped_by == ""
+
+
+def test_the_clock_still_ends_the_lift_as_the_outer_limit(monkeypatch):
+    """Twin: where the user's --timeout runs out, the clock ends the lift, and says so."""
+    from syncverify import load
+    from syncverify.check import check_protocol
+
+    _slow_machine(monkeypatch, 100.0)
+    res = check_protocol(load(str(SPECS / "cutlass_ws_ring.sync")), Options(timeout=5))
+    assert res.verdict.value == "safe" and res.bound == "ITERS=8" and res.stopped_by == "time"
+    assert "not proved for all iterations" in res.coverage and "time budget" in res.coverage
