@@ -57,8 +57,13 @@ def test_a_param_at_one_value_misses_the_hang_that_choose_finds():
     text = (DATA / "peeled_hang.sync").read_text()
     as_param = text.replace("choose NBLK in 0..4;", "param NBLK = 2;")
     assert as_param != text
-    assert check_protocol(syncverify.load(as_param, path="p.sync")).verdict is Verdict.SAFE
+    bounded = check_protocol(syncverify.load(as_param, path="p.sync"), Options(engine="explicit"))
+    assert bounded.verdict is Verdict.SAFE and bounded.bound == "NBLK=2"
     assert check_protocol(syncverify.load(text, path="c.sync")).verdict is Verdict.VIOLATION
+    # here NBLK is a loop's trip count, so the all-iterations lift, which checks the trip counts
+    # below its start one by one, reaches the hang at 0 too; a count that is no loop bound it cannot
+    lifted = check_protocol(syncverify.load(as_param, path="p.sync"))
+    assert lifted.verdict is Verdict.VIOLATION and lifted.bound == "NBLK=0"
 
 
 def test_define_pins_a_choice():
@@ -215,7 +220,7 @@ def test_lift_runs_when_every_choice_is_pinned():
     assert pinned.bound.startswith("all-iterations") and pinned.bound.endswith("; X=1")
     # a bound that reads an array of chosen values is not one the lift takes, pinned or not
     arr = _check("varlen_peeled_guarded", engine="z3", defines={"kv": 1})
-    assert arr.verdict is Verdict.INCONCLUSIVE and "not constant" in arr.coverage
+    assert arr.verdict is Verdict.INCONCLUSIVE and "not lifted to all iterations" in arr.coverage
 
 
 def test_export_and_emit_refuse_several_assignments_but_take_a_pinned_one():
