@@ -252,7 +252,10 @@ def test_wgmma_descriptor_footprint_covers_the_operand():
 # ---- round trip over kernels/ -----------------------------------------------------------------------
 
 ROUND_TRIP = ["peer_init_race", "peer_init_fixed", "tma_store_no_fence", "tma_store_epilogue",
-              "nvfuser_cb_no_war_wait", "tilelang_bar_h_deadlock"]
+              "nvfuser_cb_no_war_wait", "tilelang_bar_h_deadlock",
+              # the clearing prologue's stores released to the peer CTA (was SV303), cleared by one warp
+              # (was a split warpgroup, SV206, and 12 slots per stage)
+              "cluster_multicast_ring", "wgmma_release_after_wait", "wgmma_release_before_wait"]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -276,6 +279,33 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
     res = check_protocol(load(text, path=f"{name}.sync"), Options(timeout=120))
     assert res.verdict.value != "inconclusive"
     assert {d.code for d in res.diagnostics if d.is_error} == set(expect.errors)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_clearing_prologue_ordered_only_by_a_relaxed_cluster_arrive_is_a_race(tmp_path):
+    """The twin of the cluster_multicast_ring round trip: the same kernel with its prologue ending in
+    __syncthreads() (as it was emitted before) leaves the clearing stores ordered before the peer CTA's
+    multicast copy only by the protocol's barrier.cluster.arrive.relaxed, which orders no earlier access."""
+    import json
+
+    from syncverify.check import Options, check_protocol
+    from syncverify.codegen import ptx as cg
+    from syncverify.ptx.extract import compile_cu
+
+    root = Path(__file__).resolve().parent.parent
+    meta = json.loads((root / "kernels" / "cluster_multicast_ring.json").read_text())
+    src = (root / "kernels" / "cluster_multicast_ring.cu").read_text()
+    released = (f'  asm volatile("{cg.CLUSTER_ARRIVE}" ::: "memory");  // .release: the peers\' copies come after\n'
+                f'  asm volatile("{cg.CLUSTER_WAIT}" ::: "memory");\n  // ---- the protocol body')
+    assert src.count(released) == 1
+    cu = tmp_path / "unreleased.cu"
+    cu.write_text(src.replace(released, "  __syncthreads();\n  // ---- the protocol body"))
+    ptx = compile_cu(str(cu), out_dir=str(tmp_path))
+    launch = Launch(block=(meta["block"], 1, 1), cluster=(meta["cluster"], 1, 1),
+                    params={"sv_kernel_param_7": 0}, zero_global=("sv_kernel_param_1",))
+    res = check_protocol(load(extract(load_module(ptx), launch, "sv_kernel").text, path="u.sync"),
+                         Options(timeout=120))
+    assert {d.code for d in res.diagnostics if d.is_error} == {"SV303"}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
