@@ -11,7 +11,7 @@ import pytest
 
 from syncverify.cli import main
 from syncverify.lang import load
-from syncverify.ptx.execute import Launch
+from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract, load_module
 from syncverify.ptx.parse import Addr, Name, PtxError, parse_ptx, parse_ptx_file
 
@@ -460,3 +460,47 @@ def test_unaligned_barrier_keeps_its_form():
     text = extract(mod, Launch(block=(32, 1, 1))).text
     assert re.search(r"\n    barrier.sync 1, 32; .*\n    bar.sync 2, 32; .*\n    syncthreads; ", text)
     load(text, path="b.sync")
+
+
+# ---- fields of a by-value struct parameter ----------------------------------------------------------
+
+
+# `if (params.tiles > blockIdx.x) __syncthreads();` with `tiles` at byte 8 of a 16-byte struct
+STRUCT_FIELD = ("  ld.param.u32 %r1, [k_param_0+8];\n  mov.u32 %r2, %ctaid.x;\n  setp.le.u32 %p1, %r1, %r2;\n"
+                "  @%p1 bra $L__BB0_2;\n  bar.sync 0;\n$L__BB0_2:\n  ret;\n")
+
+
+def _struct_kernel():  # type: ignore[no-untyped-def]
+    return _kernel(".param .align 8 .b8 k_param_0[16]", STRUCT_FIELD)
+
+
+def test_a_bound_struct_field_decides_the_branch():
+    text = extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\1\0\0\0"),))})).text
+    assert "syncthreads;" in text
+    text = extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\0\0\0\0"),))})).text
+    assert "syncthreads;" not in text
+
+
+@pytest.mark.parametrize("bound", [
+    ParamBytes(((0, bytes(8)), (10, bytes(6)))),  # every byte but 8..9: the field is partly unbound
+    bytes(8),                                      # a file shorter than the struct binds only its bytes
+], ids=["partly-bound-field", "short-file"])
+def test_an_unbound_struct_field_deciding_a_barrier_is_refused(bound):
+    with pytest.raises(PtxError) as err:
+        extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": bound}))
+    assert "not known" in err.value.message
+
+
+def test_cli_binds_struct_fields_by_offset(tmp_path):
+    """--param NAME[OFFSET:LENGTH]=VALUE|@FILE; the parts of one parameter are merged."""
+    import argparse
+
+    from syncverify.cli_extract import _bind, _param
+
+    blob = tmp_path / "params.bin"
+    blob.write_bytes(bytes(range(16)))
+    got = _bind([_param("0[8:4]=@" + str(blob)), _param("0[0:2]=0x102")])
+    assert got == {"0": ParamBytes(((8, bytes([8, 9, 10, 11])), (0, b"\2\1")))}
+    for bad in ("0[8:4]=300000000000", "0[12:8]=@" + str(blob), "0[x]=1", "0[-1:2]=1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _param(bad)

@@ -46,13 +46,38 @@ class Refusal(PtxError):
 
 
 @dataclass(frozen=True)
+class ParamBytes:
+    """Some bytes of a by-value parameter, each part (offset, bytes); the bytes outside every part are
+    unknown. It binds the fields of a struct such as a kernel's Params that decide control flow (a tile
+    scheduler's counts, the problem shape) when the rest -- TMA descriptors, which only a CUDA driver
+    encodes -- is not available; a load that touches an unbound byte is unknown."""
+
+    parts: tuple[tuple[int, bytes], ...]
+
+    def show(self) -> str:
+        return "<" + ", ".join(f"bytes {o}..{o + len(b) - 1}" for o, b in self.parts) + ">"
+
+    def merged(self, other: ParamBytes) -> ParamBytes:
+        return ParamBytes(self.parts + other.parts)
+
+    def image(self, size: int) -> tuple[bytes, bytes]:
+        """The parameter's bytes and, for each, 1 where it is bound (later parts win)."""
+        data, known = bytearray(size), bytearray(size)
+        for off, b in self.parts:
+            b = b[: max(0, size - off)]
+            data[off: off + len(b)] = b
+            known[off: off + len(b)] = b"\1" * len(b)
+        return bytes(data), bytes(known)
+
+
+@dataclass(frozen=True)
 class Launch:
     """The launch the skeleton is extracted for; `params` binds kernel parameters by name or index."""
 
     block: tuple[int, int, int]
     cluster: tuple[int, int, int] = (1, 1, 1)
     grid: tuple[int, int, int] | None = None
-    params: dict[str, int | bytes] = field(default_factory=dict)
+    params: dict[str, int | bytes | ParamBytes] = field(default_factory=dict)
     cluster_index: int = 0
     dynamic_smem: int | None = None
     zero_global: tuple[str, ...] = ()
@@ -149,9 +174,10 @@ class Memory:
         return UNKNOWN
 
 
-def _params(fn: Function, launch: Launch) -> dict[str, tuple[int, bytes | None]]:
-    """Each parameter's offset-less byte image: bound by name or by position, else unknown."""
-    out: dict[str, tuple[int, bytes | None]] = {}
+def _params(fn: Function, launch: Launch) -> dict[str, tuple[bytes | None, bytes | None]]:
+    """Each parameter's offset-less byte image, bound by name or by position (else None: unknown), and
+    which of its bytes are bound (None: all). A file shorter than the parameter binds only its bytes."""
+    out: dict[str, tuple[bytes | None, bytes | None]] = {}
     zero = {name: j for j, name in enumerate(launch.zero_global)}
     for k, p in enumerate(fn.params):
         v = launch.params.get(p.name, launch.params.get(str(k)))
@@ -159,11 +185,13 @@ def _params(fn: Function, launch: Launch) -> dict[str, tuple[int, bytes | None]]
         if j is not None:
             v = launch.zero_base(j)
         if v is None:
-            out[p.name] = (p.size, None)
+            out[p.name] = (None, None)
         elif isinstance(v, bytes):
-            out[p.name] = (p.size, v.ljust(p.size, b"\0")[: p.size])
+            out[p.name] = ParamBytes(((0, v),)).image(p.size) if len(v) < p.size else (v[: p.size], None)
+        elif isinstance(v, ParamBytes):
+            out[p.name] = v.image(p.size)
         else:
-            out[p.name] = (p.size, mask(v, 8 * p.size).to_bytes(p.size, "little"))
+            out[p.name] = (mask(v, 8 * p.size).to_bytes(p.size, "little"), None)
     return out
 
 
@@ -171,7 +199,7 @@ class WarpRun:
     """Executes one warp; `events` is its synchronization skeleton in program order."""
 
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
-                 ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[int, bytes | None]],
+                 ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
                  zero: dict[str, set[int]] | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
         self.rank, self.ctaid, self.warp, self.params = cta_rank, ctaid, warp, params
@@ -467,8 +495,9 @@ class WarpRun:
         for lane in _lanes(lanes):
             v: Value = UNKNOWN
             if "param" in mods and isinstance(src, Addr) and src.base in self.params:
-                _n, data = self.params[src.base]
-                if data is not None and src.offset + size <= len(data):
+                data, known = self.params[src.base]
+                if data is not None and 0 <= src.offset and src.offset + size <= len(data) and (
+                        known is None or all(known[src.offset: src.offset + size])):
                     v = int.from_bytes(data[src.offset: src.offset + size], "little")
             elif "const" in mods:
                 a = self.address(src, lane)
