@@ -357,6 +357,45 @@ def test_cutlass_gemm_ptx_parses_and_extraction_asks_for_the_params(tmp_path):
     assert "sm90_gemm_tma_warpspecialized_cooperative.hpp:591" in err.value.note  # while (work_tile_info.is_valid())
 
 
+def test_cutlass_gemm_with_its_scheduler_fields_runs_to_the_first_tensor_copy(tmp_path):
+    """With the Params fields CUTLASS's host code computes without a driver (sm90_gemm_coop_2x1_fields.cu:
+    mode, problem shape, hardware info, tile scheduler, the mainloop's transaction bytes), the producer
+    gets past the tile loop (:591) and its expect_tx, and stops at the first tensor copy, whose byte count
+    is in the tensor map. Without the scheduler's bytes it stops at :591 as before."""
+    import gzip
+
+    ptx = tmp_path / "sm90_gemm_coop_2x1.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm90_gemm_coop_2x1.ptx.gz").read_bytes()))
+    mod = parse_ptx_file(str(ptx))
+    blob = (DATA / "sm90_gemm_coop_2x1_fields_256x128x128.bin").read_bytes()
+    fields = [(0, 4), (4, 16), (1536, 36), (1576, 120), (640, 12)]
+
+    def launch(parts):  # type: ignore[no-untyped-def]
+        return Launch(block=(384, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=231424,
+                      params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in parts))})
+
+    with pytest.raises(PtxError) as err:
+        extract(mod, launch(fields))
+    assert "tensor map" in err.value.message and "copy_sm90_tma.hpp:185" in err.value.note
+    with pytest.raises(PtxError) as err:
+        extract(mod, launch([f for f in fields if f[0] != 1576]))  # the tile scheduler left unbound
+    assert "sm90_gemm_tma_warpspecialized_cooperative.hpp:591" in err.value.note
+
+
+def test_a_parameter_read_through_its_address_is_known():
+    """nvcc takes a by-value struct's address (`mov.b64 %rd, PARAM`) and loads fields through it, also as
+    vectors; a bound field read that way is known, an unbound one is not."""
+    body = ("  mov.b64 %rd1, k_param_0;\n  add.s64 %rd2, %rd1, 8;\n  ld.param.v2.u32 {%r1, %r2}, [%rd2];\n"
+            "  mov.u32 %r3, %ctaid.x;\n  setp.le.u32 %p1, %r2, %r3;\n  @%p1 bra $L__BB0_2;\n  bar.sync 0;\n"
+            "$L__BB0_2:\n  ret;\n")
+    mod = _kernel(".param .align 8 .b8 k_param_0[16]", body)
+    one = ParamBytes(((12, b"\1\0\0\0"),))
+    assert "syncthreads;" in extract(mod, Launch(block=(32, 1, 1), params={"0": one})).text
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\1\0\0\0"),))}))
+    assert "not known" in err.value.message
+
+
 def test_tensor_copy_parses_and_is_refused_for_its_byte_count():
     mod = _kernel(".param .u64 k_param_0", """  ld.param.u64 %rd1, [k_param_0];
   mov.u32 %r1, 0;

@@ -38,6 +38,7 @@ CONST_BASE = 0x5000_0000
 CONST_GEN = 0x7E00_0000_0000
 LOCAL_GEN = 0x7D00_0000_0000
 ZERO_BASE = 0x1000_0000_0000
+PARAM_BASE = 0x2000_0000_0000  # kernel parameter k (its address taken, e.g. a by-value Params) at + (k << 32)
 MAX_STEPS = 4_000_000
 
 
@@ -203,6 +204,7 @@ class WarpRun:
                  zero: dict[str, set[int]] | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
         self.rank, self.ctaid, self.warp, self.params = cta_rank, ctaid, warp, params
+        self.param_names = list(params)
         first = warp * WARP
         self.nlanes = max(0, min(WARP, launch.threads - first))
         self.regs: dict[str, list[Value]] = {}
@@ -258,6 +260,8 @@ class WarpRun:
                 return UNKNOWN  # never written: PTX leaves it undefined
             if op.name.startswith("%"):
                 return self.special[lane].get(op.name, UNKNOWN)
+            if op.name in self.params:  # `mov.b64 %rd, PARAM`: the parameter's address
+                return PARAM_BASE + (self.param_names.index(op.name) << 32)
             sym = self.mem.symbol(op.name)
             return UNKNOWN if sym is None else sym
         if isinstance(op, NegName):
@@ -494,11 +498,15 @@ class WarpRun:
         src = ops[1]
         for lane in _lanes(lanes):
             v: Value = UNKNOWN
-            if "param" in mods and isinstance(src, Addr) and src.base in self.params:
-                data, known = self.params[src.base]
-                if data is not None and 0 <= src.offset and src.offset + size <= len(data) and (
-                        known is None or all(known[src.offset: src.offset + size])):
-                    v = int.from_bytes(data[src.offset: src.offset + size], "little")
+            a = self._param_address(src, lane) if "param" in mods or "global" not in mods else UNKNOWN
+            if a is not UNKNOWN:
+                if isinstance(dst, Vec):  # ld.param.v2/v4: consecutive elements
+                    for k, item in enumerate(dst.items):
+                        self.write(item, lane, self._load_param(a + k * size, size), 8 * size)
+                    continue
+                v = self._load_param(a, size)
+            elif "param" in mods:
+                v = UNKNOWN
             elif "const" in mods:
                 a = self.address(src, lane)
                 v = UNKNOWN if a is UNKNOWN else self.mem.load_const(a, size)
@@ -519,6 +527,23 @@ class WarpRun:
                     self.write(item, lane, UNKNOWN)
             else:
                 self.write(dst, lane, v, 8 * size)
+
+    def _param_address(self, src: Operand, lane: int) -> Value:
+        """The parameter-window address a load reads: `[PARAM+off]`, or a register holding one."""
+        if not isinstance(src, Addr):
+            return UNKNOWN
+        if src.base in self.params:
+            return PARAM_BASE + (self.param_names.index(src.base) << 32) + src.offset
+        a = self.address(src, lane)
+        return a if isinstance(a, int) and PARAM_BASE <= a < PARAM_BASE + (len(self.param_names) << 32) else UNKNOWN
+
+    def _load_param(self, a: int, size: int) -> Value:
+        """Bytes of a bound parameter; unknown where any of them is not bound."""
+        k, off = divmod(a - PARAM_BASE, 1 << 32)
+        data, known = self.params[self.param_names[k]]
+        if data is None or off + size > len(data) or (known is not None and not all(known[off: off + size])):
+            return UNKNOWN
+        return int.from_bytes(data[off: off + size], "little")
 
     def _in_zero(self, a: Value) -> bool:
         return isinstance(a, int) and any(self.launch.zero_base(j) <= a < self.launch.zero_base(j) + (1 << 36)
