@@ -190,8 +190,9 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("" :: "r"(dbase5), "r"(dcount5));  // loaded here, not at the store
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
-  for (u32 i = c.tid; i < 1024u; i += blockDim.x)
-    ((uint4*)(sv_smem_base + 128u))[i] = make_uint4(0u, 0u, 0u, 0u);
+  if (c.tid >= 32u)
+    for (u32 i = c.tid - 32u; i < 1024u; i += 32u)
+      ((uint4*)(sv_smem_base + 128u))[i] = make_uint4(0u, 0u, 0u, 0u);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body

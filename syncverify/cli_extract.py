@@ -14,7 +14,7 @@ import sys
 from dataclasses import replace
 
 from .diagnostics import Diagnostic, InputError, Related, Span
-from .ptx.execute import Launch
+from .ptx.execute import Launch, ParamBytes
 from .ptx.extract import Extracted, extract, load_module
 from .ptx.parse import Instr, PtxError
 from .result import CheckResult
@@ -37,22 +37,58 @@ def _dims(text: str) -> tuple[int, int, int]:
     return (vals[0], *[*vals[1:], 1, 1][:2])  # type: ignore[return-value]
 
 
-def _param(text: str) -> tuple[str, int | bytes]:
-    """NAME=VALUE (an integer) or NAME=@FILE (the parameter's bytes, e.g. a kernel Params struct)."""
+_FIELD = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<off>\w+):(?P<len>\w+)\]$")
+
+
+def _param(text: str) -> tuple[str, int | bytes | ParamBytes]:
+    """NAME=VALUE (an integer), NAME=@FILE (the parameter's bytes, e.g. a kernel Params struct), or
+    NAME[OFFSET:LENGTH]=VALUE|@FILE: LENGTH bytes at OFFSET of a by-value struct, from the integer or
+    from the same bytes of FILE; the struct's other bytes stay unknown unless bound too."""
     name, eq, raw = text.partition("=")
-    if not eq or not name.strip():
-        raise argparse.ArgumentTypeError(f"--param {text}: expected NAME=VALUE or NAME=@FILE")
-    raw = raw.strip()
+    name, raw = name.strip(), raw.strip()
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"--param {text}: expected NAME=VALUE, NAME=@FILE or NAME[OFFSET:LENGTH]=…")
+    field = _FIELD.match(name)
+    if field is None and "[" in name:
+        raise argparse.ArgumentTypeError(f"--param {text}: expected NAME[OFFSET:LENGTH], e.g. 0[24:4]")
     if raw.startswith("@"):
         try:
             with open(raw[1:], "rb") as fh:
-                return name.strip(), fh.read()
+                value: int | bytes = fh.read()
         except OSError as err:
             raise argparse.ArgumentTypeError(f"--param {text}: cannot read {raw[1:]}: {err.strerror}") from None
+    else:
+        try:
+            value = int(raw, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--param {text}: {raw!r} is not an integer") from None
+    if field is None:
+        return name, value
     try:
-        return name.strip(), int(raw, 0)
+        off, length = int(field["off"], 0), int(field["len"], 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--param {text}: {raw!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"--param {text}: OFFSET and LENGTH must be integers") from None
+    if off < 0 or length <= 0:
+        raise argparse.ArgumentTypeError(f"--param {text}: OFFSET must be >= 0 and LENGTH > 0")
+    if isinstance(value, bytes):
+        if off + length > len(value):
+            raise argparse.ArgumentTypeError(f"--param {text}: {raw[1:]} has {len(value)} bytes, fewer than "
+                                             f"{off + length}")
+        part = value[off: off + length]
+    else:
+        if not -(1 << (8 * length - 1)) <= value < (1 << (8 * length)):
+            raise argparse.ArgumentTypeError(f"--param {text}: {value} does not fit in {length} bytes")
+        part = (value % (1 << (8 * length))).to_bytes(length, "little")
+    return field["name"].strip(), ParamBytes(((off, part),))
+
+
+def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | bytes | ParamBytes]:
+    """The --param bindings; the byte ranges of one struct parameter are merged."""
+    out: dict[str, int | bytes | ParamBytes] = {}
+    for name, v in pairs:
+        old = out.get(name)
+        out[name] = old.merged(v) if isinstance(old, ParamBytes) and isinstance(v, ParamBytes) else v
+    return out
 
 
 def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
@@ -63,7 +99,8 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--grid", type=_dims, metavar="X[xYxZ]", help="CTAs in the grid (for %%nctaid, %%clusterid)")
     g.add_argument("--cluster-index", type=int, default=0, metavar="N", help="which cluster of the grid to extract")
     g.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
-                   help="bind a kernel parameter (by PTX name or position) to an integer or to @FILE bytes")
+                   help="bind a kernel parameter (by PTX name or position) to an integer or to @FILE bytes; "
+                        "NAME[OFFSET:LENGTH]=VALUE|@FILE binds bytes of a by-value struct")
     g.add_argument("--zero-global", action="append", default=[], metavar="PARAM",
                    help="the buffer this pointer parameter points to is zero at launch and written only "
                         "through it (a control block the host clears)")
@@ -82,7 +119,7 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def launch_of(args: argparse.Namespace) -> Launch:
-    return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=dict(args.param),
+    return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=_bind(args.param),
                   cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
                   zero_global=tuple(args.zero_global))
 
@@ -130,9 +167,16 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     la = launch_of(args)
     bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
     if la.params:
-        bound += ", " + ", ".join(f"{k}={v if isinstance(v, int) else f'<{len(v)} bytes>'}"
-                                  for k, v in la.params.items())
+        bound += ", " + ", ".join(f"{k}={_shown(v)}" for k, v in la.params.items())
     return replace(result, path=path, diagnostics=diags, bound=bound)
+
+
+def _shown(v: int | bytes | ParamBytes) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, bytes):
+        return f"<{len(v)} bytes>"
+    return v.show()
 
 
 def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:

@@ -11,7 +11,7 @@ import pytest
 
 from syncverify.cli import main
 from syncverify.lang import load
-from syncverify.ptx.execute import Launch
+from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract, load_module
 from syncverify.ptx.parse import Addr, Name, PtxError, parse_ptx, parse_ptx_file
 
@@ -252,7 +252,10 @@ def test_wgmma_descriptor_footprint_covers_the_operand():
 # ---- round trip over kernels/ -----------------------------------------------------------------------
 
 ROUND_TRIP = ["peer_init_race", "peer_init_fixed", "tma_store_no_fence", "tma_store_epilogue",
-              "nvfuser_cb_no_war_wait", "tilelang_bar_h_deadlock"]
+              "nvfuser_cb_no_war_wait", "tilelang_bar_h_deadlock",
+              # the clearing prologue's stores released to the peer CTA (was SV303), cleared by one warp
+              # (was a split warpgroup, SV206, and 12 slots per stage)
+              "cluster_multicast_ring", "wgmma_release_after_wait", "wgmma_release_before_wait"]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -276,6 +279,33 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
     res = check_protocol(load(text, path=f"{name}.sync"), Options(timeout=120))
     assert res.verdict.value != "inconclusive"
     assert {d.code for d in res.diagnostics if d.is_error} == set(expect.errors)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_clearing_prologue_ordered_only_by_a_relaxed_cluster_arrive_is_a_race(tmp_path):
+    """The twin of the cluster_multicast_ring round trip: the same kernel with its prologue ending in
+    __syncthreads() (as it was emitted before) leaves the clearing stores ordered before the peer CTA's
+    multicast copy only by the protocol's barrier.cluster.arrive.relaxed, which orders no earlier access."""
+    import json
+
+    from syncverify.check import Options, check_protocol
+    from syncverify.codegen import ptx as cg
+    from syncverify.ptx.extract import compile_cu
+
+    root = Path(__file__).resolve().parent.parent
+    meta = json.loads((root / "kernels" / "cluster_multicast_ring.json").read_text())
+    src = (root / "kernels" / "cluster_multicast_ring.cu").read_text()
+    released = (f'  asm volatile("{cg.CLUSTER_ARRIVE}" ::: "memory");  // .release: the peers\' copies come after\n'
+                f'  asm volatile("{cg.CLUSTER_WAIT}" ::: "memory");\n  // ---- the protocol body')
+    assert src.count(released) == 1
+    cu = tmp_path / "unreleased.cu"
+    cu.write_text(src.replace(released, "  __syncthreads();\n  // ---- the protocol body"))
+    ptx = compile_cu(str(cu), out_dir=str(tmp_path))
+    launch = Launch(block=(meta["block"], 1, 1), cluster=(meta["cluster"], 1, 1),
+                    params={"sv_kernel_param_7": 0}, zero_global=("sv_kernel_param_1",))
+    res = check_protocol(load(extract(load_module(ptx), launch, "sv_kernel").text, path="u.sync"),
+                         Options(timeout=120))
+    assert {d.code for d in res.diagnostics if d.is_error} == {"SV303"}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -325,6 +355,45 @@ def test_cutlass_gemm_ptx_parses_and_extraction_asks_for_the_params(tmp_path):
         extract(mod, Launch(block=(384, 1, 1), cluster=(2, 1, 1)))
     assert "not known" in err.value.message
     assert "sm90_gemm_tma_warpspecialized_cooperative.hpp:591" in err.value.note  # while (work_tile_info.is_valid())
+
+
+def test_cutlass_gemm_with_its_scheduler_fields_runs_to_the_first_tensor_copy(tmp_path):
+    """With the Params fields CUTLASS's host code computes without a driver (sm90_gemm_coop_2x1_fields.cu:
+    mode, problem shape, hardware info, tile scheduler, the mainloop's transaction bytes), the producer
+    gets past the tile loop (:591) and its expect_tx, and stops at the first tensor copy, whose byte count
+    is in the tensor map. Without the scheduler's bytes it stops at :591 as before."""
+    import gzip
+
+    ptx = tmp_path / "sm90_gemm_coop_2x1.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm90_gemm_coop_2x1.ptx.gz").read_bytes()))
+    mod = parse_ptx_file(str(ptx))
+    blob = (DATA / "sm90_gemm_coop_2x1_fields_256x128x128.bin").read_bytes()
+    fields = [(0, 4), (4, 16), (1536, 36), (1576, 120), (640, 12)]
+
+    def launch(parts):  # type: ignore[no-untyped-def]
+        return Launch(block=(384, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=231424,
+                      params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in parts))})
+
+    with pytest.raises(PtxError) as err:
+        extract(mod, launch(fields))
+    assert "tensor map" in err.value.message and "copy_sm90_tma.hpp:185" in err.value.note
+    with pytest.raises(PtxError) as err:
+        extract(mod, launch([f for f in fields if f[0] != 1576]))  # the tile scheduler left unbound
+    assert "sm90_gemm_tma_warpspecialized_cooperative.hpp:591" in err.value.note
+
+
+def test_a_parameter_read_through_its_address_is_known():
+    """nvcc takes a by-value struct's address (`mov.b64 %rd, PARAM`) and loads fields through it, also as
+    vectors; a bound field read that way is known, an unbound one is not."""
+    body = ("  mov.b64 %rd1, k_param_0;\n  add.s64 %rd2, %rd1, 8;\n  ld.param.v2.u32 {%r1, %r2}, [%rd2];\n"
+            "  mov.u32 %r3, %ctaid.x;\n  setp.le.u32 %p1, %r2, %r3;\n  @%p1 bra $L__BB0_2;\n  bar.sync 0;\n"
+            "$L__BB0_2:\n  ret;\n")
+    mod = _kernel(".param .align 8 .b8 k_param_0[16]", body)
+    one = ParamBytes(((12, b"\1\0\0\0"),))
+    assert "syncthreads;" in extract(mod, Launch(block=(32, 1, 1), params={"0": one})).text
+    with pytest.raises(PtxError) as err:
+        extract(mod, Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\1\0\0\0"),))}))
+    assert "not known" in err.value.message
 
 
 def test_tensor_copy_parses_and_is_refused_for_its_byte_count():
@@ -430,3 +499,47 @@ def test_unaligned_barrier_keeps_its_form():
     text = extract(mod, Launch(block=(32, 1, 1))).text
     assert re.search(r"\n    barrier.sync 1, 32; .*\n    bar.sync 2, 32; .*\n    syncthreads; ", text)
     load(text, path="b.sync")
+
+
+# ---- fields of a by-value struct parameter ----------------------------------------------------------
+
+
+# `if (params.tiles > blockIdx.x) __syncthreads();` with `tiles` at byte 8 of a 16-byte struct
+STRUCT_FIELD = ("  ld.param.u32 %r1, [k_param_0+8];\n  mov.u32 %r2, %ctaid.x;\n  setp.le.u32 %p1, %r1, %r2;\n"
+                "  @%p1 bra $L__BB0_2;\n  bar.sync 0;\n$L__BB0_2:\n  ret;\n")
+
+
+def _struct_kernel():  # type: ignore[no-untyped-def]
+    return _kernel(".param .align 8 .b8 k_param_0[16]", STRUCT_FIELD)
+
+
+def test_a_bound_struct_field_decides_the_branch():
+    text = extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\1\0\0\0"),))})).text
+    assert "syncthreads;" in text
+    text = extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": ParamBytes(((8, b"\0\0\0\0"),))})).text
+    assert "syncthreads;" not in text
+
+
+@pytest.mark.parametrize("bound", [
+    ParamBytes(((0, bytes(8)), (10, bytes(6)))),  # every byte but 8..9: the field is partly unbound
+    bytes(8),                                      # a file shorter than the struct binds only its bytes
+], ids=["partly-bound-field", "short-file"])
+def test_an_unbound_struct_field_deciding_a_barrier_is_refused(bound):
+    with pytest.raises(PtxError) as err:
+        extract(_struct_kernel(), Launch(block=(32, 1, 1), params={"0": bound}))
+    assert "not known" in err.value.message
+
+
+def test_cli_binds_struct_fields_by_offset(tmp_path):
+    """--param NAME[OFFSET:LENGTH]=VALUE|@FILE; the parts of one parameter are merged."""
+    import argparse
+
+    from syncverify.cli_extract import _bind, _param
+
+    blob = tmp_path / "params.bin"
+    blob.write_bytes(bytes(range(16)))
+    got = _bind([_param("0[8:4]=@" + str(blob)), _param("0[0:2]=0x102")])
+    assert got == {"0": ParamBytes(((8, bytes([8, 9, 10, 11])), (0, b"\2\1")))}
+    for bad in ("0[8:4]=300000000000", "0[12:8]=@" + str(blob), "0[x]=1", "0[-1:2]=1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _param(bad)

@@ -186,8 +186,9 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
-  for (u32 i = c.tid; i < 0u; i += blockDim.x)
-    ((uint4*)(sv_smem_base + 128u))[i] = make_uint4(0u, 0u, 0u, 0u);
+  if (c.tid >= 224u)
+    for (u32 i = c.tid - 224u; i < 0u; i += 32u)
+      ((uint4*)(sv_smem_base + 128u))[i] = make_uint4(0u, 0u, 0u, 0u);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body

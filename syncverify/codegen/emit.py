@@ -305,11 +305,7 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
     buf_bytes = layout.smem_bytes - layout.buffers_start
     out += [
         "  if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);",
-        "  // Slots start as stamp 0 (\"nobody wrote\"), visible to both proxies before the protocol begins.",
-        f"  for (u32 i = c.tid; i < {buf_bytes // 16}u; i += blockDim.x)",
-        f"    ((uint4*)(sv_smem_base + {layout.buffers_start}u))[i] = make_uint4(0u, 0u, 0u, 0u);",
-        f'  asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");',
-        "  __syncthreads();",
+        *_clear_prologue(protocol.cluster, protocol.threads, layout.buffers_start, buf_bytes),
         "  // ---- the protocol body",
         *body,
         "  // ---- end",
@@ -369,3 +365,33 @@ def _launch(protocol: ir.Protocol, sites: list[Site], procs, layout: Layout, tab
                      "stuck": sched.stuck},
         "replay": None if replay is None else replay.to_json(),
     }
+
+
+def _clear_prologue(cluster: int, threads: int, start: int, nbytes: int) -> list[str]:
+    """Zero the buffers before the protocol, as one region and released to every CTA of the cluster.
+
+    The CTA's last warp alone clears: one warp's back-to-back stores are one access to the whole
+    buffer area, so extracting the kernel back does not split each slot by clearing warp. It is the
+    last warp because that is where warp-specialized specs put the producer, outside the consumer
+    warpgroups: a warp of a wgmma warpgroup with a prologue of its own would be a program apart from
+    the other three, which the extracted protocol reports as a split warpgroup. The stores reach the
+    async proxy through ``fence.proxy.async`` and the other warps through the barrier that follows.
+    With a cluster, a peer's multicast copy also writes this CTA's buffers, and the protocol's own
+    first cluster barrier may be ``.relaxed`` -- which orders no earlier access (PTX ISA,
+    barrier.cluster) -- so the prologue ends with a full ``barrier.cluster.arrive`` (.release by
+    default) and ``barrier.cluster.wait`` (.acquire) instead of ``__syncthreads()``.
+    """
+    last = (threads - 1) // 32 * 32
+    out = [
+        "  // Slots start as stamp 0 (\"nobody wrote\"), visible to both proxies before the protocol begins.",
+        f"  if (c.tid >= {last}u)",
+        f"    for (u32 i = c.tid - {last}u; i < {nbytes // 16}u; i += {threads - last}u)",
+        f"      ((uint4*)(sv_smem_base + {start}u))[i] = make_uint4(0u, 0u, 0u, 0u);",
+        f'  asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");',
+    ]
+    if cluster > 1:
+        out += [f'  asm volatile("{ptx.CLUSTER_ARRIVE}" ::: "memory");  // .release: the peers\' copies come after',
+                f'  asm volatile("{ptx.CLUSTER_WAIT}" ::: "memory");']
+    else:
+        out.append("  __syncthreads();")
+    return out

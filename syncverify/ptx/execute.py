@@ -38,11 +38,37 @@ CONST_BASE = 0x5000_0000
 CONST_GEN = 0x7E00_0000_0000
 LOCAL_GEN = 0x7D00_0000_0000
 ZERO_BASE = 0x1000_0000_0000
+PARAM_BASE = 0x2000_0000_0000  # kernel parameter k (its address taken, e.g. a by-value Params) at + (k << 32)
 MAX_STEPS = 4_000_000
 
 
 class Refusal(PtxError):
     """Extraction cannot decide something; carries the PTX position and the CUDA source line."""
+
+
+@dataclass(frozen=True)
+class ParamBytes:
+    """Some bytes of a by-value parameter, each part (offset, bytes); the bytes outside every part are
+    unknown. It binds the fields of a struct such as a kernel's Params that decide control flow (a tile
+    scheduler's counts, the problem shape) when the rest -- TMA descriptors, which only a CUDA driver
+    encodes -- is not available; a load that touches an unbound byte is unknown."""
+
+    parts: tuple[tuple[int, bytes], ...]
+
+    def show(self) -> str:
+        return "<" + ", ".join(f"bytes {o}..{o + len(b) - 1}" for o, b in self.parts) + ">"
+
+    def merged(self, other: ParamBytes) -> ParamBytes:
+        return ParamBytes(self.parts + other.parts)
+
+    def image(self, size: int) -> tuple[bytes, bytes]:
+        """The parameter's bytes and, for each, 1 where it is bound (later parts win)."""
+        data, known = bytearray(size), bytearray(size)
+        for off, b in self.parts:
+            b = b[: max(0, size - off)]
+            data[off: off + len(b)] = b
+            known[off: off + len(b)] = b"\1" * len(b)
+        return bytes(data), bytes(known)
 
 
 @dataclass(frozen=True)
@@ -52,7 +78,7 @@ class Launch:
     block: tuple[int, int, int]
     cluster: tuple[int, int, int] = (1, 1, 1)
     grid: tuple[int, int, int] | None = None
-    params: dict[str, int | bytes] = field(default_factory=dict)
+    params: dict[str, int | bytes | ParamBytes] = field(default_factory=dict)
     cluster_index: int = 0
     dynamic_smem: int | None = None
     zero_global: tuple[str, ...] = ()
@@ -149,9 +175,10 @@ class Memory:
         return UNKNOWN
 
 
-def _params(fn: Function, launch: Launch) -> dict[str, tuple[int, bytes | None]]:
-    """Each parameter's offset-less byte image: bound by name or by position, else unknown."""
-    out: dict[str, tuple[int, bytes | None]] = {}
+def _params(fn: Function, launch: Launch) -> dict[str, tuple[bytes | None, bytes | None]]:
+    """Each parameter's offset-less byte image, bound by name or by position (else None: unknown), and
+    which of its bytes are bound (None: all). A file shorter than the parameter binds only its bytes."""
+    out: dict[str, tuple[bytes | None, bytes | None]] = {}
     zero = {name: j for j, name in enumerate(launch.zero_global)}
     for k, p in enumerate(fn.params):
         v = launch.params.get(p.name, launch.params.get(str(k)))
@@ -159,11 +186,13 @@ def _params(fn: Function, launch: Launch) -> dict[str, tuple[int, bytes | None]]
         if j is not None:
             v = launch.zero_base(j)
         if v is None:
-            out[p.name] = (p.size, None)
+            out[p.name] = (None, None)
         elif isinstance(v, bytes):
-            out[p.name] = (p.size, v.ljust(p.size, b"\0")[: p.size])
+            out[p.name] = ParamBytes(((0, v),)).image(p.size) if len(v) < p.size else (v[: p.size], None)
+        elif isinstance(v, ParamBytes):
+            out[p.name] = v.image(p.size)
         else:
-            out[p.name] = (p.size, mask(v, 8 * p.size).to_bytes(p.size, "little"))
+            out[p.name] = (mask(v, 8 * p.size).to_bytes(p.size, "little"), None)
     return out
 
 
@@ -171,10 +200,11 @@ class WarpRun:
     """Executes one warp; `events` is its synchronization skeleton in program order."""
 
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
-                 ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[int, bytes | None]],
+                 ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
                  zero: dict[str, set[int]] | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
         self.rank, self.ctaid, self.warp, self.params = cta_rank, ctaid, warp, params
+        self.param_names = list(params)
         first = warp * WARP
         self.nlanes = max(0, min(WARP, launch.threads - first))
         self.regs: dict[str, list[Value]] = {}
@@ -230,6 +260,8 @@ class WarpRun:
                 return UNKNOWN  # never written: PTX leaves it undefined
             if op.name.startswith("%"):
                 return self.special[lane].get(op.name, UNKNOWN)
+            if op.name in self.params:  # `mov.b64 %rd, PARAM`: the parameter's address
+                return PARAM_BASE + (self.param_names.index(op.name) << 32)
             sym = self.mem.symbol(op.name)
             return UNKNOWN if sym is None else sym
         if isinstance(op, NegName):
@@ -466,10 +498,15 @@ class WarpRun:
         src = ops[1]
         for lane in _lanes(lanes):
             v: Value = UNKNOWN
-            if "param" in mods and isinstance(src, Addr) and src.base in self.params:
-                _n, data = self.params[src.base]
-                if data is not None and src.offset + size <= len(data):
-                    v = int.from_bytes(data[src.offset: src.offset + size], "little")
+            a = self._param_address(src, lane) if "param" in mods or "global" not in mods else UNKNOWN
+            if a is not UNKNOWN:
+                if isinstance(dst, Vec):  # ld.param.v2/v4: consecutive elements
+                    for k, item in enumerate(dst.items):
+                        self.write(item, lane, self._load_param(a + k * size, size), 8 * size)
+                    continue
+                v = self._load_param(a, size)
+            elif "param" in mods:
+                v = UNKNOWN
             elif "const" in mods:
                 a = self.address(src, lane)
                 v = UNKNOWN if a is UNKNOWN else self.mem.load_const(a, size)
@@ -490,6 +527,23 @@ class WarpRun:
                     self.write(item, lane, UNKNOWN)
             else:
                 self.write(dst, lane, v, 8 * size)
+
+    def _param_address(self, src: Operand, lane: int) -> Value:
+        """The parameter-window address a load reads: `[PARAM+off]`, or a register holding one."""
+        if not isinstance(src, Addr):
+            return UNKNOWN
+        if src.base in self.params:
+            return PARAM_BASE + (self.param_names.index(src.base) << 32) + src.offset
+        a = self.address(src, lane)
+        return a if isinstance(a, int) and PARAM_BASE <= a < PARAM_BASE + (len(self.param_names) << 32) else UNKNOWN
+
+    def _load_param(self, a: int, size: int) -> Value:
+        """Bytes of a bound parameter; unknown where any of them is not bound."""
+        k, off = divmod(a - PARAM_BASE, 1 << 32)
+        data, known = self.params[self.param_names[k]]
+        if data is None or off + size > len(data) or (known is not None and not all(known[off: off + size])):
+            return UNKNOWN
+        return int.from_bytes(data[off: off + size], "little")
 
     def _in_zero(self, a: Value) -> bool:
         return isinstance(a, int) and any(self.launch.zero_base(j) <= a < self.launch.zero_base(j) + (1 << 36)

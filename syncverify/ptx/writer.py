@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from .execute import ParamBytes
 from .parse import Instr
 from .roll import Loop, roll
 from .skeleton import Skeleton, Stmt
@@ -141,5 +142,7 @@ def _ident(name: str) -> str:
     return out if out and not out[0].isdigit() else f"k_{out}"
 
 
-def _show(v: int | bytes) -> str:
+def _show(v: int | bytes | ParamBytes) -> str:
+    if isinstance(v, ParamBytes):
+        return v.show()
     return f"<{len(v)} bytes>" if isinstance(v, bytes) else str(v)
