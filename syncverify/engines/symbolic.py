@@ -798,8 +798,10 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         return Lift(Verdict.INCONCLUSIVE, "", "a counterexample of the periodic search did not replay at its "
                     "trip count (internal error)", stats=stats)
     if not out.complete:
-        return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: no violation in {out.states} "
-                    f"abstract states; {out.stop_reason}", stats=stats, stopped_by=out.stopped_by)
+        # the explicit runs below the search's start drew on the same state budget: name the whole
+        stop = budgets.reached(budgets.STATES, max_states) if out.stopped_by == budgets.STATES else out.stop_reason
+        return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: no violation in {stats.states} "
+                    f"states; {stop}", stats=stats, stopped_by=out.stopped_by)
     bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen, small)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
 
@@ -837,7 +839,8 @@ def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: floa
     if res.verdict is Verdict.VIOLATION:
         return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", res.diagnostics, stats)
     return Lift(Verdict.INCONCLUSIVE, "", f"not proved for all iterations: the explicit search at "
-                f"{param}={small.failed_at} did not finish ({res.coverage})", res.diagnostics, stats)
+                f"{param}={small.failed_at} did not finish ({res.coverage})", res.diagnostics, stats,
+                stopped_by=res.stopped_by)
 
 
 def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> CheckResult:
