@@ -116,6 +116,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV504": ("more arrivals than pending", Severity.ERROR),
     "SV601": ("missing fence.proxy.async", Severity.ERROR),
     "SV602": ("cross-CTA synchronization with .cta scope", Severity.ERROR),
+    "SV701": ("verification inconclusive", Severity.WARNING),
 }
 
 

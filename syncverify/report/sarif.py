@@ -24,9 +24,10 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..diagnostics import CODES, Diagnostic, Severity
-from ..result import CheckResult
+from ..result import CheckResult, Verdict, combine_exit
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INCONCLUSIVE = "SV701"  # the rule of an inconclusive file (never a diagnostic of a result)
 
 
 def _rule(code: str) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def _rule(code: str) -> dict[str, Any]:
         "shortDescription": {"text": title},
         "fullDescription": {"text": title},
         "help": {"text": explain(code), "markdown": explain(code)},
-        "defaultConfiguration": {"level": "error" if severity is Severity.ERROR else "warning"},
+        "defaultConfiguration": {"level": "note" if code == INCONCLUSIVE else
+                                 "error" if severity is Severity.ERROR else "warning"},
     }
 
 
@@ -120,17 +122,55 @@ def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
     return res
 
 
+def _inconclusive_text(r: CheckResult) -> str:
+    covered = r.coverage or "a budget ran out"
+    bound = f" (bound {r.bound})" if r.bound else ""
+    return (f"{r.protocol or r.path}: verification inconclusive{bound}: {covered}. This is not a proof of safety: "
+            "raise --timeout / --max-states / --max-memory or lower the params")
+
+
+def _inconclusive_result(r: CheckResult, rule_index: dict[str, int]) -> dict:
+    """An inconclusive file as a result of level `note`: code scanning shows it, and a run
+    with nothing but inconclusive files does not look like a clean one."""
+    text = _inconclusive_text(r)
+    return {
+        "ruleId": INCONCLUSIVE, "ruleIndex": rule_index[INCONCLUSIVE], "level": "note", "kind": "open",
+        "message": {"text": text},
+        "locations": [_location(r.path, 1)],
+        "partialFingerprints": {"syncverify/v1": hashlib.sha256(f"{INCONCLUSIVE}|{r.path}".encode()).hexdigest()[:32]},
+        "properties": {"protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound, "coverage": r.coverage,
+                       "states": r.stats.states, "seconds": round(r.stats.seconds, 3)},
+    }
+
+
+def _run_properties(results: list[CheckResult]) -> dict[str, Any]:
+    """What each file's verdict covers: its bound (the params it was checked at) and, when
+    inconclusive, how far the search got."""
+    return {"files": [{"path": r.path, "protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound,
+                       "coverage": r.coverage, "states": r.stats.states, "seconds": round(r.stats.seconds, 3)}
+                      for r in results]}
+
+
 def to_sarif(results: list[CheckResult]) -> dict[str, Any]:
-    codes = sorted({d.code for r in results for d in r.diagnostics})
+    inconclusive = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
+    codes = sorted({d.code for r in results for d in r.diagnostics} | ({INCONCLUSIVE} if inconclusive else set()))
     rule_index = {code: i for i, code in enumerate(codes)}
+    invocation: dict[str, Any] = {"executionSuccessful": not inconclusive, "exitCode": combine_exit(results)}
+    if inconclusive:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "warning", "message": {"text": _inconclusive_text(r)},
+             "descriptor": {"id": INCONCLUSIVE, "index": rule_index[INCONCLUSIVE]},
+             "locations": [_location(r.path, 1)]} for r in inconclusive]
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "syncverify", "version": __version__,
                                 "rules": [_rule(code) for code in codes]}},
-            "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics],
-            "invocations": [{"executionSuccessful": True}],
+            "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics]
+            + [_inconclusive_result(r, rule_index) for r in inconclusive],
+            "invocations": [invocation],
+            "properties": _run_properties(results),
         }],
     }
 
