@@ -30,7 +30,7 @@ from itertools import compress
 from operator import is_not
 
 from .. import ir
-from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
+from ..diagnostics import Diagnostic, Severity, TraceStep
 from ..result import CheckResult, Stats, Verdict
 from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
@@ -388,27 +388,11 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
         if symmetry is not None and res is not None and res.state is not None:
             state, perm = symmetry.canon(state)
             real = _follow(real, perm)
-    if full or len(steps) <= 12:
+    if full:
         return tuple(steps)
-    return _collapse(_trim(steps, {machine.proc_label(real[p]) for p in involved}))
+    from .witness import trim
 
-
-def _collapse(steps: tuple[TraceStep, ...]) -> tuple[TraceStep, ...]:
-    """Merge runs of the same operation (same line, same iteration) by different warps into one row."""
-    out: list[TraceStep] = []
-    run = 1
-    for s in steps:
-        prev = out[-1] if out else None
-        if prev is not None and prev.line == s.line and prev.op == s.op and prev.iteration == s.iteration \
-                and prev.cta == s.cta and not s.note and not prev.note:
-            run += 1
-            first = prev.role.split(" (+")[0]
-            out[-1] = TraceStep(step=s.step, cta=s.cta, role=f"{first} (+{run - 1} more)", line=s.line, op=s.op,
-                                note="", iteration=s.iteration, state=s.state)
-        else:
-            run = 1
-            out.append(s)
-    return tuple(out)
+    return trim(steps, {machine.proc_label(real[p]) for p in involved})
 
 
 def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
@@ -420,29 +404,11 @@ def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
     return out
 
 
-def _trim(steps: list[TraceStep], involved: set[str]) -> tuple[TraceStep, ...]:
-    """Keep the steps of the actors of the last step and of the processes the finding names,
-    and every step that changed barrier state those steps depended on."""
-    last = steps[-1]
-    actors = {last.role} | involved
-    touched = {part.split(":")[0] for part in last.state.split("; ") if part}
-    keep = []
-    for s in reversed(steps):
-        changed = {part.split(":")[0] for part in s.state.split("; ") if part}
-        if s.role in actors or changed & touched or s is last:
-            keep.append(s)
-            touched |= changed
-    return tuple(reversed(keep))
-
-
 def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: bool,
                 symmetry: Symmetry | None) -> Diagnostic:
-    related = tuple(Related(Span(machine.protocol.path, line, 1, line, 2), msg) for line, msg in v.related)
-    notes: tuple[str, ...] = ()
-    trace = build_trace(machine, labels, full=full_trace, symmetry=symmetry, involved=v.procs)
-    if not full_trace and len(trace) < len(labels):
-        notes = (f"trace trimmed to {len(trace)} of {len(labels)} steps (--full-trace shows all)",)
-    return make(v.code, v.message, v.span, severity=v.severity, trace=trace, related=related, notes=notes)
+    from .witness import diagnostic
+
+    return diagnostic(machine, v, labels, full_trace, symmetry)
 
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
