@@ -41,10 +41,12 @@ def verdict_of(diags, strict: bool) -> Verdict:
 
 
 def check_protocol(protocol: ir.Protocol, options: Options = Options()) -> CheckResult:
-    """Run the engines on a loaded protocol."""
+    """Run the engines on a loaded protocol, then name the root causes of what they found
+    (diagnose.py: only causes that are certain, ahead of the symptoms)."""
+    from .diagnose import root_causes
     from .engines import run_engines
 
-    return run_engines(protocol, options)
+    return root_causes(protocol, run_engines(protocol, options), options)
 
 
 def check_path(path: str, options: Options = Options()) -> CheckResult:

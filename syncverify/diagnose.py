@@ -1,0 +1,261 @@
+"""Root causes named at their own line, after the search has found the symptoms.
+
+A wrong arrival count, a wrong first parity or a release that publishes one lane
+shows up in the search as a race, a consumption-rule breach or a deadlock at the
+lines where the damage is done, none of them at the line to change. The checks
+here name that line. Each one is certain before it speaks:
+
+* SV508 (a `per warp` release with no `syncwarp` before it) speaks only when the
+  search found a race whose other side is an access that the warp's lanes make
+  just before that release, with nothing in between that synchronizes the warp:
+  the pattern is there and its consequence was observed.
+* SV506 (an mbarrier's count against the threads that arrive on it per phase) and
+  SV507 (a first wait whose parity can only be satisfied after it passes) are
+  counterfactual: the protocol is searched again with only that count, or only
+  that wait's parity, changed; the cause is named only when that search is
+  complete and finds no error at all. A count that differs from the arrivals by
+  design (turns taken by phase) fails that test and stays silent.
+
+Nothing here runs on a protocol the search found no error in, so none of these
+can make a correct protocol fail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from . import ir
+from .diagnostics import Diagnostic, Related, Span, make
+from .result import CheckResult, Verdict
+from .semantics.program import OP
+
+if TYPE_CHECKING:
+    from .check import Options
+    from .semantics.machine import Machine
+
+RACES = ("SV301", "SV302", "SV303")
+RERUN_SECONDS = 60.0  # each counterfactual search at most this long (never more than --timeout)
+
+
+def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) -> CheckResult:
+    """The result with the causes that are certain added in front of the symptoms."""
+    if result.verdict is not Verdict.VIOLATION or not any(d.is_error for d in result.diagnostics):
+        return result
+    from .semantics.machine import Assumptions, Machine
+
+    machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
+    found = per_warp_release(protocol, machine, result)
+    found += arrival_counts(protocol, machine, result, options)
+    found += first_parity(protocol, result, options)
+    have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
+    found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
+    return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
+
+
+# ---------------------------------------------------------------------------- walking the IR
+
+
+def _blocks(stmts: tuple[ir.Stmt, ...]):
+    """Every statement list of the body (the body itself, loop, branch and elect bodies)."""
+    yield stmts
+    for s in stmts:
+        if isinstance(s, ir.For | ir.Elect):
+            yield from _blocks(s.body)
+        elif isinstance(s, ir.If):
+            yield from _blocks(s.then)
+            yield from _blocks(s.orelse)
+
+
+def _ops(stmts: tuple[ir.Stmt, ...]):
+    for block in _blocks(stmts):
+        for s in block:
+            if not isinstance(s, ir.Let | ir.For | ir.If | ir.Elect):
+                yield s
+
+
+def _map_ops(stmts: tuple[ir.Stmt, ...], change: Callable[[ir.Stmt], ir.Stmt]) -> tuple[ir.Stmt, ...]:
+    """The body with `change` applied to every operation (control statements rebuilt around it)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.For | ir.Elect):
+            out.append(replace(s, body=_map_ops(s.body, change)))
+        elif isinstance(s, ir.If):
+            out.append(replace(s, then=_map_ops(s.then, change), orelse=_map_ops(s.orelse, change)))
+        elif isinstance(s, ir.Let):
+            out.append(s)
+        else:
+            out.append(change(s))
+    return tuple(out)
+
+
+def _executions(machine: Machine, op: ir.Stmt, cta: int = 0) -> int:
+    """Threads of CTA `cta` that execute `op` each time their warp reaches it."""
+    total = 0
+    for prog in machine.programs:
+        if prog.process.cta != cta:
+            continue
+        for ins in prog.code:
+            if ins.kind == OP and ins.op is op:
+                total += 1 if ins.leader_only else ins.threads
+                break
+    return total
+
+
+def _search_clean(protocol: ir.Protocol, options: Options) -> bool:
+    """Does a complete search of this variant find no error (warnings allowed)?"""
+    from .engines.explicit import Budget, explore
+    from .semantics.machine import Assumptions, Machine
+
+    try:
+        machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
+    except Exception:  # a variant the model rejects proves nothing
+        return False
+    budget = Budget(options.max_states, min(options.timeout, RERUN_SECONDS), options.max_memory_mb)
+    res = explore(protocol, budget, machine)
+    return res.verdict is Verdict.SAFE and not any(d.is_error for d in res.diagnostics)
+
+
+def _word_span(protocol: ir.Protocol, line: int, word: str, after: int = 1) -> Span | None:
+    """The span of `word` on a source line, at or after column `after` (for a caret at a count)."""
+    lines = protocol.source.splitlines()
+    if not 0 < line <= len(lines):
+        return None
+    col = lines[line - 1].find(word, max(after - 1, 0))
+    return None if col < 0 else Span(protocol.path, line, col + 1, line, col + 1 + len(word))
+
+
+# ---------------------------------------------------------------------------- SV508
+
+
+def per_warp_release(protocol: ir.Protocol, machine: Machine, result: CheckResult) -> list[Diagnostic]:
+    """A `per warp` arrive right after an access all lanes make, with no warp synchronization in
+    between, when the search found a race whose other side is that access."""
+    race_lines: dict[int, Diagnostic] = {}
+    for d in result.diagnostics:
+        if d.code in RACES and d.span:
+            race_lines.setdefault(d.span.line, d)
+            for rel in d.related:
+                race_lines.setdefault(rel.span.line, d)
+    out = []
+    for block in _blocks(protocol.body):
+        for i, s in enumerate(block):
+            if not (isinstance(s, ir.Elect) and s.per_warp):
+                continue
+            arrives = [op for op in _ops(s.body) if isinstance(op, ir.MbarArrive)]
+            if not arrives:
+                continue
+            for prev in reversed(block[:i]):
+                if isinstance(prev, ir.Syncwarp | ir.BarSync | ir.ClusterWait | ir.Elect | ir.If | ir.For):
+                    break  # the warp synchronizes (or control flow we do not follow): nothing certain
+                if isinstance(prev, ir.Access) and prev.span.line in race_lines \
+                        and _executions(machine, prev) > _executions(machine, arrives[0]):
+                    race = race_lines[prev.span.line]
+                    what = f"{prev.kind} of {prev.buf.name}{'[…]' if prev.buf.index is not None else ''}"
+                    out.append(make(
+                        "SV508", f"`per warp` release without `syncwarp`: lane 0's arrive on `{arrives[0].bar.name}` "
+                        f"publishes only lane 0's own accesses; lanes 1..31's {what} at line {prev.span.line} are "
+                        f"not published (the {race.code} at line {race.span.line}). Put `syncwarp;` before "
+                        "`per warp`", s.span,
+                        related=(Related(prev.span, f"the {prev.kind} by all lanes"),
+                                 Related(race.span, f"the race it causes ({race.code})"))))
+                    break
+    return out
+
+
+# ---------------------------------------------------------------------------- SV506
+
+
+def _count_span(protocol: ir.Protocol, bar: ir.Mbarrier, init: ir.MbarInit | None) -> Span:
+    if init is not None and init.count is not None:
+        return init.count.span
+    return _word_span(protocol, bar.span.line, "count", bar.span.column) or bar.span
+
+
+def arrival_counts(protocol: ir.Protocol, machine: Machine, result: CheckResult, options: Options) -> list[Diagnostic]:
+    """A barrier with one arrive site whose threads per phase differ from its count, when the
+    protocol searched again with the count set to those threads has no error."""
+    out = []
+    ops = list(_ops(protocol.body))
+    for bar in protocol.mbarriers:
+        inits = [op for op in ops if isinstance(op, ir.MbarInit) and op.bar.name == bar.name]
+        arrives = [op for op in ops if isinstance(op, ir.MbarArrive) and op.bar.name == bar.name]
+        others = [op for op in ops if isinstance(op, ir.UmmaCommit) and op.bar.name == bar.name]
+        if len(inits) != 1 or len(arrives) != 1 or others:
+            continue
+        (init,), (arrive,) = inits, arrives
+        count = bar.count if init.count is None else (init.count.value if isinstance(init.count, ir.Const) else None)
+        each = arrive.count.value if isinstance(arrive.count, ir.Const) else None
+        if count is None or each is None or arrive.remote is not None or protocol.cluster > 1:
+            continue
+        threads = _executions(machine, arrive)
+        per_phase = threads * each
+        if per_phase in (0, count) or per_phase >= 1 << 20:
+            continue
+        fixed = _with_count(protocol, bar, per_phase)
+        if not _search_clean(fixed, options):
+            continue
+        out.append(make(
+            "SV506", f"`{bar.name}` is initialized with count {count}, but {threads} threads arrive on it per phase "
+            f"(the arrive at line {arrive.span.line}{'' if each == 1 else f', {each} each'}): "
+            + ("the phase completes before all of them have arrived" if per_phase > count else
+               "the phase cannot complete with the arrivals of one round")
+            + f". With count {per_phase} the protocol checks without error at this bound",
+            _count_span(protocol, bar, init), related=(Related(arrive.span, "the arrive"),)))
+    return out
+
+
+def _with_count(protocol: ir.Protocol, bar: ir.Mbarrier, count: int) -> ir.Protocol:
+    def change(op: ir.Stmt) -> ir.Stmt:
+        if isinstance(op, ir.MbarInit) and op.bar.name == bar.name and op.count is not None:
+            return replace(op, count=ir.Const(count, op.count.span))
+        return op
+
+    bars = tuple(replace(b, count=count) if b is bar else b for b in protocol.mbarriers)
+    return replace(protocol, mbarriers=bars, body=_map_ops(protocol.body, change))
+
+
+# ---------------------------------------------------------------------------- SV507
+
+
+def _flip(wait: ir.MbarWait) -> Callable[[ir.Stmt], ir.Stmt]:
+    """An operation map that makes `wait` wait for the other parity (`1 ^ (P)`)."""
+    flipped = replace(wait, parity=ir.BinOp("^", ir.Const(1, wait.parity.span), wait.parity, wait.parity.span))
+    return lambda op: flipped if op is wait else op
+
+_BLOCKED_WAIT = re.compile(r"line (\d+): wait on (\S+) for parity (\d) — \S+: phase (\d+) pending (\d+)/(\d+)")
+
+
+def first_parity(protocol: ir.Protocol, result: CheckResult, options: Options) -> list[Diagnostic]:
+    """A deadlock in which a warp waits for the completion of phase 0 of a release barrier (one
+    with no bytes and no asynchronous arrivals) still in phase 0, when waiting for the other
+    parity at that site alone makes the protocol check clean."""
+    out = []
+    ops = list(_ops(protocol.body))
+    waits = {op.span.line: op for op in ops if isinstance(op, ir.MbarWait)}
+    # barriers that carry bytes or asynchronous arrivals: a wait on one waits for data, and its
+    # first parity is 0 by rule; the "phase before 0 counts as complete" idiom is for releases
+    data = {op.bar.name for op in ops if isinstance(op, ir.TmaLoad | ir.MbarTx | ir.UmmaCommit)
+            or (isinstance(op, ir.MbarArrive) and op.tx_bytes is not None)}
+    tried: set[int] = set()
+    for d in result.diagnostics:
+        if d.code != "SV201":
+            continue
+        for m in _BLOCKED_WAIT.finditer(d.message):
+            line, name, parity, phase = int(m[1]), m[2], int(m[3]), int(m[4])
+            wait = waits.get(line)
+            if wait is None or parity != 0 or phase != 0 or line in tried or wait.bar.name in data:
+                continue
+            tried.add(line)
+            variant = replace(protocol, body=_map_ops(protocol.body, _flip(wait)))
+            if not _search_clean(variant, options):
+                continue
+            out.append(make(
+                "SV507", f"the first wait on `{name}` waits for parity 0, the completion of phase 0 of a fresh "
+                "barrier, but phase 0 can only complete after this warp goes on (a deadlock). A fresh barrier counts "
+                "the phase before phase 0 (parity 1) as complete: a producer's first wait on an `empty` barrier "
+                "uses parity 1. With the other parity here the protocol checks without error at this bound",
+                wait.parity.span, related=(Related(d.span, "the deadlock"),) if d.span else ()))
+    return out
