@@ -62,10 +62,13 @@ class Diagnostic:
     trace: tuple[TraceStep, ...] = ()
     related: tuple[Related, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # the reason given in a `// syncverify: allow SVnnn — reason` comment at the site; None: in force
+    suppressed: str | None = None
 
     @property
     def is_error(self) -> bool:
-        return self.severity is Severity.ERROR
+        """An error in force (a suppressed one is reported but does not fail the check)."""
+        return self.severity is Severity.ERROR and self.suppressed is None
 
 
 class InputError(Exception):

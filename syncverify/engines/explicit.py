@@ -213,14 +213,27 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# called with each distinct error as the search records it and the path to it; True stops the search
+OnError = Callable[[Violation, list[tuple]], bool]
+
+
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
-           progress: Progress | None = None) -> SearchOutcome:
+           progress: Progress | None = None, on_error: OnError | None = None) -> SearchOutcome:
     with cyclic_gc_paused():
-        return _search(machine, budget, symmetry, progress)
+        return _search(machine, budget, symmetry, progress, on_error)
+
+
+def _path_to(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
+    labels = [] if last is None else [last]
+    while sid > 0:
+        parent, label = parents[sid]
+        labels.append(label)
+        sid = parent
+    return labels[::-1]
 
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
-            progress: Progress | None) -> SearchOutcome:
+            progress: Progress | None, on_error: OnError | None = None) -> SearchOutcome:
     start = time.monotonic()
     base_mb = _rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
@@ -235,6 +248,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     stop = ""
     nprocs = len(machine.procs)
     popped = 0
+    reported = 0  # errors handed to on_error so far
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
@@ -263,6 +277,11 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
                 break
+            if on_error is not None and len(errors) > reported:
+                told, reported = list(errors.values())[reported:], len(errors)
+                if any([on_error(v, _path_to(parents, sid, lab)) for v, sid, lab in told]):
+                    stop = "stopped at the first error (--fail-fast)"
+                    break
             state, sid = queue.popleft()
             results: list[StepResult] = list(machine.successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
@@ -297,12 +316,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     peak = max(peak, _rss_mb())
 
     def path(sid: int, last: tuple | None) -> list[tuple]:
-        labels = [] if last is None else [last]
-        while sid > 0:
-            parent, label = parents[sid]
-            labels.append(label)
-            sid = parent
-        return labels[::-1]
+        return _path_to(parents, sid, last)
 
     return SearchOutcome(
         complete=not queue and not stop, states=len(visited), transitions=transitions,
@@ -412,9 +426,14 @@ def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace:
 
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
-            strict: bool = False, symmetry: bool = True, progress: Progress | None = None) -> CheckResult:
+            strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
+            on_finding: Callable[[Diagnostic], bool] | None = None) -> CheckResult:
+    """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
+    will be reported); returning True stops the search there (--fail-fast)."""
     sym = Symmetry(machine.procs, machine.programs) if symmetry else None
-    outcome = search(machine, budget, sym, progress)
+    on_error = None if on_finding is None else \
+        (lambda v, labels: on_finding(_diagnostic(machine, v, labels, full_trace, sym)))
+    outcome = search(machine, budget, sym, progress, on_error)
     diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))

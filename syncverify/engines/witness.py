@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence, Set
 
+from .. import ir
 from ..diagnostics import Diagnostic, Related, Span, TraceStep, make
 from ..semantics.machine import Machine, Violation
 from ..semantics.symmetry import Symmetry
@@ -179,9 +180,51 @@ def diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: 
     notes: tuple[str, ...] = ()
     if not full_trace and len(trace) < len(steps):
         notes = (f"trace trimmed to {len(trace)} of {len(steps)} steps (--full-trace shows all)",)
-    related = tuple(Related(Span(machine.protocol.path, line, 1, line, 2), msg) for line, msg in found.related)
-    return make(found.code, found.message, found.span, severity=found.severity, trace=trace, related=related,
+    related = tuple(Related(_line_span(machine.protocol, line, msg), msg) for line, msg in found.related)
+    span = found.span
+    if span is not None and span.column == 1 and span.path == machine.protocol.path:
+        span = _line_span(machine.protocol, span.line)  # a rule that knows only the line: point at its operation
+    return make(found.code, found.message, span, severity=found.severity, trace=trace, related=related,
                 notes=notes)
+
+
+def _line_span(protocol: ir.Protocol, line: int, message: str = "") -> Span:
+    """The span of an operation on a line (for a caret under it): the first whose mnemonic the
+    message names (`read`, `write`, `tma.load`…), else the line's first; else the line's start."""
+    ops = _op_spans(protocol).get(line, [])
+    words = set(re.findall(r"[\w.]+", message))
+    for span in ops:
+        mnemonic = protocol.text_of(span).split(" ")[0].rstrip(";")
+        if mnemonic in words:
+            return span
+    return ops[0] if ops else Span(protocol.path, line, 1, line, 2)
+
+
+def _op_spans(protocol: ir.Protocol) -> dict[int, list[Span]]:
+    cached = _SPANS.get(id(protocol))
+    if cached is not None and cached[0] is protocol:
+        return cached[1]
+    spans: dict[int, list[Span]] = {}
+
+    def walk(stmts: tuple[ir.Stmt, ...]) -> None:
+        for st in stmts:
+            if isinstance(st, ir.For | ir.Elect):
+                walk(st.body)
+            elif isinstance(st, ir.If):
+                walk(st.then)
+                walk(st.orelse)
+            elif not isinstance(st, ir.Let) and st.span.path == protocol.path:
+                spans.setdefault(st.span.line, []).append(st.span)
+
+    walk(protocol.body)
+    for found in spans.values():
+        found.sort(key=lambda sp: sp.column)
+    _SPANS.clear()  # one protocol at a time: its reports are built together
+    _SPANS[id(protocol)] = (protocol, spans)
+    return spans
+
+
+_SPANS: dict[int, tuple[ir.Protocol, dict[int, list[Span]]]] = {}
 
 
 def _names_in(message: str, steps: Sequence[TraceStep]) -> list[str]:

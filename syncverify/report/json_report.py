@@ -26,6 +26,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         ],
         "related": [{"line": r.span.line, "column": r.span.column, "message": r.message} for r in d.related],
         "notes": list(d.notes),
+        "suppressed": d.suppressed,
     }
 
 

@@ -119,6 +119,8 @@ def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
                                    for i, rel in enumerate(d.related)]
     if d.trace:
         res["codeFlows"] = [_code_flow(uri, d)]
+    if d.suppressed is not None:
+        res["suppressions"] = [{"kind": "inSource", "justification": d.suppressed}]
     return res
 
 
