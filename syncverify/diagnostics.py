@@ -43,6 +43,7 @@ class TraceStep:
     note: str = ""
     iteration: str = ""
     state: str = ""
+    barrier: str = ""  # the mbarrier an arrive or wait of this step used (`full[0]`), for drawing edges
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
+from .witness import barrier_of, trim
 
 MAX_DISTINCT_ERRORS = 12
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
@@ -385,6 +386,7 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
             cta = proc.cta
             note = ""
+            barrier = barrier_of(machine, state, p, ins.op)
         else:
             a = label[1]
             cta, line = a[1], a[7]
@@ -392,19 +394,19 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             iteration = ""
             op_text = "bulk copy completes" if a[0] == 0 else "tensor-core commit arrives"
             note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
+            barrier = ""
         res = machine.step(state, label)
         after = res.state if res is not None and res.state is not None else state
         if res is not None and res.violation is not None:
             note = (note + " " if note else "") + f"<- {res.violation.code}"
         steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
-                               state=_diff(machine, state, after)))
+                               state=_diff(machine, state, after), barrier=barrier))
         state = after
         if symmetry is not None and res is not None and res.state is not None:
             state, perm = symmetry.canon(state)
             real = _follow(real, perm)
     if full:
         return tuple(steps)
-    from .witness import trim
 
     return trim(steps, {machine.proc_label(real[p]) for p in involved})
 

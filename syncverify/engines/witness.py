@@ -26,6 +26,7 @@ from collections.abc import Sequence, Set
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Span, TraceStep, make
 from ..semantics.machine import Machine, Violation
+from ..semantics.state import P_VARS, State
 from ..semantics.symmetry import Symmetry
 
 MAX_UNTRIMMED = 12  # traces this short are shown whole
@@ -55,6 +56,20 @@ def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | No
         state, perm = symmetry.canon(res.state)
         real = _follow(real, perm)
     return out
+
+
+def barrier_of(machine: Machine, state: State, p: int, op: ir.Op | None) -> str:
+    """The mbarrier a local arrive or a wait of process p uses in this state (`full[0]`), or ""."""
+    if not isinstance(op, ir.MbarWait | ir.MbarArrive) or getattr(op, "remote", None) is not None:
+        return ""
+    from ..expr import evaluate
+
+    try:
+        env = machine.env(p, state.procs[p][P_VARS])
+        index = evaluate(op.bar.index, env, machine.ctx[p]) if op.bar.index is not None else 0
+        return machine.mb_label(machine.mb_index[(machine.procs[p].cta, op.bar.name, index)])
+    except Exception:  # a step that fails to evaluate is reported by its rule; no edge to draw
+        return ""
 
 
 def final_finding(machine: Machine, labels: Sequence[tuple], v: Violation) -> Violation | None:
@@ -112,11 +127,17 @@ def completions(steps: Sequence[TraceStep]) -> list[set[str]]:
 
 
 def trim(steps: Sequence[TraceStep], involved: set[str]) -> tuple[TraceStep, ...]:
+    """The reported steps: `kept` of them, rows of one operation by several warps merged."""
+    actors = {steps[-1].role} | involved if steps else set()
+    return merge(tuple(steps[i] for i in kept(steps, involved)), actors)
+
+
+def kept(steps: Sequence[TraceStep], involved: set[str]) -> list[int]:
     """Keep the last step, every step of its actor and of the warps the finding names, closing
     backwards every step that changed a barrier a kept step changed, and every step that
     completes a phase or generation of one of those barriers."""
     if len(steps) <= MAX_UNTRIMMED:
-        return tuple(steps)
+        return list(range(len(steps)))
     actors = {steps[-1].role} | involved
     done = completions(steps)
     keep = {len(steps) - 1} | {i for i, s in enumerate(steps) if s.role in actors}
@@ -134,7 +155,7 @@ def trim(steps: Sequence[TraceStep], involved: set[str]) -> tuple[TraceStep, ...
         if closed == keep:
             break
         keep = closed
-    return merge(tuple(steps[i] for i in sorted(keep)), actors)
+    return sorted(keep)
 
 
 def merge(steps: Sequence[TraceStep], apart: Set[str] = frozenset()) -> tuple[TraceStep, ...]:
@@ -175,7 +196,7 @@ def diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: 
         frame = None
     steps = build_trace(machine, path, full=True, symmetry=frame)
     involved = {machine.proc_label(p) for p in found.procs} if frame is None else \
-        set(_names_in(found.message, steps))
+        set(names_in(found.message, steps))
     trace = tuple(steps) if full_trace else trim(steps, involved)
     notes: tuple[str, ...] = ()
     if not full_trace and len(trace) < len(steps):
@@ -227,7 +248,7 @@ def _op_spans(protocol: ir.Protocol) -> dict[int, list[Span]]:
 _SPANS: dict[int, tuple[ir.Protocol, dict[int, list[Span]]]] = {}
 
 
-def _names_in(message: str, steps: Sequence[TraceStep]) -> list[str]:
+def names_in(message: str, steps: Sequence[TraceStep]) -> list[str]:
     """The warps of the trace that a message names (used when the finding's own process indices
     are in the representatives' frame)."""
     return [role for role in {s.role for s in steps} if re.search(rf"(?<![\w\[.]){re.escape(role)}(?![\w\]])",
