@@ -221,3 +221,11 @@ def test_progress_line_from_a_real_pipe():
     assert proc.returncode == 3
     assert any(line.startswith("syncverify: ") and " states, " in line and " MB, " in line
                for line in proc.stderr.splitlines())
+
+
+def test_explain_is_rendered_markdown_on_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert main(["explain", "SV508"]) == 0
+    out = capsys.readouterr().out
+    assert "per-warp release without syncwarp" in out and "## SV508" not in out and "**Meaning.**" not in out
