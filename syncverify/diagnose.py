@@ -9,7 +9,7 @@ here name that line. Each one is certain before it speaks:
   search found a race whose other side is an access that the warp's lanes make
   just before that release, with nothing in between that synchronizes the warp:
   the pattern is there and its consequence was observed.
-* SV506 (an mbarrier's count against the threads that arrive on it per phase) and
+* SV506 (an mbarrier's count below the threads that arrive on it per phase) and
   SV507 (a first wait whose parity can only be satisfied after it passes) are
   counterfactual: the protocol is searched again with only that count, or only
   that wait's parity, changed; the cause is named only when that search is
@@ -49,7 +49,7 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
     machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
     found = per_warp_release(protocol, machine, result)
     found += arrival_counts(protocol, machine, result, options)
-    found += first_parity(protocol, result, options)
+    found += first_parity(protocol, machine, result, options)
     have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
     found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
     return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
@@ -193,19 +193,25 @@ def arrival_counts(protocol: ir.Protocol, machine: Machine, result: CheckResult,
         each = arrive.count.value if isinstance(arrive.count, ir.Const) else None
         if count is None or each is None or arrive.remote is not None or protocol.cluster > 1:
             continue
+        overflow = re.compile(rf"\bon `?{re.escape(bar.name)}(?![\w])")
+        if any(d.code == "SV504" and overflow.search(d.message) for d in result.diagnostics):
+            continue  # an overflow (SV504) already names the arrive and the count
         threads = _executions(machine, arrive)
         per_phase = threads * each
-        if per_phase in (0, count) or per_phase >= 1 << 20:
+        # only more arrivals than the count: the phase then completes early, which the search sees only
+        # as races and stale phases elsewhere. Fewer arrivals deadlock at the wait, whose message shows
+        # the pending count, and may as well mean a missing arrive (a warp that should arrive_drop).
+        if per_phase <= count or per_phase >= 1 << 20:
             continue
         fixed = _with_count(protocol, bar, per_phase)
         if not _search_clean(fixed, options, result.stats.seconds):
             continue
         out.append(make(
-            "SV506", f"`{bar.name}` is initialized with count {count}, but {threads} threads arrive on it per phase "
-            f"(the arrive at line {arrive.span.line}{'' if each == 1 else f', {each} each'}): "
-            + ("the phase completes before all of them have arrived" if per_phase > count else
-               "the phase cannot complete with the arrivals of one round")
-            + f". With count {per_phase} the protocol checks without error at this bound",
+            "SV506", f"`{bar.name}` is initialized with count {count}, but "
+            + (f"{threads} threads arrive" if threads != 1 else "1 thread arrives") + " on it per phase "
+            f"(the arrive at line {arrive.span.line}{'' if each == 1 else f', {each} each'}): the phase completes "
+            f"before all of them have arrived. With count {per_phase} the protocol checks without error at this "
+            "bound",
             _count_span(protocol, bar, init), related=(Related(arrive.span, "the arrive"),)))
     return out
 
@@ -231,13 +237,45 @@ def _flip(wait: ir.MbarWait) -> Callable[[ir.Stmt], ir.Stmt]:
 _BLOCKED_WAIT = re.compile(r"line (\d+): wait on (\S+) for parity (\d) — \S+: phase (\d+) pending (\d+)/(\d+)")
 
 
-def first_parity(protocol: ir.Protocol, result: CheckResult, options: Options) -> list[Diagnostic]:
+def _loop_waits(stmts: tuple[ir.Stmt, ...], loop_vars: frozenset[str] = frozenset()) -> dict[int, ir.MbarWait]:
+    """Line -> wait, for the waits inside a loop whose parity follows a loop variable: the ring idiom
+    (`parity (k / STAGES + 1) % 2`), where the first round must pass on a fresh barrier. A wait
+    outside a loop, or with a fixed parity, waits for one phase on purpose: never blamed."""
+    from .expr import free_names
+
+    out: dict[int, ir.MbarWait] = {}
+    for s in stmts:
+        if isinstance(s, ir.For):
+            out |= _loop_waits(s.body, loop_vars | {s.var})
+        elif isinstance(s, ir.Elect):
+            out |= _loop_waits(s.body, loop_vars)
+        elif isinstance(s, ir.If):
+            out |= _loop_waits(s.then, loop_vars) | _loop_waits(s.orelse, loop_vars)
+        elif isinstance(s, ir.Let):
+            if free_names(s.value) & loop_vars:
+                loop_vars = loop_vars | {s.name}
+        elif isinstance(s, ir.MbarWait) and free_names(s.parity) & loop_vars:
+            out[s.span.line] = s
+    return out
+
+
+def _arrives_on(machine: Machine, who: str, bar: str) -> bool:
+    """Does the warp labelled `who` have an arrive on barrier `bar` in its program?"""
+    for prog in machine.programs:
+        if machine.proc_label(prog.process.index) == who:
+            return any(ins.kind == OP and isinstance(ins.op, ir.MbarArrive) and ins.op.bar.name == bar
+                       for ins in prog.code)
+    return False
+
+
+def first_parity(protocol: ir.Protocol, machine: Machine, result: CheckResult,
+                 options: Options) -> list[Diagnostic]:
     """A deadlock in which a warp waits for the completion of phase 0 of a release barrier (one
     with no bytes and no asynchronous arrivals) still in phase 0, when waiting for the other
     parity at that site alone makes the protocol check clean."""
     out = []
     ops = list(_ops(protocol.body))
-    waits = {op.span.line: op for op in ops if isinstance(op, ir.MbarWait)}
+    waits = _loop_waits(protocol.body)
     # barriers that carry bytes or asynchronous arrivals: a wait on one waits for data, and its
     # first parity is 0 by rule; the "phase before 0 counts as complete" idiom is for releases
     data = {op.bar.name for op in ops if isinstance(op, ir.TmaLoad | ir.MbarTx | ir.UmmaCommit)
@@ -246,10 +284,16 @@ def first_parity(protocol: ir.Protocol, result: CheckResult, options: Options) -
     for d in result.diagnostics:
         if d.code != "SV201":
             continue
+        blocked = dict(re.findall(r"(?:Blocked: |; )(\S+) line (\d+):", d.message))
         for m in _BLOCKED_WAIT.finditer(d.message):
             line, name, parity, phase = int(m[1]), m[2], int(m[3]), int(m[4])
             wait = waits.get(line)
             if wait is None or parity != 0 or phase != 0 or line in tried or wait.bar.name in data:
+                continue
+            # the arrivals that would complete phase 0 must be held back by this wait: some other
+            # blocked warp arrives on this barrier later in its program (else the count is the cause)
+            waiters = {who for who, at in blocked.items() if int(at) == line}
+            if not any(_arrives_on(machine, who, wait.bar.name) for who in set(blocked) - waiters):
                 continue
             tried.add(line)
             variant = replace(protocol, body=_map_ops(protocol.body, _flip(wait)))

@@ -118,7 +118,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV502": ("arrive-on in a phase after one no wait observed", Severity.ERROR),
     "SV503": ("tx-count out of range or never balanced", Severity.ERROR),
     "SV504": ("more arrivals than pending", Severity.ERROR),
-    "SV506": ("mbarrier count differs from the threads that arrive per phase", Severity.ERROR),
+    "SV506": ("mbarrier count below the threads that arrive per phase", Severity.ERROR),
     "SV507": ("first wait on a fresh barrier waits for a phase it holds back", Severity.ERROR),
     "SV508": ("per-warp release without syncwarp", Severity.ERROR),
     "SV509": ("shared memory per CTA over capacity", Severity.ERROR),
