@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from . import budget, ir
-from .diagnostics import InputError, Severity
+from .diagnostics import Diagnostic, InputError, Severity
 from .lang import load
 from .result import CheckResult, Stats, Verdict
 
@@ -28,6 +28,8 @@ class Options:
     strict: bool = False
     full_trace: bool = False
     progress: Callable[[int, int, float, float], None] | None = None  # states, frontier, s, MB
+    # each error of the explicit search as soon as it is found; returning True stops the search
+    on_finding: Callable[[Diagnostic], bool] | None = None
     defines: Mapping[str, int] = field(default_factory=dict)
     # Readings of the PTX text that production kernels rely on but PTX does not
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
@@ -49,10 +51,14 @@ def verdict_of(diags, strict: bool) -> Verdict:
 
 
 def check_protocol(protocol: ir.Protocol, options: Options = Options()) -> CheckResult:
-    """Run the engines on a loaded protocol."""
+    """Run the engines on a loaded protocol, then name the root causes of what they found
+    (diagnose.py: only causes that are certain, ahead of the symptoms), and mark the findings
+    the spec allows at their site (suppress.py)."""
+    from . import suppress
+    from .diagnose import root_causes
     from .engines import run_engines
 
-    return run_engines(protocol, options)
+    return suppress.apply(protocol, root_causes(protocol, run_engines(protocol, options), options), options.strict)
 
 
 def check_path(path: str, options: Options = Options()) -> CheckResult:

@@ -11,10 +11,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import budget, cli_extract, cli_gpu, cli_mutate, cli_trace, runs
+from . import __version__, budget, cli_extract, cli_gpu, cli_mutate, cli_trace, runs
 from .budget import positive_float, positive_int
 from .check import Options, check_path
-from .diagnostics import CODES, Diagnostic, InputError, Span, make
+from .diagnostics import CODES, Diagnostic, InputError, Severity, Span, make
 from .export import cli as cli_export
 from .lang import load_many
 from .report import json_report
@@ -23,6 +23,17 @@ from .result import CheckResult, Verdict, combine_exit
 
 class _Parser(argparse.ArgumentParser):
     """argparse that exits with 2 and a one-line message (its default is also 2)."""
+
+
+class _Defaults(argparse.HelpFormatter):
+    """Help text that names each option's default, when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, [], argparse.SUPPRESS) and "%(default)" not in text \
+                and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
 
 
 def _define(value: str) -> tuple[str, int | str]:
@@ -46,25 +57,42 @@ def _sweep(value: str) -> tuple[str, tuple[int | str, ...]]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="syncverify", description="Static verifier for GPU kernel synchronization protocols.")
+    parser.add_argument("--version", action="version", version=f"syncverify {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="verify .sync protocol specs")
+    check = sub.add_parser("check", help="verify .sync protocol specs",
+                           formatter_class=_Defaults,
+                           epilog="Defaults can be set in a [tool.syncverify] table of pyproject.toml "
+                           "(docs/api.md). Exit codes: 0 safe, 1 violation, 2 input error, 3 inconclusive, "
+                           "130 interrupted.")
     check.add_argument("paths", nargs="+", metavar="PATH",
-                       help="spec files or directories (searched for *.sync), or kernels (.ptx, .cu)")
-    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto")
+                       help="spec files or directories (searched for *.sync), or kernels (.ptx, .cu); "
+                       "- reads one spec from stdin")
+    check.add_argument("--format", choices=["text", "json", "jsonl", "sarif"], default="text",
+                       help="report format (jsonl: one JSON record per finding as it is found, per file, and a "
+                       "summary)")
+    check.add_argument("--engine", choices=["auto", "explicit", "z3", "bmc"], default="auto",
+                       help="auto: explicit search, then the all-iterations proof")
     check.add_argument("-D", dest="defines", action="append", type=_sweep, default=[], metavar="NAME=VALUE[,VALUE...]",
                        help="override a param, or pin a `choose` value; several values sweep it "
                             "(several sweeps: every combination)")
     check.add_argument("--jobs", "-j", type=positive_int, default=1, metavar="N",
-                       help="check up to N files or sweep points at once (results keep the input order)")
+                       help="check up to N files or sweep points at once (results keep the input order; "
+                       "findings are then printed as each check ends)")
     check.add_argument("--max-states", type=positive_int, default=Options.max_states, metavar="N",
-                       help="states a search may store (deterministic budget)")
+                       help="states a search may store, per file (deterministic budget)")
     check.add_argument("--rlimit", type=positive_int, default=Options.rlimit, metavar="UNITS",
                        help="Z3 resource units the bmc engine's queries may spend (deterministic budget)")
     check.add_argument("--timeout", type=positive_float, default=Options.timeout, metavar="SECONDS",
                        help="wall-clock limit of each check (depends on the machine's load)")
     check.add_argument("--max-memory", type=positive_float, default=Options.max_memory_mb, metavar="MB",
                        help="memory limit of each check")
+    check.add_argument("--fail-fast", action="store_true",
+                       help="stop the search at its first error and check no further file")
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress on stderr (and no summary line for json/jsonl/sarif)")
+    parser.check_parser = check  # type: ignore[attr-defined]  # for the [tool.syncverify] defaults
+    check.add_argument("--width", type=int, metavar="COLUMNS",
+                       help="text width (default: the terminal's; unlimited, one line per step, when piped)")
     check.add_argument("--expect", action="store_true",
                        help="exit 0 iff every file's error codes equal its `// expect:` header")
     check.add_argument("--strict", action="store_true", help="treat warnings as errors")
@@ -95,7 +123,7 @@ def expectation_met(result: CheckResult) -> tuple[bool, str]:
     if result.verdict is Verdict.INCONCLUSIVE:
         return False, f"inconclusive ({result.coverage})"
     errors = {d.code for d in result.diagnostics if d.is_error}
-    warnings = {d.code for d in result.diagnostics if not d.is_error}
+    warnings = {d.code for d in result.diagnostics if d.severity is Severity.WARNING}
     if errors != set(expect.errors):
         return False, f"expected {sorted(expect.errors) or 'safe'}, got {sorted(errors) or 'safe'}"
     missing = set(expect.warnings) - warnings
@@ -117,7 +145,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print(results, args)
         return 2
     try:
-        paths = load_many(args.paths)
+        paths = [p for arg in args.paths for p in (["-"] if arg == "-" else load_many([arg]))]
     except InputError as err:
         paths = []
         results = [CheckResult(path=args.paths[0], protocol=None, verdict=Verdict.ERROR, bound="",
@@ -128,22 +156,37 @@ def cmd_check(args: argparse.Namespace) -> int:
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume)
-    one = lambda path, opts: _check_with_progress(path, opts, args.format)  # noqa: E731
+    live = _live(args)
+    run = _runner(live) if "-" in paths else check_path
+    jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)
     refused = 0
     for is_kernel, group in itertools.groupby(paths, key=cli_extract.is_kernel):
-        if not is_kernel:  # specs: every sweep point, over --jobs workers, in input order
-            results += runs.run_all(runs.tasks(list(group), args.defines), options, args.jobs, one)
+        if live.stopped:
+            break
+        if not is_kernel:  # specs: every sweep point, in input order
+            todo = runs.tasks(list(group), args.defines)
+            if jobs > 1 and len(todo) > 1:  # over worker processes: each result printed as it is collected
+                results += (live.report(r) for r in runs.run_all(todo, options, jobs))
+                continue
+            for task in todo:
+                if live.stopped:
+                    break
+                results.append(live.check(task.path, replace(options, defines=dict(task.defines)), run,
+                                          sweep=task.sweep))
             continue
-        for path in group:  # kernels: extracted and checked here, one sweep point after the other
+        for path in group:  # kernels: extracted and checked, one sweep point after the other
             for point, sweep in runs.points(args.defines):
                 got = cli_extract.check_kernel(path, args, replace(options, defines=dict(point)))
                 if isinstance(got, CheckResult):
-                    results.append(replace(got, sweep=sweep) if sweep else got)
+                    results.append(live.report(replace(got, sweep=sweep) if sweep else got))
                 else:
                     cli_extract.print_refusal(got)
                     refused += 1
     budget.stop_if_interrupted()  # an interrupt some layer turned into an answer: no verdict is printed
-    _print(results, args)
+    if not paths:
+        _print(results, args)
+    else:
+        live.finish(results)
     if refused:
         return 2
     if args.expect:
@@ -160,23 +203,38 @@ def cmd_check(args: argparse.Namespace) -> int:
     return combine_exit(results)
 
 
-def _check_with_progress(path: str, options: Options, fmt: str) -> CheckResult:
-    """Check one file; on a terminal (text output) show a live status line while it runs."""
-    if fmt != "text" or not sys.stderr.isatty():  # a real terminal only, not a forced one
-        return check_path(path, options)
-    from .report import text
+def _live(args: argparse.Namespace):
+    """Streamed findings, progress, fail-fast and the summary line (report/live.py)."""
+    from .report.live import Live
 
-    console = text.make_console(sys.stderr)
-    with console.status(f"{path}: starting") as status:
-        def show(states: int, frontier: int, seconds: float, mb: float) -> None:
-            status.update(f"{path}: {states:,} states, {states / max(seconds, 1e-9):,.0f}/s, "
-                          f"frontier {frontier:,}, {mb:,.0f} MB, {seconds:.1f}s")
+    return Live(fmt=args.format, quiet=args.quiet, fail_fast=args.fail_fast, full_trace=args.full_trace,
+                width=args.width)
 
-        return check_path(path, replace(options, progress=show))
+
+def _runner(live):
+    """check_path, with `-` read from stdin (once) and named `<stdin>` in reports."""
+    from .lang import load
+
+    text = sys.stdin.read()
+    live.sources["<stdin>"] = text.splitlines()
+
+    def run(path: str, options: Options) -> CheckResult:
+        if path != "-":
+            return check_path(path, options)
+        from .check import check_protocol
+
+        try:
+            protocol = load(text, options.defines, path="<stdin>")
+        except InputError as err:
+            return CheckResult(path="<stdin>", protocol=None, verdict=Verdict.ERROR, bound="",
+                               diagnostics=tuple(err.diagnostics))
+        return check_protocol(protocol, options)
+
+    return run
 
 
 def _print(results: list[CheckResult], args: argparse.Namespace) -> None:
-    if args.format == "json":
+    if args.format in ("json", "jsonl"):
         print(json_report.render(results))
     elif args.format == "sarif":
         from .report import sarif
@@ -195,7 +253,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if code not in CODES:
         print(f"syncverify: unknown code {args.code}; codes are {', '.join(CODES)}", file=sys.stderr)
         return 2
-    print(explain(code))
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        from rich.markdown import Markdown
+
+        from .report import text
+
+        text.make_console(sys.stdout).print(Markdown(explain(code)))
+    else:
+        print(explain(code))
     return 0
 
 
@@ -210,6 +275,15 @@ def _on_sigint(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    from .config import ConfigError, check_defaults
+
+    try:
+        defaults, _ = check_defaults()
+    except ConfigError as err:
+        print(f"syncverify: {err}", file=sys.stderr)
+        return 2
+    if defaults:
+        parser.check_parser.set_defaults(**defaults)  # type: ignore[attr-defined]
     args = parser.parse_args(argv)
     handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
                **cli_mutate.HANDLERS, **cli_export.HANDLERS, **cli_extract.HANDLERS}[args.command]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,10 +37,12 @@ def add_subcommand(sub: Any, define: Callable[[str], tuple[str, int | str]]) -> 
     p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS", help="time budget per mutant")
     p.add_argument("--show", choices=["survivors", "all", "none"], default="survivors",
                    help="which mutants to print as a diff of the spec (text format)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
     from .mutate import OPERATORS, Outcome, report_dict, run
+    from .report.live import PROGRESS_EVERY
 
     bad = [f"-D {name}={raw}: {raw!r} is not an integer" for name, raw in args.defines if isinstance(raw, str)]
     operators = None
@@ -53,9 +56,18 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         return 2
     text_out = args.format == "text"
 
+    last = [time.monotonic()]
+
     def progress(n: int, total: int, r: Any) -> None:
+        if args.quiet:
+            return
         if text_out and sys.stderr.isatty():
             print(f"\r{n}/{total} mutants checked", end="", file=sys.stderr, flush=True)
+        elif time.monotonic() - last[0] >= PROGRESS_EVERY or n == total:
+            # outside a terminal (CI, a hook): a plain line every few seconds, never silence for minutes
+            last[0] = time.monotonic()
+            what = f" (last: {r.mutant.ident} {r.outcome.value})" if hasattr(r, "mutant") else ""
+            print(f"syncverify mutate: {n}/{total} mutants checked{what}", file=sys.stderr, flush=True)
 
     try:
         rep = run(args.path, dict(args.defines), max_states=args.max_states, timeout=args.timeout,
@@ -65,7 +77,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             where = f"{d.span.path}:{d.span.line}:{d.span.column}: " if d.span else ""
             print(f"{where}{d.code}: {d.message}", file=sys.stderr)
         return 2
-    if text_out and sys.stderr.isatty():
+    if text_out and sys.stderr.isatty() and not args.quiet:
         print(file=sys.stderr)
     if args.format == "json":
         print(json.dumps(report_dict(rep), indent=2))

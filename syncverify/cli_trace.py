@@ -33,6 +33,8 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
     p.add_argument("--max-states", type=positive_int, default=Options.max_states)
     p.add_argument("--timeout", type=positive_float, default=Options.timeout, metavar="SECONDS")
     p.add_argument("--max-memory", type=positive_float, default=Options.max_memory_mb, metavar="MB")
+    p.add_argument("--full-trace", action="store_true",
+                   help="draw every step of a counterexample (default: the steps `check` reports)")
     p.add_argument("--no-assume", action="store_true",
                    help="drop the readings of unsettled PTX behaviour that production kernels rely on")
 
@@ -82,7 +84,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         return 2
     lanes = process_lanes(protocol)
     views = views_for(protocol, result, codes, lanes=lanes, assume_tcgen05_commit_order=assume,
-                      assume_dealloc_blocks=assume)
+                      assume_dealloc_blocks=assume, trimmed=not args.full_trace)
     page = render_html(protocol, result, views, lanes)
     out = Path(args.output) if args.output else Path(Path(args.path).stem + ".trace.html")
     try:

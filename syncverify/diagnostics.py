@@ -43,6 +43,7 @@ class TraceStep:
     note: str = ""
     iteration: str = ""
     state: str = ""
+    barrier: str = ""  # the mbarrier an arrive or wait of this step used (`full[0]`), for drawing edges
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +63,13 @@ class Diagnostic:
     trace: tuple[TraceStep, ...] = ()
     related: tuple[Related, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # the reason given in a `// syncverify: allow SVnnn — reason` comment at the site; None: in force
+    suppressed: str | None = None
 
     @property
     def is_error(self) -> bool:
-        return self.severity is Severity.ERROR
+        """An error in force (a suppressed one is reported but does not fail the check)."""
+        return self.severity is Severity.ERROR and self.suppressed is None
 
 
 class InputError(Exception):
@@ -117,8 +121,13 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV502": ("arrive-on in a phase after one no wait observed", Severity.ERROR),
     "SV503": ("tx-count out of range or never balanced", Severity.ERROR),
     "SV504": ("more arrivals than pending", Severity.ERROR),
+    "SV506": ("mbarrier count below the threads that arrive per phase", Severity.ERROR),
+    "SV507": ("first wait on a fresh barrier waits for a phase it holds back", Severity.ERROR),
+    "SV508": ("per-warp release without syncwarp", Severity.ERROR),
+    "SV509": ("shared memory per CTA over capacity", Severity.ERROR),
     "SV601": ("missing fence.proxy.async", Severity.ERROR),
     "SV602": ("cross-CTA synchronization with .cta scope", Severity.ERROR),
+    "SV701": ("verification inconclusive", Severity.WARNING),
 }
 
 

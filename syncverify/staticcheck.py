@@ -12,6 +12,9 @@
   outside the cluster.
 * SV206, SV406 — collectives run by too few threads, tensor memory left
   allocated at exit (syncverify.collective).
+* SV509 — the shared memory a CTA declares (buffers, 8 bytes per mbarrier) is
+  more than one CTA can have on sm_90 (227 KB, CUTLASS's
+  `sm90_smem_capacity_bytes`): such a kernel does not launch.
 
 "Certain" means: the operation is in the compiled program of some warp (its
 role guards hold), and the arithmetic is on constants. Anything less certain
@@ -161,6 +164,23 @@ def check_ranks(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnost
     return out
 
 
+SMEM_CAPACITY = 232_448  # bytes of shared memory one CTA may use on sm_90 (227 KB; docs/model.md)
+MBARRIER_BYTES = 8
+
+
+def check_smem_capacity(protocol: ir.Protocol) -> list[Diagnostic]:
+    buffers = sum((b.slots or 1) * b.bytes for b in protocol.buffers)
+    bars = sum((m.size or 1) * MBARRIER_BYTES for m in protocol.mbarriers)
+    if buffers + bars <= SMEM_CAPACITY:
+        return []
+    largest = max(protocol.buffers, key=lambda b: (b.slots or 1) * b.bytes)
+    return [make("SV509", f"the CTA declares {buffers + bars:,} bytes of shared memory ({buffers:,} in buffers, "
+                 f"{bars:,} in mbarriers), more than the {SMEM_CAPACITY:,} bytes (227 KB) one CTA can use on sm_90: "
+                 f"the kernel would not launch (largest: `{largest.name}`, {(largest.slots or 1) * largest.bytes:,} "
+                 "bytes)", largest.span)]
+
+
 def static_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
     return check_overflow(protocol, programs) + check_tx_balance(protocol, programs) + \
-        check_ranks(protocol, programs) + collective_findings(protocol, programs) + tmem_findings(protocol, programs)
+        check_ranks(protocol, programs) + collective_findings(protocol, programs) + \
+        tmem_findings(protocol, programs) + check_smem_capacity(protocol)

@@ -64,6 +64,8 @@ def _from_result(res, start: float) -> Answer:
 
 def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float], Answer]:
     def run(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+        from syncverify.check import Options
+        from syncverify.diagnose import root_causes
         from syncverify.engines import merge_static
         from syncverify.engines.explicit import Budget, explore
         from syncverify.semantics.machine import Machine
@@ -72,7 +74,9 @@ def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float
         start = time.monotonic()
         machine = Machine(protocol, reduce=reduce)
         res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry)
-        return _from_result(merge_static(res, static_findings(protocol, machine.programs)), start)
+        res = merge_static(res, static_findings(protocol, machine.programs))
+        # the root causes check_protocol adds for every engine (the others run through it)
+        return _from_result(root_causes(protocol, res, Options(max_states=max_states, timeout=seconds)), start)
 
     return run
 

@@ -53,7 +53,13 @@ def test_input_error_examples_report_their_code(code):
             expected.strip().splitlines()
 
 
-@pytest.mark.parametrize("code", [c for c in CODES if not c.startswith("SV1")])
+@pytest.mark.parametrize("code", [c for c in CODES if c.startswith("SV7")])
+def test_run_level_codes_show_a_command_line(code):
+    """SV7xx describe the run, not a protocol: their example is a command and what it prints."""
+    assert "```console\n$ syncverify " in explain(code)
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if not c.startswith(("SV1", "SV7"))])
 def test_checker_examples_are_valid_input(code):
     """Examples of the model checker's findings must load: the bug is in the protocol, not the syntax."""
     (spec, _), *_ = examples(code)
@@ -96,3 +102,121 @@ def test_sv115_precedence_text_matches_the_parser():
     proto = syncverify.load(src, path="prec.sync")
     assert proto.param("A") == 0  # 2 & (1 == 0) = 2 & 0
     assert proto.param("B") == 1  # (2 & 1) == 0: the low bit is clear
+
+
+# ----------------------------------------------------------------------------- samples in README.md and docs/
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _blocks(lang: str) -> list[tuple[str, int, str]]:
+    """(file name, line, body) of every ```lang block of README.md and docs/."""
+    out = []
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(rf"^```{lang}\n(.*?)^```$", text, re.S | re.M):
+            out.append((path.name, text[:m.start()].count("\n") + 1, m.group(1)))
+    return out
+
+
+def _matches(expected: list[str], actual: list[str]) -> bool:
+    """Line by line; `…` inside a line matches any text, a line that is only `…` any number of lines."""
+    if not expected:
+        return not actual
+    head = expected[0]
+    if head.strip() == "…":
+        return any(_matches(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    if not actual:
+        return False
+    pattern = "^" + ".*".join(re.escape(part) for part in head.rstrip().split("…")) + "$"
+    return re.match(pattern, actual[0].rstrip()) is not None and _matches(expected[1:], actual[1:])
+
+
+def _run_console(block: str, cwd: Path) -> list[tuple[str, list[str], list[str]]]:
+    """Run each `$ command` of a console block; (command, expected lines, printed lines)."""
+    import os
+    import subprocess
+    import sys
+
+    runs = []
+    for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+        command, *expected = chunk.rstrip("\n").split("\n")
+        argv = command.split()
+        if argv[0] == "syncverify":
+            argv = [sys.executable, "-m", "syncverify", *argv[1:]]
+        elif argv[0] == "python3":
+            argv = [sys.executable, *argv[1:]]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+        runs.append((command, expected, (proc.stdout + proc.stderr).splitlines()))
+    return runs
+
+
+def test_matcher_can_fail():
+    assert _matches(["a … c", "…", "z"], ["a b c", "x", "y", "z"])
+    assert not _matches(["a … c", "z"], ["a b c", "x", "z"])
+    assert not _matches(["a"], ["b"])
+
+
+@pytest.mark.parametrize("where,line,block", _blocks("console"), ids=lambda v: str(v)[:40])
+def test_console_samples_print_what_the_docs_say(where, line, block, tmp_path):
+    for name in ("specs", "examples", "kernels"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    for command, expected, printed in _run_console(block, tmp_path):
+        assert _matches(expected, printed), f"{where}:{line}: `{command}` printed:\n" + "\n".join(printed)
+
+
+def test_python_samples_run(tmp_path, monkeypatch):
+    """The ```python blocks of each document, in order, in one namespace per document."""
+    monkeypatch.chdir(ROOT)
+    by_doc: dict[str, list[str]] = {}
+    for where, _, body in _blocks("python"):
+        by_doc.setdefault(where, []).append(body)
+    assert set(by_doc) >= {"README.md", "api.md"}
+    for where, bodies in by_doc.items():
+        namespace: dict = {}
+        for body in bodies:
+            exec(compile(body, where, "exec"), namespace)  # the documentation's own samples
+
+
+def _contract() -> dict:
+    import json
+
+    (schema,) = [body for where, _, body in _blocks("json") if where == "api.md"]
+    return json.loads(schema)
+
+
+def test_json_reports_follow_the_documented_contract(capsys):
+    import json
+
+    import jsonschema
+
+    schema = _contract()
+    specs = [str(ROOT / "specs" / n) for n in ("cutlass_ws_ring_per_warp_release.sync", "peer_init_fixed.sync")]
+    main(["check", "--format", "json", *specs, "/no/such.sync"])
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schema)
+    assert {r["verdict"] for r in doc["results"]} == {"violation", "safe", "error"}
+    main(["check", "--format", "jsonl", *specs])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    result_schema = {**schema["$defs"]["result"], "$defs": schema["$defs"]}
+    diag_schema = {**schema["$defs"]["diagnostic"], "$defs": schema["$defs"]}
+    for r in records:
+        body = {k: v for k, v in r.items() if k != "kind"}
+        if r["kind"] == "result":
+            jsonschema.validate(body, result_schema)
+        elif r["kind"] == "diagnostic":
+            jsonschema.validate({k: v for k, v in body.items() if k not in ("path", "protocol")}, diag_schema)
+    broken = dict(doc, results=[dict(doc["results"][0], verdict="fine")])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_readme_synopsis_names_every_check_option():
+    from syncverify.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    synopsis = readme.split("## Command line", 1)[1].split("```", 2)[1]
+    check = build_parser().check_parser
+    options = {s for a in check._actions for s in a.option_strings if s.startswith("--") and s != "--help"}
+    assert options and all(o in synopsis for o in options), sorted(o for o in options if o not in synopsis)

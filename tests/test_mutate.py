@@ -135,3 +135,18 @@ def test_budget_exhaustion_is_inconclusive_not_survival(small_ring):
     assert {r.outcome for r in rep.results} <= {Outcome.INCONCLUSIVE, Outcome.KILLED}
     assert any(r.outcome is Outcome.INCONCLUSIVE for r in rep.results)
     assert rep.exit_code() == 3
+
+
+def test_progress_lines_outside_a_terminal(small_ring, monkeypatch):
+    """Piped (CI, a hook), mutate says how far it got instead of staying silent; --quiet drops it."""
+    monkeypatch.setattr("syncverify.report.live.PROGRESS_EVERY", 0.0)
+    for quiet in (False, True):
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = main(["mutate", str(small_ring), "--operators", "drop-wait", *(["-q"] if quiet else [])])
+        assert rc == 0
+        lines = [line for line in err.getvalue().splitlines() if line.startswith("syncverify mutate: ")]
+        if quiet:
+            assert lines == []
+        else:
+            assert lines[-1].startswith("syncverify mutate: 2/2 mutants checked (last: drop-wait@")

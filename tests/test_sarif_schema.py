@@ -15,6 +15,7 @@ from jsonschema.validators import validator_for
 from syncverify import Options, ProtocolBuilder, check_protocol
 from syncverify.cli import main
 from syncverify.report import sarif
+from syncverify.result import CheckResult, Stats, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
@@ -146,3 +147,42 @@ def test_a_check_ended_by_a_budget_is_valid_and_named(capsys):
     notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert [(n["properties"]["stoppedBy"], n["properties"]["sweep"]) for n in notes] == \
         [("states", {"ITERS": 64}), ("states", {"ITERS": 65})]
+
+
+def _stub(monkeypatch, verdict: Verdict, coverage: str = "") -> None:
+    def check_protocol(protocol, options):
+        return CheckResult(protocol.path, protocol.name, verdict, "ITERS=6", coverage=coverage,
+                           stats=Stats(states=1234, seconds=1.5))
+
+    monkeypatch.setattr("syncverify.check.check_protocol", check_protocol)
+
+
+def test_inconclusive_run_is_not_clean(capsys, monkeypatch):
+    """An inconclusive file: a `note` result of rule SV701, a tool notification, executionSuccessful
+    false, and the bound and coverage in the run's properties (a run with no results looks clean)."""
+    _stub(monkeypatch, Verdict.INCONCLUSIVE, "no violation in 1234 states; time budget of 1s reached")
+    rc, doc = run_sarif(capsys, str(SPECS / "cutlass_ws_ring.sync"))
+    assert rc == 3
+    assert_valid(doc)
+    (run,) = doc["runs"]
+    (result,) = run["results"]
+    assert result["ruleId"] == "SV701" and result["level"] == "note"
+    assert "1234 states" in result["message"]["text"] and "not a proof" in result["message"]["text"]
+    assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "SV701"
+    (inv,) = run["invocations"]
+    assert inv["executionSuccessful"] is False and inv["exitCode"] == 3
+    (note,) = inv["toolExecutionNotifications"]
+    assert note["level"] == "warning" and "inconclusive" in note["message"]["text"]
+    (entry,) = run["properties"]["files"]
+    assert entry["verdict"] == "inconclusive" and entry["bound"] == "ITERS=6" and "1234" in entry["coverage"]
+
+
+def test_safe_run_stays_successful_with_no_notification(capsys, monkeypatch):
+    _stub(monkeypatch, Verdict.SAFE)
+    rc, doc = run_sarif(capsys, str(SPECS / "cutlass_ws_ring.sync"))
+    assert rc == 0
+    assert_valid(doc)
+    (run,) = doc["runs"]
+    assert run["results"] == [] and run["tool"]["driver"]["rules"] == []
+    assert run["invocations"] == [{"executionSuccessful": True, "exitCode": 0}]
+    assert run["properties"]["files"][0]["verdict"] == "safe"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import struct
 import subprocess
@@ -89,8 +91,11 @@ def test_counterexample_page_has_a_lane_per_process_and_the_failing_step(tmp_pat
     assert section["attrs"]["data-code"] == "SV302"
     inside = in_section(elements, 0)
     lanes = [e for e in inside if "lane" in classes(e)]
-    procs = [e["attrs"]["data-lane"] for e in lanes if e["attrs"]["data-kind"] == "process"]
-    assert procs == list(process_lanes(protocol)) and len(procs) == 12  # 1 producer + 3 idle + 8 consumer warps
+    procs = [e for e in lanes if e["attrs"]["data-kind"] == "process"]
+    members = [m for e in procs for m in e["attrs"]["data-members"].split()]
+    assert sorted(members) == sorted(process_lanes(protocol)) and len(members) == 12  # 1 + 3 idle + 8 consumers
+    assert len(procs) < 12 and sum(int(e["attrs"]["data-count"]) for e in procs) == 12  # identical warps folded
+    assert any(e["attrs"]["data-lane"] == "cta.w1 … cta.w3 (×3)" for e in procs)  # the three idle warps
     assert [e for e in lanes if e["attrs"]["data-kind"] == "agent"], "the TMA copy has a lane of its own"
     steps = [e for e in inside if "step" in classes(e)]
     assert len(steps) == int(section["attrs"]["data-steps"]) > 10
@@ -297,4 +302,79 @@ def test_long_schedules_get_narrower_steps():
     lanes = process_lanes(protocol)
     narrow = render_svg(protocol, TraceView(title="t", steps=view.steps * 30), lanes)
     wide = render_svg(protocol, view, lanes)
-    assert 'width="16" height="18"' in wide and 'width="6" height="18"' in narrow
+    assert 'width="28" height="18"' in wide and 'width="6" height="18"' in narrow
+    assert 'class="step-label"' in wide and 'class="step-label"' not in narrow
+
+
+# ----------------------------------------------------------------------------- what explains the bug
+
+PER_WARP = SPECS / "cutlass_ws_ring_per_warp_release.sync"
+
+
+def test_page_draws_the_reported_steps_both_accesses_and_release_acquire_edges(tmp_path, capsys):
+    rc, page = trace(tmp_path, PER_WARP)
+    assert rc == 1
+    elements = in_section(parse(page), 0)
+    steps = [e for e in elements if "step" in classes(e) and e["tag"] == "rect"]
+    numbers = [int(e["attrs"]["data-step"]) for e in steps]
+    # the same steps as the JSON report (whose rows of one operation by several warps are merged)
+    capsys.readouterr()
+    main(["check", "--format", "json", str(PER_WARP)])
+    report = json.loads(capsys.readouterr().out)["results"][0]
+    (race,) = [d for d in report["diagnostics"] if d["code"] == "SV302"]
+    reported = [s["step"] for s in race["trace"]]
+    assert set(reported) <= set(numbers)
+    merged = {(s["line"], s["op"]) for s in race["trace"] if " warps: " in s["role"]}
+    for e in steps:
+        if int(e["attrs"]["data-step"]) not in reported:
+            line = int(e["attrs"]["data-line"])
+            assert any(m[0] == line for m in merged), "a step the report does not show"
+    # every box carries a label
+    labels = {int(e["attrs"]["data-step"]): e["text"] for e in elements if "step-label" in classes(e)}
+    assert set(labels) == set(numbers) and labels[numbers[-1]] == "tma"
+    # both accesses: the failing copy, and the read by the warp the message names
+    reader = re.search(r"read at line 49 by (\S+);", race["message"])[1]
+    (other,) = [e for e in steps if "other-access" in classes(e)]
+    assert other["attrs"]["data-line"] == "49" and reader in other["title"]
+    assert next(e for e in steps if "fail" in classes(e))["attrs"]["data-step"] == str(numbers[-1])
+    # release -> acquire: the copy's completion to the consumer's wait on full[0], the last
+    # consumer arrival on empty[0] to the producer's wait
+    edges = {(e["attrs"]["data-barrier"], int(e["attrs"]["data-from"]), int(e["attrs"]["data-to"]))
+             for e in elements if "edge" in classes(e)}
+    by_step = {s["step"]: s for s in race["trace"]}
+    assert any(b == "full[0]" and by_step[f]["role"] == "async agent" and by_step[t]["role"] == reader
+               for b, f, t in edges)
+    assert any(b == "empty[0]" and by_step[t]["role"] == "producer.w0" and by_step[t]["op"].startswith("wait")
+               for b, f, t in edges)
+    # copies still in flight at the race have lanes
+    pending = [e for e in elements if "inflight" in classes(e) and "pending" in classes(e)]
+    assert pending and all("still in flight" in e["title"] for e in pending)
+
+
+def test_full_trace_option_draws_every_step(tmp_path):
+    _, trimmed = trace(tmp_path, PER_WARP)
+    _, full = trace(tmp_path, PER_WARP, "--full-trace")
+    n = [len([e for e in in_section(parse(p), 0) if "step" in classes(e) and e["tag"] == "rect"])
+         for p in (trimmed, full)]
+    assert n[0] < n[1] == 22
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (Debian package `chromium`)")
+def test_failing_step_and_other_access_are_in_view_at_1600_px(tmp_path):
+    """A 50-step trace is wider than the window: the page opens scrolled to its end, where the
+    failing step (red) and the other access (amber outline) are."""
+    browser = _chromium()
+    rc, _ = trace(tmp_path, RACE, "--code", "SV302", "--full-trace")
+    assert rc == 1
+    png = tmp_path / "wide.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
+                    "--window-size=1600,900", (tmp_path / "trace.html").as_uri()], capture_output=True, timeout=120,
+                   check=False)
+    width, _, rows = read_png(png.read_bytes())
+    assert width == 1600
+    pixels = Counter(row[i:i + 3] for row in rows for i in range(0, len(row), 3))
+    red = sum(n for px, n in pixels.items() if px[0] > 190 and px[1] < 60 and px[2] < 60)
+    amber = sum(n for px, n in pixels.items() if px[0] > 230 and 140 < px[1] < 175 and px[2] < 30)
+    assert red > 20, "the failing step's red outline is off-screen"
+    assert amber > 20, "the other access's outline is off-screen"

@@ -52,7 +52,7 @@ def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
             return symbolic.check(protocol, options, machine)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
-                     progress=options.progress)
+                     progress=options.progress, on_finding=options.on_finding)
     result = merge_static(result, static_findings(protocol, machine.programs))
     if options.engine == "auto" and symbolic is not None:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"

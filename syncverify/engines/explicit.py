@@ -29,12 +29,13 @@ from operator import is_not
 
 from .. import budget as budgets
 from .. import ir
-from ..diagnostics import Diagnostic, Related, Severity, Span, TraceStep, make
+from ..diagnostics import Diagnostic, Severity, TraceStep
 from ..result import CheckResult, Stats, Verdict
 from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
+from .witness import barrier_of, trim
 
 MAX_DISTINCT_ERRORS = 12
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
@@ -205,14 +206,27 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# called with each distinct error as the search records it and the path to it; True stops the search
+OnError = Callable[[Violation, list[tuple]], bool]
+
+
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
-           progress: Progress | None = None) -> SearchOutcome:
+           progress: Progress | None = None, on_error: OnError | None = None) -> SearchOutcome:
     with cyclic_gc_paused():
-        return _search(machine, budget, symmetry, progress)
+        return _search(machine, budget, symmetry, progress, on_error)
+
+
+def _path_to(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
+    labels = [] if last is None else [last]
+    while sid > 0:
+        parent, label = parents[sid]
+        labels.append(label)
+        sid = parent
+    return labels[::-1]
 
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
-            progress: Progress | None) -> SearchOutcome:
+            progress: Progress | None, on_error: OnError | None = None) -> SearchOutcome:
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
@@ -227,6 +241,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     stop = kind = ""
     nprocs = len(machine.procs)
     popped = 0
+    reported = 0  # errors handed to on_error so far
     last_report = last_memory = start
     machine.deadline = start + budget.seconds
     try:
@@ -256,6 +271,11 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
                 break
+            if on_error is not None and len(errors) > reported:
+                told, reported = list(errors.values())[reported:], len(errors)
+                if any([on_error(v, _path_to(parents, sid, lab)) for v, sid, lab in told]):
+                    stop = "stopped at the first error (--fail-fast)"
+                    break
             state, sid = queue.popleft()
             results: list[StepResult] = list(machine.successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
@@ -290,12 +310,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     peak = max(peak, budgets.rss_mb())
 
     def path(sid: int, last: tuple | None) -> list[tuple]:
-        labels = [] if last is None else [last]
-        while sid > 0:
-            parent, label = parents[sid]
-            labels.append(label)
-            sid = parent
-        return labels[::-1]
+        return _path_to(parents, sid, last)
 
     return SearchOutcome(
         complete=not queue and not stop, states=len(visited), transitions=transitions,
@@ -364,6 +379,7 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
             cta = proc.cta
             note = ""
+            barrier = barrier_of(machine, state, p, ins.op)
         else:
             a = label[1]
             cta, line = a[1], a[7]
@@ -371,37 +387,21 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             iteration = ""
             op_text = "bulk copy completes" if a[0] == 0 else "tensor-core commit arrives"
             note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
+            barrier = ""
         res = machine.step(state, label)
         after = res.state if res is not None and res.state is not None else state
         if res is not None and res.violation is not None:
             note = (note + " " if note else "") + f"<- {res.violation.code}"
         steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
-                               state=_diff(machine, state, after)))
+                               state=_diff(machine, state, after), barrier=barrier))
         state = after
         if symmetry is not None and res is not None and res.state is not None:
             state, perm = symmetry.canon(state)
             real = _follow(real, perm)
-    if full or len(steps) <= 12:
+    if full:
         return tuple(steps)
-    return _collapse(_trim(steps, {machine.proc_label(real[p]) for p in involved}))
 
-
-def _collapse(steps: tuple[TraceStep, ...]) -> tuple[TraceStep, ...]:
-    """Merge runs of the same operation (same line, same iteration) by different warps into one row."""
-    out: list[TraceStep] = []
-    run = 1
-    for s in steps:
-        prev = out[-1] if out else None
-        if prev is not None and prev.line == s.line and prev.op == s.op and prev.iteration == s.iteration \
-                and prev.cta == s.cta and not s.note and not prev.note:
-            run += 1
-            first = prev.role.split(" (+")[0]
-            out[-1] = TraceStep(step=s.step, cta=s.cta, role=f"{first} (+{run - 1} more)", line=s.line, op=s.op,
-                                note="", iteration=s.iteration, state=s.state)
-        else:
-            run = 1
-            out.append(s)
-    return tuple(out)
+    return trim(steps, {machine.proc_label(real[p]) for p in involved})
 
 
 def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
@@ -413,35 +413,22 @@ def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
     return out
 
 
-def _trim(steps: list[TraceStep], involved: set[str]) -> tuple[TraceStep, ...]:
-    """Keep the steps of the actors of the last step and of the processes the finding names,
-    and every step that changed barrier state those steps depended on."""
-    last = steps[-1]
-    actors = {last.role} | involved
-    touched = {part.split(":")[0] for part in last.state.split("; ") if part}
-    keep = []
-    for s in reversed(steps):
-        changed = {part.split(":")[0] for part in s.state.split("; ") if part}
-        if s.role in actors or changed & touched or s is last:
-            keep.append(s)
-            touched |= changed
-    return tuple(reversed(keep))
-
-
 def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: bool,
                 symmetry: Symmetry | None) -> Diagnostic:
-    related = tuple(Related(Span(machine.protocol.path, line, 1, line, 2), msg) for line, msg in v.related)
-    notes: tuple[str, ...] = ()
-    trace = build_trace(machine, labels, full=full_trace, symmetry=symmetry, involved=v.procs)
-    if not full_trace and len(trace) < len(labels):
-        notes = (f"trace trimmed to {len(trace)} of {len(labels)} steps (--full-trace shows all)",)
-    return make(v.code, v.message, v.span, severity=v.severity, trace=trace, related=related, notes=notes)
+    from .witness import diagnostic
+
+    return diagnostic(machine, v, labels, full_trace, symmetry)
 
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
-            strict: bool = False, symmetry: bool = True, progress: Progress | None = None) -> CheckResult:
+            strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
+            on_finding: Callable[[Diagnostic], bool] | None = None) -> CheckResult:
+    """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
+    will be reported); returning True stops the search there (--fail-fast)."""
     sym = Symmetry(machine.procs, machine.programs) if symmetry else None
-    outcome = search(machine, budget, sym, progress)
+    on_error = None if on_finding is None else \
+        (lambda v, labels: on_finding(_diagnostic(machine, v, labels, full_trace, sym)))
+    outcome = search(machine, budget, sym, progress, on_error)
     diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))

@@ -21,11 +21,12 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "end_column": span.end_column if span else None,
         "trace": [
             {"step": s.step, "cta": s.cta, "role": s.role, "line": s.line, "op": s.op, "note": s.note,
-             "iteration": s.iteration, "state": s.state}
+             "iteration": s.iteration, "state": s.state, "barrier": s.barrier}
             for s in d.trace
         ],
         "related": [{"line": r.span.line, "column": r.span.column, "message": r.message} for r in d.related],
         "notes": list(d.notes),
+        "suppressed": d.suppressed,
     }
 
 

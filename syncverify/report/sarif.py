@@ -25,9 +25,10 @@ from urllib.parse import quote
 from .. import __version__
 from ..budget import DETERMINISTIC
 from ..diagnostics import CODES, Diagnostic, Severity
-from ..result import CheckResult, Verdict
+from ..result import CheckResult, Verdict, combine_exit
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INCONCLUSIVE = "SV701"  # the rule of an inconclusive file (never a diagnostic of a result)
 
 
 def _rule(code: str) -> dict[str, Any]:
@@ -41,7 +42,8 @@ def _rule(code: str) -> dict[str, Any]:
         "shortDescription": {"text": title},
         "fullDescription": {"text": title},
         "help": {"text": explain(code), "markdown": explain(code)},
-        "defaultConfiguration": {"level": "error" if severity is Severity.ERROR else "warning"},
+        "defaultConfiguration": {"level": "note" if code == INCONCLUSIVE else
+                                 "error" if severity is Severity.ERROR else "warning"},
     }
 
 
@@ -118,40 +120,80 @@ def _result(r: CheckResult, d: Diagnostic, rule_index: dict[str, int]) -> dict:
                                    for i, rel in enumerate(d.related)]
     if d.trace:
         res["codeFlows"] = [_code_flow(uri, d)]
+    if d.suppressed is not None:
+        res["suppressions"] = [{"kind": "inSource", "justification": d.suppressed}]
     return res
 
 
 def _properties(r: CheckResult) -> dict[str, Any]:
+    """What a file's verdict covers: its bound, the sweep point, and the budget that ended it."""
     props: dict[str, Any] = {"protocol": r.protocol, "verdict": r.verdict.value, "bound": r.bound}
     if r.sweep:
         props["sweep"] = dict(r.sweep)
     if r.stopped_by:
         props["stoppedBy"] = r.stopped_by
+        props["deterministic"] = r.stopped_by in DETERMINISTIC
     return props
 
 
 def _budget_notification(r: CheckResult) -> dict[str, Any]:
-    """A check a budget ended: SARIF results are findings, and an inconclusive check may have none,
-    so the invocation says which budget ended it (and whether that budget is deterministic)."""
-    props = _properties(r)
-    props["deterministic"] = r.stopped_by in DETERMINISTIC
-    return {"level": "warning" if r.verdict is Verdict.INCONCLUSIVE else "note",
-            "message": {"text": f"{r.path}: {r.verdict.value} — {r.coverage}"},
-            "locations": [_location(r.path, 1)], "properties": props}
+    """A decided check whose proof a budget ended (a bounded `safe` not lifted to every trip count):
+    SARIF results are findings, so the invocation says which budget ended it."""
+    return {"level": "note", "message": {"text": f"{r.path}: {r.verdict.value} — {r.coverage}"},
+            "locations": [_location(r.path, 1)], "properties": _properties(r)}
+
+
+def _inconclusive_text(r: CheckResult) -> str:
+    covered = r.coverage or "a budget ran out"
+    bound = f" (bound {r.bound})" if r.bound else ""
+    return (f"{r.protocol or r.path}: verification inconclusive{bound}: {covered}. This is not a proof of safety: "
+            "raise --timeout / --max-states / --max-memory or lower the params")
+
+
+def _inconclusive_result(r: CheckResult, rule_index: dict[str, int]) -> dict:
+    """An inconclusive file as a result of level `note`: code scanning shows it, and a run
+    with nothing but inconclusive files does not look like a clean one."""
+    text = _inconclusive_text(r)
+    return {
+        "ruleId": INCONCLUSIVE, "ruleIndex": rule_index[INCONCLUSIVE], "level": "note", "kind": "open",
+        "message": {"text": text},
+        "locations": [_location(r.path, 1)],
+        "partialFingerprints": {"syncverify/v1": hashlib.sha256(f"{INCONCLUSIVE}|{r.path}".encode()).hexdigest()[:32]},
+        "properties": {**_properties(r), "coverage": r.coverage, "states": r.stats.states,
+                       "seconds": round(r.stats.seconds, 3)},
+    }
+
+
+def _run_properties(results: list[CheckResult]) -> dict[str, Any]:
+    """What each file's verdict covers: its bound (the params it was checked at) and, when
+    inconclusive, how far the search got."""
+    return {"files": [{"path": r.path, **_properties(r), "coverage": r.coverage, "states": r.stats.states,
+                       "seconds": round(r.stats.seconds, 3)} for r in results]}
 
 
 def to_sarif(results: list[CheckResult]) -> dict[str, Any]:
-    codes = sorted({d.code for r in results for d in r.diagnostics})
+    inconclusive = [r for r in results if r.verdict is Verdict.INCONCLUSIVE]
+    codes = sorted({d.code for r in results for d in r.diagnostics} | ({INCONCLUSIVE} if inconclusive else set()))
     rule_index = {code: i for i, code in enumerate(codes)}
+    invocation: dict[str, Any] = {"executionSuccessful": not inconclusive, "exitCode": combine_exit(results)}
+    if inconclusive:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "warning", "message": {"text": _inconclusive_text(r)},
+             "descriptor": {"id": INCONCLUSIVE, "index": rule_index[INCONCLUSIVE]},
+             "locations": [_location(r.path, 1)], "properties": _properties(r)} for r in inconclusive]
+    decided_early = [_budget_notification(r) for r in results if r.stopped_by and r.verdict is not Verdict.INCONCLUSIVE]
+    if decided_early:
+        invocation.setdefault("toolExecutionNotifications", []).extend(decided_early)
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "syncverify", "version": __version__,
                                 "rules": [_rule(code) for code in codes]}},
-            "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics],
-            "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
-                _budget_notification(r) for r in results if r.stopped_by]}],
+            "results": [_result(r, d, rule_index) for r in results for d in r.diagnostics]
+            + [_inconclusive_result(r, rule_index) for r in inconclusive],
+            "invocations": [invocation],
+            "properties": _run_properties(results),
         }],
     }
 

@@ -18,7 +18,8 @@ What it draws, left to right in step order:
   deadlock, a red mark at the end of every lane still blocked.
 
 Where the steps come from: a counterexample is the diagnostic's trace as the
-checker reports it (``Options(full_trace=True)`` so no step is trimmed); for a
+checker reports it: the same steps as the text, JSON and SARIF reports (every step
+with ``--full-trace``); for a
 protocol with no violation, :func:`schedule` runs ONE schedule of the same
 ``Machine`` the checker explores (a round-robin choice among the enabled steps)
 and describes it with the checker's own trace builder. No second interpreter.
@@ -46,7 +47,7 @@ MAX_SCHEDULE_STEPS = 20_000
 
 # geometry (px)
 LABEL_W = 200
-STEP_W = 18
+STEP_W = 30  # wide enough for a few letters of label on each box
 LANE_H = 26
 TRACK_H = 18
 TOP = 34
@@ -187,8 +188,14 @@ def _is_deadlock(d: Diagnostic) -> bool:
     return d.message.startswith("deadlock")
 
 
-def view_of(d: Diagnostic, lanes: Sequence[str]) -> TraceView:
-    """The view of one diagnostic's counterexample."""
+def view_of(d: Diagnostic, lanes: Sequence[str], trimmed: bool = False) -> TraceView:
+    """The view of one diagnostic's counterexample (given whole). `trimmed`: only the steps the
+    text, JSON and SARIF reports show, each in its own warp's lane (the reports merge rows of one
+    operation by several warps; the page keeps them apart)."""
+    if trimmed:
+        from ..engines.witness import kept, names_in
+
+        d = replace(d, trace=tuple(d.trace[i] for i in kept(d.trace, set(names_in(d.message, d.trace)))))
     blocked: tuple[str, ...] = ()
     failing: int | None = len(d.trace) if d.trace else None
     if _is_deadlock(d):
@@ -203,7 +210,7 @@ def view_of(d: Diagnostic, lanes: Sequence[str]) -> TraceView:
 
 def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] = (), *,
               lanes: Sequence[str] | None = None, assume_tcgen05_commit_order: bool = True,
-              assume_dealloc_blocks: bool = True) -> list[TraceView]:
+              assume_dealloc_blocks: bool = True, trimmed: bool = False) -> list[TraceView]:
     """The traces to draw for a check result: every diagnostic with a counterexample
     (errors first; only ``codes`` when given), then — when no error has one and no
     code was asked for — one schedule of the model."""
@@ -211,7 +218,7 @@ def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] =
     wanted = {c.upper() for c in codes}
     diags = [d for d in result.diagnostics if d.trace and (not wanted or d.code in wanted)]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
-    views = [view_of(d, lanes) for d in diags]
+    views = [view_of(d, lanes, trimmed) for d in diags]
     if wanted or any(d.is_error for d in diags):
         return views
     view = schedule(protocol, assume_tcgen05_commit_order=assume_tcgen05_commit_order,
@@ -338,12 +345,24 @@ def _step_title(protocol: ir.Protocol, s: TraceStep, ncta: int) -> str:
 
 def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> str:
     """The SVG of one trace view (see the module docstring for what it shows)."""
+    from . import swimlane_marks as marks
+
     steps = view.steps
     ncta = protocol.cluster
     lane_of = {i: _lane_of(s, ncta) for i, s in enumerate(steps)}
     agent_lanes = list(dict.fromkeys(lane for i, lane in lane_of.items() if steps[i].role == "async agent"))
     proc_lanes = list(lanes) + [lane for lane in dict.fromkeys(lane_of.values())
                                 if lane not in lanes and lane not in agent_lanes]  # never drop a step
+    # identical warps share a lane; the ones the finding is about keep their own
+    keep = set(view.blocked) | {lane for lane in proc_lanes if re.search(
+        rf"(?<![\w\[.]){re.escape(lane)}(?![\w\]])", view.message)}
+    if view.failing is not None and 0 < view.failing <= len(steps):
+        keep.add(lane_of[view.failing - 1])
+    proc_lanes, alias, members = marks.fold(proc_lanes, steps, lane_of, keep)
+    lane_of = {i: alias.get(lane, lane) for i, lane in lane_of.items()}
+    inflight_spans = _async_spans(steps, lane_of)
+    pending = marks.in_flight(steps, {j for _, j, _, _ in inflight_spans})
+    agent_lanes += list(dict.fromkeys(lane for lane, _ in pending))
     all_lanes = proc_lanes + agent_lanes
     row = {lane: n for n, lane in enumerate(all_lanes)}
     tracks, spans, ticks = _barrier_spans(steps)
@@ -351,8 +370,8 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
         re.sub(r"\[\d+\]|@cta\d+", "", t) for t in tracks))}
     track_y0 = TOP + len(all_lanes) * LANE_H + GAP
     ncols = max(len(steps), 1) + (1 if view.blocked else 0)
-    sw = STEP_W if ncols <= 1500 else 8  # long schedules: narrower boxes keep the page drawable
-    width = LABEL_W + ncols * sw + 40
+    sw = STEP_W if ncols <= 300 else 8  # long schedules: narrower boxes (unlabelled) keep the page drawable
+    width = LABEL_W + ncols * sw + 100 + LABEL_W  # lane names again on the right, where the page opens
     height = track_y0 + len(tracks) * TRACK_H + 20
 
     def x_of(i: int) -> int:
@@ -362,6 +381,8 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
         f'<svg xmlns="http://www.w3.org/2000/svg" class="swimlane" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(view.title)}">',
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#0f172a"/></marker></defs>',
     ]
     # step axis
     out.append('<g class="axis">')
@@ -375,10 +396,13 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
         y = TOP + row[lane] * LANE_H
         kind = "agent" if lane in agent_lanes else "process"
         fill = "#f8fafc" if row[lane] % 2 == 0 else "#eef2f7"
-        out.append(f'<g class="lane" data-kind="{kind}" data-lane="{_e(lane)}">'
+        group = members.get(lane, [lane])
+        out.append(f'<g class="lane" data-kind="{kind}" data-lane="{_e(lane)}" data-count="{len(group)}" '
+                   f'data-members="{_e(" ".join(group))}">'
                    f'<rect class="lane-bg" x="0" y="{y}" width="{width}" height="{LANE_H}" fill="{fill}"/>'
-                   f'<text class="lane-label" x="8" y="{y + LANE_H / 2 + 4:.0f}"><title>{_e(lane)}</title>'
-                   f'{_e(lane)}</text></g>')
+                   f'<text class="lane-label" x="8" y="{y + LANE_H / 2 + 4:.0f}"><title>{_e(", ".join(group))}'
+                   f'</title>{_e(lane)}</text><text class="lane-label end" x="{x_of(ncols) + 44}" '
+                   f'y="{y + LANE_H / 2 + 4:.0f}">{_e(lane)}</text></g>')
     out.append(f'<line x1="{LABEL_W - 4}" y1="{TOP}" x2="{LABEL_W - 4}" y2="{track_y0 - GAP}" stroke="#cbd5e1"/>')
     # failing band (under the steps)
     if view.failing is not None and 0 < view.failing <= len(steps):
@@ -388,22 +412,47 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
         out.append(f'<text class="fail-label" x="{x_of(i) + sw / 2:.0f}" y="{TOP - 20}" text-anchor="middle" '
                    f'fill="#b91c1c">{_e(view.code or "stop")}</text>')
     # in-flight async operations
-    for lane, j, i, text in _async_spans(steps, lane_of):
+    for lane, j in pending:
+        y = TOP + row[lane] * LANE_H + LANE_H / 2
+        out.append(f'<line class="inflight pending" x1="{x_of(j) + sw / 2:.0f}" y1="{y:.0f}" x2="{x_of(ncols):.0f}" '
+                   f'y2="{y:.0f}" stroke="{KIND_COLOURS["async"]}" stroke-width="4" stroke-dasharray="6 3" '
+                   f'opacity="0.6"><title>copy issued at step {steps[j].step} (line {steps[j].line}), still in '
+                   f'flight at the end of the trace</title></line>')
+    for lane, j, i, text in inflight_spans:
         y = TOP + row[lane] * LANE_H + LANE_H / 2
         out.append(f'<line class="inflight" x1="{x_of(j) + sw / 2:.0f}" y1="{y:.0f}" '
                    f'x2="{x_of(i) + sw / 2:.0f}" y2="{y:.0f}" stroke="{KIND_COLOURS["async"]}" '
                    f'stroke-width="4" stroke-linecap="round" opacity="0.45"><title>{_e(text)}</title></line>')
     # steps
+    other = marks.other_access(view.message, steps, view.failing)
     for i, s in enumerate(steps):
         lane = lane_of[i]
         y = TOP + row[lane] * LANE_H + 4
         kind = _kind(s)
         failing = view.failing == i + 1
-        cls = "step fail" if failing else "step"
-        stroke = ' stroke="#dc2626" stroke-width="3"' if failing else ' stroke="#ffffff" stroke-width="1"'
+        cls = "step fail" if failing else "step other-access" if i == other else "step"
+        stroke = ' stroke="#dc2626" stroke-width="3"' if failing else \
+            ' stroke="#f59e0b" stroke-width="3"' if i == other else ' stroke="#ffffff" stroke-width="1"'
         out.append(f'<rect class="{cls}" data-step="{s.step}" data-line="{s.line}" data-kind="{kind}" '
                    f'x="{x_of(i) + 1}" y="{y}" width="{sw - 2}" height="{LANE_H - 8}" rx="3" '
                    f'fill="{KIND_COLOURS[kind]}"{stroke}><title>{_e(_step_title(protocol, s, ncta))}</title></rect>')
+        if sw >= STEP_W:
+            out.append(f'<text class="step-label" data-step="{s.step}" x="{x_of(i) + sw / 2:.0f}" '
+                       f'y="{y + (LANE_H - 8) / 2 + 1:.0f}" text-anchor="middle">{_e(marks.label(s, kind))}</text>')
+        if i == other:
+            out.append(f'<text class="other-label" x="{x_of(i) + sw / 2:.0f}" y="{y - 2}" text-anchor="middle">'
+                       'other access</text>')
+    # release -> acquire edges
+    for i, j, bar in marks.edges(steps, lane_of):
+        y0 = TOP + row[lane_of[i]] * LANE_H + LANE_H / 2
+        y1 = TOP + row[lane_of[j]] * LANE_H + LANE_H / 2
+        x0, x1 = x_of(i) + sw / 2, x_of(j) + 2
+        out.append(f'<path class="edge" data-from="{steps[i].step}" data-to="{steps[j].step}" '
+                   f'data-barrier="{_e(bar)}" d="M{x0:.0f},{y0:.0f} C{(x0 + x1) / 2:.0f},{y0:.0f} '
+                   f'{(x0 + x1) / 2:.0f},{y1:.0f} {x1:.0f},{y1:.0f}" fill="none" stroke="#0f172a" '
+                   f'stroke-width="1.5" opacity="0.55" marker-end="url(#arrow)"><title>release → acquire on '
+                   f'{_e(bar)}: step {steps[i].step} completed the phase, step {steps[j].step} waited for it'
+                   f'</title></path>')
     # blocked at the end (deadlock)
     if view.blocked:
         i = len(steps)
@@ -411,7 +460,7 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
                    f'height="{height - TOP}" fill="#fecaca" opacity="0.7"/>')
         out.append(f'<text class="fail-label" x="{x_of(i) + sw / 2:.0f}" y="{TOP - 20}" text-anchor="middle" '
                    f'fill="#b91c1c">{_e(view.code or "deadlock")}</text>')
-        for lane in view.blocked:
+        for lane in dict.fromkeys(alias.get(b, b) for b in view.blocked):
             if lane not in row:
                 continue
             y = TOP + row[lane] * LANE_H + 4
@@ -422,7 +471,8 @@ def render_svg(protocol: ir.Protocol, view: TraceView, lanes: Sequence[str]) -> 
     for n, track in enumerate(tracks):
         y = track_y0 + n * TRACK_H
         out.append(f'<g class="barrier-track" data-barrier="{_e(track)}">'
-                   f'<text class="track-label" x="8" y="{y + TRACK_H - 5}">{_e(track)}</text></g>')
+                   f'<text class="track-label" x="8" y="{y + TRACK_H - 5}">{_e(track)}</text>'
+                   f'<text class="track-label end" x="{x_of(ncols) + 44}" y="{y + TRACK_H - 5}">{_e(track)}</text></g>')
     base = {t: hue[re.sub(r"\[\d+\]|@cta\d+", "", t)] for t in tracks}
     for sp in spans:
         y = track_y0 + tracks.index(sp.track) * TRACK_H + 2
@@ -451,7 +501,11 @@ h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 18px 0 4p
 .meta, .note { color: #475569; } .msg { margin: 4px 0; }
 .verdict-safe { color: #15803d; font-weight: 600; } .verdict-violation, .verdict-error { color: #b91c1c;
   font-weight: 600; } .verdict-inconclusive { color: #a16207; font-weight: 600; }
-.scroll { overflow-x: auto; border: 1px solid #e2e8f0; border-radius: 6px; margin: 8px 0; }
+.scroll { overflow-x: auto; border: 1px solid #e2e8f0; border-radius: 6px; margin: 8px 0; direction: rtl; }
+/* an overflowing trace opens scrolled to its end, where the failing step is */
+.scroll > svg { direction: ltr; display: block; margin-left: 0; margin-right: auto; }
+svg.swimlane text.step-label { font-size: 9px; fill: #ffffff; pointer-events: none; dominant-baseline: middle; }
+svg.swimlane text.other-label { font-size: 9px; font-weight: 700; fill: #b45309; }
 svg.swimlane text { font: 11px ui-monospace, 'DejaVu Sans Mono', monospace; fill: #0f172a; }
 svg.swimlane .axis text { fill: #64748b; font-size: 9px; }
 svg.swimlane .fail-label { font-weight: 700; font-size: 11px; fill: #b91c1c; }

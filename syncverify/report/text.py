@@ -8,6 +8,7 @@ would still bring escapes).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -22,10 +23,14 @@ _VERDICT_STYLE = {Verdict.SAFE: "bold green", Verdict.VIOLATION: "bold red", Ver
                   Verdict.INCONCLUSIVE: "bold yellow"}
 
 
-def make_console(stream=None) -> Console:
+def make_console(stream=None, width: int | None = None) -> Console:
+    """A console on `stream`. Width: `width` if given (`--width`), else the terminal's, else
+    $COLUMNS, else unlimited when piped (a log or a file should not be folded at 80 columns)."""
     no_color = bool(os.environ.get("NO_COLOR"))
+    if width is None and not (stream or sys.stdout).isatty() and not os.environ.get("COLUMNS", "").isdigit():
+        width = 1000
     return Console(file=stream, highlight=False, soft_wrap=True, no_color=no_color,
-                   color_system=None if no_color else "auto")
+                   color_system=None if no_color else "auto", width=width)
 
 
 def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
@@ -42,26 +47,40 @@ def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | Non
     return text
 
 
-def print_diagnostic(console: Console, d: Diagnostic, sources: dict[str, list[str]], full_trace: bool) -> None:
+def _snippet(console: Console, span, sources: dict[str, list[str]], style: str, indent: str = "    ") -> None:
+    """The source line of a span and a caret under it."""
+    src = _source_line(span.path, span.line, sources)
+    if src is None:
+        return
+    width = max(1, (span.end_column - span.column) if span.end_line == span.line else 1)
+    at = len(src[: span.column - 1].expandtabs(4))  # the caret's column once tabs are expanded
+    console.print(indent + escape(src.expandtabs(4)))
+    console.print(indent + " " * at + f"[{style}]^" + "~" * (width - 1) + "[/]")
+
+
+def print_diagnostic(console: Console, d: Diagnostic, sources: dict[str, list[str]], full_trace: bool,
+                     compact: bool = False) -> None:
     style = "red" if d.severity is Severity.ERROR else "yellow"
     where = f"{d.span}: " if d.span else ""
+    if getattr(d, "suppressed", None) is not None:
+        console.print(f"{escape(where)}[dim]{d.code} suppressed ({escape(d.suppressed)}): {escape(d.message)}[/]")
+        return
     console.print(f"{escape(where)}[bold {style}]{d.code}[/] {escape(d.message)}")
     if d.span:
-        src = _source_line(d.span.path, d.span.line, sources)
-        if src is not None:
-            width = max(1, (d.span.end_column - d.span.column) if d.span.end_line == d.span.line else 1)
-            indent = len(src[: d.span.column - 1].expandtabs(4))  # the caret's column once tabs are expanded
-            console.print("    " + escape(src.expandtabs(4)))
-            console.print("    " + " " * indent + f"[{style}]^" + "~" * (width - 1) + "[/]")
+        _snippet(console, d.span, sources, style)
     for rel in d.related:
         console.print(f"  [dim]note:[/] {escape(str(rel.span))}: {escape(rel.message)}")
+        _snippet(console, rel.span, sources, "cyan", "      ")
     for note in d.notes:
         console.print(f"  [dim]note:[/] {escape(note)}")
     if d.trace:
-        print_trace(console, d, full_trace)
+        print_trace(console, d, full_trace, compact)
 
 
-def print_trace(console: Console, d: Diagnostic, full_trace: bool) -> None:
+def print_trace(console: Console, d: Diagnostic, full_trace: bool, compact: bool = False) -> None:
+    if compact:
+        _print_compact_trace(console, d)
+        return
     table = Table(title=f"counterexample ({len(d.trace)} steps)", title_justify="left", show_edge=False,
                   pad_edge=False, box=None)
     for col in ("step", "cta", "role", "line", "iter", "op", "state after"):
@@ -72,11 +91,26 @@ def print_trace(console: Console, d: Diagnostic, full_trace: bool) -> None:
     console.print(table)
 
 
-def render(results: Iterable[CheckResult], console: Console, full_trace: bool = False) -> None:
-    sources: dict[str, list[str]] = {}
+def _print_compact_trace(console: Console, d: Diagnostic) -> None:
+    """One line per step (for logs and pipes, where a table folds): step, who, iteration, line,
+    operation, and the barrier state after it."""
+    console.print(f"  counterexample ({len(d.trace)} steps):")
+    who_w = max(len(s.role) for s in d.trace)
+    for s in d.trace:
+        cta = f"cta{s.cta} " if any(t.cta for t in d.trace) else ""
+        it = f" {s.iteration}" if s.iteration else ""
+        note = f" [dim]{escape(s.note)}[/]" if s.note else ""
+        state = f"  [dim]→ {escape(s.state)}[/]" if s.state else ""
+        console.print(f"    {s.step:>4}  {cta}{escape(s.role):<{who_w}}  line {s.line:<4}{escape(it)}  "
+                      f"{escape(s.op)}{note}{state}")
+
+
+def render(results: Iterable[CheckResult], console: Console, full_trace: bool = False,
+           sources: dict[str, list[str]] | None = None, compact: bool = False) -> None:
+    sources = {} if sources is None else sources
     for r in results:
         for d in r.diagnostics:
-            print_diagnostic(console, d, sources, full_trace)
+            print_diagnostic(console, d, sources, full_trace, compact)
         name = r.point() + (f" ({r.protocol})" if r.protocol else "")
         extra = f" — {r.coverage}" if r.coverage else ""
         if r.stopped_by:  # which budget ended it, and whether a rerun ends the same way
