@@ -87,6 +87,7 @@ from .state import (
     release,
     shift_phase,
 )
+from .tx_por import landings_commute
 
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
 _MEMO_LIMIT = 1 << 16  # entries a per-machine memo table holds before it starts over
@@ -491,7 +492,8 @@ class Machine:
                         return
                 for p in arriving:
                     m = self._arrive_target(state, p)
-                    if m is None or self._can_precede(state, m, p, None, _ANY_UPDATE, False) is None:
+                    if m is None or self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None \
+                            or not self._landings_commute(state, m, None, p):
                         continue
                     res = tried[p] = self.step_process(state, p)
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
@@ -678,11 +680,39 @@ class Machine:
         on m, no process reaches an operation on m, and some process of the copy's CTA does
         not reach its end. What can come first otherwise commutes with it or, taken after it,
         reports a violation of its own (docs/model.md)."""
-        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True)
-        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]]) and \
+            self._landings_commute(state, a[4], a, -1)
+
+    def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
+        """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
+        of ``agent``, or process p's arrive.expect_tx on m (tx_por.landings_commute)?"""
+        landings = []
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            if b[4] == m and b[0] == AG_TMA:
+                landings.append(b[5])
+        if not landings:
+            return True
+        mb = state.mbars[m]
+        if agent is not None:
+            return landings_commute(mb[M_PEND], mb[M_TX], 0, -agent[5], landings)
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        env, ctx = self.env(p, pstate[P_VARS]), self.ctx[p]
+        try:
+            arrivals = self._eval(ins.op.count, env, ctx) * ins.threads
+            nbytes = self._eval(ins.op.tx_bytes, env, ctx) * ins.threads
+        except (EvalError, Violation):
+            return False
+        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
 
     def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
-                     freeze: bool, named: tuple[int, list] | None = None) -> list[bool] | None:
+                     freeze: bool, named: tuple[int, list] | None = None,
+                     landings_ok: bool = False) -> list[bool] | None:
         """What the other actors can execute before one step (of process ``frozen``, or the
         landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
         its end first; None when some actor can first reach an event on m of a kind in
@@ -709,6 +739,9 @@ class Machine:
         may be a first wait with parity 1 (the CUTLASS producer start), which passes on the
         fresh barrier and blocks once phase 0 has completed, reporting nothing.
 
+        ``landings_ok``: copies in flight may land on m first (the caller checks with
+        _landings_commute that their sums never complete m's phase early).
+
         ``named`` = (index, out): the step is an arrival on named barrier ``index`` (m is -1 and
         nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
         its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
@@ -727,7 +760,7 @@ class Machine:
                 skip = False  # the step itself (an identical copy in flight is another agent)
                 continue
             kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
-            if b[4] == m and kind in forbidden:
+            if b[4] == m and kind in forbidden and not (landings_ok and kind == _EV_BYTES):
                 return None
             if kind == _EV_BYTES:
                 bytes_move.add(b[4])
