@@ -492,8 +492,9 @@ class Machine:
                         return
                 for p in arriving:
                     m = self._arrive_target(state, p)
-                    if m is None or self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None \
-                            or not self._landings_commute(state, m, None, p):
+                    # the cheap condition first: both are pure, the order only saves work
+                    if m is None or not self._landings_commute(state, m, None, p) or \
+                            self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None:
                         continue
                     res = tried[p] = self.step_process(state, p)
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
@@ -680,9 +681,10 @@ class Machine:
         on m, no process reaches an operation on m, and some process of the copy's CTA does
         not reach its end. What can come first otherwise commutes with it or, taken after it,
         reports a violation of its own (docs/model.md)."""
+        if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
+            return False
         ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
-        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]]) and \
-            self._landings_commute(state, a[4], a, -1)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
 
     def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
         """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
