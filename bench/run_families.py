@@ -50,8 +50,14 @@ def main() -> int:
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    command = "nice -n 10 python bench/run_families.py" + " ".join(
-        f" {a}" for a in sys.argv[1:] if not a.startswith("--out"))
+    shown = []  # the arguments as given, less --out and its value
+    argv = iter(sys.argv[1:])
+    for a in argv:
+        if a == "--out":
+            next(argv, None)
+        elif not a.startswith("--out="):
+            shown.append(a)
+    command = " ".join(["nice -n 10 python bench/run_families.py", *shown])
     rows: list[tuple[Row, str | None, str | None]] = []
     failed: set[tuple] = set()
     with tempfile.TemporaryDirectory(prefix="families_") as tmp:
