@@ -680,7 +680,8 @@ class Machine:
         what can run before it (``_can_precede``, with m's phase frozen), no other agent counts
         on m, no process reaches an operation on m, and some process of the copy's CTA does
         not reach its end. What can come first otherwise commutes with it or, taken after it,
-        reports a violation of its own (docs/model.md)."""
+        reports a violation of its own (docs/model.md). Other copies in flight on m may land
+        first where no set of them short of all completes m's phase (_landings_commute)."""
         if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
             return False
         ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
