@@ -21,6 +21,7 @@ from .. import ir
 from ..diagnostics import Severity
 from ..expr import Context, EvalError, evaluate
 from . import rules
+from .named_por import lone_named_arrival
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -86,6 +87,7 @@ from .state import (
     release,
     shift_phase,
 )
+from .tx_por import landings_commute
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
@@ -455,6 +457,7 @@ class Machine:
         if self.reduce:
             observing: list[int] = []  # passing waits that observe a phase first: taken alone below, maybe
             arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
+            naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
             for p, classes in enumerate(self._por_class):
                 cls = classes[procs[p][P_PC]]
                 if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -472,6 +475,8 @@ class Machine:
                 else:
                     if cls is _POR_ARRIVE_TX:
                         arriving.append(p)
+                    elif cls is _POR_NAMED:
+                        naming.append(p)
                     continue
                 res = tried[p] = self.step_process(state, p)
                 if res is None or res.violation is not None or res.warnings or res.soft or \
@@ -489,7 +494,7 @@ class Machine:
                     continue
                 yield res
                 return
-            if self.loop_hook is None and (observing or arriving or state.agents) and \
+            if self.loop_hook is None and (observing or arriving or naming or state.agents) and \
                     not self._some_step_breaks_a_rule(state, tried):
                 # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
                 # not where another process's step breaks a rule: that is reported here, as it stands.
@@ -504,12 +509,22 @@ class Machine:
                         return
                 for p in arriving:
                     m = self._arrive_target(state, p)
-                    if m is None or self._can_precede(state, m, p, None, _ANY_UPDATE, False) is None:
+                    # the cheap condition first: both are pure, the order only saves work
+                    if m is None or not self._landings_commute(state, m, None, p) or \
+                            self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None:
                         continue
                     res = tried[p] = self.step_process(state, p)
                     if res is not None and res.violation is None and not res.warnings and not res.soft and \
                             self.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
                             not self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                        yield res
+                        return
+                for p in naming:
+                    if not lone_named_arrival(self, state, p):
+                        continue
+                    res = tried[p]
+                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
+                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
                         yield res
                         return
                 for a in state.agents:
@@ -685,12 +700,42 @@ class Machine:
         what can run before it (``_can_precede``, with m's phase frozen), no other agent counts
         on m, no process reaches an operation on m, and some process of the copy's CTA does
         not reach its end. What can come first otherwise commutes with it or, taken after it,
-        reports a violation of its own (docs/model.md)."""
-        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True)
+        reports a violation of its own (docs/model.md). Other copies in flight on m may land
+        first where no set of them short of all completes m's phase (_landings_commute)."""
+        if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
+            return False
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
         return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
 
+    def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
+        """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
+        of ``agent``, or process p's arrive.expect_tx on m (tx_por.landings_commute)?"""
+        landings = []
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            if b[4] == m and b[0] == AG_TMA:
+                landings.append(b[5])
+        if not landings:
+            return True
+        mb = state.mbars[m]
+        if agent is not None:
+            return landings_commute(mb[M_PEND], mb[M_TX], 0, -agent[5], landings)
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        env, ctx = self.env(p, pstate[P_VARS]), self.ctx[p]
+        try:
+            arrivals = self._eval(ins.op.count, env, ctx) * ins.threads
+            nbytes = self._eval(ins.op.tx_bytes, env, ctx) * ins.threads
+        except (EvalError, Violation):
+            return False
+        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
+
     def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
-                     freeze: bool) -> list[bool] | None:
+                     freeze: bool, named: tuple[int, list] | None = None,
+                     landings_ok: bool = False) -> list[bool] | None:
         """What the other actors can execute before one step (of process ``frozen``, or the
         landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
         its end first; None when some actor can first reach an event on m of a kind in
@@ -717,10 +762,19 @@ class Machine:
         process's first wait on m, answers None: a first wait means the phase of PTX's window
         (rules.first_wait_phase), so one that passes now (the CUTLASS producer start on a fresh
         barrier, or parity 0 observing phase 0 in phase 1) blocks once the step completes the
-        phase, reporting nothing."""
+        phase, reporting nothing.
+
+        ``landings_ok``: copies in flight may land on m first (the caller checks with
+        _landings_commute that their sums never complete m's phase early).
+
+        ``named`` = (index, out): the step is an arrival on named barrier ``index`` (m is -1 and
+        nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
+        its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
+        caller (named_por) takes the step only where the open generation cannot complete before
+        it, so such a wait cannot pass first."""
         mbars = state.mbars
         names = self.mb_names
-        m_life = names[m][:2]
+        m_life = names[m][:2] if m >= 0 else None  # m = -1: a named-barrier arrival (``named``)
         arrivals: dict[int, int] = {}
         bytes_move: set[int] = set()
         free: set[int] = set()  # barriers whose phases arrivals do not bound (lifecycle, drops)
@@ -731,7 +785,7 @@ class Machine:
                 skip = False  # the step itself (an identical copy in flight is another agent)
                 continue
             kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
-            if b[4] == m and kind in forbidden:
+            if b[4] == m and kind in forbidden and not (landings_ok and kind == _EV_BYTES):
                 return None
             if kind == _EV_BYTES:
                 bytes_move.add(b[4])
@@ -759,6 +813,11 @@ class Machine:
         procs = state.procs
         pos: list[tuple | None] = [None if q == frozen else (q, procs[q][P_PC], procs[q][P_VARS])
                                    for q in range(nprocs)]
+        if named is not None:
+            parked = named[0] * 65536 + state.named[named[0]].gen
+            for q in range(nprocs):
+                if procs[q][P_TOKEN] == parked and self.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT:
+                    pos[q] = None
         ends = [False] * nprocs
         future = self._future
         try:
@@ -778,9 +837,15 @@ class Machine:
                             break
                         if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2], q):
                             break
+                        stop = False
                         for ev in events:
                             kind = ev[0]
                             if kind == _EV_WAIT:
+                                continue
+                            if kind == _EV_NAMED:
+                                if named is not None and ev[1] == named[0]:
+                                    named[1].append(ev)
+                                    stop = ev[4]  # a bar.sync on it waits for the generation
                                 continue
                             grew = True
                             if kind == _EV_LIFE:
@@ -797,7 +862,7 @@ class Machine:
                                 bytes_move.add(target)
                             else:  # _EV_FREE
                                 free.add(target)
-                        key = nxt
+                        key = None if stop else nxt
                     pos[q] = key
         except _FreshPass:
             return None
@@ -811,7 +876,8 @@ class Machine:
 
         Events: (_EV_WAIT, m, parity), (_EV_ARRIVE, m, arrivals), (_EV_BYTES, m) for a tx update
         or a copy that will count on m, (_EV_FREE, m) for an arrive_drop or a non-positive count,
-        (_EV_LIFE, (cta, name)) for an init or inval."""
+        (_EV_LIFE, (cta, name)) for an init or inval; (_EV_NAMED, index, count, site, sync) for a
+        named-barrier arrival (see named_arrival), which only named_por reads."""
         out = self._future_memo.get(key, _MISSING)
         if out is not _MISSING:
             return out
@@ -869,6 +935,8 @@ class Machine:
             return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
         if isinstance(op, ir.MbarInit | ir.MbarInval):
             return ((_EV_LIFE, (own, op.bar.name)),)
+        if isinstance(op, ir.BarSync | ir.BarArrive):
+            return ((_EV_NAMED, *self.named_arrival(q, op, vars_)),)
         return ()
 
     def _no_lifecycle_ahead(self, state: State, p: int, name: str, cta: int | None = None) -> bool:
@@ -1342,6 +1410,17 @@ class Machine:
             raise Violation("SV106", f"named-barrier count {count} is not a positive multiple of 32 within the "
                             "CTA", span)
         return count
+
+    def named_arrival(self, p: int, op: ir.BarSync | ir.BarArrive, vars_: tuple) -> tuple[int, int | None, int, bool]:
+        """What an arrival of process p on a named barrier writes into its generation, the way
+        _nb_arrive does: (barrier index cta * 16 + id, count, the site an open generation keeps,
+        whether the warp then waits). Raises Violation (or EvalError) where the step reports one."""
+        env, ctx = self.env(p, vars_), self.ctx[p]
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        sync = isinstance(op, ir.BarSync)
+        site = op.span.line * 4096 + op.span.column if sync else 0
+        return self.procs[p].cta * 16 + bar_id, count, site, sync
 
     def op_bar_sync(self, w, p, proc, op: ir.BarSync, ins, env, ctx, lanes) -> bool:
         bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
@@ -1904,7 +1983,7 @@ class Machine:
 
 
 # The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
-_EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE = range(5)
+_EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED = range(6)
 _ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every event that changes a barrier
 _NO_ARRIVAL = frozenset({_EV_ARRIVE, _EV_FREE, _EV_LIFE})  # what a first observing wait must not follow
 _END = ("end",)  # the events of a process's end
@@ -1921,6 +2000,7 @@ class _FreshPass(Exception):
 # with it can come first, _can_precede), or any other operation (never taken alone).
 _POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
     "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
+_POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named_por)
 
 
 def _por_class(ins: Instr) -> str:
@@ -1942,6 +2022,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_ARRIVE_TX  # an arrive.expect_tx on its own CTA's barrier: see successors()
     if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
         return _POR_CLUSTER
+    if isinstance(op, ir.BarSync | ir.BarArrive):
+        return _POR_NAMED
     return _POR_OTHER
 
 
