@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0, help="budget per engine and program")
     ap.add_argument("--from-index", type=int, default=0, help="start at this program index in each scope (to "
                     "finish a run a time limit stopped)")
+    ap.add_argument("--to-index", type=int, default=0, help="stop before this program index in each scope (0: none)")
     ap.add_argument("--sample", type=int, default=1, help="only every k-th program of each scope (a quick run)")
     ap.add_argument("--time-limit", type=float, default=0, help="stop after this many seconds and report what "
                     "was checked (0: none)")
@@ -94,7 +95,8 @@ def main() -> int:
     args = ap.parse_args()
 
     scopes = args.scopes.split(",")
-    jobs = [(s, i) for s in scopes for i in range(args.from_index, len(_programs(s)), args.sample)]
+    jobs = [(s, i) for s in scopes
+            for i in range(args.from_index, min(len(_programs(s)), args.to_index or len(_programs(s))), args.sample)]
     start = time.monotonic()
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -166,6 +168,7 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
     cmd = (f"nice -n 10 python bench/exhaustive.py --scopes {','.join(scopes)} --bmc-every {args.bmc_every} "
            f"--spin-every {args.spin_every} --max-states {args.max_states} --seconds {args.seconds:g}"
            + (f" --from-index {args.from_index}" if args.from_index else "")
+           + (f" --to-index {args.to_index}" if args.to_index else "")
            + (f" --sample {args.sample}" if args.sample > 1 else "")
            + (f" --time-limit {args.time_limit:g}" if args.time_limit else "")
            + f" --jobs {args.jobs}" + (f" --out {args.out}" if args.out else ""))
