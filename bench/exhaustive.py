@@ -195,9 +195,10 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
         c = per_scope[s]
         lines.append(f"| {s} | {c['programs']} | {c['rejected']} | {c['safe']} | {c['violation']} | "
                      f"{c['inconclusive'] + c['error']} |")
-    lines += ["", "Rejected programs are input errors every engine shares (the loader refuses them): "
-              + "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
-                          if rejected[s]) + ".", "",
+    shared = "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
+                       if rejected[s])
+    lines += ["", f"Rejected programs are input errors every engine shares (the loader refuses them): {shared}."
+              if shared else "The loader rejected no program.", "",
               "Error codes the reference reported (programs per code): "
               + "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in sorted(ref_codes[s].items())) for s in scopes)
               + ".", "", "## Agreement with the reference", "",
