@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from diff_engines import CONCLUSIVE, Answer, compare, engines, family, spin_fast  # noqa: E402
-from exhaustive_programs import SCOPES, atoms_of, programs, render, statements  # noqa: E402
+from exhaustive_programs import SCOPES, atoms_of, loops_on_a_barrier, programs, render, statements  # noqa: E402
 
 import syncverify  # noqa: E402
 from syncverify.diagnostics import InputError  # noqa: E402
@@ -86,6 +86,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0, help="budget per engine and program")
     ap.add_argument("--from-index", type=int, default=0, help="start at this program index in each scope (to "
                     "finish a run a time limit stopped)")
+    ap.add_argument("--to-index", type=int, default=0, help="stop before this program index in each scope (0: none)")
+    ap.add_argument("--barrier-loops", action="store_true", help="only the programs in which some warp loops "
+                    "more than once over a barrier")
     ap.add_argument("--sample", type=int, default=1, help="only every k-th program of each scope (a quick run)")
     ap.add_argument("--time-limit", type=float, default=0, help="stop after this many seconds and report what "
                     "was checked (0: none)")
@@ -94,7 +97,9 @@ def main() -> int:
     args = ap.parse_args()
 
     scopes = args.scopes.split(",")
-    jobs = [(s, i) for s in scopes for i in range(args.from_index, len(_programs(s)), args.sample)]
+    jobs = [(s, i) for s in scopes
+            for i in range(args.from_index, min(len(_programs(s)), args.to_index or len(_programs(s))), args.sample)
+            if not args.barrier_loops or loops_on_a_barrier(_programs(s)[i])]
     start = time.monotonic()
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -166,6 +171,8 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
     cmd = (f"nice -n 10 python bench/exhaustive.py --scopes {','.join(scopes)} --bmc-every {args.bmc_every} "
            f"--spin-every {args.spin_every} --max-states {args.max_states} --seconds {args.seconds:g}"
            + (f" --from-index {args.from_index}" if args.from_index else "")
+           + (f" --to-index {args.to_index}" if args.to_index else "")
+           + (" --barrier-loops" if args.barrier_loops else "")
            + (f" --sample {args.sample}" if args.sample > 1 else "")
            + (f" --time-limit {args.time_limit:g}" if args.time_limit else "")
            + f" --jobs {args.jobs}" + (f" --out {args.out}" if args.out else ""))
@@ -188,9 +195,10 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
         c = per_scope[s]
         lines.append(f"| {s} | {c['programs']} | {c['rejected']} | {c['safe']} | {c['violation']} | "
                      f"{c['inconclusive'] + c['error']} |")
-    lines += ["", "Rejected programs are input errors every engine shares (the loader refuses them): "
-              + "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
-                          if rejected[s]) + ".", "",
+    shared = "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
+                       if rejected[s])
+    lines += ["", f"Rejected programs are input errors every engine shares (the loader refuses them): {shared}."
+              if shared else "The loader rejected no program.", "",
               "Error codes the reference reported (programs per code): "
               + "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in sorted(ref_codes[s].items())) for s in scopes)
               + ".", "", "## Agreement with the reference", "",

@@ -237,6 +237,15 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     return "\n".join(lines) + "\n"
 
 
+BARRIERS = frozenset(a.name for a in ALPHABET if a.collective and a.name.startswith(("sync", "bar.", "cluster.")))
+
+
+def loops_on_a_barrier(program: tuple[tuple[Stmt, ...], ...]) -> bool:
+    """Does some warp loop more than once over a barrier (the shape of the barrier-only-loop
+    false deadlock, which the reduced and unreduced explicit engines shared)?"""
+    return any(s.trips > 1 and any(a.name in BARRIERS for a, _ in s.atoms) for seq in program for s in seq)
+
+
 def count(scope: Scope) -> int:
     return sum(1 for _ in programs(scope))
 

@@ -13,7 +13,7 @@ import collections
 
 import pytest
 from diff_engines import CONCLUSIVE, compare, engines, spin_fast
-from exhaustive_programs import ALPHABET, SCOPES, Stmt, programs, render, sample, statements
+from exhaustive_programs import ALPHABET, SCOPES, Stmt, loops_on_a_barrier, programs, render, sample, statements
 
 from syncverify import load
 from syncverify.diagnostics import InputError
@@ -60,6 +60,23 @@ def test_reduced_and_unreduced_explicit_agree_on_a_slice(scope):
 def test_bmc_agrees_on_a_slice(scope):
     tally = _slice(scope, EVERY["bmc"][scope], ["bmc"])
     assert tally["bmc agrees"] >= 1, tally
+
+
+@pytest.mark.skipif(ENGINES["bmc"].unavailable is not None, reason="the bmc engine is not available")
+def test_bmc_agrees_where_a_warp_loops_over_a_barrier():
+    """The reduced and unreduced explicit engines share the machine's semantics, so a bug there
+    (the barrier-only loop) shows only against an engine of its own: bmc, on a slice of the
+    programs of the shape that hid it."""
+    scope = SCOPES["cta2"]
+    chosen = [p for p in programs(scope) if loops_on_a_barrier(p)][::300]
+    agreed = 0
+    for program in chosen:
+        got = _answers(render(scope, program), ["explicit", "bmc"])
+        ref, other = got["explicit"], got["bmc"]
+        if ref.verdict in CONCLUSIVE and other.verdict in CONCLUSIVE:
+            assert compare(ref, other, ENGINES["bmc"]).kind == "agree", (program, got)
+            agreed += 1
+    assert agreed >= 3, (len(chosen), agreed)
 
 
 @pytest.mark.skipif(ENGINES["spin"].unavailable is not None, reason="spin or a C compiler is not installed")
