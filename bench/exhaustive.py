@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from diff_engines import CONCLUSIVE, Answer, compare, engines, family, spin_fast  # noqa: E402
-from exhaustive_programs import SCOPES, atoms_of, programs, render, statements  # noqa: E402
+from exhaustive_programs import SCOPES, assignments, atoms_of, programs, render, statements  # noqa: E402
 
 import syncverify  # noqa: E402
 from syncverify.diagnostics import InputError  # noqa: E402
@@ -41,13 +41,17 @@ def _programs(scope: str) -> list:
     return list(programs(SCOPES[scope]))
 
 
-def check_one(job: tuple[str, int], args: argparse.Namespace) -> dict:
-    """Every chosen engine on program ``index`` of ``scope``."""
+def check_one(job: tuple[str, int], args: argparse.Namespace) -> list[dict]:
+    """Every chosen engine on program ``index`` of ``scope``: one row per value its `choose` is pinned at."""
     scope, index = job
     text = render(SCOPES[scope], _programs(scope)[index], f"{scope.replace('-', '_')}_{index}")
-    row: dict = {"scope": scope, "index": index, "text": text, "answers": {}}
+    return [_check_pinned(scope, index, text, pinned, args) for pinned in assignments(text)]
+
+
+def _check_pinned(scope: str, index: int, text: str, pinned: dict[str, int], args: argparse.Namespace) -> dict:
+    row: dict = {"scope": scope, "index": index, "text": text, "pinned": pinned, "answers": {}}
     try:
-        protocol = syncverify.load(text, path=f"{scope}_{index}.sync")
+        protocol = syncverify.load(text, pinned, path=f"{scope}_{index}.sync")
     except InputError as err:
         row["rejected"] = sorted({d.code for d in err.diagnostics})
         return row
@@ -63,6 +67,37 @@ def check_one(job: tuple[str, int], args: argparse.Namespace) -> dict:
         except Exception as err:  # a crash is a finding of its own, never agreement
             row["answers"][name] = Answer("error", detail=f"crash: {err!r}"[:300])
     return row
+
+
+def tally_row(row, per_scope, per_engine, ref_codes, rejected, seconds, disagreements, disjoint) -> None:
+    """Count one check (one program, or one pinned assignment of it) into the report's tables."""
+    scope = row["scope"]
+    per_scope[scope]["checks"] += 1
+    if "rejected" in row:
+        per_scope[scope]["rejected"] += 1
+        rejected[scope].update(row["rejected"])
+        return
+    ref = row["answers"]["explicit"]
+    per_scope[scope][ref.verdict] += 1
+    for c in ref.codes:
+        ref_codes[scope][c] += 1
+    for name, a in row["answers"].items():
+        seconds[name] += a.seconds
+        if name == "explicit":
+            continue
+        counter = per_engine[(scope, name)]
+        counter["run"] += 1
+        if a.verdict not in CONCLUSIVE or ref.verdict not in CONCLUSIVE:
+            counter[f"not compared ({ref.verdict} / {a.verdict})"] += 1
+            continue
+        c = compare(ref, a, ENGINES[name])
+        counter[c.kind] += 1
+        if c.kind == "disagree":
+            disagreements.append((row, name, a))
+            print(f"DISAGREE {scope} #{row['index']}{_pinned(row)} {name}: {a.verdict} {sorted(a.codes)} vs "
+                  f"explicit {ref.verdict} {sorted(ref.codes)}", flush=True)
+        elif codes_disjoint(name, ref, a):
+            disjoint.append((row, name, a))
 
 
 def codes_disjoint(name: str, ref: Answer, other: Answer) -> bool:
@@ -100,9 +135,9 @@ def main() -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         pool = ProcessPoolExecutor(args.jobs)
-        rows = pool.map(functools.partial(check_one, args=args), jobs, chunksize=64)
+        results = pool.map(functools.partial(check_one, args=args), jobs, chunksize=64)
     else:
-        rows = map(functools.partial(check_one, args=args), jobs)
+        results = map(functools.partial(check_one, args=args), jobs)
 
     per_scope: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     per_engine: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
@@ -112,39 +147,15 @@ def main() -> int:
     disagreements: list[tuple[dict, str, Answer]] = []
     disjoint: list[tuple[dict, str, Answer]] = []
     done = 0
-    for n, row in enumerate(rows, 1):
+    for n, rows in enumerate(results, 1):
         done = n
         if args.time_limit and time.monotonic() - start > args.time_limit:
             print(f"time limit reached after {n - 1} programs", flush=True)
             done = n - 1
             break
-        scope = row["scope"]
-        per_scope[scope]["programs"] += 1
-        if "rejected" in row:
-            per_scope[scope]["rejected"] += 1
-            rejected[scope].update(row["rejected"])
-            continue
-        ref = row["answers"]["explicit"]
-        per_scope[scope][ref.verdict] += 1
-        for c in ref.codes:
-            ref_codes[scope][c] += 1
-        for name, a in row["answers"].items():
-            seconds[name] += a.seconds
-            if name == "explicit":
-                continue
-            counter = per_engine[(scope, name)]
-            counter["run"] += 1
-            if a.verdict not in CONCLUSIVE or ref.verdict not in CONCLUSIVE:
-                counter[f"not compared ({ref.verdict} / {a.verdict})"] += 1
-                continue
-            c = compare(ref, a, ENGINES[name])
-            counter[c.kind] += 1
-            if c.kind == "disagree":
-                disagreements.append((row, name, a))
-                print(f"DISAGREE {scope} #{row['index']} {name}: {a.verdict} {sorted(a.codes)} vs explicit "
-                      f"{ref.verdict} {sorted(ref.codes)}", flush=True)
-            elif codes_disjoint(name, ref, a):
-                disjoint.append((row, name, a))
+        per_scope[rows[0]["scope"]]["programs"] += 1
+        for row in rows:
+            tally_row(row, per_scope, per_engine, ref_codes, rejected, seconds, disagreements, disjoint)
         if n % 2000 == 0:
             print(f"{n}/{len(jobs)} programs, {time.monotonic() - start:.0f}s", flush=True)
     wall = time.monotonic() - start
@@ -182,11 +193,13 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
                 "counts below cover those.", ""] if args.done < args.total else []),
              "## Scopes", "", *scope_table(scopes), "",
              "## Programs", "",
-             "| scope | programs | rejected by the loader | reference safe | reference violation | inconclusive |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "A program with a `choose` value is checked once per value, pinned (`-D C=v`): its checks count each.", "",
+             "| scope | programs | checks | rejected by the loader | reference safe | reference violation "
+             "| inconclusive |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for s in scopes:
         c = per_scope[s]
-        lines.append(f"| {s} | {c['programs']} | {c['rejected']} | {c['safe']} | {c['violation']} | "
+        lines.append(f"| {s} | {c['programs']} | {c['checks']} | {c['rejected']} | {c['safe']} | {c['violation']} | "
                      f"{c['inconclusive'] + c['error']} |")
     lines += ["", "Rejected programs are input errors every engine shares (the loader refuses them): "
               + "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
@@ -210,12 +223,14 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
     lines += ["", f"## Disagreements: {len(disagreements)}", ""]
     for row, name, a in disagreements:
         ref = row["answers"]["explicit"]
-        lines += [f"* {row['scope']} #{row['index']}: {name} {a.verdict} {sorted(a.codes)}, explicit {ref.verdict} "
-                  f"{sorted(ref.codes)} ({a.detail[:200]})", "", "```sync", row["text"].rstrip(), "```", ""]
+        lines += [f"* {row['scope']} #{row['index']}{_pinned(row)}: {name} {a.verdict} {sorted(a.codes)}, "
+                  f"explicit {ref.verdict} {sorted(ref.codes)} ({a.detail[:200]})", "", "```sync",
+                  row["text"].rstrip(), "```", ""]
     lines += [f"## Violations whose codes share nothing: {len(disjoint)}", ""]
     for row, name, a in disjoint:
         ref = row["answers"]["explicit"]
-        lines.append(f"* {row['scope']} #{row['index']}: {name} {sorted(a.codes)}, explicit {sorted(ref.codes)}")
+        lines.append(f"* {row['scope']} #{row['index']}{_pinned(row)}: {name} {sorted(a.codes)}, "
+                     f"explicit {sorted(ref.codes)}")
     return lines
 
 
@@ -230,6 +245,10 @@ def scope_table(scopes: list[str]) -> list[str]:
                      f"{wrappers} | {'yes' if s.pair_loops else 'no'} | {len(statements(s))} | "
                      f"{len(_programs(name))} |")
     return lines
+
+
+def _pinned(row: dict) -> str:
+    return "".join(f" {k}={v}" for k, v in row["pinned"].items())
 
 
 def _every(k: int) -> str:
