@@ -6,8 +6,11 @@ random protocols. Here every combination of the operation alphabet up to a size 
 generated, so a shape that small cannot be missed.
 
 The alphabet is the one table ``ALPHABET``: a new primitive is added there and every scope picks
-it up. A *statement* is an atom, optionally in ``elect`` or ``per warp`` (atoms that are not warp-collective),
-optionally inside a loop of 1 or 2 trips; a loop may also hold two atoms in sequence. A program
+it up. A *statement* is an atom, optionally in a wrapper of the scope (``elect``, ``per warp`` or
+``first thread`` for atoms that are not warp-collective; ``if C > 0`` on a `choose` value for any),
+optionally inside a loop of the scope's trips (1, 2, or ``C``); a loop may also hold two atoms in
+sequence. Body roles are one warp each, two warps each (where ``elect`` and ``first thread`` differ)
+or the two halves of one warp (``syncwarp`` met by parts of a warp, from their own sites). A program
 gives each body warp a sequence of at most 3 statements, with the number of atoms per warp set
 by the scope's ``splits`` (``SCOPES``); a warp with an empty or shorter sequence is the early
 exit. The engines decide what each atom means (``elect`` included): the generator only writes
@@ -20,7 +23,8 @@ the body warps are interchangeable — same role shape, no warp singled out — 
 generated once per multiset of warp sequences (``programs``), and in the 2-CTA scope once per
 multiset of CTA sequences (the CTA rank appears only as ``cta ^ 1`` and a multicast to both,
 which are symmetric). That is the only canonicalization: it relies on nothing the engines
-compute.
+compute. A program that declares ``choose C`` is checked once per value of C, pinned
+(``assignments``), so that every engine answers for the same concrete protocol.
 """
 
 from __future__ import annotations
