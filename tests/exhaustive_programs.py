@@ -6,8 +6,11 @@ random protocols. Here every combination of the operation alphabet up to a size 
 generated, so a shape that small cannot be missed.
 
 The alphabet is the one table ``ALPHABET``: a new primitive is added there and every scope picks
-it up. A *statement* is an atom, optionally in ``elect`` or ``per warp`` (atoms that are not warp-collective),
-optionally inside a loop of 1 or 2 trips; a loop may also hold two atoms in sequence. A program
+it up. A *statement* is an atom, optionally in a wrapper of the scope (``elect``, ``per warp`` or
+``first thread`` for atoms that are not warp-collective; ``if C > 0`` on a `choose` value for any),
+optionally inside a loop of the scope's trips (1, 2, or ``C``); a loop may also hold two atoms in
+sequence. Body roles are one warp each, two warps each (where ``elect`` and ``first thread`` differ)
+or the two halves of one warp (``syncwarp`` met by parts of a warp, from their own sites). A program
 gives each body warp a sequence of at most 3 statements, with the number of atoms per warp set
 by the scope's ``splits`` (``SCOPES``); a warp with an empty or shorter sequence is the early
 exit. The engines decide what each atom means (``elect`` included): the generator only writes
@@ -20,7 +23,8 @@ the body warps are interchangeable — same role shape, no warp singled out — 
 generated once per multiset of warp sequences (``programs``), and in the 2-CTA scope once per
 multiset of CTA sequences (the CTA rank appears only as ``cta ^ 1`` and a multicast to both,
 which are symmetric). That is the only canonicalization: it relies on nothing the engines
-compute.
+compute. A program that declares ``choose C`` is checked once per value of C, pinned
+(``assignments``), so that every engine answers for the same concrete protocol.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+CHOOSE = "choose C in 0..3;"  # a value the kernel reads: 0, 1 or 2, every one checked
+PAIR = "smem pair[2] bytes 64;"
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,7 @@ class Atom:
     mbarrier: bool = False  # uses the mbarrier (the protocol gets the setup prologue)
     cluster_only: bool = False  # needs a cluster of 2 (remote operations, cluster-wide rendezvous)
     in_loop: bool = False  # uses the loop variable: only inside a loop
+    decl: tuple[str, ...] = ()  # declarations the atom needs (added to the protocol when a statement uses it)
 
 
 # The operation alphabet, in one place: every barrier kind, the mbarrier operations with their
@@ -81,10 +89,24 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("tma.load.multicast", "tma.load buf -> mb multicast 3;", mbarrier=True, cluster_only=True),
     Atom("wait.cluster", "wait.acquire.cluster mb parity 0;", mbarrier=True, cluster_only=True),
     Atom("tmem.alloc2", "tmem.alloc cta_group 2;", collective=True, cluster_only=True),
+    # PTX's unaligned barrier forms, reached from each warp's own branch (a divergent site)
+    Atom("barrier.sync", "barrier.sync 1, {bar};", collective=True),
+    Atom("barrier.arrive", "barrier.arrive 1, {bar};", collective=True),
+    Atom("tmem.alloc", "tmem.alloc;", collective=True),
+    Atom("tmem.dealloc", "tmem.dealloc;", collective=True),
+    # the conditional operator in a parity and in an index, on a `choose` value or the loop variable
+    Atom("wait_c", "wait mb parity C > 0 ? 1 : 0;", mbarrier=True, decl=(CHOOSE,)),
+    Atom("wait_kc", "wait mb parity {k} == 0 ? 1 : 0;", mbarrier=True, in_loop=True),
+    Atom("write_kc", "write pair[{k} > 0 ? 1 : 0];", in_loop=True, decl=(PAIR,)),
+    Atom("read_c", "read pair[C > 1 ? 1 : 0];", decl=(CHOOSE, PAIR)),
 )
 
+# Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
+# instance) select threads, so warp-collective atoms stay out of them; ``if C > 0`` is a branch on
+# a `choose` value, which any atom may sit in.
 WRAPPERS = ("", "elect", "per warp")
-LOOP_TRIPS = (1, 2)
+SELECTING = frozenset({"elect", "per warp", "first thread"})
+LOOP_TRIPS: tuple[int | str, ...] = (1, 2)  # "C": a loop of `choose` C trips
 
 
 @dataclass(frozen=True)
@@ -92,7 +114,7 @@ class Stmt:
     """A statement: atoms (one, or two in a loop body), their wrappers, and the loop's trips (0: none)."""
 
     atoms: tuple[tuple[Atom, str], ...]
-    trips: int = 0
+    trips: int | str = 0
 
     @property
     def size(self) -> int:
@@ -101,6 +123,14 @@ class Stmt:
     @property
     def mbarrier(self) -> bool:
         return any(a.mbarrier for a, _ in self.atoms)
+
+    @property
+    def decls(self) -> frozenset[str]:
+        """The declarations the statement needs: its atoms', and the `choose` of a loop bound or branch on C."""
+        out = {d for a, _ in self.atoms for d in a.decl}
+        if self.trips == "C" or any("C" in w.split() for _, w in self.atoms):
+            out.add(CHOOSE)
+        return frozenset(out)
 
     def text(self, var: str, bar: int) -> str:
         body = " ".join(_wrapped(a, w, var, bar) for a, w in self.atoms)
@@ -124,6 +154,8 @@ class Scope:
     atoms: tuple[str, ...] | None = None  # a sub-alphabet by name (None: every atom the scope allows)
     wrappers: tuple[str, ...] = WRAPPERS
     pair_loops: bool = False  # loops whose body is two atoms
+    trips: tuple[int | str, ...] = LOOP_TRIPS  # loop trip counts ("C": the `choose` value)
+    layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp)
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -142,6 +174,27 @@ SCOPES: dict[str, Scope] = {
                       pair_loops=True),
     # a cluster of two CTAs, one body warp each: remote operations and the cluster barrier
     "cluster2": Scope("cluster2", 2, 1, ((1, 1), (1, 0)), wrappers=("", "elect")),
+    # the newer constructs against each other: unaligned barriers, tensor memory, `first thread`,
+    # a `choose` value as a branch, a loop bound, a parity and an index, the conditional operator
+    "new2": Scope("new2", 1, 2, ((1, 1), (1, 0)),
+                  atoms=("bar.sync", "barrier.sync", "barrier.arrive", "syncwarp", "tmem.alloc", "tmem.dealloc",
+                         "arrive", "wait0", "wait1", "wait_c", "wait_kc", "write_kc", "read_c", "read", "write"),
+                  wrappers=("", "first thread", "if C > 0"), trips=(2, "C")),
+    # roles of two warps: `elect` arrives once per warp, `first thread` once per role
+    "pairs2": Scope("pairs2", 1, 2, ((1, 1), (1, 0)),
+                    atoms=("syncthreads", "bar.sync", "barrier.sync", "syncwarp", "arrive", "wait0", "wait1",
+                           "read", "write"), wrappers=("", "elect", "first thread"), trips=(2,), layout="pairs"),
+    # one warp split between two roles: `syncwarp` met from different sites by its parts
+    "halves": Scope("halves", 1, 2, ((2, 1), (1, 1), (2, 0)), atoms=("syncwarp", "read", "write"),
+                    wrappers=("", "first thread"), trips=(2,), layout="halves"),
+    # an mbarrier past phase 1 (count 1: each arrive completes a phase), first waits of either parity
+    "phases": Scope("phases", 1, 2, ((2, 1), (3, 0)),
+                    atoms=("arrive", "wait0", "wait1", "wait_k", "wait_k1", "wait_c", "wait_kc"), wrappers=("elect",),
+                    trips=(2,)),
+    # cluster barrier sequences: a re-arrive before and after the generation completed, remote accesses
+    "cluster2-seq": Scope("cluster2-seq", 2, 1, ((2, 2), (2, 1), (3, 1)),
+                          atoms=("cluster.arrive", "cluster.arrive.relaxed", "cluster.wait", "cluster.sync",
+                                 "read.remote", "write.remote"), wrappers=("",), trips=()),
 }
 
 
@@ -154,12 +207,12 @@ def atoms_of(scope: Scope) -> list[Atom]:
 
 def statements(scope: Scope) -> list[Stmt]:
     """Every statement of the scope, in a fixed order."""
-    wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers if not (w and a.collective)]
+    wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers if not (w in SELECTING and a.collective)]
     plain = [x for x in wrapped if not x[0].in_loop]
     out = [Stmt((x,)) for x in plain]
-    out += [Stmt((x,), t) for t in LOOP_TRIPS for x in wrapped]
+    out += [Stmt((x,), t) for t in scope.trips for x in wrapped]
     if scope.pair_loops:
-        out += [Stmt((x, y), t) for t in LOOP_TRIPS for x in wrapped for y in wrapped]
+        out += [Stmt((x, y), t) for t in scope.trips for x in wrapped for y in wrapped]
     return out
 
 
@@ -208,18 +261,22 @@ def programs(scope: Scope) -> Iterator[tuple[tuple[Stmt, ...], ...]]:
 def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x") -> str:
     """The .sync text of one program."""
     setup = any(s.mbarrier for seq in program for s in seq)
-    body_warps = scope.warps
+    decls = sorted({d for seq in program for s in seq for d in s.decls})
+    body_warps = {"warps": scope.warps, "pairs": 2 * scope.warps, "halves": 1}[scope.layout]
     warps = body_warps + (1 if setup else 0)
     lines = [f"protocol {name} {{"]
     if scope.ctas > 1:
         lines.append(f"  cluster {scope.ctas};")
     lines.append(f"  cta threads {32 * warps};")
-    for w in range(body_warps):
-        lines.append(f"  role w{w} = warp {w};")
+    for w in range(scope.warps):
+        unit = {"warps": f"warp {w}", "pairs": f"warps {2 * w}..{2 * w + 2}",
+                "halves": f"threads {16 * w}..{16 * w + 16}"}[scope.layout]
+        lines.append(f"  role w{w} = {unit};")
     if setup:
         lines.append(f"  role setup = warp {body_warps};")
         lines.append("  mbarrier mb count 1;")
     lines.append("  smem buf bytes 64;")
+    lines += [f"  {d}" for d in decls]
     if setup:
         if scope.ctas > 1:
             lines.append("  if setup { elect { init mb; fence.mbarrier_init; } }")
@@ -227,11 +284,12 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
         else:
             lines.append("  if setup { elect { init mb; } }")
             lines.append("  syncthreads;")
+    bar = 32 * min(2, body_warps)  # the threads of two body warps (or one): a named barrier of a subset
     for slot, seq in enumerate(program):
         if not seq:
             continue
         guard = f"w{slot}" if scope.ctas == 1 else f"w0 && cta == {slot}"
-        body = " ".join(s.text(f"k{slot}{i}", 32 * min(2, body_warps)) for i, s in enumerate(seq))
+        body = " ".join(s.text(f"k{slot}{i}", bar) for i, s in enumerate(seq))
         lines.append(f"  if {guard} {{ {body} }}")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -243,7 +301,15 @@ BARRIERS = frozenset(a.name for a in ALPHABET if a.collective and a.name.startsw
 def loops_on_a_barrier(program: tuple[tuple[Stmt, ...], ...]) -> bool:
     """Does some warp loop more than once over a barrier (the shape of the barrier-only-loop
     false deadlock, which the reduced and unreduced explicit engines shared)?"""
-    return any(s.trips > 1 and any(a.name in BARRIERS for a, _ in s.atoms) for seq in program for s in seq)
+    return any(isinstance(s.trips, int) and s.trips > 1 and any(a.name in BARRIERS for a, _ in s.atoms)
+               for seq in program for s in seq)
+
+
+def assignments(text: str) -> list[dict[str, int]]:
+    """The values to pin the program's `choose` at, one check each (none: one check as it is).
+    Pinning keeps every engine on the same concrete protocol; the combined check over every
+    assignment (engines/choices.py) is the explicit engine's, compared with these in the tests."""
+    return [{"C": v} for v in range(3)] if CHOOSE in text else [{}]
 
 
 def count(scope: Scope) -> int:

@@ -13,7 +13,18 @@ import collections
 
 import pytest
 from diff_engines import CONCLUSIVE, compare, engines, spin_fast
-from exhaustive_programs import ALPHABET, SCOPES, Stmt, loops_on_a_barrier, programs, render, sample, statements
+from exhaustive_programs import (
+    ALPHABET,
+    CHOOSE,
+    SCOPES,
+    Stmt,
+    assignments,
+    loops_on_a_barrier,
+    programs,
+    render,
+    sample,
+    statements,
+)
 
 from syncverify import load
 from syncverify.diagnostics import InputError
@@ -21,30 +32,35 @@ from syncverify.diagnostics import InputError
 ENGINES = {e.name: e for e in engines()}
 # Every k-th program of a scope, per engine: the slice stays well under a minute (2-CTA programs
 # and bmc queries cost the most).
-EVERY = {"explicit-unreduced": {"cta2": 300, "cta3": 300, "cta2-seq": 300, "cluster2": 1000},
-         "bmc": {"cta2": 5000, "cta3": 2000, "cta2-seq": 2000, "cluster2": 8000}}
+EVERY = {"explicit-unreduced": {"cta2": 300, "cta3": 300, "cta2-seq": 300, "cluster2": 1000, "new2": 300,
+                                "pairs2": 60, "halves": 100, "phases": 53, "cluster2-seq": 200},
+         "bmc": {"cta2": 5000, "cta3": 2000, "cta2-seq": 2000, "cluster2": 8000, "new2": 2000, "pairs2": 400,
+                 "halves": 101, "phases": 1000, "cluster2-seq": 1000}}
 
 
-def _answers(text: str, names: list[str]) -> dict:
-    protocol = load(text, path="slice.sync")
+def _answers(text: str, names: list[str], pinned: dict[str, int] | None = None) -> dict:
+    protocol = load(text, pinned, path="slice.sync")
     return {n: (spin_fast if n == "spin" else ENGINES[n].run)(protocol, 100_000, 60.0) for n in names}
 
 
 def _slice(scope: str, every: int, names: list[str]) -> collections.Counter:
     tally: collections.Counter = collections.Counter()
     for index, text in sample(SCOPES[scope], every):
-        try:
-            got = _answers(text, ["explicit", *names])
-        except InputError:
-            tally["rejected"] += 1
-            continue
-        ref = got.pop("explicit")
-        tally[ref.verdict] += 1
-        for name, answer in got.items():
-            if ref.verdict in CONCLUSIVE and answer.verdict in CONCLUSIVE:
-                c = compare(ref, answer, ENGINES[name])
-                assert c.kind == "agree", (scope, index, name, answer, ref, text)
-                tally[f"{name} agrees"] += 1
+        for pinned in assignments(text):
+            try:
+                got = _answers(text, ["explicit", *names], pinned)
+            except InputError:
+                tally["rejected"] += 1
+                continue
+            ref = got.pop("explicit")
+            tally[ref.verdict] += 1
+            for name, answer in got.items():
+                if answer.verdict == "unsupported":
+                    tally[f"{name} refuses: {answer.detail[:60]}"] += 1
+                if ref.verdict in CONCLUSIVE and answer.verdict in CONCLUSIVE:
+                    c = compare(ref, answer, ENGINES[name])
+                    assert c.kind == "agree", (scope, index, pinned, name, answer, ref, text)
+                    tally[f"{name} agrees"] += 1
     return tally
 
 
@@ -60,6 +76,8 @@ def test_reduced_and_unreduced_explicit_agree_on_a_slice(scope):
 def test_bmc_agrees_on_a_slice(scope):
     tally = _slice(scope, EVERY["bmc"][scope], ["bmc"])
     assert tally["bmc agrees"] >= 1, tally
+    if scope == "halves":  # a split warp's syncwarp: refused with its reason, never answered differently
+        assert any(k.startswith("bmc refuses") and "syncwarp" in k for k in tally), tally
 
 
 @pytest.mark.skipif(ENGINES["bmc"].unavailable is not None, reason="the bmc engine is not available")
@@ -114,3 +132,61 @@ def test_canonical_programs_are_the_multisets_of_warp_sequences():
 def test_every_atom_is_used_by_some_scope():
     used = {a.name for s in SCOPES.values() for stmt in statements(s) for a, _ in stmt.atoms}
     assert used == {a.name for a in ALPHABET}
+
+
+def test_a_choose_program_is_checked_at_each_value_and_the_combined_check_agrees():
+    """The slice pins `choose C` at each value; the explicit engine's own check over every
+    assignment (engines/choices.py) must report a violation exactly when some pinned value has one."""
+    from syncverify.check import Options, check_protocol
+    from syncverify.result import Verdict
+
+    scope, seen = SCOPES["new2"], collections.Counter()
+    for _, text in sample(scope, 97):
+        if CHOOSE not in text:
+            continue
+        pinned = [_answers(text, ["explicit"], p)["explicit"].verdict for p in assignments(text)]
+        combined = check_protocol(load(text, path="c.sync"), Options(engine="explicit"))
+        assert (combined.verdict == Verdict.VIOLATION) == ("violation" in pinned), (pinned, combined.verdict, text)
+        seen[len(set(pinned))] += 1
+    assert seen[2], seen  # some program is safe at one value and violated at another
+
+
+def test_elect_and_first_thread_differ_in_a_role_of_two_warps():
+    """In a role of two warps `elect` arrives once per warp, `first thread` once per role: on a
+    barrier of count 1 the first overflows the phase, the second does not."""
+    scope = SCOPES["pairs2"]
+    results = {}
+    for wrapper in ("elect", "first thread"):
+        arrive = Stmt(((next(a for a in ALPHABET if a.name == "arrive"), wrapper),))
+        wait = Stmt(((next(a for a in ALPHABET if a.name == "wait0"), ""),))
+        program = ((arrive,), (wait,))
+        assert program in set(programs(scope))
+        results[wrapper] = _answers(render(scope, program), ["explicit"])["explicit"]
+    assert results["first thread"].verdict == "safe", results
+    assert results["elect"].verdict == "violation", results
+
+
+_ZERO_TRIP_WAIT = """protocol zero_trip_wait {
+  cta threads 64;
+  role w0 = warp 0;
+  role setup = warp 1;
+  mbarrier mb count 1;
+  if setup { elect { init mb; } }
+  syncthreads;
+  if w0 { for k in 0..TRIPS { wait mb parity 0; } }
+}
+"""
+
+
+@pytest.mark.skipif(ENGINES["spin"].unavailable is not None, reason="spin or a C compiler is not installed")
+@pytest.mark.parametrize(("trips", "verdict"), [(0, "safe"), (1, "violation")])
+def test_spin_takes_a_wait_no_trip_reaches_when_it_is_the_only_wait(trips, verdict):
+    """Found by the new2 scope (`for k in 0..C { wait ... }` at C=0): with no wait reached the
+    Promela model had no waiter array, yet the wait's guard named it, and SPIN refused the model.
+    The twin with one trip waits on a phase nobody completes: a deadlock every engine reports."""
+    text = _ZERO_TRIP_WAIT.replace("TRIPS", str(trips))
+    got = _answers(text, ["explicit", "spin"])
+    assert got["explicit"].verdict == verdict, got
+    assert got["spin"].verdict == verdict, got
+    if verdict == "violation":
+        assert got["spin"].codes == got["explicit"].codes == {"SV201"}, got

@@ -197,7 +197,10 @@ class _Exporter:
         ids = sorted(self.facts.nb_ids) or [0]
         self.id_min, self.nids = ids[0], ids[-1] - ids[0] + 1
         self.nnb = self.nids * self.ncta
-        self.nj = max([len(v) for v in self.facts.waiters.values()] + [0])
+        # waiter slots per mbarrier; one at least where a wait is written that these params never reach
+        # (a loop of no trips), since its guard still names the array
+        writes_wait = any(self.waited_names(p) for p in self.live)
+        self.nj = max([len(v) for v in self.facts.waiters.values()] + [int(writes_wait)])
         self.widx = {(name, p): i for name, ps in self.facts.waiters.items() for i, p in enumerate(ps)}
         self.ntm = (self.ncta + 1) // 2 * 2
         # knowledge holders: leader and other lanes of each live process, each mbarrier's current and
