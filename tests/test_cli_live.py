@@ -115,7 +115,8 @@ def test_version_and_help_with_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "time budget per file (default: 600.0)" in text and "(default: text)" in text
+    assert "wall-clock limit of each check (depends on the machine's load) (default: 600.0)" in text
+    assert "(default: text)" in text
     assert "(default: False)" not in text
 
 

@@ -278,7 +278,14 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
     text = extract(load_module(ptx), launch, "sv_kernel").text
     res = check_protocol(load(text, path=f"{name}.sync"), Options(timeout=120))
     assert res.verdict.value != "inconclusive"
-    assert {d.code for d in res.diagnostics if d.is_error} == set(expect.errors)
+    # the root causes named after the search (SV506-SV508) depend on how the protocol is written
+    # (an extracted kernel has a role per warp): the findings themselves must be the spec's
+    got = {d.code for d in res.diagnostics if d.is_error}
+    assert got - ROOT_CAUSES == set(expect.errors) - ROOT_CAUSES
+    assert not got & ROOT_CAUSES or got - ROOT_CAUSES  # a cause is only ever named beside its symptom
+
+
+ROOT_CAUSES = frozenset({"SV506", "SV507", "SV508"})
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
