@@ -77,6 +77,15 @@ def test_syntax_error_has_position_and_caret(tmp_path, capsys):
     assert f"{bad}:5:20: error: PTX syntax" in out and "^" in out
 
 
+def test_syntax_error_names_what_was_expected_in_ptx_words(tmp_path, capsys):
+    """The expected tokens are PTX text (`)`, `.param`), never the parser's internal terminal names."""
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90a\n.visible .entry k( { ret; }\n")
+    assert main(["extract", str(bad), "--block", "32"]) == 2
+    out = capsys.readouterr().err
+    assert "unexpected `{`; expected one of `)`" in out and "__ANON" not in out and "RPAR" not in out
+
+
 # ---- extraction -------------------------------------------------------------------------------------
 
 def _refusal(mod, threads: int) -> str:  # type: ignore[no-untyped-def]

@@ -35,13 +35,21 @@ _TERMINAL_WORDS = {
 }
 
 
-def _word(terminal: str) -> str:
-    if terminal in _TERMINAL_WORDS:
-        return _TERMINAL_WORDS[terminal]
-    pattern = _parser().get_terminal(terminal).pattern
+def terminal_word(parser: Lark, terminal: str, words: dict[str, str] | None = None) -> str:
+    """How an error message names one of ``parser``'s terminals: a word from ``words``, the
+    literal text of an anonymous or string terminal (`` `;` ``), else the terminal's name."""
+    if words and terminal in words:
+        return words[terminal]
+    if terminal == "$END":
+        return "end of file"
+    pattern = parser.get_terminal(terminal).pattern
     if pattern.type == "str":
         return f"`{pattern.value}`"
     return terminal.lower()
+
+
+def _word(terminal: str) -> str:
+    return terminal_word(_parser(), terminal, _TERMINAL_WORDS)
 
 
 @cache

@@ -17,6 +17,8 @@ from importlib import resources
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from ..lang.parse import terminal_word
+
 
 class PtxError(Exception):
     """Bad or unsupported input, located in a file: printed as `file:line:col: message` with a caret."""
@@ -244,8 +246,8 @@ def _syntax_error(err: UnexpectedInput, path: str, lines: tuple[str, ...]) -> Pt
     elif isinstance(err, UnexpectedEOF):
         msg = "unexpected end of file (a `}` or `;` is missing)"
     elif isinstance(err, UnexpectedToken):
-        expected = sorted(err.expected)[:6]
-        msg = f"unexpected {err.token!s:.40}; expected one of {', '.join(expected)}"
+        expected = sorted({terminal_word(_parser(), t) for t in err.expected})[:6]
+        msg = f"unexpected `{err.token!s:.40}`; expected one of {', '.join(expected)}"
     else:  # pragma: no cover - Lark's other error kinds carry the same position
         msg = str(err).splitlines()[0]
     return PtxError(path, line, col, f"PTX syntax: {msg}", src)
