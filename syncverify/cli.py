@@ -159,7 +159,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)
-    refused = 0
     for is_kernel, group in itertools.groupby(paths, key=cli_extract.is_kernel):
         if live.stopped:
             break
@@ -181,13 +180,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                     results.append(live.report(replace(got, sweep=sweep) if sweep else got))
                 else:
                     cli_extract.print_refusal(got)
-                    refused += 1
+                    live.refused += 1
     budget.stop_if_interrupted()  # an interrupt some layer turned into an answer: no verdict is printed
     if not paths:
         _print(results, args)
     else:
         live.finish(results)
-    if refused:
+    if live.refused:
         return 2
     if args.expect:
         from .report import text

@@ -230,3 +230,12 @@ def test_explain_is_rendered_markdown_on_a_terminal(capsys, monkeypatch):
     assert main(["explain", "SV508"]) == 0
     out = capsys.readouterr().out
     assert "per-warp release without syncwarp" in out and "## SV508" not in out and "**Meaning.**" not in out
+
+
+def test_summary_counts_a_kernel_whose_extraction_was_refused(tmp_path, capsys):
+    """A refused kernel prints no result, but the summary still counts it, and the exit code is 2."""
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90a\n.visible .entry k( { ret; }\n")
+    assert main(["check", str(ROOT / "specs" / "peer_init_fixed.sync"), str(bad), "--block", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "2 files: 1 safe, 0 violations, 0 inconclusive, 1 kernel not extracted" in err

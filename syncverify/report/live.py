@@ -50,6 +50,7 @@ class Live:
     err: IO[str] = field(default_factory=lambda: sys.stderr)
     sources: dict[str, list[str]] = field(default_factory=dict)  # text of inputs that are not files (stdin)
     stopped: bool = False  # --fail-fast hit an error: check no further file
+    refused: int = 0  # kernels whose extraction was refused (reported on stderr, no result)
     started: float = field(default_factory=time.monotonic)
     _console: Any = None
 
@@ -161,6 +162,9 @@ class Live:
 
             print(render_sarif(results), file=self.out)
         counts = summary_counts(results)
+        if self.refused:
+            counts["files"] += self.refused
+            counts["refused"] = self.refused
         seconds = time.monotonic() - self.started
         if self.fmt == "jsonl":
             self._line({"kind": "summary", **counts, "seconds": round(seconds, 3), "exit_code": combine_exit(results),
@@ -188,5 +192,7 @@ def summary_line(counts: dict[str, int], seconds: float, stopped: bool = False) 
              f"{counts['inconclusive']} inconclusive"]
     if counts["error"]:
         parts.append(f"{counts['error']} input error{'s' if counts['error'] != 1 else ''}")
+    if counts.get("refused"):
+        parts.append(f"{counts['refused']} kernel{'s' if counts['refused'] != 1 else ''} not extracted")
     tail = " (stopped at the first error: --fail-fast)" if stopped else ""
     return f"{files} file{'s' if files != 1 else ''}: {', '.join(parts)} in {seconds:.1f} s{tail}"
