@@ -165,7 +165,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not is_kernel:  # specs: every sweep point, in input order
             todo = runs.tasks(list(group), args.defines)
             if jobs > 1 and len(todo) > 1:  # over worker processes: each result printed as it is collected
-                results += (live.report(r) for r in runs.run_all(todo, options, jobs))
+                collected = runs.run_all(todo, options, jobs)
+                for r in collected:
+                    results.append(live.report(r))
+                    if live.stopped:  # --fail-fast: closing the generator terminates the pool
+                        collected.close()
+                        break
                 continue
             for task in todo:
                 if live.stopped:

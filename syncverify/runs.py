@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 
 from .check import Options, check_path
@@ -72,7 +72,7 @@ def _run_one(task: Task, options: Options, run: Callable[[str, Options], CheckRe
 
 
 def run_all(todo: Sequence[Task], options: Options, jobs: int,
-            run: Callable[[str, Options], CheckResult] = check_path) -> Iterator[CheckResult]:
+            run: Callable[[str, Options], CheckResult] = check_path) -> Generator[CheckResult, None, None]:
     """The results of ``todo``, in its order. ``run`` checks one file in this process (jobs == 1,
     where the caller may show progress); with jobs > 1 each check runs in a worker process."""
     if jobs <= 1 or len(todo) <= 1:

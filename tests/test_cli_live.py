@@ -239,3 +239,12 @@ def test_summary_counts_a_kernel_whose_extraction_was_refused(tmp_path, capsys):
     assert main(["check", str(ROOT / "specs" / "peer_init_fixed.sync"), str(bad), "--block", "32"]) == 2
     err = capsys.readouterr().err
     assert "2 files: 1 safe, 0 violations, 0 inconclusive, 1 kernel not extracted" in err
+
+
+def test_fail_fast_with_workers_checks_no_further_file(capsys):
+    """--jobs 2 --fail-fast: the first violation stops the run, as without workers."""
+    names = ("peer_init_race.sync", "peer_init_fixed.sync", "tma_store_epilogue.sync")
+    specs = [str(ROOT / "specs" / n) for n in names]
+    assert main(["check", "--jobs", "2", "--fail-fast", "-q", *specs]) == 1
+    captured = capsys.readouterr()
+    assert "1 file: 0 safe, 1 violation" in captured.err and "peer_init_fixed" not in captured.out
