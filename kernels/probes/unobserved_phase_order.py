@@ -8,8 +8,10 @@ current kernel (docs/gpu-agreement.md, "Lanes of one warp"). This writes two ker
 - observed_phase_order.cu: its fix nvfuser_cb_mbarrier_war (the prologue waits phase 0 of war[k]), with that
   wait as the one extra step of the order.
 
-Both have no holds, only the gates. Run each with
-`python3 syncverify/gpu/runner.py kernels/probes/X.cu kernels/probes/X.json --repeat 10`.
+Both have no holds, only the gates. X_sleep.cu is the same kernel with a __nanosleep(200) in every wait and gate
+loop, so that lanes of a warp left spinning on one path let the warp's other path run. Run each with
+`python3 syncverify/gpu/runner.py kernels/probes/X.cu kernels/probes/X.json --repeat 10` (X_sleep.cu with X.json).
+On the H200 (2026-12-02) both plain kernels hung 10/10 and both _sleep kernels completed 10/10 with clean data.
 
     PYTHONPATH=. python3 kernels/probes/unobserved_phase_order.py
 """
@@ -54,6 +56,23 @@ def order(spec: str, named: list[tuple[int, str, int]]) -> tuple:
     return tuple(steps), tuple(trace)
 
 
+WAIT_LOOP_END = """      atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
+      return;
+    }
+  }"""
+GATE_LOOP = """  while (*turn < target) {
+    if (sv_aborted(c)) return false;"""
+
+
+def with_sleep(name: str, source: str) -> str:
+    """The probe variant: a __nanosleep in every wait loop and in the gate's loop."""
+    assert WAIT_LOOP_END in source and GATE_LOOP in source
+    source = source.replace(WAIT_LOOP_END, WAIT_LOOP_END[:-4] +
+                            "\n    __nanosleep(200);  // probe variant: let the warp's other lanes run\n  }")
+    source = source.replace(GATE_LOOP, GATE_LOOP + "\n    __nanosleep(200);  // probe variant")
+    return f"// Probe variant of {name}.cu: __nanosleep(200) in every wait and gate loop.\n" + source
+
+
 def main() -> None:
     for name, (spec, named) in ORDERS.items():
         protocol = load(spec)
@@ -61,6 +80,7 @@ def main() -> None:
         replay = ReplayOrder("probe", f"probe order of {spec}", steps, trace, (), tuple(s[:3] for s in steps))
         em = emit(protocol, replay=replay)
         (HERE / f"{name}.cu").write_text(em.source)
+        (HERE / f"{name}_sleep.cu").write_text(with_sleep(name, em.source))
         (HERE / f"{name}.json").write_text(json.dumps(em.launch, indent=1) + "\n")
         print(name, len(steps), "steps:", ", ".join(trace))
 
