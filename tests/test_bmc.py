@@ -228,7 +228,9 @@ def test_bmc_agrees_on_every_spec(name, defines):
         pytest.skip(f"the solver needs minutes on {name} (bench/RESULTS-bmc.md); run with SYNCVERIFY_SLOW=1")
     protocol = syncverify.load(str(SPECS / f"{name}.sync"), defines)
     ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
-    res = check_protocol(protocol, Options(engine="bmc", timeout=SLOW_SPECS.get(name, 300)))
+    # The wall-clock limit is only an outer limit (the solver's own work is what decides): about 120 s of
+    # CPU on the largest spec, so a loaded machine needs the headroom.
+    res = check_protocol(protocol, Options(engine="bmc", timeout=SLOW_SPECS.get(name, 900)))
     assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
     assert res.verdict == ref.verdict, (res, ref)
     assert _errors(res) <= _errors(ref)
