@@ -211,6 +211,10 @@ SLOW_SPECS = {"cutlass_ws_ring": 3600, "cutlass_ws_ring_no_empty_wait": 3600, "c
               "tilelang_bar_h_fixed": 900}
 
 
+# Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (UNSUPPORTED in engines/bmc.py)
+TCGEN05_UNENCODED = {p.stem for p in SPECS.glob("*.sync") if "tcgen05." in p.read_text()}
+
+
 def _spec_cases():
     for path in sorted(SPECS.glob("*.sync")):
         defines = {name: 1 for name in syncverify.load(str(path)).loop_params}
@@ -229,6 +233,11 @@ def test_bmc_agrees_on_every_spec(name, defines):
     protocol = syncverify.load(str(SPECS / f"{name}.sync"), defines)
     ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
     res = check_protocol(protocol, Options(engine="bmc", timeout=SLOW_SPECS.get(name, 300)))
+    if name in TCGEN05_UNENCODED:
+        # refused, not guessed: inconclusive with the reason (docs/engines.md)
+        assert ref.verdict in (Verdict.SAFE, Verdict.VIOLATION) and res.verdict is Verdict.INCONCLUSIVE, (res, ref)
+        assert "unsupported by the bmc engine" in res.coverage and "tcgen05" in res.coverage, res.coverage
+        return
     assert res.verdict in (Verdict.SAFE, Verdict.VIOLATION), res.coverage
     assert res.verdict == ref.verdict, (res, ref)
     assert _errors(res) <= _errors(ref)

@@ -47,6 +47,10 @@ SMALL: dict[str, dict[str, int]] = {
 TOO_BIG = {"cutlass_ws_ring": "12 warps: millions of SPIN states without symmetry reduction, beyond this test's "
            "budget (the ring family is compared in bench/spin_compare.py)"}
 
+# Specs with tensor-memory operations (tcgen05.mma/ld/st/fence, 2-SM copies): the export refuses them with
+# the reason (docs/engines.md); the test checks that it does, and fails once one is exported but disagrees.
+TCGEN05_REFUSED = {s.stem for s in SPECS if "tcgen05." in s.read_text() or "cta_group 2;" in s.read_text()}
+
 # Compiling pan.c is most of the cost here and the models are small: -O0 compiles three times
 # faster than -O2 and cannot change a verdict. bench/spin_compare.py measures SPIN with -O2.
 CC_FLAGS = ("-O0",)
@@ -90,6 +94,10 @@ def test_spin_agrees_with_explicit_engine(spec: Path, spin_outcomes: dict) -> No
     ours = check_path(str(spec), Options(engine="explicit", defines=SMALL.get(spec.stem, {}), timeout=120))
     assert ours.verdict in (Verdict.SAFE, Verdict.VIOLATION), ours.coverage
     spin = spin_outcomes[spec.stem]
+    if isinstance(spin, ExportError) and spec.stem in TCGEN05_REFUSED:
+        # not exported yet (docs/engines.md): the refusal names the tcgen05 operation
+        assert "tcgen05" in str(spin) or "cta_group 2" in str(spin), spin
+        pytest.skip(f"tcgen05 is not exported to Promela: {spin}")
     if isinstance(spin, ExportError):  # a documented refusal is allowed elsewhere, never for specs/
         pytest.fail(f"specs/ protocol not exported: {spin}")
     assert spin.verdict in ("safe", "violation"), f"SPIN gave no verdict: {spin.detail}"

@@ -87,6 +87,7 @@ from .state import (
     release,
     shift_phase,
 )
+from .tcgen05 import Tcgen05Ops
 from .tx_por import landings_commute
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
@@ -208,8 +209,8 @@ def _key_bounds(w: _Work, key: tuple) -> tuple[int, int]:
     return lo, bisect_left(records, (space, cta, obj, slot + 1), lo)
 
 
-class Machine:
-    """The transition system of one protocol."""
+class Machine(Tcgen05Ops):
+    """The transition system of one protocol (the tcgen05 operations: semantics/tcgen05.py)."""
 
     def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
         self.protocol = protocol
@@ -930,7 +931,7 @@ class Machine:
         if isinstance(op, ir.MbarTx):
             return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
         if isinstance(op, ir.TmaLoad):
-            return tuple((_EV_BYTES, index(op.bar, c)) for c in dests(op.multicast))
+            return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c)) for c in dests(op.multicast))
         if isinstance(op, ir.UmmaCommit):
             return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
         if isinstance(op, ir.MbarInit | ir.MbarInval):
@@ -1666,26 +1667,32 @@ class Machine:
             self._add_read(w, p, part, lanes, key, op.span.line)
         return True
 
+    def multicast_dests(self, proc: Process, mask_expr: ir.Expr | None, env, ctx, span) -> list[int]:
+        """The CTAs a multicast mask names (the executing CTA without one); SV405 outside the cluster."""
+        if mask_expr is None:
+            return [proc.cta]
+        mask = self._eval(mask_expr, env, ctx)
+        if mask <= 0 or mask >= 1 << self.ncta:
+            raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", span)
+        return [c for c in range(self.ncta) if mask >> c & 1]
+
     def op_tma_load(self, w, p, proc, op: ir.TmaLoad, ins, env, ctx, lanes) -> bool:
         buf, slot = self._slot(op.buf, env, ctx)
         nbytes = self._eval(op.tx_bytes, env, ctx)
         if nbytes <= 0 or nbytes % 16:
             raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        dests = self.multicast_dests(proc, op.multicast, env, ctx, op.span)
         part = self._part(p, ins.leader_only)
         for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            # cta_group 2 (2-SM): the completion is signalled on the pair leader's barrier
+            m = self._mbar(w, p, op.bar, cta & ~1 if op.cta_group == 2 else cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
             key = (SPACE_DATA, cta, buf, slot)
             self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            snap = self.tma2_issue(w, p, lanes) if op.cta_group == 2 else 0  # (semantics/tcgen05.py)
             for _ in range(ins.threads):
                 self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
-                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
+                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, snap))
         return True
 
     def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
@@ -1830,23 +1837,6 @@ class Machine:
             raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
         return (cta // 2) * 2 + int(op.dealloc)
 
-    def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
-        """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the
-        thread's prior tensor-core operations complete."""
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
-        seq = sum(1 for a in w.agents if a[0] == AG_UMMA and a[6] == p)
-        for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
-            self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
-            for _ in range(ins.threads):  # each executing thread commits (and arrives) once; identical
-                w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))  # agents merge
-        return True
-
     # ------------------------------------------------------------------ exit
     def _exit(self, w: _Work, p: int) -> None:
         """A process ran off the end. Only bar/barrier waits are released by exited threads
@@ -1860,6 +1850,7 @@ class Machine:
                     self._nb_try_complete(w, cta, bar_id)
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
+            self._tc_exit(w, cta)
             for r in w.records:
                 if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0:
                     what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
@@ -1920,20 +1911,9 @@ class Machine:
         s = self._rule_state(old)
         if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
             self._tx_check(m, s.tx - nbytes, self._agent_span(line))
+        if a[8]:
+            self.tma2_complete(w, a, m)  # a 2-SM copy (semantics/tcgen05.py)
         self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
-
-    def _complete_umma(self, w: _Work, a: tuple) -> None:
-        m, line = a[4], a[7]
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a tensor-core commit arrives on {self.mb_label(m)}, which is not initialized",
-                            span)
-        self._check_consumption(w, m, span, "umma.commit arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"umma.commit arrival on {self.mb_label(m)} with nothing pending", span)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
 
     # ------------------------------------------------------------------ descriptions
     def describe_mbar(self, state: State, m: int) -> str:
@@ -2014,6 +1994,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_WAIT
     if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
         return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
+    if isinstance(op, ir.TcMma) and op.cta_group == 2:
+        return _POR_OTHER  # reads and writes the peer CTA's memory
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
@@ -2094,7 +2076,7 @@ UNCOMMITTED = 2 << 40
 
 LOCAL_OPS = frozenset({
     ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
-    ir.UmmaCommit,
+    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence,
 })
 
 _HANDLERS = {
@@ -2117,4 +2099,8 @@ _HANDLERS = {
     ir.Fence: Machine.op_fence,
     ir.TmemAlloc: Machine.op_tmem,
     ir.UmmaCommit: Machine.op_umma_commit,
+    ir.TcMma: Machine.op_tc_mma,
+    ir.TmemAccess: Machine.op_tmem_access,
+    ir.TcWait: Machine.op_tc_wait,
+    ir.TcFence: Machine.op_tc_fence,
 }
