@@ -416,3 +416,38 @@ protocol long_pipeline {
     # the same pipeline whose epilogue hands acc back before its ld completed (no wait::ld)
     verdict, codes = run(text.replace("0..N", "0..20").replace("tcgen05.wait::ld;", ""))
     assert verdict is Verdict.VIOLATION and "SV302" in codes
+
+
+DEALLOC = """
+protocol dealloc {
+  cta threads 64;
+  role mma = warp 0;
+  role epi = warp 1;
+  smem a bytes 1024;
+  tmem acc cols 128;
+  mbarrier full count 1;
+  first thread { init full; }
+  if mma { tmem.alloc cols 128; }
+  syncthreads;
+  if mma { elect { tcgen05.mma acc, a; tcgen05.commit full; } }
+  if epi { wait full parity 0; tcgen05.fence::after_thread_sync; tcgen05.ld acc; tcgen05.wait::ld; BEFORE }
+  BARRIER
+  if mma { tmem.dealloc cols 128; }
+}
+"""
+
+
+def test_dealloc_after_the_users_finished_and_fenced_is_safe():
+    """PTX's sequence at the end: the users' wait::ld, tcgen05.fence::before_thread_sync, a barrier,
+    then the dealloc (a synchronous tcgen05 instruction: no after-fence needed)."""
+    ok = DEALLOC.replace("BEFORE", "tcgen05.fence::before_thread_sync;").replace("BARRIER", "syncthreads;")
+    assert run(ok) == (Verdict.SAFE, set())
+
+
+def test_dealloc_while_the_epilogue_may_still_read_is_a_race():
+    verdict, codes = run(DEALLOC.replace("BEFORE", "tcgen05.fence::before_thread_sync;").replace("BARRIER", ""))
+    assert verdict is Verdict.VIOLATION and "SV302" in codes
+
+
+def test_dealloc_ordered_by_the_barrier_alone_is_sv603():
+    assert run(DEALLOC.replace("BEFORE", "").replace("BARRIER", "syncthreads;")) == (Verdict.VIOLATION, {"SV603"})

@@ -1784,6 +1784,8 @@ class Machine(Tcgen05Ops):
         """tcgen05.alloc/dealloc (§7). With cta_group 2 the warp pair of the two CTAs acts
         collectively: "the issuing warp must make sure that peer CTA is launched" — so the
         issuer must know the peer's start (SV402) — and each waits for the other."""
+        if op.dealloc and w.procs[p][P_TOKEN] < 0:
+            self.tc_dealloc_check(w, p, lanes, proc.cta, op.span)  # (semantics/tcgen05.py)
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
             return self._tmem_columns(w, proc.cta, op)
         idx = self.tmem_rendezvous(proc.cta, op)

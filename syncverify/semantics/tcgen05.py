@@ -369,6 +369,25 @@ class Tcgen05Ops:
             out.append(r)
         w.records = tuple(out)
 
+    def tc_dealloc_check(self, w, p: int, lanes: int, cta: int, span) -> None:
+        """`tmem.dealloc` frees columns every region of the CTA may sit in: each access of them must
+        be complete and ordered before it — through the accessing thread's before-fence (or a
+        commit) and a synchronization. The dealloc is a synchronous tcgen05 instruction (PTX
+        §9.7.16.6.1), ordered in program order after the synchronization: no after-fence is needed
+        (the sequence of ptx-semantics.md §7: users finish, before-fence + barrier, dealloc)."""
+        from .machine import Violation
+        for r in w.records:
+            if r[R_SPACE] != SPACE_TMEM or r[R_CTA] != cta:
+                continue
+            if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
+                self._tc_race(p, r[:4], WRITE, r, span, "tmem.dealloc")
+            if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p:
+                other = f"{self._tc_access_name(r)} at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])}"
+                raise Violation("SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
+                                f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
+                                "tcgen05.fence::before_thread_sync between that access and the synchronization",
+                                span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
+
     # ------------------------------------------------------------------ 2-SM copies
     def tma2_issue(self, w, p: int, lanes: int) -> int:
         """A `tma.load … cta_group 2` is issued: what its lanes have observed is marked with a free
