@@ -451,3 +451,12 @@ def test_dealloc_while_the_epilogue_may_still_read_is_a_race():
 
 def test_dealloc_ordered_by_the_barrier_alone_is_sv603():
     assert run(DEALLOC.replace("BEFORE", "").replace("BARRIER", "syncthreads;")) == (Verdict.VIOLATION, {"SV603"})
+
+
+def test_after_fence_by_the_elected_lane_alone_does_not_order_the_warps_ld():
+    """Fences are per thread: `elect { tcgen05.fence::after_thread_sync; }` orders the elected
+    lane's later tcgen05 operations only, not a whole-warp tcgen05.ld."""
+    lone = handoff(after_epi="elect { tcgen05.fence::after_thread_sync; }")
+    assert run(lone) == (Verdict.VIOLATION, {"SV603"})
+    # an MMA issued by the elected lane after its own fence is ordered
+    assert run(handoff(after_mma="elect { tcgen05.fence::after_thread_sync; }")) == (Verdict.SAFE, set())

@@ -58,7 +58,7 @@ M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 AG_TMA, AG_UMMA = 0, 1
 TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
 TMA2_SLOTS = 8  # 2-SM (cta_group 2) copies of one thread in flight at once (likewise)
-TC_BITS = 1 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)
+TC_BITS = 2 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)
 
 
 class State(NamedTuple):
@@ -80,7 +80,8 @@ class Holders:
         self.nb_base = self.mb_base + 2 * nmbars
         self.cl_cur = self.nb_base + 16 * nctas
         self.cl_last = self.cl_cur + 1
-        # per process, TC_BITS bits: what its tcgen05.fence::after_thread_sync ordered, what it had
+        # per process, TC_BITS bits: what its tcgen05.fence::after_thread_sync ordered (for its leader
+        # lane, for its other lanes), what it had
         # observed when it issued each tcgen05.commit still in flight (one bit per commit tag), and
         # each 2-SM copy still in flight (one bit per slot)
         self.tc_base = self.cl_last + 1
@@ -105,14 +106,17 @@ class Holders:
     def proc_mask(self, p: int) -> int:
         return 3 << (2 * p)
 
-    def tc_fenced(self, p: int) -> int:
-        return 1 << (self.tc_base + TC_BITS * p)
+    def tc_fenced(self, p: int, lanes: int) -> int:
+        """The after-fence bits of the holders in ``lanes`` (process p's leader and/or other lanes):
+        fences are per thread, so a fence by the elected lane alone orders nothing for the others."""
+        base = self.tc_base + TC_BITS * p
+        return (1 << base if lanes & self.leader(p) else 0) | (2 << base if lanes & self.lanes(p) else 0)
 
     def tc_snap(self, p: int, tag: int) -> int:
-        return 1 << (self.tc_base + TC_BITS * p + 1 + tag)
+        return 1 << (self.tc_base + TC_BITS * p + 2 + tag)
 
     def tma2_snap(self, p: int, slot: int) -> int:
-        return 1 << (self.tc_base + TC_BITS * p + 1 + TC_TAGS + slot)
+        return 1 << (self.tc_base + TC_BITS * p + 2 + TC_TAGS + slot)
 
 
 def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:

@@ -23,7 +23,8 @@ docs/model.md, "tcgen05") is what this module encodes:
 The bookkeeping rides on the machine's knowledge records (state.py). Tensor-memory records live in
 SPACE_TMEM; there R_AKNOWN holds the knowledge that went through a before-fence (a release carries
 it on, a relaxed one too: the fences compose with any execution-ordering operation), and a
-process's ``tc_fenced`` bit in R_KNOWN marks the records its after-fence ordered. Records of an
+process's ``tc_fenced`` bits (its leader lane, its other lanes) in R_KNOWN mark the records its
+after-fence ordered. Records of an
 operation not yet committed carry R_GRP = TC_UNCOMMITTED; a commit re-tags them with its tag.
 """
 
@@ -116,16 +117,16 @@ class Tcgen05Ops:
         thread handed over through the fence pair (§9.7.16.6.4.3). Known through a thread
         synchronization alone: SV603. Otherwise a race."""
         from .machine import Violation
-        fenced = self.holders.tc_fenced(p)
+        fenced = self.holders.tc_fenced(p, lanes)
         for r in w.records:
             if r[:4] != key or (r[R_KIND] == READ and kind == READ):
                 continue
             known = r[R_KNOWN]
-            if pipelined and r[R_FLAGS] & F_TC and (r[R_OWNER] == p or known & fenced):
+            if pipelined and r[R_FLAGS] & F_TC and (r[R_OWNER] == p or (known & fenced) == fenced):
                 continue
             if r[R_FLAGS] & F_INFLIGHT or (known & lanes) != lanes:
                 self._tc_race(p, key, kind, r, span, what)
-            if known & fenced:
+            if (known & fenced) == fenced:
                 continue
             other = f"{self._tc_access_name(r)} at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])}"
             if (r[R_AKNOWN] & lanes) != lanes:
@@ -212,12 +213,12 @@ class Tcgen05Ops:
         grp = TC_LD if op.kind == "ld" else TC_ST
         waiter = self._part(p, ins.leader_only)
         leader = self.holders.leader(p)
-        fenced = self.holders.tc_fenced(p)
         out = []
         for r in w.records:
             if r[R_OWNER] == p and r[R_GRP] == grp and r[R_SPACE] == SPACE_TMEM and \
                     not (waiter == LEADER and r[R_PART] != LEADER):
-                learn = (lanes & leader if r[R_PART] == LEADER else lanes) | fenced
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                learn |= self.holders.tc_fenced(p, learn)
                 r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], -1, r[R_AKNOWN], r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
@@ -228,10 +229,10 @@ class Tcgen05Ops:
         if op.kind == "before":
             self._tc_fence_before(w, p, self._part(p, ins.leader_only))
         else:
-            fenced = self.holders.tc_fenced(p)
+            fenced = self.holders.tc_fenced(p, lanes)
             out = None
             for i, r in enumerate(w.records):
-                if r[R_SPACE] == SPACE_TMEM and (r[R_AKNOWN] & lanes) == lanes and not r[R_KNOWN] & fenced:
+                if r[R_SPACE] == SPACE_TMEM and (r[R_AKNOWN] & lanes) == lanes and (r[R_KNOWN] & fenced) != fenced:
                     if out is None:
                         out = list(w.records)
                     out[i] = (*r[:R_KNOWN], r[R_KNOWN] | fenced)
