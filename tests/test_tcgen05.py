@@ -460,3 +460,30 @@ def test_after_fence_by_the_elected_lane_alone_does_not_order_the_warps_ld():
     assert run(lone) == (Verdict.VIOLATION, {"SV603"})
     # an MMA issued by the elected lane after its own fence is ordered
     assert run(handoff(after_mma="elect { tcgen05.fence::after_thread_sync; }")) == (Verdict.SAFE, set())
+
+
+def test_processes_with_tcgen05_state_are_not_permuted_by_symmetry():
+    """Two identical producer warps issuing 2-SM copies, two identical epilogue warps: their
+    per-process knowledge bits are not permuted, so they are left out of the symmetry groups;
+    identical warps without tcgen05 operations still form one."""
+    from syncverify.semantics.machine import Machine
+    from syncverify.semantics.symmetry import symmetry_groups
+
+    text = """
+protocol groups {
+  cluster 2;
+  cta threads 128;
+  role prod[2] = warp i;
+  role epi[2] = warp 2 + i;
+  smem a bytes 1024;
+  tmem acc cols 64;
+  mbarrier full count 1;
+  if prod { elect { tma.load a -> full cta_group 2; } }
+  if epi { tcgen05.ld acc; tcgen05.wait::ld; }
+}
+"""
+    m = Machine(syncverify.load(text, path="g.sync"))
+    assert symmetry_groups(m.procs, m.programs) == []
+    plain = Machine(syncverify.load(text.replace(" cta_group 2", "").replace("tcgen05.ld acc; tcgen05.wait::ld;",
+                                                                          "read a;"), path="g.sync"))
+    assert len(symmetry_groups(plain.procs, plain.programs)) == 4  # per CTA: the producers, the epilogues

@@ -44,9 +44,11 @@ def _uses_instance(code: tuple[Instr, ...]) -> bool:
 
 
 def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
-    """Does the program run tcgen05 operations? Their per-process knowledge bits (after-fence,
-    commit snapshots: state.Holders.tc_base) are not permuted, so such processes are not."""
-    return any(isinstance(ins.op, (ir.UmmaCommit, *ir.TCGEN05_OPS)) for ins in code if ins.op is not None)
+    """Does the program run tcgen05 operations or 2-SM copies? Their per-process knowledge bits
+    (after-fences, commit and copy snapshots: state.Holders.tc_base) are not permuted, so such
+    processes are not."""
+    return any(isinstance(ins.op, (ir.UmmaCommit, *ir.TCGEN05_OPS))
+               or (isinstance(ins.op, ir.TmaLoad) and ins.op.cta_group == 2) for ins in code if ins.op is not None)
 
 
 def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
