@@ -487,3 +487,35 @@ protocol groups {
     plain = Machine(syncverify.load(text.replace(" cta_group 2", "").replace("tcgen05.ld acc; tcgen05.wait::ld;",
                                                                           "read a;"), path="g.sync"))
     assert len(symmetry_groups(plain.procs, plain.programs)) == 4  # per CTA: the producers, the epilogues
+
+
+PIPE = """
+protocol pipe {
+  cta threads 32;
+  smem a bytes 1024;
+  tmem acc cols 128;
+  tmem sf cols 32;
+  mbarrier done count 1;
+  first thread { init done; }
+  syncwarp;
+  elect { FIRST; SECOND; tcgen05.commit done; }
+  wait done parity 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("first", "second", "pipelined"), [
+    ("tcgen05.mma acc, a", "tcgen05.mma acc, a", True),        # mma -> mma, one accumulator
+    ("tcgen05.cp sf, a", "tcgen05.mma acc, a, sf", True),      # cp -> mma reading what it wrote
+    ("tcgen05.mma acc, a, sf", "tcgen05.cp sf, a", True),      # mma operand read -> cp writing it
+    ("tcgen05.cp sf, a", "tcgen05.cp sf, a", False),           # cp -> cp: not a pipeline
+    ("tcgen05.mma sf, a", "tcgen05.cp sf, a", False),          # mma accumulator write -> cp
+])
+def test_only_the_listed_pairs_of_one_thread_are_pipelined(first, second, pipelined):
+    """PTX ISA §9.7.16.6.2: asynchronous tcgen05 operations of one thread may execute out of issue
+    order, except the listed pairs."""
+    verdict, codes = run(PIPE.replace("FIRST", first).replace("SECOND", second))
+    if pipelined:
+        assert (verdict, codes) == (Verdict.SAFE, set())
+    else:
+        assert verdict is Verdict.VIOLATION and codes == {"SV303"}

@@ -1132,11 +1132,19 @@ class Resolver:
 
     def _mma(self, kind, span, quals, operands, clauses):
         acc = self.ref(operands[0], "tmem")
-        srcs = [self.ref(o, "buffer") for o in operands[1:]]
+        # an mma's A (and scale-factor) operands may sit in tensor memory; a cp copies from shared memory
+        srcs = [self.ref(o, "tmem" if kind == "mma" and self._names_kind(o) == "tmem" else "buffer")
+                for o in operands[1:]]
         group = self._cta_group(span, quals, clauses)
         if acc is None or group is None or any(r is None for r in srcs):
             return None
         return ir.TcMma(kind, acc, tuple(srcs), group, span)  # type: ignore[arg-type]
+
+    def _names_kind(self, t: Tree) -> str | None:
+        """The declared kind of the object an operand names (None: not a declared name)."""
+        if t.data in ("name", "index", "index_all") and str(t.children[0]) in self.kinds:
+            return self.kinds[str(t.children[0])][0]
+        return None
 
     def op_tcgen05_mma(self, span, quals, operands, clauses):
         return self._mma("mma", span, quals, operands, clauses)

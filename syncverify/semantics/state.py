@@ -49,6 +49,7 @@ F_INFLIGHT = 2  # async write not yet complete
 F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming)
 F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
 F_TC = 16  # an asynchronous tcgen05.mma/cp access, complete when a tcgen05.commit tracking it arrives
+F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)

@@ -12,8 +12,10 @@ docs/model.md, "tcgen05") is what this module encodes:
   carries what the thread had observed when it committed (execution order: the arrival comes after
   the commit in program order), but no other data: PTX does not say the arrive-on releases the
   thread's generic writes, so none is assumed.
-* mma → mma (same accumulator) and cp → mma of one thread are pipelined (§9.7.16.6.2): issued in
-  that order, they execute in that order, with no wait between them.
+* Some pairs of one thread are pipelined (§9.7.16.6.2): issued in that order, they execute in that
+  order, with no wait between them — mma → mma on one accumulator, cp → mma, and an mma's operand
+  reads → a later mma or cp writing that region (_PIPELINED). Nothing else: not cp → cp, not an
+  mma's accumulator write → cp.
 * `tcgen05.ld` / `tcgen05.st` are asynchronous until the thread's `tcgen05.wait::ld` / `wait::st`.
 * Across threads, a thread synchronization orders tcgen05 accesses only with the fence pair
   (§9.7.16.6.3): `tcgen05.fence::before_thread_sync` after the first access and before the
@@ -37,6 +39,7 @@ from .state import (
     F_ASYNC,
     F_INFLIGHT,
     F_TC,
+    F_TCCP,
     LEADER,
     M_VALID,
     R_AKNOWN,
@@ -64,6 +67,25 @@ from .state import (
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
 # TC_COMMITTED) an mma/cp tracked by the commit with tag TC_COMMITTED - R_GRP.
 TC_UNCOMMITTED, TC_LD, TC_ST, TC_COMMITTED = -2, -3, -4, -8
+
+
+# Which earlier asynchronous accesses (mma/cp, as their records show) a later mma or cp of the same
+# thread is pipelined after, on the same region (PTX ISA §9.7.16.6.2, with the operand-level pairs of
+# its later revisions: "mma (A/metadata reads) -> mma (D writes)", "mma (A/metadata reads) -> cp
+# (writes)", "cp -> mma (A/metadata reads)", mma (D) -> mma (C/D) on one accumulator).
+# Keys: (later op, its access), values: the earlier accesses ("mma-read", "mma-write", "cp-write").
+_PIPELINED: dict[tuple[str, int], frozenset[str]] = {
+    ("mma", READ): frozenset({"cp-write"}),
+    ("mma", WRITE): frozenset({"mma-write", "cp-write", "mma-read"}),
+    ("cp", WRITE): frozenset({"mma-read"}),
+}
+
+
+def _tc_kind(r: tuple) -> str:
+    """An mma/cp record as _PIPELINED names it."""
+    if r[R_KIND] == READ:
+        return "mma-read"
+    return "cp-write" if r[R_FLAGS] & F_TCCP else "mma-write"
 
 
 def _committed_tag(grp: int) -> int:
@@ -108,21 +130,23 @@ class Tcgen05Ops:
 
     # ------------------------------------------------------------------ ordering
     def _tc_conflicts(self, w, p: int, lanes: int, key: tuple, kind: int, span, what: str,
-                      pipelined: bool = False) -> None:
+                      issuer: str = "") -> None:
         """Check a tensor-memory access against the live records of its region.
 
         Ordered: a record the access's thread has seen complete and ordered for tcgen05 (its
         after-fence, or its own wait::ld/st, marked it with the thread's tc_fenced bit); with
-        ``pipelined`` (an mma or cp) also an in-flight mma/cp of the same thread, or one another
-        thread handed over through the fence pair (§9.7.16.6.4.3). Known through a thread
-        synchronization alone: SV603. Otherwise a race."""
+        ``issuer`` ("mma" or "cp") also an in-flight mma/cp of the same thread that it is pipelined
+        after (_PIPELINED), or one another thread handed over through the fence pair (§9.7.16.6.4.3).
+        Known through a thread synchronization alone: SV603. Otherwise a race."""
         from .machine import Violation
         fenced = self.holders.tc_fenced(p, lanes)
+        after = _PIPELINED.get((issuer, kind), frozenset())
         for r in w.records:
             if r[:4] != key or (r[R_KIND] == READ and kind == READ):
                 continue
             known = r[R_KNOWN]
-            if pipelined and r[R_FLAGS] & F_TC and (r[R_OWNER] == p or (known & fenced) == fenced):
+            if after and r[R_FLAGS] & F_TC and _tc_kind(r) in after and (
+                    r[R_OWNER] == p or (known & fenced) == fenced):
                 continue
             if r[R_FLAGS] & F_INFLIGHT or (known & lanes) != lanes:
                 self._tc_race(p, key, kind, r, span, what)
@@ -143,7 +167,8 @@ class Tcgen05Ops:
     @staticmethod
     def _tc_access_name(r: tuple) -> str:
         if r[R_FLAGS] & F_TC:
-            return "tcgen05.mma/cp " + ("write" if r[R_KIND] == WRITE else "read")
+            return {"mma-read": "tcgen05.mma operand read", "mma-write": "tcgen05.mma write",
+                    "cp-write": "tcgen05.cp write"}[_tc_kind(r)]
         return "tcgen05.st" if r[R_KIND] == WRITE else "tcgen05.ld"
 
     def _tc_race(self, p: int, key: tuple, kind: int, r: tuple, span, what: str) -> None:
@@ -188,11 +213,12 @@ class Tcgen05Ops:
                     self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC | F_TC, grp=TC_UNCOMMITTED)
                 else:
                     key = (SPACE_TMEM, cta, *self._tc_region(src, env, ctx))
-                    self._tc_conflicts(w, p, lanes, key, READ, op.span, f"{what} operand read", pipelined=True)
+                    self._tc_conflicts(w, p, lanes, key, READ, op.span, f"{what} operand read", op.kind)
                     self._tc_add(w, p, part, key, READ, op.span.line, F_TC, TC_UNCOMMITTED)
             key = (SPACE_TMEM, cta, *self._tc_region(op.acc, env, ctx))
-            self._tc_conflicts(w, p, lanes, key, WRITE, op.span, f"{what} write", pipelined=True)
-            self._tc_add(w, p, part, key, WRITE, op.span.line, F_TC | F_INFLIGHT, TC_UNCOMMITTED)
+            self._tc_conflicts(w, p, lanes, key, WRITE, op.span, f"{what} write", op.kind)
+            self._tc_add(w, p, part, key, WRITE, op.span.line, F_TC | F_INFLIGHT | (F_TCCP if op.kind == "cp" else 0),
+                         TC_UNCOMMITTED)
         return True
 
     def op_tmem_access(self, w, p, proc, op: ir.TmemAccess, ins, env, ctx, lanes) -> bool:
