@@ -519,3 +519,43 @@ def test_only_the_listed_pairs_of_one_thread_are_pipelined(first, second, pipeli
         assert (verdict, codes) == (Verdict.SAFE, set())
     else:
         assert verdict is Verdict.VIOLATION and codes == {"SV303"}
+
+
+def test_pipeline_chain_cp_mma_cp_is_ordered():
+    """cp -> mma (reading what the cp wrote) -> cp into the same columns: each pair is a pipeline,
+    so the second cp follows the first (DeepGEMM's per-k-block scale-factor copies)."""
+    chain = PIPE.replace("FIRST; SECOND;", "tcgen05.cp sf, a; tcgen05.mma acc, a, sf; tcgen05.cp sf, a;")
+    assert run(chain) == (Verdict.SAFE, set())
+
+
+HANDED = """
+protocol handed {
+  cta threads 96;
+  role prod = warp 0;
+  role mma = warp 1;
+  role xpose = warp 2;
+  smem sfa bytes 512;
+  smem other bytes 512;
+  tmem sf cols 32;
+  mbarrier ready count 32;
+  mbarrier empty count 1;
+  first thread { init ready; init empty; }
+  syncthreads;
+  if xpose { write sfa; write other; fence.proxy.async; arrive ready; }
+  if mma { wait ready parity 0; elect { tcgen05.cp sf, sfa; tcgen05.commit empty; } }
+  if prod { wait empty parity 0; elect { tma.load SLOT -> empty2; } }
+}
+"""
+
+
+def test_commit_carries_the_writes_of_the_slots_its_operations_read_and_no_others():
+    """The producer's copy into the slot the cp read is ordered after the transposer's write
+    (the cp read what it left, and completed before the commit arrived); a copy into a slot
+    the tracked operations did not read is not: the commit does not release generic writes."""
+    text = HANDED.replace("mbarrier empty count 1;", "mbarrier empty count 1; mbarrier empty2 count 1;").replace(
+        "init empty;", "init empty; init empty2;").replace(
+        "elect { tma.load SLOT -> empty2; }",
+        "elect { arrive.expect_tx empty2 bytes 512; tma.load SLOT -> empty2; } wait empty2 parity 0;")
+    assert run(text.replace("SLOT", "sfa")) == (Verdict.SAFE, set())
+    verdict, codes = run(text.replace("SLOT", "other"))
+    assert verdict is Verdict.VIOLATION and codes == {"SV303"}

@@ -78,7 +78,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "tcgen05.dealloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .b32", (0, 0), "cta_group cols"),
     "tcgen05.commit": _spec(".cta_group::1 .cta_group::2 .mbarrier::arrive::one .shared::cluster .multicast::cluster "
                             ".b64", (1, 1), "multicast cta_group"),
-    "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 3), "cta_group"),
+    "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 5), "cta_group"),  # ACC, A, B, SFA, SFB
     "tcgen05.cp": _spec(".cta_group::1 .cta_group::2", (2, 2), "cta_group"),
     "tcgen05.ld": _spec(".sync .aligned", (1, 1)),
     "tcgen05.st": _spec(".sync .aligned", (1, 1)),
@@ -101,7 +101,7 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "write": "write BUF [@ CTA]", "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
-          "tcgen05.mma": "tcgen05.mma ACC[, A[, B]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
+          "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
           "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION"}
 # First words of the operations: a bare name like this on the line after an op is a missing `;`.
 _OP_WORDS = frozenset(op.split(".")[0] for op in [*OPERATIONS, *_ALIASES])

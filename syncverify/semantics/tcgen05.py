@@ -44,6 +44,7 @@ from .state import (
     M_VALID,
     R_AKNOWN,
     R_CTA,
+    R_EPOCH,
     R_FLAGS,
     R_GRP,
     R_KIND,
@@ -79,6 +80,11 @@ _PIPELINED: dict[tuple[str, int], frozenset[str]] = {
     ("mma", WRITE): frozenset({"mma-write", "cp-write", "mma-read"}),
     ("cp", WRITE): frozenset({"mma-read"}),
 }
+
+
+# the same pairs by the later record's kind: which earlier kinds it executes after
+_BEFORE: dict[str, frozenset[str]] = {"mma-read": _PIPELINED[("mma", READ)], "mma-write": _PIPELINED[("mma", WRITE)],
+                                      "cp-write": _PIPELINED[("cp", WRITE)]}
 
 
 def _tc_kind(r: tuple) -> str:
@@ -140,14 +146,11 @@ class Tcgen05Ops:
         Known through a thread synchronization alone: SV603. Otherwise a race."""
         from .machine import Violation
         fenced = self.holders.tc_fenced(p, lanes)
-        after = _PIPELINED.get((issuer, kind), frozenset())
+        behind = self._pipelined(w, p, fenced, key, _PIPELINED.get((issuer, kind), frozenset()))
         for r in w.records:
-            if r[:4] != key or (r[R_KIND] == READ and kind == READ):
+            if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind:
                 continue
             known = r[R_KNOWN]
-            if after and r[R_FLAGS] & F_TC and _tc_kind(r) in after and (
-                    r[R_OWNER] == p or (known & fenced) == fenced):
-                continue
             if r[R_FLAGS] & F_INFLIGHT or (known & lanes) != lanes:
                 self._tc_race(p, key, kind, r, span, what)
             if (known & fenced) == fenced:
@@ -163,6 +166,27 @@ class Tcgen05Ops:
                             f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
                             "across threads only with the fence pair)", span,
                             related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
+
+    @staticmethod
+    def _pipelined(w, p: int, fenced: int, key: tuple, after: frozenset[str]) -> set[tuple]:
+        """The mma/cp records of the region that a new mma or cp is pipelined behind: those of a
+        kind in ``after`` (of its own thread, or handed over through the fence pair), and, since a
+        pipeline executes in issue order, every earlier one pipelined before one of those (cp ->
+        mma read -> cp: the second cp follows the first)."""
+        if not after:
+            return set()
+        own = [r for r in w.records if r[:4] == key and r[R_FLAGS] & F_TC and (
+            r[R_OWNER] == p or (r[R_KNOWN] & fenced) == fenced)]
+        behind = {r for r in own if _tc_kind(r) in after}
+        grew = True
+        while grew:
+            grew = False
+            for r in own:
+                if r not in behind and any(b[R_EPOCH] > r[R_EPOCH] and _tc_kind(r) in _BEFORE[_tc_kind(b)]
+                                           for b in behind):
+                    behind.add(r)
+                    grew = True
+        return behind
 
     @staticmethod
     def _tc_access_name(r: tuple) -> str:
@@ -195,7 +219,9 @@ class Tcgen05Ops:
             keep = [r for r in w.records if r[:4] != key]
         else:
             keep = [r for r in w.records if not (r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p)]
-        keep.append((*key, kind, p, part, line, flags, 0, grp, 0, 0))
+        # R_EPOCH: the issue order of the region's live records (_pipelined reads it)
+        epoch = 1 + max((r[R_EPOCH] for r in keep if r[:4] == key), default=0)
+        keep.append((*key, kind, p, part, line, flags, epoch, grp, 0, 0))
         w.records = tuple(keep)
 
     # ------------------------------------------------------------------ operations
@@ -305,24 +331,29 @@ class Tcgen05Ops:
                           if r[R_GRP] == TC_UNCOMMITTED and r[R_OWNER] == p and (part != LEADER or r[R_PART] == LEADER)
                           else r for r in w.records)
         self._tc_fence_before(w, p, part)  # implied by the commit (§9.7.16.6.4.2)
-        w.records = self._tc_snapshot(w.records, p, lanes, self.holders.tc_snap(p, tag))
+        operands = {r[:4] for r in w.records if r[R_OWNER] == p and r[R_SPACE] == SPACE_DATA and
+                    0 <= _committed_tag(r[R_GRP]) <= tag}
+        w.records = self._tc_snapshot(w.records, p, lanes, self.holders.tc_snap(p, tag), operands)
         for m in ms:
             for _ in range(ins.threads):  # each executing thread commits (and arrives) once
                 w.agents.append((AG_UMMA, self.mb_names[m][0], 0, 0, m, tag, p, op.span.line, 0))
         return True
 
     @staticmethod
-    def _tc_snapshot(records: tuple, p: int, lanes: int, snap: int) -> tuple:
+    def _tc_snapshot(records: tuple, p: int, lanes: int, snap: int, operands: set[tuple]) -> tuple:
         """What the commit's arrival will carry (``snap`` marks it): the observations the committing
         lanes know (the arrival is causally after them), the completed asynchronous writes they
-        know (complete before the commit was issued, so before its arrival), their tensor-memory
-        knowledge, and the thread's earlier mma/cp already completed (a commit tracks every prior
-        one). Not the generic writes they know: PTX does not say the arrive-on releases them."""
+        know (complete before the commit was issued, so before its arrival), the writes they know
+        of the shared-memory slots the tracked operations read (those operations read what the
+        writes left, and complete before the arrival), their tensor-memory knowledge, and the
+        thread's earlier mma/cp already completed (a commit tracks every prior one). Not the other
+        generic writes they know: PTX does not say the arrive-on releases them."""
         out = None
         for i, r in enumerate(records):
             known, aknown, space = r[R_KNOWN], r[R_AKNOWN], r[R_SPACE]
             if (known & lanes) == lanes and (space == SPACE_OBS or space == SPACE_TMEM or (
-                    space == SPACE_DATA and r[R_FLAGS] & F_ASYNC and not r[R_FLAGS] & F_INFLIGHT)):
+                    space == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT and (
+                        r[R_FLAGS] & F_ASYNC or r[:4] in operands))):
                 nk, na = known | snap, aknown | snap if (aknown & lanes) == lanes else aknown
             elif r[R_OWNER] == p and r[R_FLAGS] & F_TC and r[R_GRP] == -1:
                 nk, na = known | snap, aknown | snap
