@@ -359,8 +359,9 @@ class _Exporter:
                     raise self._refuse("SV405", line, "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster")
                 facts.tmem_pairs = True
         elif isinstance(op, ir.UmmaCommit):
-            raise ExportError(f"line {line}: `umma.commit` is not exported (its in-order delivery assumption has "
-                              "no Promela counterpart yet); check this protocol with `syncverify check`")
+            raise ExportError(f"line {line}: `tcgen05.commit` (`umma.commit`) is not exported (its in-order "
+                              "delivery assumption has no Promela counterpart yet); check this protocol with "
+                              "`syncverify check`")
         elif isinstance(op, ir.TCGEN05_OPS):
             raise ExportError(f"line {line}: `{ir.blackwell_op_name(op)}` is not exported (tensor-memory accesses, the "
                               "tcgen05 fences and 2-SM copies have no Promela counterpart yet); check this protocol "
