@@ -39,7 +39,7 @@ R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH
 SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's observation of a phase
 # TMEM: a tensor-memory region (cta, region, slot); there R_AKNOWN is the knowledge that went through
 # a tcgen05.fence::before_thread_sync, and a process's tc_fenced bit in R_KNOWN marks what its
-# tcgen05.fence::after_thread_sync ordered (semantics/tcgen05.py)
+# tcgen05.fence::after_thread_sync ordered (semantics/families/tcgen05.py)
 SPACE_TMEM = 4
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1

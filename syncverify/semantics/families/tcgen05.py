@@ -32,9 +32,12 @@ operation not yet committed carry R_GRP = TC_UNCOMMITTED; a commit re-tags them 
 
 from __future__ import annotations
 
-from .. import ir
-from . import rules
-from .state import (
+from collections.abc import Callable
+
+from ... import ir
+from .. import rules
+from ..core import BudgetExceeded, Violation
+from ..state import (
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
@@ -100,7 +103,8 @@ def _committed_tag(grp: int) -> int:
 
 
 class Tcgen05Ops:
-    """The tcgen05 handlers of Machine (a mixin: Machine supplies the barrier, slot and record helpers)."""
+    """The tcgen05 handlers of Machine (a mixin: Machine and the other families supply the barrier,
+    slot and record helpers)."""
 
     # ------------------------------------------------------------------ names
     def tmem_label(self, cta: int, region: int, slot: int) -> str:
@@ -116,7 +120,6 @@ class Tcgen05Ops:
         if ref.index is not None:
             slot = self._eval(ref.index, env, ctx)
             if not 0 <= slot < (regions[region].slots or 1):
-                from .machine import Violation
                 raise Violation("SV104", f"index {slot} is out of range for `{ref.name}[{regions[region].slots}]`",
                                 ref.span)
         return region, slot
@@ -124,7 +127,6 @@ class Tcgen05Ops:
     def _pair_ctas(self, proc, group: int, span, what: str) -> list[int]:
         """The CTAs a cta_group operation acts on: its own, and with cta_group 2 the pair's peer
         (rank ^ 1); the pair's leader (the even CTA) issues for both."""
-        from .machine import Violation
         if group == 1:
             return [proc.cta]
         if proc.cta & 1 or proc.cta ^ 1 >= self.ncta:
@@ -144,7 +146,6 @@ class Tcgen05Ops:
         ``issuer`` ("mma" or "cp") also an in-flight mma/cp of the same thread that it is pipelined
         after (_PIPELINED), or one another thread handed over through the fence pair (§9.7.16.6.4.3).
         Known through a thread synchronization alone: SV603. Otherwise a race."""
-        from .machine import Violation
         fenced = self.holders.tc_fenced(p, lanes)
         behind = self._pipelined(w, p, fenced, key, _PIPELINED.get((issuer, kind), frozenset()))
         for r in w.records:
@@ -196,7 +197,6 @@ class Tcgen05Ops:
         return "tcgen05.st" if r[R_KIND] == WRITE else "tcgen05.ld"
 
     def _tc_race(self, p: int, key: tuple, kind: int, r: tuple, span, what: str) -> None:
-        from .machine import Violation
         if kind == WRITE and r[R_KIND] == WRITE:
             code, name = "SV303", "WAW"
         elif kind == WRITE:
@@ -313,7 +313,6 @@ class Tcgen05Ops:
         operation of the executing lanes; an async arrive(1) at cluster scope on each target once
         they are complete. Successive commits of one thread get increasing tags (in flight at once:
         at most TC_TAGS; more ends the search inconclusive)."""
-        from .machine import BudgetExceeded
         dests = self.multicast_dests(proc, op.multicast, env, ctx, op.span)
         tags = [a[5] for a in w.agents if a[0] == AG_UMMA and a[6] == p]
         tag = max(tags) + 1 if tags else 0
@@ -368,7 +367,6 @@ class Tcgen05Ops:
         """A commit's arrival: the operations it tracks (and those of the thread's earlier commits
         still in flight: it tracks every prior one) are complete and published on its barrier,
         with what the thread had observed when it committed."""
-        from .machine import Violation
         m, tag, p, line = a[4], a[5], a[6], a[7]
         span = self._agent_span(line)
         old = w.mbars[m]
@@ -433,7 +431,6 @@ class Tcgen05Ops:
         commit) and a synchronization. The dealloc is a synchronous tcgen05 instruction (PTX
         §9.7.16.6.1), ordered in program order after the synchronization: no after-fence is needed
         (the sequence of ptx-semantics.md §7: users finish, before-fence + barrier, dealloc)."""
-        from .machine import Violation
         for r in w.records:
             if r[R_SPACE] != SPACE_TMEM or r[R_CTA] != cta:
                 continue
@@ -452,7 +449,6 @@ class Tcgen05Ops:
         snapshot slot of the thread, which the agent carries (as 1 + slot in its last field). Its
         completion lands on the pair leader's barrier, where nothing else of the issuing thread
         arrives: the causality from the issuer's waits to that completion goes through the copy."""
-        from .machine import BudgetExceeded
         used = {a[8] - 1 for a in w.agents if a[0] != AG_UMMA and a[6] == p and a[8]}
         slot = next((i for i in range(TMA2_SLOTS) if i not in used), None)
         if slot is None:
@@ -472,7 +468,6 @@ class Tcgen05Ops:
     def _tc_exit(self, w, cta: int) -> None:
         """SV404: a CTA exits while a tcgen05 operation it issued, or one writing its tensor memory,
         was never committed or never waited for."""
-        from .machine import Violation
         for r in w.records:
             if r[R_GRP] in (TC_UNCOMMITTED, TC_LD, TC_ST) and (
                     r[R_CTA] == cta or self.procs[r[R_OWNER]].cta == cta):
@@ -480,3 +475,12 @@ class Tcgen05Ops:
                     f"a tcgen05.{'ld' if r[R_GRP] == TC_LD else 'st'} never waited for (tcgen05.wait)"
                 raise Violation("SV404", f"CTA {cta} exits while {what} (issued at line {r[R_LINE]}) is still in "
                                 "flight", self.protocol.span, related=((r[R_LINE], "the asynchronous operation"),))
+
+
+HANDLERS: dict[type, Callable] = {
+    ir.UmmaCommit: Tcgen05Ops.op_umma_commit,
+    ir.TcMma: Tcgen05Ops.op_tc_mma,
+    ir.TmemAccess: Tcgen05Ops.op_tmem_access,
+    ir.TcWait: Tcgen05Ops.op_tc_wait,
+    ir.TcFence: Tcgen05Ops.op_tc_fence,
+}
