@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import syncverify
+from syncverify import ir
 from syncverify.check import Options, check_protocol
 from syncverify.codegen.emit import emit
 from syncverify.codegen.support import EmitRefused
@@ -559,3 +560,15 @@ def test_commit_carries_the_writes_of_the_slots_its_operations_read_and_no_other
     assert run(text.replace("SLOT", "sfa")) == (Verdict.SAFE, set())
     verdict, codes = run(text.replace("SLOT", "other"))
     assert verdict is Verdict.VIOLATION and codes == {"SV303"}
+
+
+def test_a_2sm_copy_reaches_the_pair_leaders_barrier_for_the_reduction():
+    """The partial-order reduction takes a copy alone only when no init or inval of its barrier can
+    still come first: for a 2-SM copy that barrier is the leader's, so its CTAs include the leader."""
+    from syncverify.semantics.machine import Machine
+
+    protocol = syncverify.load(TWO_SM.replace("GROUP", "cta_group 2").replace("LEADER", "0"), path="t.sync")
+    m = Machine(protocol)
+    p = next(q.index for q in m.procs if q.cta == 1 and q.role == "producer")
+    pc = next(pc for pc, ins in enumerate(m.programs[p].code) if isinstance(ins.op, ir.TmaLoad))
+    assert m._targets(p, m.programs[p].code[pc].op, pc, (0,) * len(m.programs[p].var_names)) == (0, 1)

@@ -257,6 +257,8 @@ class Reduction:
                 out = (own,)
         except EvalError:
             out = None
+        if out is not None and isinstance(op, ir.TmaLoad) and op.cta_group == 2:
+            out = tuple(sorted({*out, *(d & ~1 for d in out)}))  # a 2-SM copy signals the pair leader's barrier
         if out is not None and not all(0 <= d < self.ncta for d in out):
             out = None
         self._target_memo[key] = out
