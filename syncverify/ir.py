@@ -10,6 +10,7 @@ role instance or loop variables.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -358,6 +359,13 @@ def blackwell_op_name(op: Op | None) -> str | None:
     return None
 
 
+def tensor_core_async(op: Op | None) -> bool:
+    """A tcgen05 commit, mma/cp, ld/st, wait or fence, or a 2-SM copy: the operations that only the
+    explicit machine models (the bmc encoding and the Promela export refuse them)."""
+    return isinstance(op, UmmaCommit | TcMma | TmemAccess | TcWait | TcFence) or (
+        isinstance(op, TmaLoad) and op.cta_group == 2)
+
+
 # ---------------------------------------------------------------------------
 # Statements
 
@@ -404,6 +412,18 @@ class Elect:
 
 
 Stmt: TypeAlias = Let | For | If | Elect | Op
+
+
+def ops_of(body: tuple[Stmt, ...]) -> Iterator[Op]:
+    """Every operation of a body, nested ones included, in source order."""
+    for s in body:
+        if isinstance(s, For | Elect):
+            yield from ops_of(s.body)
+        elif isinstance(s, If):
+            yield from ops_of(s.then)
+            yield from ops_of(s.orelse)
+        elif not isinstance(s, Let):
+            yield s
 
 # ---------------------------------------------------------------------------
 # Declarations

@@ -22,6 +22,7 @@ from strategies import protocols
 from test_symbolic import _ring
 
 import syncverify
+from syncverify import ir
 from syncverify.check import Options, check_protocol
 from syncverify.engines.bmc import BMC, Step, Unsupported, Work
 from syncverify.result import Verdict
@@ -212,7 +213,8 @@ SLOW_SPECS = {"cutlass_ws_ring": 3600, "cutlass_ws_ring_no_empty_wait": 3600, "c
 
 
 # Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (UNSUPPORTED in engines/bmc.py)
-TCGEN05_UNENCODED = {p.stem for p in SPECS.glob("*.sync") if "tcgen05." in p.read_text()}
+TCGEN05_UNENCODED = {p.stem for p in SPECS.glob("*.sync")
+                     if any(ir.tensor_core_async(op) for op in ir.ops_of(syncverify.load(str(p)).body))}
 
 
 def _spec_cases():
