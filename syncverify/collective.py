@@ -37,7 +37,7 @@ def is_wgmma(op: ir.Op) -> bool:
 
 def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
     """SV206 for every wgmma operation some warpgroup runs with fewer than its four warps, and every
-    wgmma or tmem operation that part of a warp runs."""
+    wgmma or warp-collective tcgen05 operation (alloc, dealloc, ld, st, wait) that part of a warp runs."""
     out: list[Diagnostic] = []
     seen: dict[int, ir.Op] = {}
     runs: dict[int, dict[int, set[int]]] = {}  # id(op) -> cta -> warps whose program has it
@@ -45,13 +45,13 @@ def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[
         proc = prog.process
         for ins in prog.code:
             op = ins.op
-            if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc)):
+            if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc | ir.TmemAccess | ir.TcWait)):
                 continue
             if not proc.whole_warp or ins.leader_only:
                 if id(op) not in seen:
                     seen[id(op)] = op
                     what = "wgmma is warpgroup-collective" if is_wgmma(op) else \
-                        "tcgen05.alloc/dealloc are warp-collective (.sync.aligned)"
+                        "tcgen05.alloc/dealloc/ld/st/wait are warp-collective (.sync.aligned)"
                     out.append(make("SV206", f"executed by {proc.label()}, which is only part of a warp; {what}: "
                                     "every thread of the warp must execute it", op.span))
                 continue

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from test_engine_regressions import LONE_ARRIVE_BEFORE_A_FRESH_START
 
+from syncverify import ir
 from syncverify.check import Options, check_path
 from syncverify.export import ExportError, export_model
 from syncverify.export.spin import SpinOutcome, run_spin, tools_available
@@ -46,6 +47,10 @@ SMALL: dict[str, dict[str, int]] = {
 # The same protocol with two consumer warps is cutlass_ws_ring_per_warp_release_syncwarp.
 TOO_BIG = {"cutlass_ws_ring": "12 warps: millions of SPIN states without symmetry reduction, beyond this test's "
            "budget (the ring family is compared in bench/spin_compare.py)"}
+
+# Specs with tensor-memory operations (tcgen05.mma/ld/st/fence, 2-SM copies): the export refuses them with
+# the reason (docs/engines.md); the test checks that it does, and fails once one is exported but disagrees.
+TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op in ir.ops_of(load(str(s)).body))}
 
 # Compiling pan.c is most of the cost here and the models are small: -O0 compiles three times
 # faster than -O2 and cannot change a verdict. bench/spin_compare.py measures SPIN with -O2.
@@ -90,6 +95,10 @@ def test_spin_agrees_with_explicit_engine(spec: Path, spin_outcomes: dict) -> No
     ours = check_path(str(spec), Options(engine="explicit", defines=SMALL.get(spec.stem, {}), timeout=120))
     assert ours.verdict in (Verdict.SAFE, Verdict.VIOLATION), ours.coverage
     spin = spin_outcomes[spec.stem]
+    if isinstance(spin, ExportError) and spec.stem in TCGEN05_REFUSED:
+        # not exported yet (docs/engines.md): the refusal names the tcgen05 operation
+        assert "tcgen05" in str(spin) or "cta_group 2" in str(spin), spin
+        pytest.skip(f"tcgen05 is not exported to Promela: {spin}")
     if isinstance(spin, ExportError):  # a documented refusal is allowed elsewhere, never for specs/
         pytest.fail(f"specs/ protocol not exported: {spin}")
     assert spin.verdict in ("safe", "violation"), f"SPIN gave no verdict: {spin.detail}"

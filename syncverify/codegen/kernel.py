@@ -595,4 +595,4 @@ class KernelWriter:
     def op_TmemAlloc(self, op: ir.TmemAlloc, site: int, part: str, leader: bool) -> None:
         raise AssertionError("refused before emission")
 
-    op_UmmaCommit = op_TmemAlloc
+    op_UmmaCommit = op_TcMma = op_TmemAccess = op_TcWait = op_TcFence = op_TmemAlloc

@@ -27,9 +27,8 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
         raise EmitRefused(f"{protocol.path}: {several}; a kernel is emitted for one assignment: pin each with "
                           "-D NAME=VALUE")
     for s in sites:
-        if isinstance(s.op, ir.TmemAlloc | ir.UmmaCommit):
-            what = "tmem.dealloc" if isinstance(s.op, ir.TmemAlloc) and s.op.dealloc else \
-                "tmem.alloc" if isinstance(s.op, ir.TmemAlloc) else "umma.commit"
+        what = ir.blackwell_op_name(s.op)
+        if what is not None:
             raise EmitRefused(
                 f"{protocol.path}:{s.line}: `{what}` is a Blackwell tcgen05 operation (sm_100a); it cannot run on "
                 "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "

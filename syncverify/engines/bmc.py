@@ -96,8 +96,12 @@ SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._sy
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
-    ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
-                   "encoded)",
+    ir.UmmaCommit: "`tcgen05.commit` (its asynchronous arrivals, delivered in issue order, and the operations "
+                   "they complete are not encoded)",
+    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
+    ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
+    ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
+    ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
 }
 
 # the encoding of each operation type, by family (Step.event)
@@ -354,6 +358,9 @@ class Encoding(EncodingSymmetry):
         kind = type(op)
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
+        if kind is ir.TmaLoad and op.cta_group == 2:
+            raise Unsupported(f"`tma.load cta_group 2` (a 2-SM copy signalled on the pair leader's barrier: not "
+                              f"encoded), line {ins.line}")
         proc = mach.procs[p]
         if kind is ir.Syncwarp and p in mach.warp_parts:
             raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")

@@ -60,7 +60,7 @@ _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation c
 # Operations that only touch their own process, their slot's records and agents they create.
 LOCAL_OPS = frozenset({
     ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
-    ir.UmmaCommit,
+    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence,
 })
 
 
@@ -75,6 +75,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_WAIT
     if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
         return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
+    if isinstance(op, ir.TcMma) and op.cta_group == 2:
+        return _POR_OTHER  # reads and writes the peer CTA's memory
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
@@ -255,6 +257,8 @@ class Reduction:
                 out = (own,)
         except EvalError:
             out = None
+        if out is not None and isinstance(op, ir.TmaLoad) and op.cta_group == 2:
+            out = tuple(sorted({*out, *(d & ~1 for d in out)}))  # a 2-SM copy signals the pair leader's barrier
         if out is not None and not all(0 <= d < self.ncta for d in out):
             out = None
         self._target_memo[key] = out
@@ -537,7 +541,7 @@ class Reduction:
         if isinstance(op, ir.MbarTx):
             return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
         if isinstance(op, ir.TmaLoad):
-            return tuple((_EV_BYTES, index(op.bar, c)) for c in dests(op.multicast))
+            return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c)) for c in dests(op.multicast))
         if isinstance(op, ir.UmmaCommit):
             return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
         if isinstance(op, ir.MbarInit | ir.MbarInval):

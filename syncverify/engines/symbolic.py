@@ -419,10 +419,13 @@ def _normalize_runs(records: tuple, phase_shift: Mapping[int, int], all_procs: i
 
 
 def _saturate(r: tuple, all_procs: int, all_holders: int) -> tuple:
+    """A record every process knows is known by every holder up to the cluster barrier's. The
+    tcgen05 bits above those (state.Holders.tc_base: after-fences, commit snapshots) are kept as
+    they are: knowing a record does not make it fenced."""
     known, aknown = r[R_KNOWN], r[R_AKNOWN]
     k_full, a_full = known & all_procs == all_procs, aknown & all_procs == all_procs
-    if (k_full and known != all_holders) or (a_full and aknown != all_holders):
-        return (*r[:R_AKNOWN], all_holders if a_full else aknown, all_holders if k_full else known)
+    if (k_full and known & all_holders != all_holders) or (a_full and aknown & all_holders != all_holders):
+        return (*r[:R_AKNOWN], all_holders | aknown if a_full else aknown, all_holders | known if k_full else known)
     return r
 
 

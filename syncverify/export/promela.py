@@ -334,6 +334,10 @@ class _Exporter:
                 facts.keys[k].generic_writes += 1
             else:
                 facts.keys[k].generic_readers.add((p, part))
+        elif isinstance(op, ir.TmaLoad) and op.cta_group == 2:
+            raise ExportError(f"line {line}: `tma.load cta_group 2` is not exported (a 2-SM copy signalled on the "
+                              "pair leader's barrier has no Promela counterpart yet); check this protocol with "
+                              "`syncverify check`")
         elif isinstance(op, ir.TmaLoad):
             if ins.threads != 1:
                 raise ExportError(f"line {line}: `tma.load` executed by {ins.threads} threads at once (outside "
@@ -355,8 +359,13 @@ class _Exporter:
                     raise self._refuse("SV405", line, "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster")
                 facts.tmem_pairs = True
         elif isinstance(op, ir.UmmaCommit):
-            raise ExportError(f"line {line}: `umma.commit` is not exported (its in-order delivery assumption has "
-                              "no Promela counterpart yet); check this protocol with `syncverify check`")
+            raise ExportError(f"line {line}: `tcgen05.commit` (`umma.commit`) is not exported (its in-order "
+                              "delivery assumption has no Promela counterpart yet); check this protocol with "
+                              "`syncverify check`")
+        elif isinstance(op, ir.TCGEN05_OPS):
+            raise ExportError(f"line {line}: `{ir.blackwell_op_name(op)}` is not exported (tensor-memory accesses, the "
+                              "tcgen05 fences and 2-SM copies have no Promela counterpart yet); check this protocol "
+                              "with `syncverify check`")
 
     def max_depth(self) -> int:
         """Every step of every process and copy once, plus creating the processes and the monitor."""

@@ -57,6 +57,8 @@ from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
+from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
+from .families.tcgen05 import Tcgen05Ops
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -101,7 +103,7 @@ class Assumptions:
     dealloc_blocks: bool = True
 
 
-class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, LifecycleOps, Reduction):
+class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, LifecycleOps, Reduction):
     """The transition system of one protocol."""
 
     def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
@@ -549,4 +551,4 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, LifecycleOps, R
 # The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
 
 
-_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS}
+_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS}

@@ -37,6 +37,10 @@ R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH
 # on the updates that run on every synchronizing step.
 # spaces: data slots, mbarrier init records, CTA start records
 SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's observation of a phase
+# TMEM: a tensor-memory region (cta, region, slot); there R_AKNOWN is the knowledge that went through
+# a tcgen05.fence::before_thread_sync, and a process's tc_fenced bit in R_KNOWN marks what its
+# tcgen05.fence::after_thread_sync ordered (semantics/families/tcgen05.py)
+SPACE_TMEM = 4
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1
 # flags
@@ -44,6 +48,8 @@ F_ASYNC = 1  # performed by the async proxy (TMA, bulk store, wgmma)
 F_INFLIGHT = 2  # async write not yet complete
 F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming)
 F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
+F_TC = 16  # an asynchronous tcgen05.mma/cp access, complete when a tcgen05.commit tracking it arrives
+F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
@@ -51,6 +57,9 @@ P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 # agent kinds
 AG_TMA, AG_UMMA = 0, 1
+TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
+TMA2_SLOTS = 8  # 2-SM (cta_group 2) copies of one thread in flight at once (likewise)
+TC_BITS = 2 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)
 
 
 class State(NamedTuple):
@@ -72,6 +81,11 @@ class Holders:
         self.nb_base = self.mb_base + 2 * nmbars
         self.cl_cur = self.nb_base + 16 * nctas
         self.cl_last = self.cl_cur + 1
+        # per process, TC_BITS bits: what its tcgen05.fence::after_thread_sync ordered (for its leader
+        # lane, for its other lanes), what it had
+        # observed when it issued each tcgen05.commit still in flight (one bit per commit tag), and
+        # each 2-SM copy still in flight (one bit per slot)
+        self.tc_base = self.cl_last + 1
 
     @staticmethod
     def leader(p: int) -> int:
@@ -92,6 +106,18 @@ class Holders:
 
     def proc_mask(self, p: int) -> int:
         return 3 << (2 * p)
+
+    def tc_fenced(self, p: int, lanes: int) -> int:
+        """The after-fence bits of the holders in ``lanes`` (process p's leader and/or other lanes):
+        fences are per thread, so a fence by the elected lane alone orders nothing for the others."""
+        base = self.tc_base + TC_BITS * p
+        return (1 << base if lanes & self.leader(p) else 0) | (2 << base if lanes & self.lanes(p) else 0)
+
+    def tc_snap(self, p: int, tag: int) -> int:
+        return 1 << (self.tc_base + TC_BITS * p + 2 + tag)
+
+    def tma2_snap(self, p: int, slot: int) -> int:
+        return 1 << (self.tc_base + TC_BITS * p + 2 + TC_TAGS + slot)
 
 
 def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:

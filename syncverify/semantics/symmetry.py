@@ -43,11 +43,19 @@ def _uses_instance(code: tuple[Instr, ...]) -> bool:
     return any(walk(ins) for ins in code)
 
 
+def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
+    """Does the program run tcgen05 operations or 2-SM copies? Their per-process knowledge bits
+    (after-fences, commit and copy snapshots: state.Holders.tc_base) are not permuted, so such
+    processes are not."""
+    return any(isinstance(ins.op, (ir.UmmaCommit, *ir.TCGEN05_OPS))
+               or (isinstance(ins.op, ir.TmaLoad) and ins.op.cta_group == 2) for ins in code if ins.op is not None)
+
+
 def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
     """Groups (of two or more) of interchangeable processes."""
     buckets: dict[tuple, list[int]] = {}
     for proc, prog in zip(procs, programs, strict=True):
-        if not proc.whole_warp:
+        if not proc.whole_warp or _uses_tcgen05(prog.code):
             continue
         key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code)
         buckets.setdefault(key, []).append(proc.index)

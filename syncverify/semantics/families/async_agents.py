@@ -1,5 +1,5 @@
 """The semantics of asynchronous agents: TMA loads and stores, bulk groups (commit/wait), wgmma reads, fences,
-tensor-memory allocation, the tcgen05 commit, and the agents' completions.
+tensor-memory allocation, and the agents' completions (the tcgen05 commit's: families/tcgen05.py).
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type (see Machine._exec).
@@ -65,26 +65,32 @@ UNCOMMITTED = 2 << 40
 class AsyncAgentOps:
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
+    def multicast_dests(self, proc, mask_expr: ir.Expr | None, env, ctx, span) -> list[int]:
+        """The CTAs a multicast mask names (the executing CTA without one); SV405 outside the cluster."""
+        if mask_expr is None:
+            return [proc.cta]
+        mask = self._eval(mask_expr, env, ctx)
+        if mask <= 0 or mask >= 1 << self.ncta:
+            raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", span)
+        return [c for c in range(self.ncta) if mask >> c & 1]
+
     def op_tma_load(self, w, p, proc, op: ir.TmaLoad, ins, env, ctx, lanes) -> bool:
         buf, slot = self._slot(op.buf, env, ctx)
         nbytes = self._eval(op.tx_bytes, env, ctx)
         if nbytes <= 0 or nbytes % 16:
             raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        dests = self.multicast_dests(proc, op.multicast, env, ctx, op.span)
         part = self._part(p, ins.leader_only)
         for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            # cta_group 2 (2-SM): the completion is signalled on the pair leader's barrier
+            m = self._mbar(w, p, op.bar, cta & ~1 if op.cta_group == 2 else cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
             key = (SPACE_DATA, cta, buf, slot)
             self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            snap = self.tma2_issue(w, p, lanes) if op.cta_group == 2 else 0  # (families/tcgen05.py)
             for _ in range(ins.threads):
                 self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
-                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
+                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, snap))
         return True
 
     def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
@@ -176,6 +182,8 @@ class AsyncAgentOps:
         """tcgen05.alloc/dealloc (§7). With cta_group 2 the warp pair of the two CTAs acts
         collectively: "the issuing warp must make sure that peer CTA is launched" — so the
         issuer must know the peer's start (SV402) — and each waits for the other."""
+        if op.dealloc and w.procs[p][P_TOKEN] < 0:
+            self.tc_dealloc_check(w, p, lanes, proc.cta, op.span)  # (families/tcgen05.py)
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
             return self._tmem_columns(w, proc.cta, op)
         idx = self.tmem_rendezvous(proc.cta, op)
@@ -229,23 +237,6 @@ class AsyncAgentOps:
             raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
         return (cta // 2) * 2 + int(op.dealloc)
 
-    def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
-        """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the
-        thread's prior tensor-core operations complete."""
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
-        seq = sum(1 for a in w.agents if a[0] == AG_UMMA and a[6] == p)
-        for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
-            self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
-            for _ in range(ins.threads):  # each executing thread commits (and arrives) once; identical
-                w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))  # agents merge
-        return True
-
     def _agent_enabled(self, state: State, a: tuple) -> bool:
         if a[0] == AG_UMMA and self.assume.tcgen05_commit_in_order:
             # successive commits of one thread deliver their arrivals in issue order (§10.8)
@@ -293,20 +284,9 @@ class AsyncAgentOps:
         s = self._rule_state(old)
         if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
             self._tx_check(m, s.tx - nbytes, self._agent_span(line))
+        if a[8]:
+            self.tma2_complete(w, a, m)  # a 2-SM copy (families/tcgen05.py)
         self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
-
-    def _complete_umma(self, w: _Work, a: tuple) -> None:
-        m, line = a[4], a[7]
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a tensor-core commit arrives on {self.mb_label(m)}, which is not initialized",
-                            span)
-        self._check_consumption(w, m, span, "umma.commit arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"umma.commit arrival on {self.mb_label(m)} with nothing pending", span)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
 
 
 HANDLERS: dict[type, Callable] = {
@@ -317,7 +297,6 @@ HANDLERS: dict[type, Callable] = {
     ir.WgmmaRead: AsyncAgentOps.op_wgmma_read,
     ir.Fence: AsyncAgentOps.op_fence,
     ir.TmemAlloc: AsyncAgentOps.op_tmem,
-    ir.UmmaCommit: AsyncAgentOps.op_umma_commit,
 }
 
 

@@ -66,6 +66,7 @@ class LifecycleOps:
                     self._nb_try_complete(w, cta, bar_id)
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
+            self._tc_exit(w, cta)  # (families/tcgen05.py)
             for r in w.records:
                 if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0:
                     what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
