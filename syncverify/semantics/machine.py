@@ -21,7 +21,9 @@ from .. import ir
 from ..diagnostics import Severity
 from ..expr import Context, EvalError, evaluate
 from . import rules
+from .exit_por import lone_final_exit
 from .named_por import lone_named_arrival
+from .precede_memo import PrecedeMemo
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -279,6 +281,9 @@ class Machine:
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
+        # _can_precede answered from a table keyed by what its walk reads (precede_memo): the
+        # instance attribute stands in front of the method, which stays the walk itself
+        self._can_precede = PrecedeMemo(self, self._can_precede)  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -480,7 +485,8 @@ class Machine:
                     continue
                 res = tried[p] = self.step_process(state, p)
                 if res is None or res.violation is not None or res.warnings or res.soft or \
-                        self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
+                        (self.programs[p].code[res.state.procs[p][P_PC]].kind == END and
+                         not (cls is _POR_CLUSTER and lone_final_exit(self, state, p))):
                     continue
                 if lone_wait:
                     if not res.lone:
