@@ -15,10 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from exhaustive_programs import SCOPES, assignments, sample
+from reduction_slices import compare_where_it_acts
 
 from syncverify import load
-from syncverify.diagnostics import InputError
 from syncverify.engines.explicit import Budget, explore
 from syncverify.result import Verdict
 from syncverify.semantics import exit_por
@@ -165,21 +164,4 @@ def test_every_cluster_program_ending_in_the_shape_agrees(monkeypatch):
     """Every 13th program of the cluster2-seq scope and every 80th of cluster2 on which the rule
     takes some exit alone: the same verdict and error codes as the unreduced search."""
     fired = _fired(monkeypatch)
-    compared = 0
-    for scope, every in (("cluster2-seq", 13), ("cluster2", 80)):
-        for index, text in sample(SCOPES[scope], every):
-            for pinned in assignments(text):
-                try:
-                    protocol = load(text, pinned, path="x.sync")
-                except InputError:  # programs the front end rejects are not the point here
-                    continue
-                fired.clear()
-                reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-                if not fired:
-                    continue
-                full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
-                if full.verdict not in (Verdict.SAFE, Verdict.VIOLATION):
-                    continue
-                assert reduced.verdict == full.verdict and _codes(reduced) == _codes(full), (scope, index, text)
-                compared += 1
-    assert compared >= 25, compared
+    assert compare_where_it_acts((("cluster2-seq", 13), ("cluster2", 80)), fired) >= 25

@@ -16,6 +16,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from .. import ir
 from ..diagnostics import Severity
@@ -24,6 +25,7 @@ from . import rules
 from .exit_por import lone_final_exit
 from .named_por import lone_named_arrival
 from .precede_memo import PrecedeMemo
+from .precede_walk import can_precede
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -281,9 +283,9 @@ class Machine:
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
-        # _can_precede answered from a table keyed by what its walk reads (precede_memo): the
-        # instance attribute stands in front of the method, which stays the walk itself
-        self._can_precede = PrecedeMemo(self, self._can_precede)  # type: ignore[method-assign]
+        # what can come before a step (precede_walk, segments kept in the dict), answered from a
+        # table keyed by what the walk reads (precede_memo)
+        self._can_precede = PrecedeMemo(self, partial(can_precede, self, {}))  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:

@@ -13,8 +13,9 @@ Machine._can_precede; a new read there needs its field here):
 
 * each process's position: program counter and variables (``_future`` depends on nothing
   else while no loop hook is installed; with one, nothing is remembered);
-* for a named-barrier arrival, which processes are parked at a wait on the barrier's open
-  generation (their wait token against that generation);
+* each named barrier's open generation (count, threads arrived, generation number) and each
+  process's wait token: a named-barrier wait passes in the walk by the first two, and a warp
+  is parked on a generation by the last two;
 * for each mbarrier: whether it is valid, its phase's parity and its pending arrivals; for the
   step's own barrier under ``freeze``, also whether it is in phase 0 and its first-wait table
   (``_jprev``), the only other fields ``passes`` reads;
@@ -74,12 +75,12 @@ class PrecedeMemo:
                 continue
             agents.append((b[0], b[4]))
         agents.sort()
-        parked: tuple = ()
-        if named is not None:
-            token = named[0] * 65536 + state.named[named[0]].gen
-            parked = tuple([q for q, ps in enumerate(procs) if ps[P_TOKEN] == token])
-        return (positions, mbars, own, tuple(agents), m, frozen, forbidden,
-                freeze, named[0] if named is not None else None, parked, landings_ok)
+        # named-barrier waits pass by the open generations' counts and threads, and a warp parked
+        # at one by whether its token is the generation's
+        bars = tuple([(nb.count, nb.arrived, nb.gen) for nb in state.named])
+        tokens = tuple([ps[P_TOKEN] for ps in procs])
+        return (positions, mbars, own, tuple(agents), bars, tokens, m, frozen, forbidden,
+                freeze, named[0] if named is not None else None, landings_ok)
 
     def __call__(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                  freeze: bool, named: tuple[int, list] | None = None,
