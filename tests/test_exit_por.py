@@ -1,4 +1,4 @@
-"""The exits after a kernel's last cluster barrier taken alone (semantics/exit_por.py) against
+"""The exits after a kernel's last cluster barrier taken alone (engines/exit_por.py) against
 the unreduced search.
 
 Each protocol is checked with every reduction on and with none: verdicts and error codes must
@@ -18,9 +18,9 @@ import pytest
 from reduction_slices import compare_where_it_acts
 
 from syncverify import load
+from syncverify.engines import exit_por
 from syncverify.engines.explicit import Budget, explore
 from syncverify.result import Verdict
-from syncverify.semantics import exit_por
 from syncverify.semantics import machine as machine_mod
 from syncverify.semantics.machine import Machine
 

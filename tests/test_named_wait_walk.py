@@ -1,4 +1,4 @@
-"""Named-barrier waits in the walk of what can come first (semantics/precede_walk.py) against
+"""Named-barrier waits in the walk of what can come first (engines/precede_walk.py) against
 the unreduced search.
 
 The walk takes a `bar.sync` wait with an explicit count to pass only when the open generation's
@@ -18,9 +18,9 @@ import pytest
 from reduction_slices import compare_where_it_acts, error_codes
 
 from syncverify import load
+from syncverify.engines import precede_walk
 from syncverify.engines.explicit import Budget, explore
 from syncverify.result import Verdict
-from syncverify.semantics import precede_walk
 from syncverify.semantics.machine import Machine
 
 FA3 = Path(__file__).resolve().parent.parent / "bench" / "families" / "fa3_fwd.sync"

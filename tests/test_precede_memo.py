@@ -1,4 +1,4 @@
-"""The remembered answers of the reduction's walk (semantics/precede_memo.py) against the walk.
+"""The remembered answers of the reduction's walk (engines/precede_memo.py) against the walk.
 
 Every call the search makes is answered twice, from the table and by a fresh walk, and the two
 must be equal, with the named-barrier arrivals the walk collects; the table must also be hit
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from syncverify import load
+from syncverify.engines import precede_memo
 from syncverify.engines.explicit import Budget, explore
-from syncverify.semantics import precede_memo
 from syncverify.semantics.machine import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +51,6 @@ def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
     protocol = load(str(ROOT / path), defines)
     machine = Machine(protocol)
     explore(protocol, Budget(max_states=6_000, seconds=120), machine)
-    memo = machine._can_precede
+    memo = machine._precede
     assert isinstance(memo, precede_memo.PrecedeMemo)
     assert calls["checked"] > 100 and memo.hits > 0, (calls, memo.hits, memo.misses)

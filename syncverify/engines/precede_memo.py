@@ -37,10 +37,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
+from ..semantics.state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
 
 if TYPE_CHECKING:
-    from .machine import Machine
+    from ..semantics.machine import Machine
 
 LIMIT = 1 << 18  # entries remembered before the table starts over (each a few hundred bytes)
 

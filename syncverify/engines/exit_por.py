@@ -35,17 +35,16 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..expr import EvalError
-from .program import END, OP
-from .state import P_PC, P_VARS, State
+from ..semantics.core import Violation
+from ..semantics.program import END, OP
+from ..semantics.state import P_PC, P_VARS, State
 
 if TYPE_CHECKING:
-    from .machine import Machine
+    from ..semantics.machine import Machine
 
 
 def _at_final_cluster_wait(machine: Machine, state: State, q: int) -> bool:
     """Is process q at a `cluster.wait` after which its program ends?"""
-    from .machine import Violation
-
     qs = state.procs[q]
     pc = qs[P_PC]
     ins = machine.programs[q].code[pc]

@@ -35,11 +35,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..expr import EvalError
-from .program import BAR_WAIT
-from .state import M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
+from ..semantics.core import Violation
+from ..semantics.program import BAR_WAIT
+from ..semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
+from .reduction import _END, _EV_ARRIVE, _EV_BYTES, _EV_LIFE, _EV_NAMED, _EV_WAIT
 
 if TYPE_CHECKING:
-    from .machine import Machine
+    from ..semantics.machine import Machine
 
 # a segment: (the wait it starts with or None, the events up to the next wait, the key of that
 # next wait or None, the process ends there, a position that cannot be evaluated comes there)
@@ -54,8 +56,6 @@ class FreshPass(Exception):
 def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) -> Segment | None:
     """The segment of process key[0]'s sequence that starts at ``key`` (module docstring), or None
     where the position itself cannot be evaluated."""
-    from .machine import _END, _EV_WAIT, Violation
-
     seg = table.get(key, table)
     if seg is not table:
         return seg  # type: ignore[return-value]
@@ -128,8 +128,6 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     first reach an event on m of a kind in ``forbidden`` (or a position that cannot be
     evaluated). The arguments are Machine._can_precede's (its docstring says what each means);
     ``table`` keeps the segments."""
-    from .machine import _EV_ARRIVE, _EV_BYTES, _EV_LIFE, _EV_NAMED, _EV_WAIT, AG_TMA
-
     mbars = state.mbars
     names = machine.mb_names
     m_life = names[m][:2] if m >= 0 else None
