@@ -15,9 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from .. import ir
+from ..engines.exit_por import lone_final_exit
 from ..engines.named_por import lone_named_arrival
+from ..engines.precede_memo import PrecedeMemo
+from ..engines.precede_walk import can_precede
 from ..engines.reduction import (
     _ANY_UPDATE,
     _NO_ARRIVAL,
@@ -174,6 +178,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
+        # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
+        # in the dict), answered from a table keyed by what it reads (precede_memo)
+        self._precede = PrecedeMemo(self, partial(can_precede, self, {}))
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -375,7 +382,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
                     continue
                 res = tried[p] = self.step_process(state, p)
                 if res is None or res.violation is not None or res.warnings or res.soft or \
-                        self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
+                        (self.programs[p].code[res.state.procs[p][P_PC]].kind == END and
+                         not (cls is _POR_CLUSTER and lone_final_exit(self, state, p))):
                     continue
                 if lone_wait:
                     if not res.lone:
