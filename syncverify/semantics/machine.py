@@ -35,7 +35,11 @@ from .program import (
     Process,
     Program,
     compile_program,
+    lane_part,
+    own_part_hidden,
+    part_lanes,
     processes,
+    wgmma_teams,
 )
 from .state import (
     AG_TMA,
@@ -43,8 +47,10 @@ from .state import (
     F_ASYNC,
     F_INFLIGHT,
     F_REPEAT,
+    F_RETIRED,
     F_SUPERSEDED,
     FULL,
+    LANES,
     LEADER,
     M_EXP,
     M_JPREV,
@@ -85,6 +91,7 @@ from .state import (
     carry_obs,
     clear_bits,
     release,
+    release_partial,
     shift_phase,
 )
 from .tx_por import landings_commute
@@ -255,6 +262,11 @@ class Machine:
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
         self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
                              self.holders.leader(p.index)) for p in self.procs]
+        # the warps that share each process's wgmma-groups, and all their holders (_wgmma_wait)
+        self.wgmma_team = wgmma_teams(self.procs, self.programs)
+        self.team_mask = [sum(self.holders.proc_mask(q) for q in team) for team in self.wgmma_team]
+        self.teams = sorted({team for team in self.wgmma_team if team})
+        self.team_index = [self.teams.index(team) if team else -1 for team in self.wgmma_team]
         # what successors() needs to know of each instruction for the reduction, fixed by the program
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
@@ -985,7 +997,7 @@ class Machine:
         env = self._env_at(p, pstate[P_VARS])
         ctx = self.ctx[p]
         proc = self.procs[p]
-        lanes = self._lanes(p, ins.leader_only)
+        lanes = self._lanes(p, ins)
         handler = _HANDLERS[type(op)]
         moved = handler(self, w, p, proc, op, ins, env, ctx, lanes)
         if moved is STAY or moved is PLACED:
@@ -996,13 +1008,24 @@ class Machine:
                 w.procs[p] = (pc + 1, *w.procs[p][1:])
         return moved
 
-    def _lanes(self, p: int, leader_only: bool) -> int:
-        """Holder mask of the lanes executing: the leader alone, or the whole process."""
+    def _lanes(self, p: int, ins: Instr) -> int:
+        """Holder mask of the lanes executing: the leader alone, the whole process, or for some
+        lanes of it (a lane guard) the leader holder if the leader is among them and the
+        other-lanes holder if another lane is (program.lane_part)."""
         whole, leader = self._lane_masks[p]
-        return leader if leader_only else whole
+        if ins.leader_only:
+            return leader
+        proc = self.procs[p]
+        if not ins.lanes or ins.lanes == proc.lane_mask:
+            return whole
+        _, has_leader, others = lane_part(proc, ins.lanes)
+        return (leader if has_leader else 0) | (self.holders.lanes(p) if others else 0)
 
-    def _part(self, p: int, leader_only: bool) -> int:
-        return LEADER if leader_only or self.procs[p].nthreads == 1 else FULL
+    def _part(self, p: int, ins: Instr) -> int:
+        proc = self.procs[p]
+        if ins.leader_only or proc.nthreads == 1:
+            return LEADER
+        return FULL if not ins.lanes or ins.lanes == proc.lane_mask else lane_part(proc, ins.lanes)[0]
 
     def _target_cta(self, w: _Work, p: int, remote: ir.Expr | None, env, ctx, span) -> int:
         if remote is None:
@@ -1151,7 +1174,7 @@ class Machine:
         elems = range(decl.size or 1) if op.bar.every else None
         targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in elems] if elems is not None else \
             [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         # One pass over the records for all targets (`init B[*]` of thousands of barriers stays linear);
         # the same records as one pass per target: the new init records carry no barrier bits.
         mask = 0
@@ -1208,6 +1231,14 @@ class Machine:
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:
             rdata = self._check_cross_cta_release(w, p, m, op, lanes)
+        if release_mask and self._part(p, ins) >= LANES:
+            # some lanes of the warp (a lane guard): each publishes its own part only
+            releasing = ins.lanes & proc.lane_mask
+            w.records = release_partial(
+                w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
+                lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
+                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing))
+            release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
 
@@ -1261,7 +1292,7 @@ class Machine:
         mb = state.mbars[m]
         if not mb[M_VALID] or rules.mb_wait_passes(self._rule_state(mb), parity):
             return False  # invalid (reported by op_wait) or passing
-        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
+        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins)):
             return False  # the init is not ordered before this wait: op_wait reports it
         jprev = self._jprev(mb, p)
         intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
@@ -1321,7 +1352,7 @@ class Machine:
         if intended == observed_phase:
             # the observation, checked against the next phase's completion (_check_observations)
             key = (SPACE_OBS, proc.cta, m, observed_phase)
-            part = self._part(p, ins.leader_only)
+            part = self._part(p, ins)
             records = w.records
             lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
             w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
@@ -1657,7 +1688,7 @@ class Machine:
                                 "barrier first)", op.span)
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         kind = WRITE if op.kind == "write" else READ
         self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind)
         if kind == WRITE:
@@ -1677,7 +1708,7 @@ class Machine:
             if mask <= 0 or mask >= 1 << self.ncta:
                 raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
             dests = [c for c in range(self.ncta) if mask >> c & 1]
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         for cta in dests:
             m = self._mbar(w, p, op.bar, cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
@@ -1694,7 +1725,7 @@ class Machine:
         belongs to the process's open group of ``unit`` (0 bulk, 1 wgmma)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
         seq = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
         self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * seq + unit)
@@ -1704,7 +1735,30 @@ class Machine:
         return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 0, "tma.store source read")
 
     def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
-        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        if self.wgmma_team[p]:
+            self._mark_issue(w, p, lanes, w.procs[p][P_WGMMA])
+        return True
+
+    def _mark_issue(self, w: _Work, p: int, lanes: int, group: int) -> None:
+        """The warpgroup's MMA of ``group`` runs only once this warp has issued it, so a wait
+        that sees the group complete is causally after what this warp had observed by now: each
+        observation the issuing lanes know is marked (R_EPOCH, _issue_mark) with the team and the
+        least group issued after it, and _wgmma_wait passes it on. One mark per observation: one
+        of another team stays, which only passes on less (sound)."""
+        team = self.team_index[p]
+        nteams = len(self.teams)
+        out = None
+        for i, r in enumerate(w.records):
+            if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & lanes:
+                mark = r[R_EPOCH]
+                if mark and ((mark - 1) % nteams != team or (mark - 1) // nteams <= group):
+                    continue
+                if out is None:
+                    out = list(w.records)
+                out[i] = (*r[:R_EPOCH], 1 + group * nteams + team, *r[R_EPOCH + 1:])
+        if out is not None:
+            w.records = tuple(out)
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
         """`cp.async.bulk.commit_group` / `wgmma.commit_group` (§5, §6): the executing threads'
@@ -1721,7 +1775,7 @@ class Machine:
         unit = 0 if op.unit == "bulk" else 1
         ps = w.procs[p]
         seq = ps[field_]
-        leader_alone = self._part(p, ins.leader_only) == LEADER and proc.nthreads > 1
+        leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
         out = []
         for r in w.records:
             grp = r[R_GRP]
@@ -1742,7 +1796,9 @@ class Machine:
         unit = 0 if op.unit == "bulk" else 1
         committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
         limit = committed - self._eval(op.pending, env, ctx)
-        waiter = self._part(p, ins.leader_only)
+        if unit == 1 and self.wgmma_team[p]:
+            return self._wgmma_wait(w, p, ins, lanes, limit)
+        waiter = self._part(p, ins)
         leader = self.holders.leader(p)
         out = []
         for r in w.records:
@@ -1758,16 +1814,62 @@ class Machine:
         w.records = tuple(out)
         return True
 
+    def _wgmma_wait(self, w: _Work, p: int, ins: Instr, lanes: int, limit: int) -> bool:
+        """wgmma.wait_group of a warp of a warpgroup (program.wgmma_teams): the groups before
+        ``limit`` are the warpgroup's, so every warp's reads in them are complete once the wait
+        returns, and the waiting lanes learn them all. A group's operations start only when every
+        warp of the warpgroup has issued them, so the wait blocks until each other warp has
+        issued all of its groups before ``limit`` (committed them, or stands at the commit that
+        closes the last). A read stays tagged with its group until every warp of the team knows
+        it (a later wait of another warp still learns it); F_RETIRED marks it complete."""
+        team = self.wgmma_team[p]
+        code = self.programs
+        for q in team:
+            if q != p:
+                count = w.procs[q][P_WGMMA]
+                if count < limit - 1:
+                    return False
+                if count == limit - 1:
+                    nxt = code[q].code[w.procs[q][P_PC]]
+                    if not (nxt.kind == OP and isinstance(nxt.op, ir.GroupCommit) and nxt.op.unit == "wgmma"):
+                        return False
+        waiter = self._part(p, ins)
+        leader = self.holders.leader(p)
+        everyone = self.team_mask[p]
+        nteams, team_id = len(self.teams), self.team_index[p]
+        out = None
+        for i, r in enumerate(w.records):
+            grp = r[R_GRP]
+            if r[R_SPACE] == SPACE_OBS:
+                mark = r[R_EPOCH]  # observed before some warp of the team issued a group before the limit
+                if mark and (mark - 1) % nteams == team_id and (mark - 1) // nteams < limit and \
+                        (r[R_KNOWN] & lanes) != lanes:
+                    if out is None:
+                        out = list(w.records)
+                    out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            elif 0 <= grp < UNCOMMITTED and grp % 2 == 1 and grp // 2 < limit and r[R_OWNER] in team \
+                    and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                known = r[R_KNOWN] | learn
+                r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
+                     r[R_AKNOWN] | learn, known)
+                if out is None:
+                    out = list(w.records)
+                out[i] = r
+        if out is not None:
+            w.records = tuple(out)
+        return True
+
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
         """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
         async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
         cluster scope once a cluster barrier arrive follows."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         out = []
         for r in w.records:
             if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
-                    and (part == FULL or r[R_PART] == LEADER):
+                    and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
@@ -1861,7 +1963,7 @@ class Machine:
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
             for r in w.records:
-                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0:
+                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and not r[R_FLAGS] & F_RETIRED:
                     what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
                     raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
                                     f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait)",
