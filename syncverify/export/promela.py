@@ -437,7 +437,7 @@ class _Exporter:
     def lanes(self, p: int, ins) -> str:
         """The executing lanes' knowledge mask (machine._lanes): the leader, the other lanes, or both.
         Both bits of a process share the word `lw` (BITS is even)."""
-        part, leader, others = self.who(p, ins)
+        _, leader, others = self.who(p, ins)
         return "(lb | wb)" if leader and others else "lb" if leader else "wb"
 
     def who(self, p: int, ins) -> tuple[int, bool, bool]:
@@ -492,7 +492,7 @@ class _Exporter:
         w("/* an access record (semantics/state.py): who accessed, and which holders are ordered after it */")
         w("typedef Rec { " + "; ".join(fields) + " }")
         w("Rec R[NKEYS * CAP]; byte nrec[NKEYS];")
-        w(f"short wseq[{self.nprocs}];   /* each process's committed wgmma-groups (a warpgroup's waits compare them) */")
+        w(f"short wseq[{self.nprocs}];   /* committed wgmma-groups, per process (team waits compare them) */")
         w("/* mbarriers: rules.Mbar, whether the last phase was observed, each waiter's last observed phase,")
         w("   whether cross-CTA data were released into the current / last phase */")
         w("bit mvalid[NMB]; short mk[NMB]; int mpend[NMB]; int mexp[NMB]; int mtx[NMB]; bit mobs[NMB] = 1; "
