@@ -209,7 +209,7 @@ class _Compiler:
         is (role, instance, CTA), but no variable: which lanes run a block is fixed per warp."""
         then = 0
         for lane in _bits(lanes):
-            value = self.static_value(_with_lane(s.cond, lane))
+            value = self.static_value(with_lane(s.cond, lane))
             if value is None:
                 raise InputError([make("SV116", "a condition on `lane` may use the lane, the CTA rank, the role "
                                        "and its instance, not variables: which lanes run a block is fixed per "
@@ -232,7 +232,7 @@ class _Compiler:
             # a warp are not ordered with one another; their operations reach the objects in some
             # order, and the search covers every order of the other processes' steps around them)
             for lane in _bits(lanes):
-                self.emit(_with_lane(op, lane), 1 << lane)
+                self.emit(with_lane(op, lane), 1 << lane)
         else:
             self.emit(op, lanes)
 
@@ -339,7 +339,7 @@ def _exprs(node: object) -> list[ir.Expr]:
     return out
 
 
-def _with_lane(node: _T, lane: int) -> _T:
+def with_lane(node: _T, lane: int) -> _T:
     """``node`` with every `lane` replaced by the lane number: what that lane computes."""
     if isinstance(node, ir.Builtin):
         return ir.Const(lane, node.span) if node.name == "lane" else node  # type: ignore[return-value]
@@ -348,7 +348,7 @@ def _with_lane(node: _T, lane: int) -> _T:
     changes = {}
     for f in fields(node):
         value = getattr(node, f.name)
-        new = _with_lane(value, lane) if is_dataclass(value) else value
+        new = with_lane(value, lane) if is_dataclass(value) else value
         if new is not value:
             changes[f.name] = new
     return replace(node, **changes) if changes else node  # type: ignore[type-var]
