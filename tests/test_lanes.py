@@ -168,6 +168,7 @@ def test_lanes_that_made_an_access_publish_it_together():
 # Warpgroup-wide wgmma and the new specs, on every engine
 
 NEW_SPECS = ["cutlass_consumer_release_warpgroup", "cutlass_consumer_release_warpgroup_early",
+             "cutlass_consumer_release_multicast", "cutlass_consumer_release_multicast_early",
              "deepgemm_lane_rank_release", "deepgemm_lane_rank_release_wrong_rank",
              "lane_reduction_reads", "lane_reduction_reads_one_release"]
 

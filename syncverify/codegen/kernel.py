@@ -230,7 +230,7 @@ class KernelWriter:
             self.line(f"if ({self.expr(s.cond)}) {{  // line {s.span.line}")
             self.depth += 1
             # a guard that leaves lane 0 alone runs its block as the elected lane does (program.lane_part)
-            self.block(s.then, leader or self.lane_zero_only(s.cond))
+            self.block(s.then, leader or self.lane_zero_only(s.cond, s.then))
             self.depth -= 1
             if s.orelse:
                 self.line("} else {")
@@ -248,9 +248,11 @@ class KernelWriter:
         else:
             self.op(s, leader)
 
-    def lane_zero_only(self, cond: ir.Expr) -> bool:
+    def lane_zero_only(self, cond: ir.Expr, body: tuple[ir.Stmt, ...]) -> bool:
         """Does a condition on `lane` hold for lane 0 alone? Decided for each lane as the compiled
-        programs decide it; a guard that also depends on the CTA, role or instance is not emitted."""
+        programs decide it. Where it also depends on the CTA, role or instance, the answer can
+        differ between warps; that matters only for data accesses (which part of the slot the
+        lanes touch), so such a guard is emitted only around arrivals and tx counts."""
         if "lane" not in free_names(cond):
             return False
         holds = set()
@@ -259,8 +261,10 @@ class KernelWriter:
                 if evaluate(fold(with_lane(cond, lane)), {}):
                     holds.add(lane)
             except EvalError:
-                raise EmitRefused(f"{self.p.path}:{cond.span.line}: a condition on `lane` that also depends on "
-                                  "the CTA, role or instance is not emitted") from None
+                if any(not isinstance(op, ir.MbarArrive | ir.MbarTx) for op in _ops(body)):
+                    raise EmitRefused(f"{self.p.path}:{cond.span.line}: a condition on `lane` that also depends "
+                                      "on the CTA, role or instance is emitted only around arrivals") from None
+                return False
         return holds == {0}
 
     def elect_cond(self, s: ir.Elect) -> str:
@@ -610,3 +614,16 @@ class KernelWriter:
         raise AssertionError("refused before emission")
 
     op_UmmaCommit = op_TmemAlloc
+
+
+def _ops(stmts: tuple[ir.Stmt, ...]) -> list[ir.Op]:
+    """The operations a block holds, at any depth."""
+    out: list[ir.Op] = []
+    for s in stmts:
+        if isinstance(s, ir.If):
+            out += _ops(s.then) + _ops(s.orelse)
+        elif isinstance(s, ir.For | ir.Elect):
+            out += _ops(s.body)
+        elif not isinstance(s, ir.Let):
+            out.append(s)
+    return out
