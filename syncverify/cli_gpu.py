@@ -64,7 +64,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="override a param")
     p.add_argument("--grid", type=int, default=1, metavar="N", help="clusters to launch, each running the protocol")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="CODE",
-                   help="force the order of the checker's counterexample (for CODE, or its first violation)")
+                   help="force the order of the checker's counterexample (for CODE; without one, a race the "
+                        "replay can hold open, else the shortest)")
     p.add_argument("--check-stride", type=int, default=1, metavar="K",
                    help="reads compare every K-th 16-byte chunk of their lane's part (1: every word)")
 

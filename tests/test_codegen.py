@@ -204,7 +204,7 @@ def test_per_warp_release_replay_holds_the_uncovered_lanes_past_the_release():
     assert sites[h.site]["line"] == 49 and sites[h.after_site]["line"] == 50  # the read, then the per-warp arrive
     src = emit(protocol, replay=order).source
     body = src[src.index("line 50: arrive"):]
-    assert "hold: the line 49 read of the lanes this release does not cover" in body
+    assert "hold: the line 49 read of the lanes lane 0's step does not cover" in body
     assert "if (c.pidx != 0u)" in body
 
 
@@ -257,3 +257,77 @@ def test_trace_step_names_the_counterexample_step():
     assert oc.trace_step(launch, 1, 8, 1) == ""
     rep = oc.Rep(oc.CORRUPT, corrupt={"first": [{"trace_step": "step 2/2 of the counterexample: x"}]})
     assert oc.traced(rep) == "step 2/2 of the counterexample: x"
+
+
+def _lines_at(src: str, *markers: str) -> list[int]:
+    return [src.index(m) for m in markers]
+
+
+def test_race_inside_one_warp_replay_reads_the_lanes_after_lane_0s_copy():
+    """nvfuser_cb_no_war_wait: lanes 1..31 of cta.w0 read tile[0] and lane 0 of the same warp then copies into
+    it (no WAR wait). The replay prefers this race, which a hold can keep open, to the shorter SV502 order, and
+    the kernel has the other lanes read after lane 0's copy, at the slot the read site saw."""
+    protocol, order = _order("nvfuser_cb_no_war_wait")
+    assert order.code == "SV302" and order.steps and not order.why_ungated
+    (h,) = order.holds
+    assert (h.kind, h.process, h.occurrence, h.until_turn) == ("late-lanes", 0, 0, len(order.steps))
+    sites = {s["index"]: s for s in emit(protocol).launch["sites"]}
+    assert sites[h.site]["line"] == 62 and sites[h.after_site]["line"] == 58  # the read, then lane 0's copy
+    last = order.steps[-1]
+    assert last[0] == h.process and last[1] == h.after_site and last[3] == 1  # the overwrite is lane 0's own
+    src = emit(protocol, replay=order).source
+    main = src[src.index("line 52\n"):]  # the main loop: copy block (line 55), then the deferred read
+    copy, hold, wait = _lines_at(main, "line 58: tma.load", "hold: the line 62 read", "line 61: wait")
+    assert copy < hold < wait
+    deferred = main[hold:wait]
+    assert f"sv_hold(c, {len(order.steps)}u," in deferred and "if (c.pidx != 0u)" in deferred
+    assert "sv_check(c, held_slot," in deferred and "slot = (sv_smem_base" not in deferred
+    read_site = main[main.index("line 62: read"):]
+    assert read_site.index("held_slot = slot") < read_site.index("if (!lag)")
+
+
+def test_race_inside_one_warp_kernel_compiles_to_ptx(tmp_path):
+    if not shutil.which("nvcc"):
+        pytest.skip("no nvcc on PATH")
+    protocol, order = _order("nvfuser_cb_no_war_wait")
+    cu = tmp_path / "k.cu"
+    cu.write_text(emit(protocol, replay=order).source)
+    r = subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(tmp_path / "k.ptx"), str(cu)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ptx_text = (tmp_path / "k.ptx").read_text()
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx_text
+
+
+def test_the_unobserved_phase_order_of_the_same_spec_holds_nothing():
+    """Twin: asked for SV502 explicitly, the same spec replays the shortest SV502 order, which has no racing
+    pair to hold; and the fixed protocol (WAR wait present) is safe, so its replay has no late lanes."""
+    from syncverify.codegen import replay_order
+    from syncverify.codegen.sites import collect_sites, site_index
+
+    protocol, _ = _order("nvfuser_cb_no_war_wait")
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        order = replay_order(protocol, site_index(collect_sites(protocol)), "SV502")
+    finally:
+        os.chdir(cwd)
+    assert order.code == "SV502" and order.holds == ()
+    assert "held_slot" not in emit(protocol, replay=order).source
+    _, fixed = _order("nvfuser_cb_mbarrier_war")
+    assert fixed.code == "" and "late-lanes" not in {h.kind for h in fixed.holds}
+
+
+def test_lanes_take_ahead_only_arrivals_no_later_step_waits_on():
+    from syncverify.codegen.replay import _lanes_step_ahead
+    from syncverify.codegen.sites import collect_sites
+
+    protocol, _ = _order("nvfuser_cb_mbarrier_war")
+    ops = [s.op for s in collect_sites(protocol)]
+    arrive = next(o for o in ops if type(o).__name__ == "MbarArrive" and o.bar.name == "war" and o.tx_bytes is None)
+    wait_war = next(o for o in ops if type(o).__name__ == "MbarWait" and o.bar.name == "war")
+    wait_full = next(o for o in ops if type(o).__name__ == "MbarWait" and o.bar.name == "full")
+    steps = [(0, 0, 0, 0), (0, 1, 0, 1)]
+    assert _lanes_step_ahead(steps, [arrive, wait_full], 0)
+    assert not _lanes_step_ahead(steps, [arrive, wait_war], 0)  # someone acquires what the lanes released
+    assert not _lanes_step_ahead(steps, [wait_full, arrive], 0)  # a wait is not taken ahead

@@ -1,4 +1,4 @@
-"""Named-barrier arrivals taken alone (semantics/named_por.py) against the unreduced search.
+"""Named-barrier arrivals taken alone (engines/named_por.py) against the unreduced search.
 
 Each protocol is checked with every reduction on and with none; the verdicts and the error
 codes must agree, and each protocol states what the unreduced search must find, so that a

@@ -1,5 +1,5 @@
 """Landings and arrive.expect_tx taken alone with other copies in flight on their barrier
-(semantics/tx_por.py): the condition itself, and whole searches against the unreduced one."""
+(engines/tx_por.py): the condition itself, and whole searches against the unreduced one."""
 
 from pathlib import Path
 
@@ -7,10 +7,10 @@ import pytest
 
 from syncverify import load
 from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.tx_por import MAX_LANDINGS, landings_commute
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.rules import MAX_COUNT
-from syncverify.semantics.tx_por import MAX_LANDINGS, landings_commute
 
 BUDGET = Budget(max_states=80_000, seconds=180)
 FAMILIES = Path(__file__).resolve().parent.parent / "bench" / "families"

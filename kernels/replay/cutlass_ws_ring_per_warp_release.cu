@@ -262,6 +262,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   int v_k = 0, v_s = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u, o9 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
+  unsigned char* held_slot = sv_smem_base; u32 held_id = 0u;
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
   if (c.tid >= 64u)
@@ -346,8 +347,9 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 49: read tile[s]; */
         bool g = sv_gate(c, replay, replay_len, rcur, 8u, o8);
-        const bool lag = c.pidx != 0u && ((c.proc == 1u && o8 == 0u));  // these lanes read after the release
+        const bool lag = c.pidx != 0u && ((c.proc == 1u && o8 == 0u));  // these lanes read after lane 0's step
         unsigned char* slot = (sv_smem_base + 128u + 16384u * (u32)(v_s));
+        if (lag) { held_slot = slot; held_id = (((c.cta) << 24) | (0u << 16) | (u32)(v_s)); }
         if (!lag) { const int base = sv_read_base[c.proc * 10u + 8u];
           const bool known = base >= 0 && o8 < sv_read_count[c.proc * 10u + 8u];
           if (known) sv_check(c, slot, 4096u, expect[base + o8], 8u, o8, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
@@ -363,12 +365,11 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
           ++o9;
         }
       }
-      if (c.proc == 1u && o8 == 1u) {  // hold: the line 49 read of the lanes this release does not cover
+      if (c.proc == 1u && o8 == 1u) {  // hold: the line 49 read of the lanes lane 0's step does not cover
         sv_hold(c, 21u, 100000ull, 8u, 0u);
-        unsigned char* slot = (sv_smem_base + 128u + 16384u * (u32)(v_s));
         if (c.pidx != 0u) { const int base = sv_read_base[c.proc * 10u + 8u];
           const bool known = base >= 0 && 0u < sv_read_count[c.proc * 10u + 8u];
-          if (known) sv_check(c, slot, 4096u, expect[base + 0u], 8u, 0u, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
+          if (known) sv_check(c, held_slot, 4096u, expect[base + 0u], 8u, 0u, held_id, c.pidx, c.pn, 1u);
           else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
       }
     }

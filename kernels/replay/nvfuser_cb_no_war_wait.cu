@@ -194,6 +194,35 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
   ++cur;
 }
 
+
+// A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
+// more for it to land; the held access comes after.
+SV_DEVICE void sv_hold(const SvCtx& c, u32 until, u64 window_ns, u32 site, u32 occ) {
+  volatile u32* turn = &c.ctl[SV_CTL_TURN];
+  const u64 t0 = sv_now();
+  while (*turn < until) {
+    if (sv_aborted(c)) return;
+    if (sv_now() - t0 > c.watchdog_ns) {
+      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, until, 0u, occ, 0, 0, 0, 0u);
+      atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
+      return;
+    }
+    __nanosleep(256);
+  }
+  const u64 t1 = sv_now();
+  while (sv_now() - t1 < window_ns) __nanosleep(1024);
+}
+
+// A late write: each lane stores one contiguous run of the slot, so the lanes of a warp hit the same banks
+// together and the stores drain slowly; the warp issues them and moves on while they are still in flight.
+SV_DEVICE void sv_stamp_late(void* slot, u32 words, u32 value, u32 part, u32 nparts) {
+  uint4* v = (uint4*)slot;
+  const uint4 x = make_uint4(value, value, value, value);
+  const u32 n = words / 4, per = (n + nparts - 1) / nparts;
+  for (u32 j = 0; j < per; ++j)
+    if (part * per + j < n) v[part * per + j] = x;
+}
+
 __constant__ unsigned char sv_proc_of_tid[64] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 __constant__ unsigned short sv_proc_lo[2] = {0, 32};
 __constant__ unsigned char sv_proc_n[2] = {32, 32};
@@ -228,6 +257,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   int v_k = 0, v_l = 0, v_ls = 0, v_s = 0;
   u32 o0 = 0u, o1 = 0u, o2 = 0u, o3 = 0u, o4 = 0u, o5 = 0u, o6 = 0u, o7 = 0u, o8 = 0u, o9 = 0u, o10 = 0u, o11 = 0u, o12 = 0u, o13 = 0u;
   u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;
+  unsigned char* held_slot = sv_smem_base; u32 held_id = 0u;
   if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 0u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
   // Slots start as stamp 0 ("nobody wrote"), visible to both proxies before the protocol begins.
   if (c.tid >= 32u)
@@ -322,6 +352,13 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         ++o8;
       }
     }
+    if (c.proc == 0u && o10 == 1u) {  // hold: the line 62 read of the lanes lane 0's step does not cover
+      sv_hold(c, 20u, 100000ull, 10u, 0u);
+      if (c.pidx != 0u) { const int base = sv_read_base[c.proc * 14u + 10u];
+        const bool known = base >= 0 && 0u < sv_read_count[c.proc * 14u + 10u];
+        if (known) sv_check(c, held_slot, 1024u, expect[base + 0u], 10u, 0u, held_id, c.pidx, c.pn, 1u);
+        else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
+    }
     v_s = (v_k % 2);
     {  /* line 61: wait full[s] parity (k / STAGES) % 2; */
       bool g = sv_gate(c, replay, replay_len, rcur, 9u, o9);
@@ -331,8 +368,10 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
     }
     {  /* line 62: read tile[s]; */
       bool g = sv_gate(c, replay, replay_len, rcur, 10u, o10);
+      const bool lag = c.pidx != 0u && ((c.proc == 0u && o10 == 0u));  // these lanes read after lane 0's step
       unsigned char* slot = (sv_smem_base + 128u + 4096u * (u32)(v_s));
-      { const int base = sv_read_base[c.proc * 14u + 10u];
+      if (lag) { held_slot = slot; held_id = (((c.cta) << 24) | (0u << 16) | (u32)(v_s)); }
+      if (!lag) { const int base = sv_read_base[c.proc * 14u + 10u];
         const bool known = base >= 0 && o10 < sv_read_count[c.proc * 14u + 10u];
         if (known) sv_check(c, slot, 1024u, expect[base + o10], 10u, o10, (((c.cta) << 24) | (0u << 16) | (u32)(v_s)), c.pidx, c.pn, 1u);
         else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }

@@ -294,6 +294,8 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
         out.append("  int " + ", ".join(f"v_{n} = 0" for n in names) + ";")
     out.append("  u32 " + ", ".join(f"o{s.index} = 0u" for s in sites) + ";" if sites else "")
     out.append("  u32 rcur = 0u; (void)rcur; (void)replay; (void)replay_len; (void)expect; (void)src; (void)dst;")
+    if any(h.kind == "late-lanes" for hs in writer.holds.values() for h in hs):  # the slot a held read saw
+        out.append("  unsigned char* held_slot = sv_smem_base; u32 held_id = 0u;")
     out += ["  " + x for x in writer.store_tables()]
     for s in writer.wgmma_sites:
         out.append(f"  u32 acc{s}[4] = {{0u, 0u, 0u, 0u}}; u32 wg_pending{s} = 0u, wg_expect{s} = 0u, "

@@ -301,7 +301,7 @@ class KernelWriter:
                 window = max(h.window_ns for h in self.holds[site] if h.kind == "late-read")
                 self.line(f"if ({late}) sv_hold(c, 0u, {window}ull, {site}u, o{site});")
         if self.lag is not None:
-            self.line(f"const bool lag = c.pidx != 0u && ({self.lag});  // these lanes read after the release")
+            self.line(f"const bool lag = c.pidx != 0u && ({self.lag});  // these lanes read after lane 0's step")
         handler = getattr(self, "op_" + type(op).__name__)
         handler(op, site, part, leader)
         if self.replay and not gate_first:
@@ -454,7 +454,9 @@ class KernelWriter:
         if self.lag is None:
             for text in code:
                 self.line(text)
-        else:  # lanes the release does not cover skip the read here; stmt() emits it after the release
+        else:  # lanes the order leaves uncovered skip the read here; stmt() emits it after lane 0's step
+            # the slot as of this read: by the deferred read the loop variables may have moved on
+            self.line(f"if (lag) {{ held_slot = slot; held_id = {self.slot_id(op.buf, target)}; }}")
             self.line(f"if (!lag) {code[0]}")
             for text in code[1:]:
                 self.line(text)
@@ -469,27 +471,29 @@ class KernelWriter:
         self.line(f"unsigned char* slot = (unsigned char*)sv_mapa({self.slot_ptr(op.buf)}, {target});")
         return target
 
-    def read_lines(self, op: ir.Access, site: int, part: str, occ: str, target: str) -> list[str]:
+    def read_lines(self, op: ir.Access, site: int, part: str, occ: str, target: str,
+                   slot: str = "slot", slot_id: str | None = None) -> list[str]:
         """A read's check as a block; `slot` must be in scope. `occ` names the occurrence checked."""
         n = self.tables.nsites
+        sid = slot_id if slot_id is not None else self.slot_id(op.buf, target)
         return [f"{{ const int base = sv_read_base[c.proc * {n}u + {site}u];",
                 f"  const bool known = base >= 0 && {occ} < sv_read_count[c.proc * {n}u + {site}u];",
-                f"  if (known) sv_check(c, slot, {self.layout.check_words[op.buf.name]}u, expect[base + {occ}], "
-                f"{site}u, {occ}, {self.slot_id(op.buf, target)}, {part}, {self.check_stride}u);",
+                f"  if (known) sv_check(c, {slot}, {self.layout.check_words[op.buf.name]}u, expect[base + {occ}], "
+                f"{site}u, {occ}, {sid}, {part}, {self.check_stride}u);",
                 "  else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }"]
 
     def late_lanes_read(self, h: Hold) -> None:
-        """After the releasing step: the lanes the release did not cover read now, once the rest of the order
-        (the overwrite) has run and a window has passed. The whole process waits, converged; lane 0 had read."""
+        """After lane 0's step (its per-warp release, or its own overwrite): the lanes that step did not cover
+        read now, once the rest of the order (the overwrite) has run and a window has passed. The whole
+        process waits, converged; lane 0 had read. The slot is the one the read site saw (held_slot)."""
         op = self.sites[h.site].op
         assert isinstance(op, ir.Access)
         line = self.sites[h.site].line
         self.line(f"if (c.proc == {h.process}u && o{h.site} == {h.occurrence + 1}u) {{  "
-                  f"// hold: the line {line} read of the lanes this release does not cover")
+                  f"// hold: the line {line} read of the lanes lane 0's step does not cover")
         self.depth += 1
         self.line(f"sv_hold(c, {h.until_turn}u, {h.window_ns}ull, {h.site}u, {h.occurrence}u);")
-        target = self.slot_line(op)
-        code = self.read_lines(op, h.site, "c.pidx, c.pn", f"{h.occurrence}u", target)
+        code = self.read_lines(op, h.site, "c.pidx, c.pn", f"{h.occurrence}u", "c.cta", "held_slot", "held_id")
         self.line(f"if (c.pidx != 0u) {code[0]}")
         for text in code[1:]:
             self.line(text)

@@ -21,7 +21,14 @@ the first access open until the second has landed:
   so this is an execution the PTX model allows, and the one the counterexample
   describes. (Keeping them at the read site in a divergent spin was tried first:
   on the H200 the lanes left spinning were starved while lane 0 polled an
-  mbarrier, and the kernel hung instead.)
+  mbarrier, and the kernel hung instead.) The same hold serves a race inside one
+  warp: lanes 1..31 read a slot and lane 0 of the same warp later issues the copy
+  into it with no acquire, barrier or syncwarp between (a copy by `first thread`
+  or `elect`). The lanes then read after lane 0's copy, at the point where the
+  warp has left the block that issued it; between the read and the copy the warp
+  may only arrive on barriers that no later step of the order waits on, so the
+  lanes taking those arrivals before their deferred read changes nothing the
+  order observes (``_lanes_step_ahead``).
 - ``late-write`` (SV601, generic writes read by a bulk store): the writes are
   issued bank-conflicted (each lane stores one contiguous run of the slot), so
   they are still in flight in the shared-memory pipeline when the warp reaches the
@@ -65,6 +72,7 @@ SAFE_WINDOW_NS = 20_000  # late-read on safe protocols: every read waits this lo
 LATE_WRITE_GRID = 4 * 132
 WGMMA_CHAIN = 64  # wide accumulating wgmmas queued before a held one (probe wgmma_war: 8 or more showed it)
 ANY = -1  # a hold's process or occurrence: every one
+RACE_CODES = ("SV301", "SV302")  # the races a hold can keep open (see _holds)
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,11 @@ class ReplayOrder:
 
 def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | None = None,
                  max_states: int = 2_000_000, seconds: float = 300.0) -> ReplayOrder:
-    """The shortest counterexample for ``code`` (or the first error found) as a replay order.
+    """The shortest counterexample for ``code`` (or, with no code, the one to replay) as a replay order.
 
+    With no code, a race whose first access the replay can hold open is preferred to the shortest
+    counterexample: the hold is what makes a race show on hardware, and the codes that come with it in the
+    same spec (SV502's unobserved phase, SV504's overflow) leave no wrong data for the stamps to catch.
     Searched without symmetry reduction so that every step names the real warp that took it. A protocol
     with no error at all gets ``instrumented_order`` (the replay's instrumentation, nothing to force)."""
     from ..engines.explicit import Budget, search
@@ -121,7 +132,19 @@ def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | Non
         found = sorted({v.code for v, _ in outcome.errors}) or ["none"]
         raise EmitRefused(f"{protocol.path}: no counterexample{f' for {code}' if code else ''} to replay "
                           f"(the checker found: {', '.join(found)})")
-    violation, labels = min(errors, key=lambda e: len(e[1]))
+    order = _order(machine, protocol, site_of, *min(errors, key=lambda e: len(e[1])))
+    if code is None and order.code not in RACE_CODES and not order.holds:
+        races = [e for e in errors if e[0].code in RACE_CODES]
+        if races:
+            held = _order(machine, protocol, site_of, *min(races, key=lambda e: len(e[1])))
+            if held.holds:
+                return held
+    return order
+
+
+def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], violation,
+           labels) -> ReplayOrder:
+    """One counterexample (its violation and step labels) as a replay order: gated steps, trace and holds."""
     state = machine.initial()
     occ: Counter[tuple[int, int]] = Counter()
     steps: list[tuple[int, int, int, int]] = []
@@ -192,11 +215,28 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
                 "protocol's own barriers give the counterexample's order up to the release, and the held "
                 "wgmma reads the slot late")
     if isinstance(op, ir.Access) and op.kind == "read" and not leader_only:
-        later = [s for s in steps[idx + 1:] if s[0] == p]
-        # only a release by one lane leaves lanes uncovered; those lanes join no later step of the order
-        if later and all(s[3] for s in later):
-            return (Hold("late-lanes", site, p, n, until_turn=len(steps), after_site=later[-1][1]),), ""
+        later = [i for i in range(idx + 1, len(steps)) if steps[i][0] == p]
+        # Only a step of one lane leaves lanes uncovered: a release by lane 0 (the per-warp release), or the
+        # overwrite itself when lane 0 of the reading warp issues it (a copy with no acquire before it).
+        # In the second shape the warp's own arrivals may come between; see _lanes_step_ahead.
+        own = steps[-1][0] == p and bool(steps[-1][3])
+        if later and all(steps[i][3] or (own and _lanes_step_ahead(steps, kinds, i)) for i in later):
+            return (Hold("late-lanes", site, p, n, until_turn=len(steps), after_site=steps[later[-1]][1]),), ""
     return (), ""
+
+
+def _lanes_step_ahead(steps: list[tuple[int, int, int, int]], kinds: list[ir.Op], i: int) -> bool:
+    """May the held lanes take whole-warp step i before their deferred read?
+
+    The held lanes read after lane 0's overwrite, at the end of the order, so in the kernel they take the
+    warp's steps between the read and the overwrite first. That changes nothing the order can observe when
+    the step is an arrival on a barrier that no later step of the order waits on: PTX orders a lane's read
+    before its own release, but only for a thread that acquires that barrier, and none does before the
+    overwrite. Anything else (a wait, a barrier, a collective) is refused, and the race is replayed unheld."""
+    op = kinds[i]
+    if not isinstance(op, ir.MbarArrive) or op.remote is not None:
+        return False
+    return not any(isinstance(k, ir.MbarWait) and k.bar.name == op.bar.name for k in kinds[i + 1:])
 
 
 def instrumented_order(protocol: ir.Protocol) -> ReplayOrder:

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import InputError
 from ..result import CheckResult, Verdict
-from ..staticcheck import static_findings
 
 if TYPE_CHECKING:
     from .. import ir
@@ -53,6 +52,10 @@ def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
+    from ..staticcheck import (
+        static_findings,  # (lazy: staticcheck imports the machine, which imports engines.reduction)
+    )
+
     result = merge_static(result, static_findings(protocol, machine.programs))
     if options.engine == "auto" and symbolic is not None:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"

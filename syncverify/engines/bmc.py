@@ -66,10 +66,20 @@ from .. import ir
 from ..diagnostics import InputError
 from ..result import CheckResult, Stats, Verdict
 from ..semantics import rules
+from ..semantics.families.async_agents import EVENTS as ASYNC_EVENTS
+from ..semantics.families.async_agents import AsyncAgentEncoding
+from ..semantics.families.barriers import EVENTS as BARRIER_EVENTS
+from ..semantics.families.barriers import BarrierEncoding
+from ..semantics.families.encoding import DATA, INIT, OBS, START, Z3A, Z3Arith
+from ..semantics.families.lifecycle import LifecycleEncoding
+from ..semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
+from ..semantics.families.mbarrier import MbarrierEncoding
+from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
+from ..semantics.families.memory import MemoryEncoding
 from ..semantics.machine import Machine, Violation
 from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
 from ..semantics.state import AG_TMA, FULL, LEADER
-from ..semantics.symmetry import symmetry_groups
+from .bmc_symmetry import EncodingSymmetry
 
 SEED = 0
 MAX_EVENTS = 4000
@@ -80,30 +90,6 @@ class Unsupported(Exception):
     """The protocol uses something this encoding does not model; the message says what."""
 
 
-class Z3Arith:
-    """``rules.Arith`` over Z3 terms."""
-
-    @staticmethod
-    def ite(cond: Any, then: Any, other: Any) -> Any:
-        return z3.If(cond, then, other)
-
-    @staticmethod
-    def and_(*conds: Any) -> Any:
-        return z3.And(*conds)
-
-    @staticmethod
-    def or_(*conds: Any) -> Any:
-        return z3.Or(*conds)
-
-    @staticmethod
-    def mod2(value: Any) -> Any:
-        return value & 1  # bit-vectors and ints alike: -1 & 1 == 1 == Python's -1 % 2
-
-
-Z3A = Z3Arith()
-
-# record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START)
-DATA, INIT, OBS, START = 0, 1, 2, 3
 
 SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._syncwarp_parts: its parts meet, a "
                   "rendezvous that is not encoded)")
@@ -113,6 +99,11 @@ UNSUPPORTED: dict[type, str] = {
     ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
                    "encoded)",
 }
+
+# the encoding of each operation type, by family (Step.event)
+EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS}
+
+__all__ = ['DATA', 'INIT', 'OBS', 'START', 'Z3A', 'Z3Arith']
 
 
 @dataclass
@@ -217,7 +208,7 @@ STATE_COMPONENTS: dict[str, str] = {
 }
 
 
-class Encoding:
+class Encoding(EncodingSymmetry):
     """The static layout (events, records, holders) and the Z3 transition relation."""
 
     def __init__(self, machine: Machine):
@@ -846,112 +837,6 @@ class Encoding:
                                         own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing))
 
     # ------------------------------------------------------------------ symmetry
-    def symmetric_pairs(self) -> list[tuple[int, int, dict[int, int]]]:
-        """Pairs (a, b), a < b, of interchangeable processes, each with the swap of their records.
-
-        The processes are those the explicit engine's symmetry reduction interchanges
-        (`semantics.symmetry.symmetry_groups`: whole warps of one CTA and role running one
-        program that never reads `instance`), whose swap maps every execution of the machine
-        to an execution with the same findings. The pair is kept only where this encoding's
-        static layout is invariant under the swap too: their events correspond one to one
-        with equal operands, their records one to one with equal fields, and every static
-        mask and record list is mapped onto itself; anything else drops the pair (fewer
-        symmetry constraints, never a wrong one)."""
-        if any((key[0] if isinstance(key, tuple) else key) not in STATE_COMPONENTS for key in self.fresh(0)):
-            return []  # a state component whose image is not known: no pair can be shown symmetric
-        out = []
-        for group in symmetry_groups(self.machine.procs, self.machine.programs):
-            members = sorted(group)
-            for i, a in enumerate(members):
-                for b in members[i + 1:]:
-                    self.tick()
-                    rmap = self._swap_records(a, b)
-                    if rmap is not None:
-                        out.append((a, b, rmap))
-        return out
-
-    def _swap_records(self, a: int, b: int) -> dict[int, int] | None:
-        """The record swap of processes a and b (an involution), or None if the layout is not
-        symmetric in them."""
-        evs_a, evs_b = self.events[a], self.events[b]
-        if len(evs_a) != len(evs_b) or [(j, len(r)) for j, r in self.runs[a].items()] != \
-                [(j, len(r)) for j, r in self.runs[b].items()]:
-            return None
-        owned: dict[int, list[int]] = {}
-        for r, rec in enumerate(self.records):
-            if rec.event is not None:
-                owned.setdefault(id(rec.event), []).append(r)
-        rmap: dict[int, int] = {}
-        for x, y in zip(evs_a, evs_b, strict=True):
-            if self._event_shape(x) != self._event_shape(y):
-                return None
-            rx, ry = owned.get(id(x), []), owned.get(id(y), [])
-            if len(rx) != len(ry):
-                return None
-            for r, q in zip(rx, ry, strict=True):
-                ra, rb = self.records[r], self.records[q]
-                if (ra.space, ra.key, ra.kind, ra.part, ra.is_async, ra.owner, rb.owner) != \
-                        (rb.space, rb.key, rb.kind, rb.part, rb.is_async, a, b):
-                    return None
-                rmap[r], rmap[q] = q, r
-        hmap = self.holder_swap(a, b)
-        for x, y in zip(evs_a, evs_b, strict=True):
-            mapped = [(rmap.get(r, r), tuple(sorted(hmap.get(h, h) for h in hs))) for r, hs in x.retires]
-            if mapped != [(r, tuple(sorted(hs))) for r, hs in y.retires]:
-                return None
-            if [rmap.get(r, r) for r in (x.record, *x.inits, *(c.record for c in x.copies))] != \
-                    [y.record, *y.inits, *(c.record for c in y.copies)]:
-                return None
-        swap = lambda mask: self._mask(rmap.get(r, r) for r in range(len(self.records)) if mask >> r & 1)  # noqa: E731
-        if any(swap(mask) != mask for mask in (self.amask, self.kmask, self.obs_mask, self.nondata_mask)):
-            return None
-        lists = [self.obs_of[m] for m in range(self.M)] + [self.init_records[m] for m in range(self.M)]
-        if any(sorted(rmap.get(r, r) for r in rs) != sorted(rs) for rs in lists):
-            return None
-        if any((a in self.waiters[m]) != (b in self.waiters[m]) for m in range(self.M)) or \
-                (a in self.tm_procs) != (b in self.tm_procs):
-            return None
-        return rmap
-
-    @staticmethod
-    def _event_shape(e: Event) -> tuple:
-        """Everything of an event but who runs it and which record bits it owns."""
-        return (e.op, e.line, e.threads, e.part, e.own, e.cta, e.error and e.error.code, e.m, e.targets,
-                e.parity, e.count, e.nbytes, e.key, e.nb, e.nb_count, e.tm, e.pending, e.ordinal,
-                tuple((c.cta, c.m, c.key) for c in e.copies), len(e.lanes))
-
-    def holder_swap(self, a: int, b: int) -> dict[int, int]:
-        la, lb, wa, wb = self.leader(a), self.leader(b), self.lanes_holder(a), self.lanes_holder(b)
-        return {la: lb, lb: la, wa: wb, wb: wa}
-
-    def swapped(self, S: dict, a: int, b: int, rmap: dict[int, int]) -> Any:
-        """Is the state S invariant under swapping processes a and b, with their records and
-        knowledge holders? Every component of `fresh` is compared with its image: a process's
-        own components with the other's, a holder's knowledge with the swapped holder's
-        (record bits swapped), sets of records with themselves (bits swapped), an observation
-        record's phase with the swapped record's; the components that name no process (barriers,
-        counts, generations) are their own images."""
-        def perm(v: Any) -> Any:
-            self.tick()  # (R bits each: on a large protocol these add up to minutes)
-            bits = [z3.Extract(rmap.get(r, r), rmap.get(r, r), v) for r in reversed(range(self.R))]
-            return bits[0] if len(bits) == 1 else z3.Concat(*bits)
-
-        hswap = self.holder_swap(a, b)
-        eqs = []
-        for key, value in S.items():
-            name = key[0] if isinstance(key, tuple) else key
-            kind = STATE_COMPONENTS[name]
-            if kind == "process" and key[-1] == a:
-                eqs.append(S[(*key[:-1], b)] == value)
-            elif kind == "holder" and hswap.get(key[1], key[1]) >= key[1]:
-                eqs.append(S[name, hswap.get(key[1], key[1])] == perm(value))
-            elif kind == "records":
-                eqs.append(value == perm(value))
-            elif kind == "record" and rmap.get(key[1], key[1]) > key[1]:
-                eqs.append(S[name, rmap[key[1]]] == value)
-        return z3.And(*eqs)
-
-    # ------------------------------------------------------------------ state
     def fresh(self, i: int) -> dict:
         S: dict = {}
         bv = lambda name: z3.BitVec(f"{name}_{i}", self.R)  # noqa: E731
@@ -1060,7 +945,7 @@ class Effect:
     dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
-class Step:
+class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, LifecycleEncoding):
     """The effects of every actor's possible move from one state."""
 
     def __init__(self, enc: Encoding, S: dict, sel: z3.ArithRef):
@@ -1131,151 +1016,6 @@ class Step:
                 w.cond(c, (space, h), w[space, h] | b)
 
     # ---- mbarriers
-    def tx_check(self, tx: Any) -> Any:
-        return rules.tx_out_of_range(tx, Z3A) if self.enc.tx_can_overflow else z3.BoolVal(False)
-
-    def mbar(self, w: Work, m: int) -> rules.Mbar:
-        return rules.Mbar(*(w[f, m] for f in rules.Mbar._fields))
-
-    def usable(self, w: Work, m: int, lanes: tuple[int, ...]) -> Any:
-        """Valid, and its init known by the lanes. On a path at most one init of a barrier runs
-        (a second one on a valid barrier is SV403, and inval is unsupported), and the records of
-        inits that have not run are known by nobody, so "some init record of it is known" is
-        "the init is known"."""
-        known = [self.knows(w, r, lanes) for r in self.enc.init_records[m]]
-        return z3.And(w["valid", m] == 1, z3.Or(*known)) if known else z3.BoolVal(False)
-
-    def use_barrier(self, w: Work, e: Event, m: int) -> list[tuple[str, Any]]:
-        """Machine._check_barrier_usable: on a peer's barrier the peer must still be running
-        (SV404) and its init visible (SV402); on the CTA's own, SV401."""
-        cta = self.enc.machine.mb_names[m][0]
-        ok = self.usable(w, m, e.lanes)
-        if cta != e.own:
-            return [("SV404", self.enc.cta_done(w, cta)), ("SV402", z3.Not(ok))]
-        return [("SV401", z3.Not(ok))]
-
-    def set_mb(self, w: Work, m: int, new: rules.Mbar, c: Any, release: tuple[int, ...] = (),
-               contributor: tuple[int, ...] = (), carries: Any = None,
-               hide: tuple[int, int] = (-1, 0)) -> list[tuple[str, Any]]:
-        """Machine._set_mb: store the rule's result; on a phase completion check the
-        observations of the previous phase (SV501), drop them, and shift the knowledge and the
-        cross-CTA data flags (``carries``: this release brings data from another CTA)."""
-        enc = self.enc
-        old_k = w["k", m]
-        cur, last = enc.cur(m), enc.last(m)
-        if release:
-            self.release(w, release, cur, c, hide=hide)
-        if contributor:
-            self.carry_obs(w, contributor, (cur,), c)
-        changed = z3.And(c, new.k != old_k)
-        hard = []
-        kill = z3.BitVecVal(0, enc.R)
-        for r in enc.obs_of[m]:
-            alive = z3.And(self.has(w["live"], r), w["phase", r] == old_k - 1)
-            hard.append(("SV501", z3.And(changed, alive, z3.Not(self.has(w["K", cur], r)))))
-            kill = kill | z3.If(z3.And(changed, w["phase", r] <= old_k - 1), enc.bit(r), z3.BitVecVal(0, enc.R))
-        w["live"] = w["live"] & ~kill
-        self.shift(w, cur, last, changed)
-        w.cond(changed, ("observed", m), z3.BoolVal(False))
-        if enc.track_rdata:
-            rd = w["rd_cur", m] if carries is None else z3.Or(w["rd_cur", m], carries)
-            w.cond(c, ("rd_cur", m), rd)
-            w.cond(changed, ("rd_last", m), rd)
-            w.cond(changed, ("rd_cur", m), z3.BoolVal(False))
-        for f, value in zip(rules.Mbar._fields, new, strict=True):
-            w.cond(c, (f, m), value)
-        return hard
-
-    def carries_data(self, w: Work, e: Event) -> Any:
-        """Machine._check_cross_cta_release: some generic write by another CTA than the barrier's,
-        still recorded (live, or kept as superseded), is known by one of the arriving lanes."""
-        enc = self.enc
-        known = self.union(w, "K", e.lanes) & (w["live"] | w["sup"])
-        mask = enc._mask(enc.published(e))
-        return (known & z3.BitVecVal(mask, enc.R)) != 0 if mask else z3.BoolVal(False)
-
-    # ---- races (Machine._conflicts)
-    def conflicts(self, w: Work, e: Event, key: tuple, kind: int, async_op: bool) -> list[tuple[str, Any]]:
-        out = []
-        for r, rec in enumerate(self.enc.records):
-            if rec.space != DATA or rec.key != key or rec.event is e or (rec.kind == 0 and kind == 0):
-                continue
-            po = rec.owner == e.proc and not rec.is_async and rec.part == e.part
-            ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
-            out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
-            if async_op and rec.kind == 1 and not rec.is_async:
-                fenced = z3.And(*[self.has(w["A", h], r) for h in e.lanes])
-                out.append(("SV601", z3.And(self.has(w["live"], r), z3.Not(fenced))))
-        return out
-
-    # ---- named barriers
-    def nb_state(self, w: Work, n: int) -> rules.NamedBar:
-        return rules.NamedBar(w["nb_count", n], w["nb_arrived", n], w["nb_gen", n], 0, 0)
-
-    def alive_threads(self, w: Work, procs: Iterable[int]) -> Any:
-        enc = self.enc
-        return sum((z3.If(enc.done(w, q), enc.num(0), enc.num(enc.machine.procs[q].nthreads)) for q in procs),
-                   enc.num(0))
-
-    def expected(self, w: Work, n: int, nb: rules.NamedBar) -> Any:
-        """Machine._nb_expected: the generation's count, or every non-exited thread of the CTA."""
-        alive = self.alive_threads(w, self.enc.procs_of_cta[self.enc.nbs[n][0]])
-        return z3.If(nb.count == -1, alive, nb.count)
-
-    def nb_try_complete(self, w: Work, n: int, c: Any) -> Any:
-        """Machine._nb_try_complete: a complete generation restarts its parked waiters. Returns
-        whether it completes."""
-        enc = self.enc
-        nb = self.nb_state(w, n)
-        done_nb = rules.nb_complete(nb, self.expected(w, n, nb), Z3A, open_count=-1)
-        complete = z3.And(c, nb.arrived > 0, nb.arrived >= self.expected(w, n, nb))
-        token = n * enc.token_base + nb.gen
-        holder = enc.nb(n)
-        for q in enc.nb_waiters(n):
-            waiting = z3.And(complete, w["parked", q], w["token", q] == token)
-            self.acquire(w, holder, (enc.leader(q), enc.lanes_holder(q)), waiting)
-            w.cond(waiting, ("parked", q), z3.BoolVal(False))
-            w.cond(waiting, ("pc", q), w["pc", q] + 1)
-        for f, value in (("count", done_nb.count), ("arrived", done_nb.arrived), ("gen", done_nb.gen)):
-            w.cond(complete, ("nb_" + f, n), value)
-        for space in ("K", "A"):
-            w.cond(complete, (space, holder), z3.BitVecVal(0, enc.R))
-        return complete
-
-    # ---- the cluster barrier
-    def cb_try_complete(self, w: Work) -> Any:
-        """Machine._cb_try_complete: the generation completes once every thread of the cluster
-        that has not exited has arrived (`rules.cb_completes`, `rules.cb_complete` over Z3 terms).
-        Returns whether it completes."""
-        enc = self.enc
-        cb = rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0)
-        expected = self.alive_threads(w, range(enc.P))
-        complete = rules.cb_completes(cb, expected, Z3Arith)
-        done = rules.cb_complete(cb, expected, Z3Arith)
-        w.cond(complete, "cl_gen", done.gen)
-        w.cond(complete, "cl_arrived", done.arrived)
-        self.shift(w, enc.cl_cur, enc.cl_last, complete)
-        return complete
-
-    def exits(self, w: Work, cta: int, before_done: Any) -> list[tuple[str, Any]]:
-        """Machine._exit: generations of all threads of the CTA may complete once warps have exited,
-        and so may the cluster barrier's; a CTA may not exit with a copy into it in flight or an
-        async read never retired (SV404)."""
-        enc = self.enc
-        bars = [n for n, (c, _) in enumerate(enc.nbs) if c == cta]
-        for _ in range(max(len(bars), 1)):  # a release can let a warp exit, which can complete another
-            for n in bars:
-                self.nb_try_complete(w, n, w["nb_count", n] == -1)
-        if enc.has_cluster_barrier:
-            self.cb_try_complete(w)
-        pending = [self.has(w["inflight"], c.record) for c in enc.copies if c.cta == cta]
-        pending += [self.has(w["live"], e.record) for evs in enc.events for e in evs
-                    if e.retires == [(-1, ())] and e.key[0] == cta]
-        if not pending:
-            return []
-        return [("SV404", z3.And(z3.Not(before_done), enc.cta_done(w, cta), z3.Or(*pending)))]
-
-    # ---- the actors
     def effects(self, depth: int) -> list[Effect]:
         """Every move from a state reached in ``depth`` steps. A process has taken at most
         ``depth`` steps of its own by then, so only its first ``depth + 1`` events can be
@@ -1323,147 +1063,11 @@ class Step:
         if e.error is not None:
             hard.append((e.error.code, z3.BoolVal(True)))
             return enabled
-        parks = False
-        if isinstance(op, ir.MbarInit):
-            # Machine.op_init. It also resets the barrier's knowledge, observations and flags; on a
-            # path they are all still fresh here: only a use of the barrier changes them, a use
-            # needs a valid barrier (SV401/SV402), and a barrier is valid only after an init —
-            # after which this one is SV403 (inval is unsupported).
-            hard.append(("SV403", z3.BoolVal(e.threads > 1)))
-            for m, rec in zip(e.targets, e.inits, strict=True):
-                hard.append(("SV403", w["valid", m] == 1))
-                for f, value in zip(rules.Mbar._fields, rules.mb_init(e.count), strict=True):
-                    w[f, m] = enc.num(value)
-                self.set_record(w, rec, e.lanes, ())
-        elif isinstance(op, ir.MbarArrive):
-            m = e.m
-            hard += self.use_barrier(w, e, m)
-            soft.append(("SV502", z3.Not(w["observed", m])))
-            s = self.mbar(w, m)
-            if op.drop:
-                hard.append(("SV504", e.count >= s.exp))
-            hard.append(("SV504", rules.arrive_overflows(s, e.count)))
-            if e.nbytes is not None:
-                hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
-                rule = rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx
-                new = rule(s, enc.tx(e), e.count, Z3A)
-            else:
-                new = (rules.mb_arrive_drop if op.drop else rules.mb_arrive)(s, e.count, Z3A)
-            release = e.lanes if op.sem == "release" else ()
-            carries = None
-            if e.cross_release:
-                carries = self.carries_data(w, e)
-                if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
-                    soft.append(("SV602", carries))
-            hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries,
-                                hide=(enc.lanes_holder(p), e.hide))
-            dynamic.append((("m", m), new.pend <= 0))
-        elif isinstance(op, ir.MbarTx):
-            m = e.m
-            hard += self.use_barrier(w, e, m)
-            s = self.mbar(w, m)
-            if op.kind == "expect":
-                hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
-                new = rules.mb_expect_tx(s, enc.tx(e), Z3A)
-            else:
-                hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
-                new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
-            hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes)
-            dynamic.append((("m", m), new.pend <= 0))
-        elif isinstance(op, ir.MbarWait):
-            enabled = self.wait(w, e, hard, soft)
-        elif isinstance(op, ir.BarSync | ir.BarArrive):
-            parks = isinstance(op, ir.BarSync)
-            n = e.nb
-            nb = self.nb_state(w, n)
-            hard.append(("SV202", z3.And(nb.arrived > 0, nb.count != e.nb_count)))
-            if parks:
-                w["parked", p] = z3.BoolVal(True)
-                w["token", p] = n * enc.token_base + nb.gen
-            self.release(w, e.lanes, enc.nb(n))
-            new = rules.nb_arrive(nb, e.nb_count, enc.machine.procs[p].nthreads, 0, 0, Z3A)
-            w["nb_count", n] = new.count
-            w["nb_arrived", n] = new.arrived
-            completes = self.nb_try_complete(w, n, z3.BoolVal(True))
-            if enc.adds_to(e):
-                # what a completion writes: the barrier, its waiters, and what the exits of those
-                # it ends write (Encoding.ending)
-                dynamic.append((("nb", n), completes))
-                dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
-                dynamic += [(o, completes) for o in enc.ending(enc.ends_parked_on(n))]
-        elif isinstance(op, ir.ClusterArrive):
-            # Machine.op_cluster_arrive: a second arrive before the generation of the first one
-            # completed is SV205; a relaxed arrive carries only inits published by
-            # fence.mbarrier_init and the CTA's start
-            hard.append(("SV205", rules.cb_arrives_twice(w["cltoken", p], w["cl_gen"], Z3A)))
-            self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
-            w["cltoken", p] = w["cl_gen"]
-            cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
-            w["cl_arrived"] = cb.arrived
-            dynamic.append((("cl",), self.cb_try_complete(w)))
-        elif e.tm >= 0:
-            enabled, advances = self.tmem_rendezvous(w, e, hard)
-            parks = True  # the pc moves only as advances says
-            w["pc", p] = z3.If(advances, w["pc", p] + 1, w["pc", p])
-        elif isinstance(op, ir.ClusterWait):
-            # Machine.op_cluster_wait: blocked until the generation this warp arrived on completes
-            enabled = self.cluster_wait_passes(w, p)
-            self.acquire(w, enc.cl_last, e.lanes)
-            w["cltoken", p] = enc.num(-1)
-        elif isinstance(op, ir.Syncwarp):
-            both = (enc.leader(p), enc.lanes_holder(p))
-            for space in ("K", "A"):
-                value = self.union(w, space, both)
-                for h in both:
-                    w[space, h] = value
-        elif isinstance(op, ir.Access):
-            if e.remote:  # Machine.op_access on a peer's shared memory (DSMEM)
-                hard.append(("SV404", enc.cta_done(w, e.cta)))
-                hard.append(("SV404", z3.Not(self.knows(w, enc.start_record[e.cta], e.lanes))))
-            kind = 1 if op.kind == "write" else 0
-            hard += self.conflicts(w, e, e.key, kind, False)
-            self.add_record(w, e, kind)
-        elif isinstance(op, ir.TmaLoad):
-            for c in e.copies:  # Machine.op_tma_load: per destination CTA, in rank order
-                hard += self.use_barrier(w, e, c.m)
-                hard += self.conflicts(w, e, c.key, 1, True)
-                b = enc.bit(c.record)
-                w["live"] = w["live"] | b
-                w["inflight"] = w["inflight"] | b
-                self.set_record(w, c.record, (), ())
-        elif isinstance(op, ir.WgmmaRead | ir.TmaStore):
-            hard += self.conflicts(w, e, e.key, 0, True)
-            w["live"] = w["live"] | enc.bit(e.record)
-            self.set_record(w, e.record, (), ())
-            if e.record in enc.snapped:  # Machine._mark_issue
-                w["snap", e.record] = self.union(w, "K", e.lanes) & enc.obs_mask
-        elif isinstance(op, ir.GroupWait):
-            if e.after is None:
-                enabled = z3.BoolVal(False)  # another warp of the warpgroup never issues its part
-            elif e.after:
-                enabled = z3.And(*[w["pc", q] >= i for q, i in e.after])
-            for r in e.issued:  # Machine._wgmma_wait: observations made before the group's issue
-                for h in e.lanes:
-                    for space in ("K", "A"):
-                        w[space, h] = w[space, h] | w["snap", r]
-            for r, learn in e.retires:
-                b = enc.bit(r)
-                for h in learn:
-                    for space in ("K", "A"):
-                        w[space, h] = w[space, h] | b
-        elif isinstance(op, ir.Fence):
-            # Machine.op_fence: the fencing lanes' own generic writes (fence.proxy.async) or inits
-            # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
-            # cluster arrive then carries
-            space = DATA if op.kind == "proxy_async" else INIT
-            proc = enc.machine.procs[p]
-            mine = enc._mask(r for r, rec in enumerate(enc.records)
-                             if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
-                             and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
-            if mine:
-                mask = z3.BitVecVal(mine, enc.R)
-                for h in (enc.leader(p), enc.lanes_holder(p)):
-                    w["A", h] = w["A", h] | (w["K", h] & mask)
+        handler = EVENTS.get(type(op))
+        if handler is None:  # nothing to encode beyond the pc (a commit, a cta_group 1 allocation)
+            parks = False
+        else:
+            enabled, parks = handler(self, w, e, hard, soft, dynamic)
         if not parks:
             w["pc", p] = w["pc", p] + 1
         last_event = e.index == len(enc.events[p]) - 1
@@ -1473,93 +1077,6 @@ class Step:
             ends_cta = z3.And(z3.Not(done_before[e.own]), enc.cta_done(w, e.own))
             dynamic += [(o, ends_cta) for o in enc.final_exit_objects(e.own)]
         return enabled
-
-    def tmem_rendezvous(self, w: Work, e: Event, hard: list) -> tuple[Any, Any]:
-        """Machine.op_tmem for cta_group 2: on its first visit the warp joins the rendezvous of
-        its CTA pair (an allocation must know the peer CTA's start, SV402); the second warp to
-        join completes it and moves on, the first stays and leaves once the generation it joined
-        has completed. Returns (can move, moves on)."""
-        t, p = e.tm, e.proc
-        token, arrived, gen = w["tmtoken", p], w["tm_arrived", t], w["tm_gen", t]
-        first = token < 0
-        if not e.op.dealloc:
-            peer = self.enc.start_record[e.own ^ 1]
-            hard.append(("SV402", z3.And(first, z3.Not(self.knows(w, peer, e.lanes)))))
-        joined, joined_gen, full = rules.tm_join(arrived, gen, e.own & 1, Z3A)
-        completes = z3.And(first, full)
-        w["tm_arrived", t] = z3.If(first, joined, arrived)
-        w["tm_gen", t] = z3.If(first, joined_gen, gen)
-        w["tmtoken", p] = z3.If(first, z3.If(completes, token, gen), self.enc.num(-1))
-        leaves = z3.And(z3.Not(first), gen > token)
-        return z3.Or(first, leaves), z3.Or(completes, leaves)
-
-    def cluster_wait_passes(self, w: Work, p: int) -> Any:
-        """Machine.op_cluster_wait's test: the warp arrived, and that generation has completed."""
-        token = w["cltoken", p]
-        return z3.And(token >= 0, w["cl_gen"] > token)
-
-    def wait(self, w: Work, e: Event, hard: list, soft: list) -> Any:
-        """Machine.op_wait (on the CTA's own barrier). Returns when the wait can move (pass, or
-        break a rule)."""
-        m, p = e.m, e.proc
-        usable = self.usable(w, m, e.lanes)
-        s = self.mbar(w, m)
-        hist, jprev = w["hist", m, p], w["jprev", m, p]
-        first = rules.first_wait_phase(s.k, e.parity, Z3A)
-        intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), first)
-        jprev = z3.If(hist, jprev, self.enc.num(-1))
-        aliases = rules.wait_aliases(s, intended)
-        passes = rules.mb_wait_passes(s, e.parity, Z3A)
-        hard.append(("SV401", z3.Not(usable)))
-        hard.append(("SV501", z3.And(usable, aliases)))
-        # (a .cta-scope acquire of data another CTA released into the observed phase is the SV602
-        # warning of Machine.op_wait: warnings are not modelled)
-        observed_phase = s.k - 1
-        means_it = intended == observed_phase
-        new_j = z3.If(z3.And(means_it, observed_phase > jprev), observed_phase, jprev)
-        w["hist", m, p] = z3.BoolVal(True)
-        w["jprev", m, p] = new_j
-        w["observed", m] = z3.Or(w["observed", m], means_it)
-        r = e.record
-        # the observation record (replacing this process's older one of the same phase)
-        same = self.enc._mask(x for x in self.enc.obs_of[m] if self.enc.records[x].owner == p and x != r)
-        for x in self.enc.obs_of[m]:
-            if same >> x & 1:
-                drop = z3.And(means_it, w["phase", x] == observed_phase)
-                w["live"] = w["live"] & z3.If(drop, ~self.enc.bit(x), z3.BitVecVal(-1, self.enc.R))
-        w.cond(means_it, "live", w["live"] | self.enc.bit(r))
-        w.cond(means_it, ("phase", r), observed_phase)
-        self.set_record(w, r, e.lanes, e.lanes, means_it)
-        if e.op.sem == "acquire":
-            self.acquire(w, self.enc.last(m), e.lanes)
-        else:
-            self.carry_obs(w, (self.enc.last(m),), e.lanes)
-        return z3.Or(z3.Not(usable), aliases, passes)
-
-    def add_record(self, w: Work, e: Event, kind: int) -> None:
-        """Machine._add_write / _add_read for a generic access: a write makes every older record
-        of its slot irrelevant (dropped there, cleared here) but keeps the latest older write,
-        marked superseded, which a release on a peer's barrier still counts (SV602); a read
-        replaces the same lanes' older reads of the slot."""
-        enc = self.enc
-        mine = [r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key and r != e.record]
-        if kind == 1:
-            older = enc._mask(mine)
-            if enc.track_rdata:
-                # The latest older write is the one issued last: the live generic write of the slot
-                # (a generic write drops every older record) unless a bulk copy issued after it is
-                # live. Only a generic one can count, so only those are kept here.
-                generic = enc._mask(r for r in mine if enc.records[r].kind == 1 and not enc.records[r].is_async)
-                copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async)
-                zero = z3.BitVecVal(0, enc.R)
-                latest = z3.If((w["live"] & z3.BitVecVal(copies, enc.R)) == 0,
-                               w["live"] & z3.BitVecVal(generic, enc.R), zero) if generic else zero
-                w["sup"] = (w["sup"] & ~z3.BitVecVal(older, enc.R)) | latest
-        else:
-            older = enc._mask(r for r in mine if enc.records[r].kind == 0 and enc.records[r].owner == e.proc
-                              and enc.records[r].part == e.part and not enc.records[r].is_async)
-        w["live"] = (w["live"] & ~z3.BitVecVal(older, enc.R)) | enc.bit(e.record)
-        self.set_record(w, e.record, (e.creator,), (e.creator,) if kind == 0 else ())
 
     def agent(self, c: Copy) -> Effect:
         """Machine._complete_tma: into a CTA that has not exited (SV404), the copy's write lands,

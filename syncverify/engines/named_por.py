@@ -36,16 +36,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..expr import EvalError
-from .program import BAR_WAIT
-from .state import P_PC, P_TOKEN, P_VARS, State
+from ..semantics.program import BAR_WAIT
+from ..semantics.state import P_PC, P_TOKEN, P_VARS, State
 
 if TYPE_CHECKING:
-    from .machine import Machine
+    from ..semantics.machine import Machine
 
 
 def lone_named_arrival(machine: Machine, state: State, p: int) -> bool:
     """May the named-barrier arrival of process p be taken alone in ``state``? (module docstring)"""
-    from .machine import Violation
+    from ..semantics.core import Violation
 
     pstate = state.procs[p]
     op = machine.programs[p].code[pstate[P_PC]].op

@@ -19,7 +19,7 @@ Sets are enumerated, so this is refused past MAX_LANDINGS copies in flight on th
 
 from __future__ import annotations
 
-from .rules import MAX_COUNT
+from ..semantics.rules import MAX_COUNT
 
 MAX_LANDINGS = 10
 

@@ -1,0 +1,554 @@
+"""The partial-order reduction's independence conditions: when a step of the explicit search may
+be taken alone (Machine.successors asks these; the conditions themselves, with why each is sound,
+are in docs/model.md).
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..expr import EvalError, evaluate
+from ..semantics.core import (
+    _MEMO_LIMIT,
+    StepResult,
+    Violation,
+)
+from ..semantics.program import (
+    BAR_WAIT,
+    BRANCH,
+    END,
+    FOR_INIT,
+    FOR_NEXT,
+    JUMP,
+    OP,
+    Instr,
+    Program,
+)
+from ..semantics.state import (
+    AG_TMA,
+    M_K,
+    M_PEND,
+    M_TX,
+    M_VALID,
+    P_CLTOKEN,
+    P_PC,
+    P_TOKEN,
+    P_VARS,
+    State,
+)
+from .tx_por import landings_commute
+
+_EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED = range(6)
+_ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every event that changes a barrier
+_NO_ARRIVAL = frozenset({_EV_ARRIVE, _EV_FREE, _EV_LIFE})  # what a first observing wait must not follow
+_END = ("end",)  # the events of a process's end
+_MISSING = object()
+
+
+class _FreshPass(Exception):
+    """_can_precede met a wait that passes on a frozen barrier in phase 0."""
+
+
+# How successors() treats the instruction at a pc: not an operation (no step), an operation of
+# LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
+# lies ahead, an arrive.expect_tx on the CTA's own barrier (taken alone when nothing that conflicts
+# with it can come first, _can_precede), or any other operation (never taken alone).
+_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
+    "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
+_POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named_por)
+
+
+# Operations that only touch their own process, their slot's records and agents they create.
+LOCAL_OPS = frozenset({
+    ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
+    ir.UmmaCommit,
+})
+
+
+def _por_class(ins: Instr) -> str:
+    """The static part of successors()' choice of a step to take alone: the operation's type
+    and, for an arrive, the form that _lone_arrive accepts (its dynamic part, the barrier's
+    lifecycle ahead, is checked on each state)."""
+    if ins.kind != OP:
+        return _POR_NONE
+    op = ins.op
+    if isinstance(op, ir.MbarWait):
+        return _POR_WAIT
+    if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
+        return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
+    if type(op) in LOCAL_OPS:
+        return _POR_LOCAL
+    if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
+        return _POR_ARRIVE
+    if isinstance(op, ir.MbarArrive) and not op.drop and op.remote is None:
+        return _POR_ARRIVE_TX  # an arrive.expect_tx on its own CTA's barrier: see successors()
+    if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
+        return _POR_CLUSTER
+    if isinstance(op, ir.BarSync | ir.BarArrive):
+        return _POR_NAMED
+    return _POR_OTHER
+
+
+def _successor_pcs(prog: Program) -> list[list[int]]:
+    """The control-flow graph of a program: every pc's possible next pcs, each branch both ways."""
+    code = prog.code
+    n = len(code)
+    succ: list[list[int]] = []
+    for pc, ins in enumerate(code):
+        nxt = [] if ins.kind == END else [pc + 1]
+        if ins.kind in (FOR_INIT, BRANCH):
+            nxt.append(ins.target)
+        elif ins.kind == JUMP:
+            nxt = [ins.target]
+        elif ins.kind == FOR_NEXT:
+            nxt.append(ins.target)
+        succ.append([t for t in nxt if t < n])
+    return succ
+
+
+def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:
+    """For every pc: the mbarrier names that ops of the given kinds can still touch from there."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
+    own = [frozenset({ins.op.bar.name}) if ins.kind == OP and isinstance(ins.op, kinds) else frozenset()
+           for ins in code]
+    ahead = list(own)
+    changed = True
+    while changed:  # backward fixpoint over the (small) control-flow graph
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            acc = own[pc].union(*(ahead[t] for t in succ[pc])) if succ[pc] else own[pc]
+            if acc != ahead[pc]:
+                ahead[pc] = acc
+                changed = True
+    return ahead
+
+
+def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bool]:
+    """For every pc: does every path from there to the end pass an op of ``kind`` (and, with
+    ``before``, pass it before any op of that kind)?
+
+    The complement of a least fixpoint, "some path reaches END (or ``before``) without passing
+    one", over the control-flow graph with every branch taken both ways (so it holds for any
+    values)."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
+    escapes = [ins.kind == END or (before is not None and ins.kind == OP and isinstance(ins.op, before))
+               for ins in code]
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            ins = code[pc]
+            if escapes[pc] or (ins.kind == OP and isinstance(ins.op, kind)):
+                continue
+            if any(escapes[t] for t in succ[pc]):
+                escapes[pc] = changed = True
+    return [not e for e in escapes]
+
+
+# Operations that only touch their own process, their slot's records and agents they create.
+# The group tag (R_GRP = 2 * group + unit) of async reads that lanes 1..31 issued but have not
+# committed because their leader committed alone: a group number no wait reaches (see op_commit).
+
+
+class Reduction:
+    """The reduction's conditions over a Machine's states (a mixin of Machine)."""
+
+    def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
+        """Does the step of some process break a rule (a violation that ends its path)? The steps
+        are computed into ``tried`` (a blocked wait costs a lookup), for the expansion to reuse."""
+        procs = state.procs
+        for p, classes in enumerate(self._por_class):
+            if classes[procs[p][P_PC]] is _POR_NONE:
+                continue
+            res = tried[p] if p in tried else tried.setdefault(p, self.step_process(state, p))
+            if res is not None and res.violation is not None:
+                return True
+        return False
+
+    def _lone_reaching_op(self, state: State, p: int) -> bool:
+        """May this operation, which reaches a barrier or another CTA, be taken alone?
+
+        A plain arrive (on this CTA's barrier or a peer's) commutes with every other
+        step except a wait, init or inval of that barrier. Against a wait, taking the
+        arrive first reports any violation the other order would (an arrive that
+        completes the phase makes a late wait stale, SV501; an arrive before the
+        wait that observes the previous phase breaks the consumption rule, SV502)
+        and otherwise reaches the same state. A bulk-tensor load or tensor-core
+        commit checks that its barriers are usable when issued. Neither commutes
+        with an init or inval of the barrier, so these are taken alone only when no
+        other process of a target CTA can still reach an init or inval of that
+        barrier array.
+
+        An operation on a peer CTA (a remote arrive or access, a multicast copy or
+        commit) is also checked against the peer's exit (SV404): taking it first
+        would hide the order in which the peer exits before it. So it is taken alone
+        only when the peer cannot exit first (_peer_cannot_exit_first)."""
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        targets = self._targets(p, ins.op, pstate[P_PC], pstate[P_VARS])
+        if targets is None:
+            return False  # not evaluable here: the step reports it, and is not taken alone
+        op = ins.op
+        own = self.procs[p].cta
+        name = op.bar.name if isinstance(op, ir.MbarArrive | ir.TmaLoad | ir.UmmaCommit) else None
+        for d in targets:
+            if name is not None and not self._no_lifecycle_ahead(state, p, name, d):
+                return False
+            if d != own and not self._peer_cannot_exit_first(state, p, d):
+                return False
+        if isinstance(op, ir.MbarArrive) and not self._no_bytes_ahead(state, p, targets[0], op.bar):
+            return False
+        return True
+
+    def _no_bytes_ahead(self, state: State, p: int, cta: int, bar: ir.Ref) -> bool:
+        """Can no other step count bytes or arrive asynchronously on the barrier of an arrive
+        before it? An arrive and a copy's landing (or a complete_tx) on one barrier do not
+        commute: with the tx-count at 0, the arrive first completes the phase and the bytes
+        land in the next one, while the landing first leaves the phase waiting for bytes that
+        never come (and a landing in the next phase, unlike an arrive, breaks no consumption
+        rule that would report it). So the arrive is taken alone only when nothing in flight
+        completes on that barrier and no other process can still count bytes on it."""
+        m = self._arrive_target(state, p, cta)
+        if m is None:
+            return False
+        if any(a[4] == m for a in state.agents):
+            return False
+        return not any(q != p and bar.name in self.tx_ahead[q][state.procs[q][P_PC]]
+                       for q in range(len(self.procs)))
+
+    def _arrive_target(self, state: State, p: int, cta: int | None = None) -> int | None:
+        """The barrier index of process p's arrive (on ``cta``, default its own CTA), or None when
+        it cannot be evaluated (the step reports that). Remembered: it depends only on (p, pc, vars)."""
+        pstate = state.procs[p]
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        if key not in self._arrive_bar_memo:
+            bar = self.programs[p].code[pstate[P_PC]].op.bar
+            try:
+                self._arrive_bar_memo[key] = self._mbar(None, p, bar, self.procs[p].cta if cta is None else cta,
+                                                        self.env(p, pstate[P_VARS]), self.ctx[p])
+            except Violation:
+                self._arrive_bar_memo[key] = None
+        return self._arrive_bar_memo[key]
+
+    def _targets(self, p: int, op: ir.Op, pc: int, vars_: tuple) -> tuple[int, ...] | None:
+        """The CTAs that an arrive, access, bulk-tensor load or tensor-core commit of process
+        p reaches, under its variables (None when they cannot be evaluated or are out of range:
+        the step itself reports that). Remembered: it depends only on (p, pc, vars)."""
+        key = (p, pc, vars_)
+        if key in self._target_memo:
+            return self._target_memo[key]
+        own = self.procs[p].cta
+        out: tuple[int, ...] | None
+        try:
+            env, ctx = self.env(p, vars_), self.ctx[p]
+            if isinstance(op, ir.MbarArrive | ir.Access):
+                out = (own,) if op.remote is None else (evaluate(op.remote, env, ctx),)
+            elif op.multicast is not None:  # TmaLoad, UmmaCommit
+                mask = evaluate(op.multicast, env, ctx)
+                out = tuple(c for c in range(self.ncta) if mask >> c & 1)
+                if not 0 < mask < 1 << self.ncta:
+                    out = None
+            else:
+                out = (own,)
+        except EvalError:
+            out = None
+        if out is not None and not all(0 <= d < self.ncta for d in out):
+            out = None
+        self._target_memo[key] = out
+        return out
+
+    def _peer_cannot_exit_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, whatever the others do?
+
+        True when p has not arrived on the cluster barrier's current generation, and some
+        process of that CTA must pass a cluster wait before it can end, for the current
+        generation or a later one (it has not arrived yet, or arrived on the current one).
+        Such a generation completes only once every thread not yet exited has arrived —
+        p's included, and p cannot arrive (or exit) before taking its next step."""
+        if state.procs[p][P_CLTOKEN] >= 0:
+            return False
+        gen = state.cluster[0]
+        for q in self.procs_of_cta[cta]:
+            qs = state.procs[q]
+            if self.cluster_wait_ahead[q][qs[P_PC]] and (qs[P_CLTOKEN] < 0 or qs[P_CLTOKEN] >= gen):
+                return True
+        return False
+
+    def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
+        """Does this arrive complete a phase of a barrier that another process may still wait on
+        without any history? Such a first wait means the phase of PTX's window with its parity
+        (rules.first_wait_phase), which the completion moves: with parity 1 on a fresh barrier it
+        passes at once (the CUTLASS producer start) but blocks once phase 0 has completed; with
+        parity 0 it observes phase 0 in phase 1 but waits for phase 2 once phase 1 has completed.
+        Neither is stale, so nothing reports the difference on the path that takes the arrive
+        first (the causal SV501 check needs the path where the wait observes early). The two
+        orders then reach different behaviours, so the arrive must not be taken alone."""
+        for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
+            if before[M_K] == after[M_K]:
+                continue
+            cta, name, _ = self.mb_names[m]  # the barrier's CTA: the arrive may be remote
+            for q in self.procs_of_cta[cta]:
+                if q != p and name in self.waits_ahead[q][state.procs[q][P_PC]] and self._jprev(before, q) is None:
+                    return True
+        return False
+
+    def _lands_first(self, state: State, a: tuple) -> bool:
+        """May the landing of bulk copy ``a`` be taken alone (partial-order reduction)?
+
+        A landing writes its slot's in-flight record and counts its bytes on its barrier m
+        (completing the phase, maybe). It does not commute with another update of m (an
+        arrive, expect_tx, complete_tx, another copy's landing or a commit's arrival: the
+        intermediate tx-count decides whether and when the phase completes), with an init or
+        inval of m, or with the exit of its CTA (an exit before it is SV404). So it is taken
+        alone only when none of these can happen before it, whatever the other actors do: in
+        what can run before it (``_can_precede``, with m's phase frozen), no other agent counts
+        on m, no process reaches an operation on m, and some process of the copy's CTA does
+        not reach its end. What can come first otherwise commutes with it or, taken after it,
+        reports a violation of its own (docs/model.md). Other copies in flight on m may land
+        first where no set of them short of all completes m's phase (_landings_commute)."""
+        if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
+            return False
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
+
+    def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
+        """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
+        of ``agent``, or process p's arrive.expect_tx on m (tx_por.landings_commute)?"""
+        landings = []
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            if b[4] == m and b[0] == AG_TMA:
+                landings.append(b[5])
+        if not landings:
+            return True
+        mb = state.mbars[m]
+        if agent is not None:
+            return landings_commute(mb[M_PEND], mb[M_TX], 0, -agent[5], landings)
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        env, ctx = self.env(p, pstate[P_VARS]), self.ctx[p]
+        try:
+            arrivals = self._eval(ins.op.count, env, ctx) * ins.threads
+            nbytes = self._eval(ins.op.tx_bytes, env, ctx) * ins.threads
+        except (EvalError, Violation):
+            return False
+        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
+
+    def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
+                     freeze: bool, named: tuple[int, list] | None = None,
+                     landings_ok: bool = False) -> list[bool] | None:
+        """What the other actors can execute before one step (of process ``frozen``, or the
+        landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
+        its end first; None when some actor can first reach an event on m of a kind in
+        ``forbidden`` (or an operation whose target cannot be evaluated). ``freeze``: the caller
+        has made sure that nothing else can complete m's current phase first (a landing with
+        every update of m forbidden), so a wait on m passes only if it passes now.
+
+        Control flow depends only on loop variables, so each process runs a fixed sequence of
+        operations from where it stands (``_future``); the frozen process does not move. The
+        set computed is the least fixpoint of: a process can execute the next operation of its
+        sequence if that is not an mbarrier wait, or a wait that can pass first. A wait on m'
+        passes only if it passes now or once a phase of m' completes, which requires as many
+        arrivals on m' from what can run first (operations of the sequences so far, commits in
+        flight) as m' has pending, or, when none is pending, a byte count that can change (a
+        copy in flight or issued, an expect_tx or complete_tx). An inval, init or arrive_drop of
+        m', a non-positive arrival count, an invalid m' and every other kind of wait (named and
+        cluster barriers, tensor memory) are taken to pass. Every execution that avoids the step
+        runs, per process, a prefix of its sequence inside this set: by induction along the
+        execution, a wait in it passed either in the phase it sees now or after a completion,
+        whose arrivals or bytes came from the actors' earlier moves, all inside the set. So
+        this over-approximates what can happen before the step.
+
+        With ``freeze``, a wait on m that passes now while m is in phase 0, or that is its
+        process's first wait on m, answers None: a first wait means the phase of PTX's window
+        (rules.first_wait_phase), so one that passes now (the CUTLASS producer start on a fresh
+        barrier, or parity 0 observing phase 0 in phase 1) blocks once the step completes the
+        phase, reporting nothing.
+
+        ``landings_ok``: copies in flight may land on m first (the caller checks with
+        _landings_commute that their sums never complete m's phase early).
+
+        ``named`` = (index, out): the step is an arrival on named barrier ``index`` (m is -1 and
+        nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
+        its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
+        caller (named_por) takes the step only where the open generation cannot complete before
+        it, so such a wait cannot pass first."""
+        mbars = state.mbars
+        names = self.mb_names
+        m_life = names[m][:2] if m >= 0 else None  # m = -1: a named-barrier arrival (``named``)
+        arrivals: dict[int, int] = {}
+        bytes_move: set[int] = set()
+        free: set[int] = set()  # barriers whose phases arrivals do not bound (lifecycle, drops)
+        lives: set[tuple[int, str]] = set()
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False  # the step itself (an identical copy in flight is another agent)
+                continue
+            kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
+            if b[4] == m and kind in forbidden and not (landings_ok and kind == _EV_BYTES):
+                return None
+            if kind == _EV_BYTES:
+                bytes_move.add(b[4])
+            else:
+                arrivals[b[4]] = arrivals.get(b[4], 0) + 1
+
+        def passes(m2: int, parity: int, q: int) -> bool:
+            mb = mbars[m2]
+            if not mb[M_VALID]:
+                return True
+            if mb[M_K] % 2 != parity % 2:
+                if freeze and m2 == m and (mb[M_K] == 0 or self._jprev(mb, q) is None):
+                    raise _FreshPass
+                return True
+            if freeze and m2 == m:
+                return False
+            if m2 in free or names[m2][:2] in lives:
+                return True
+            pend = mb[M_PEND]
+            if pend > 0:
+                return arrivals.get(m2, 0) >= pend
+            return m2 in bytes_move
+
+        nprocs = len(self.procs)
+        procs = state.procs
+        pos: list[tuple | None] = [None if q == frozen else (q, procs[q][P_PC], procs[q][P_VARS])
+                                   for q in range(nprocs)]
+        if named is not None:
+            parked = named[0] * 65536 + state.named[named[0]].gen
+            for q in range(nprocs):
+                if procs[q][P_TOKEN] == parked and self.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT:
+                    pos[q] = None
+        ends = [False] * nprocs
+        future = self._future
+        try:
+            grew = True
+            while grew:
+                grew = False
+                for q in range(nprocs):
+                    key = pos[q]
+                    while key is not None:
+                        fut = future(key)
+                        if fut is None:
+                            return None
+                        events, nxt = fut
+                        if events is _END:
+                            ends[q] = True
+                            key = None
+                            break
+                        if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2], q):
+                            break
+                        stop = False
+                        for ev in events:
+                            kind = ev[0]
+                            if kind == _EV_WAIT:
+                                continue
+                            if kind == _EV_NAMED:
+                                if named is not None and ev[1] == named[0]:
+                                    named[1].append(ev)
+                                    stop = ev[4]  # a bar.sync on it waits for the generation
+                                continue
+                            grew = True
+                            if kind == _EV_LIFE:
+                                if ev[1] == m_life and kind in forbidden:
+                                    return None
+                                lives.add(ev[1])
+                                continue
+                            target = ev[1]
+                            if target == m and kind in forbidden:
+                                return None
+                            if kind == _EV_ARRIVE:
+                                arrivals[target] = arrivals.get(target, 0) + ev[2]
+                            elif kind == _EV_BYTES:
+                                bytes_move.add(target)
+                            else:  # _EV_FREE
+                                free.add(target)
+                        key = None if stop else nxt
+                    pos[q] = key
+        except _FreshPass:
+            return None
+        return ends
+
+    def _future(self, key: tuple) -> tuple[tuple, tuple | None] | None:
+        """The mbarrier events of the instruction at ``key`` = (process, pc, variables), and the
+        key of the process's next instruction: (_END, None) at the end; None when a target or
+        the local control flow after it cannot be evaluated. It depends only on the key (control
+        flow depends only on loop variables), so it is remembered.
+
+        Events: (_EV_WAIT, m, parity), (_EV_ARRIVE, m, arrivals), (_EV_BYTES, m) for a tx update
+        or a copy that will count on m, (_EV_FREE, m) for an arrive_drop or a non-positive count,
+        (_EV_LIFE, (cta, name)) for an init or inval; (_EV_NAMED, index, count, site, sync) for a
+        named-barrier arrival (see named_arrival), which only named_por reads."""
+        out = self._future_memo.get(key, _MISSING)
+        if out is not _MISSING:
+            return out
+        q, pc, vars_ = key
+        ins = self.programs[q].code[pc]
+        try:
+            if ins.kind == END:
+                out = (_END, None)
+            else:
+                events = self._events(q, ins, vars_) if ins.kind == OP else ()
+                npc, nvars = self._run_local(q, pc + 1, vars_)
+                out = (events, (q, npc, nvars))
+        except (EvalError, Violation, KeyError):
+            out = None
+        if len(self._future_memo) >= _MEMO_LIMIT:
+            self._future_memo.clear()
+        self._future_memo[key] = out
+        return out
+
+    def _events(self, q: int, ins: Instr, vars_: tuple) -> tuple:
+        """The mbarrier events of operation ``ins`` of process q under its variables (see _future)."""
+        op = ins.op
+        env, ctx = self.env(q, vars_), self.ctx[q]
+        own = self.procs[q].cta
+
+        def index(ref: ir.Ref, cta: int) -> int:
+            i = evaluate(ref.index, env, ctx) if ref.index is not None else 0
+            if not 0 <= i < (self.mb_decl[ref.name].size or 1) or not 0 <= cta < self.ncta:
+                raise KeyError(ref.name)
+            return self.mb_index[(cta, ref.name, i)]
+
+        def dests(mask_expr: ir.Expr | None) -> list[int]:
+            if mask_expr is None:
+                return [own]
+            mask = evaluate(mask_expr, env, ctx)
+            if not 0 < mask < 1 << self.ncta:
+                raise KeyError("multicast")
+            return [c for c in range(self.ncta) if mask >> c & 1]
+
+        if isinstance(op, ir.MbarWait):
+            return ((_EV_WAIT, index(op.bar, own), evaluate(op.parity, env, ctx)),)
+        if isinstance(op, ir.MbarArrive):
+            cta = own if op.remote is None else evaluate(op.remote, env, ctx)
+            m2 = index(op.bar, cta)
+            count = evaluate(op.count, env, ctx) * ins.threads
+            events = [(_EV_FREE, m2) if op.drop or count <= 0 else (_EV_ARRIVE, m2, count)]
+            if op.tx_bytes is not None:
+                events.append((_EV_BYTES, m2))
+            return tuple(events)
+        if isinstance(op, ir.MbarTx):
+            return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
+        if isinstance(op, ir.TmaLoad):
+            return tuple((_EV_BYTES, index(op.bar, c)) for c in dests(op.multicast))
+        if isinstance(op, ir.UmmaCommit):
+            return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
+        if isinstance(op, ir.MbarInit | ir.MbarInval):
+            return ((_EV_LIFE, (own, op.bar.name)),)
+        if isinstance(op, ir.BarSync | ir.BarArrive):
+            return ((_EV_NAMED, *self.named_arrival(q, op, vars_)),)
+        return ()
+
+    def _no_lifecycle_ahead(self, state: State, p: int, name: str, cta: int | None = None) -> bool:
+        """No other process of ``cta`` (default: p's CTA) can still init or inval the barrier array ``name``."""
+        for q in self.procs_of_cta[self.procs[p].cta if cta is None else cta]:
+            if q != p and name in self.lifecycle_ahead[q][state.procs[q][P_PC]]:
+                return False
+        return True

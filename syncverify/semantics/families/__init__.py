@@ -1,0 +1,4 @@
+"""One module per primitive family: the explicit semantics of its operations (a mixin the
+Machine inherits, with its handler table) and their Z3 encoding for the bmc engine (a mixin of
+its Step, with its event table). Adding a primitive touches its family module, rules.py and the
+exporters."""

@@ -1,0 +1,499 @@
+"""The semantics of asynchronous agents: TMA loads and stores, bulk groups (commit/wait), wgmma reads, fences,
+tensor-memory allocation, the tcgen05 commit, and the agents' completions.
+
+The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
+operation type (see Machine._exec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from .. import rules
+from ..core import (
+    STAY,
+    StepResult,
+    Violation,
+    _detached,
+    _key_bounds,
+    _Work,
+)
+from ..program import OP, part_lanes
+from ..state import (
+    AG_TMA,
+    AG_UMMA,
+    F_ASYNC,
+    F_INFLIGHT,
+    F_RETIRED,
+    FULL,
+    LEADER,
+    M_VALID,
+    P_BULK,
+    P_PC,
+    P_TOKEN,
+    P_WGMMA,
+    R_AKNOWN,
+    R_EPOCH,
+    R_FLAGS,
+    R_GRP,
+    R_KIND,
+    R_KNOWN,
+    R_LINE,
+    R_OWNER,
+    R_PART,
+    R_SPACE,
+    READ,
+    SPACE_DATA,
+    SPACE_INIT,
+    SPACE_OBS,
+    SPACE_START,
+    WRITE,
+    State,
+)
+from .encoding import DATA, INIT, Z3A
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Event, Work
+
+
+TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
+# The group tag (R_GRP = 2 * group + unit) of async reads that lanes 1..31 issued but have not
+# committed because their leader committed alone: a group number no wait reaches (see op_commit).
+UNCOMMITTED = 2 << 40
+
+
+class AsyncAgentOps:
+    """Explicit-state handlers of this family (a mixin of Machine)."""
+
+    def op_tma_load(self, w, p, proc, op: ir.TmaLoad, ins, env, ctx, lanes) -> bool:
+        buf, slot = self._slot(op.buf, env, ctx)
+        nbytes = self._eval(op.tx_bytes, env, ctx)
+        if nbytes <= 0 or nbytes % 16:
+            raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
+        dests = [proc.cta]
+        if op.multicast is not None:
+            mask = self._eval(op.multicast, env, ctx)
+            if mask <= 0 or mask >= 1 << self.ncta:
+                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        part = self._part(p, ins)
+        for cta in dests:
+            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
+            key = (SPACE_DATA, cta, buf, slot)
+            self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            for _ in range(ins.threads):
+                self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
+                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
+        return True
+
+    def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
+                    what: str) -> bool:
+        """An async-proxy read of a slot that lasts until a group wait retires it (§5, §6): it
+        belongs to the process's open group of ``unit`` (0 bulk, 1 wgmma)."""
+        buf, slot = self._slot(op.buf, env, ctx)
+        key = (SPACE_DATA, proc.cta, buf, slot)
+        part = self._part(p, ins)
+        self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
+        seq = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * seq + unit)
+        return True
+
+    def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
+        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 0, "tma.store source read")
+
+    def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
+        self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        if self.wgmma_team[p]:
+            self._mark_issue(w, p, lanes, w.procs[p][P_WGMMA])
+        return True
+
+    def _mark_issue(self, w: _Work, p: int, lanes: int, group: int) -> None:
+        """The warpgroup's MMA of ``group`` runs only once this warp has issued it, so a wait
+        that sees the group complete is causally after what this warp had observed by now: each
+        observation the issuing lanes know is marked (R_EPOCH) with the team and the least group
+        issued after it, and _wgmma_wait passes it on. One mark per observation: one of another
+        team stays, which only passes on less (sound)."""
+        team = self.team_index[p]
+        nteams = len(self.teams)
+        out = None
+        for i, r in enumerate(w.records):
+            if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & lanes:
+                mark = r[R_EPOCH]
+                if mark and ((mark - 1) % nteams != team or (mark - 1) // nteams <= group):
+                    continue
+                if out is None:
+                    out = list(w.records)
+                out[i] = (*r[:R_EPOCH], 1 + group * nteams + team, *r[R_EPOCH + 1:])
+        if out is not None:
+            w.records = tuple(out)
+
+    def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
+        """`cp.async.bulk.commit_group` / `wgmma.commit_group` (§5, §6): the executing threads'
+        uncommitted async operations become one group — per thread, not per warp.
+
+        The process keeps one group counter, which is exact for the leader lane (it takes part
+        in every commit). When the leader commits alone, lanes 1..31 commit nothing and their
+        numbering falls behind; their operations (records of the whole warp) then lose their
+        group number (UNCOMMITTED), so no wait retires them, until a commit by the whole warp
+        files them under the group it closes. That is never earlier than the real group, so a
+        wait retires them no sooner than PTX does (sound; at worst a race is reported that a
+        more exact per-lane count would rule out)."""
+        field_ = P_BULK if op.unit == "bulk" else P_WGMMA
+        unit = 0 if op.unit == "bulk" else 1
+        ps = w.procs[p]
+        seq = ps[field_]
+        leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
+        out = []
+        for r in w.records:
+            grp = r[R_GRP]
+            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and r[R_PART] == FULL:
+                if leader_alone:
+                    r = (*r[:R_GRP], UNCOMMITTED + unit, *r[R_GRP + 1:])
+                elif grp == UNCOMMITTED + unit:
+                    r = (*r[:R_GRP], 2 * seq + unit, *r[R_GRP + 1:])
+            out.append(r)
+        w.records = tuple(out)
+        w.procs[p] = (*ps[:field_], seq + 1, *ps[field_ + 1:])
+        return True
+
+    def op_group_wait(self, w, p, proc, op: ir.GroupWait, ins, env, ctx, lanes) -> bool:
+        """`cp.async.bulk.wait_group.read n` / `wgmma.wait_group n` (§5, §6): every committed
+        group but the n most recent is complete; its async reads become ordered before
+        the waiting lanes' later accesses."""
+        unit = 0 if op.unit == "bulk" else 1
+        committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
+        limit = committed - self._eval(op.pending, env, ctx)
+        if unit == 1 and self.wgmma_team[p]:
+            return self._wgmma_wait(w, p, ins, lanes, limit)
+        waiter = self._part(p, ins)
+        leader = self.holders.leader(p)
+        out = []
+        for r in w.records:
+            grp = r[R_GRP]
+            # Groups are per thread (PTX: "per-thread bulk async-group"): an elected lane's wait does
+            # not retire the other lanes' reads, and a warp's wait orders an elected lane's read
+            # before that lane alone.
+            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit \
+                    and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                r = (*r[:R_GRP], -1, r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+            out.append(r)
+        w.records = tuple(out)
+        return True
+
+    def _wgmma_wait(self, w: _Work, p: int, ins, lanes: int, limit: int) -> bool:
+        """wgmma.wait_group of a warp of a warpgroup (program.wgmma_teams): the groups before
+        ``limit`` are the warpgroup's, so every warp's reads in them are complete once the wait
+        returns, and the waiting lanes learn them all. A group's operations start only when every
+        warp of the warpgroup has issued them, so the wait blocks until each other warp has
+        issued all of its groups before ``limit`` (committed them, or stands at the commit that
+        closes the last), and passes on what they had observed then (_mark_issue). A read stays
+        tagged with its group until every warp of the team knows it (a later wait of another
+        warp still learns it); F_RETIRED marks it complete (docs/model.md, "Warpgroup-wide wgmma")."""
+        team = self.wgmma_team[p]
+        for q in team:
+            if q != p:
+                count = w.procs[q][P_WGMMA]
+                if count < limit - 1:
+                    return False
+                if count == limit - 1:
+                    nxt = self.programs[q].code[w.procs[q][P_PC]]
+                    if not (nxt.kind == OP and isinstance(nxt.op, ir.GroupCommit) and nxt.op.unit == "wgmma"):
+                        return False
+        waiter = self._part(p, ins)
+        leader = self.holders.leader(p)
+        everyone = self.team_mask[p]
+        nteams, team_id = len(self.teams), self.team_index[p]
+        out = None
+        for i, r in enumerate(w.records):
+            grp = r[R_GRP]
+            if r[R_SPACE] == SPACE_OBS:
+                mark = r[R_EPOCH]  # observed before some warp of the team issued a group before the limit
+                if mark and (mark - 1) % nteams == team_id and (mark - 1) // nteams < limit and \
+                        (r[R_KNOWN] & lanes) != lanes:
+                    if out is None:
+                        out = list(w.records)
+                    out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            elif 0 <= grp < UNCOMMITTED and grp % 2 == 1 and grp // 2 < limit and r[R_OWNER] in team \
+                    and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                known = r[R_KNOWN] | learn
+                r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
+                     r[R_AKNOWN] | learn, known)
+                if out is None:
+                    out = list(w.records)
+                out[i] = r
+        if out is not None:
+            w.records = tuple(out)
+        return True
+
+    def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
+        """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
+        async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
+        cluster scope once a cluster barrier arrive follows."""
+        space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
+        part = self._part(p, ins)
+        out = []
+        for r in w.records:
+            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
+                    and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
+                r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
+            out.append(r)
+        w.records = tuple(out)
+        return True
+
+    def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
+        """tcgen05.alloc/dealloc (§7). With cta_group 2 the warp pair of the two CTAs acts
+        collectively: "the issuing warp must make sure that peer CTA is launched" — so the
+        issuer must know the peer's start (SV402) — and each waits for the other."""
+        if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
+            return self._tmem_columns(w, proc.cta, op)
+        idx = self.tmem_rendezvous(proc.cta, op)
+        peer = proc.cta ^ 1
+        arrived, gen = w.tmem[idx]
+        ps = w.procs[p]
+        if ps[P_TOKEN] < 0:  # first visit: join the rendezvous
+            if not op.dealloc and not self._knows(w.records, (SPACE_START, peer, 0, 0), lanes):
+                raise Violation("SV402", f"tmem.alloc cta_group 2 in CTA {proc.cta} may run before peer CTA {peer} "
+                                "is running and has initialized its side (PTX: the issuing warp must make sure the "
+                                "peer CTA is launched); put a cluster barrier before the allocation", op.span)
+            if not self._tmem_columns(w, proc.cta, op):
+                return False  # no room in this CTA's tensor memory yet: it joins once it has room
+            arrived, new_gen, completes = rules.tm_join(arrived, gen, proc.cta & 1)
+            w.tmem[idx] = (arrived, new_gen)
+            if completes:
+                return True
+            w.procs[p] = (*ps[:P_TOKEN], gen, *ps[P_TOKEN + 1:])
+            return STAY
+        if gen > ps[P_TOKEN]:
+            w.procs[p] = (*ps[:P_TOKEN], -1, *ps[P_TOKEN + 1:])
+            return True
+        return False
+
+    def _tmem_columns_index(self, cta: int) -> int:
+        return 2 * ((self.ncta + 1) // 2) + cta
+
+    def _tmem_columns(self, w: _Work, cta: int, op: ir.TmemAlloc) -> bool:
+        """Allocate or free op.cols columns of CTA ``cta``'s tensor memory (512 columns). An
+        allocation without room cannot move: PTX's tcgen05.alloc "blocks, until the allocation is
+        successful" — forever when nothing frees them (a deadlock, SV201). Freeing more than is
+        allocated is SV406."""
+        idx = self._tmem_columns_index(cta)
+        used = w.tmem[idx][0]
+        if not op.dealloc:
+            if used + op.cols > TMEM_COLUMNS:
+                return False
+            w.tmem[idx] = (used + op.cols, 0)
+            return True
+        if op.cols > used:
+            raise Violation("SV406", f"tmem.dealloc of {op.cols} columns in CTA {cta}, which has only {used} "
+                            "allocated", op.span)
+        w.tmem[idx] = (used - op.cols, 0)
+        return True
+
+    def tmem_rendezvous(self, cta: int, op: ir.TmemAlloc) -> int:
+        """The cta_group 2 rendezvous of CTA ``cta``'s pair (one for allocations, one for
+        deallocations): its index into the state's tmem; SV405 where the peer (rank ^ 1) is
+        not in the cluster."""
+        if cta ^ 1 >= self.ncta:
+            raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
+        return (cta // 2) * 2 + int(op.dealloc)
+
+    def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
+        """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the
+        thread's prior tensor-core operations complete."""
+        dests = [proc.cta]
+        if op.multicast is not None:
+            mask = self._eval(op.multicast, env, ctx)
+            if mask <= 0 or mask >= 1 << self.ncta:
+                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+            dests = [c for c in range(self.ncta) if mask >> c & 1]
+        seq = sum(1 for a in w.agents if a[0] == AG_UMMA and a[6] == p)
+        for cta in dests:
+            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
+            for _ in range(ins.threads):  # each executing thread commits (and arrives) once; identical
+                w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))  # agents merge
+        return True
+
+    def _agent_enabled(self, state: State, a: tuple) -> bool:
+        if a[0] == AG_UMMA and self.assume.tcgen05_commit_in_order:
+            # successive commits of one thread deliver their arrivals in issue order (§10.8)
+            return a[5] == min(b[5] for b in state.agents if b[0] == AG_UMMA and b[6] == a[6])
+        return True
+
+    def step_agent(self, state: State, a: tuple) -> StepResult:
+        w = _Work(state)
+        w.agents.remove(a)
+        label = ("a", a)
+        try:
+            if a[0] == AG_TMA:
+                self._complete_tma(w, a)
+            else:
+                self._complete_umma(w, a)
+        except Violation as v:
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft, w.lone)
+
+    def _agent_span(self, line: int) -> ir.Span:
+        return ir.Span(self.protocol.path, line, 1, line, 2)
+
+    def _complete_tma(self, w: _Work, a: tuple) -> None:
+        """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
+        barrier with .release at .cluster scope — covering the copy's own write only."""
+        _, cta, buf, slot, m, nbytes, issuer, line, _ = a
+        if self._cta_exited(w, cta):
+            raise Violation("SV404", f"a bulk copy completes into CTA {cta}, which has exited",
+                            self._agent_span(line))
+        key = (SPACE_DATA, cta, buf, slot)
+        cur = self.holders.mb_cur(m)
+        # the first matching in-flight write lands (the cheap field tests first; one copy of the records)
+        records = w.records
+        lo, hi = _key_bounds(w, key)
+        for i in range(lo, hi):
+            r = records[i]
+            if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
+                w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
+                             *records[i + 1:])
+                break
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a bulk copy completes on {self.mb_label(m)}, which is not initialized",
+                            self._agent_span(line))
+        s = self._rule_state(old)
+        if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
+            self._tx_check(m, s.tx - nbytes, self._agent_span(line))
+        self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
+
+    def _complete_umma(self, w: _Work, a: tuple) -> None:
+        m, line = a[4], a[7]
+        span = self._agent_span(line)
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a tensor-core commit arrives on {self.mb_label(m)}, which is not initialized",
+                            span)
+        self._check_consumption(w, m, span, "umma.commit arrive")
+        s = self._rule_state(old)
+        if rules.arrive_overflows(s, 1):
+            raise Violation("SV504", f"umma.commit arrival on {self.mb_label(m)} with nothing pending", span)
+        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
+
+HANDLERS: dict[type, Callable] = {
+    ir.TmaLoad: AsyncAgentOps.op_tma_load,
+    ir.TmaStore: AsyncAgentOps.op_tma_store,
+    ir.GroupCommit: AsyncAgentOps.op_commit,
+    ir.GroupWait: AsyncAgentOps.op_group_wait,
+    ir.WgmmaRead: AsyncAgentOps.op_wgmma_read,
+    ir.Fence: AsyncAgentOps.op_fence,
+    ir.TmemAlloc: AsyncAgentOps.op_tmem,
+    ir.UmmaCommit: AsyncAgentOps.op_umma_commit,
+}
+
+
+class AsyncAgentEncoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
+
+    def tmem_rendezvous(self, w: Work, e: Event, hard: list) -> tuple[Any, Any]:
+        """Machine.op_tmem for cta_group 2: on its first visit the warp joins the rendezvous of
+        its CTA pair (an allocation must know the peer CTA's start, SV402); the second warp to
+        join completes it and moves on, the first stays and leaves once the generation it joined
+        has completed. Returns (can move, moves on)."""
+        t, p = e.tm, e.proc
+        token, arrived, gen = w["tmtoken", p], w["tm_arrived", t], w["tm_gen", t]
+        first = token < 0
+        if not e.op.dealloc:
+            peer = self.enc.start_record[e.own ^ 1]
+            hard.append(("SV402", z3.And(first, z3.Not(self.knows(w, peer, e.lanes)))))
+        joined, joined_gen, full = rules.tm_join(arrived, gen, e.own & 1, Z3A)
+        completes = z3.And(first, full)
+        w["tm_arrived", t] = z3.If(first, joined, arrived)
+        w["tm_gen", t] = z3.If(first, joined_gen, gen)
+        w["tmtoken", p] = z3.If(first, z3.If(completes, token, gen), self.enc.num(-1))
+        leaves = z3.And(z3.Not(first), gen > token)
+        return z3.Or(first, leaves), z3.Or(completes, leaves)
+
+    def ev_tmem(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `TmemAlloc` (Step.event). Returns (can move, places its own pc)."""
+        p = e.proc
+        if e.tm < 0:  # a cta_group 1 allocation: no rendezvous, nothing encoded
+            return z3.BoolVal(True), False
+        enabled, advances = self.tmem_rendezvous(w, e, hard)
+        parks = True  # the pc moves only as advances says
+        w["pc", p] = z3.If(advances, w["pc", p] + 1, w["pc", p])
+        return enabled, parks
+
+    def ev_tma_load(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `TmaLoad` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        for c in e.copies:  # Machine.op_tma_load: per destination CTA, in rank order
+            hard += self.use_barrier(w, e, c.m)
+            hard += self.conflicts(w, e, c.key, 1, True)
+            b = enc.bit(c.record)
+            w["live"] = w["live"] | b
+            w["inflight"] = w["inflight"] | b
+            self.set_record(w, c.record, (), ())
+        return z3.BoolVal(True), False
+
+    def ev_async_read(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `WgmmaRead` and `TmaStore` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        hard += self.conflicts(w, e, e.key, 0, True)
+        w["live"] = w["live"] | enc.bit(e.record)
+        self.set_record(w, e.record, (), ())
+        if e.record in enc.snapped:  # Machine._mark_issue: what the issuer had observed
+            w["snap", e.record] = self.union(w, "K", e.lanes) & enc.obs_mask
+        return z3.BoolVal(True), False
+
+    def ev_group_wait(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `GroupWait` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        enabled = z3.BoolVal(True)
+        if e.after is None:
+            enabled = z3.BoolVal(False)  # another warp of the warpgroup never issues its part
+        elif e.after:  # Machine._wgmma_wait: the other warps have issued the groups waited for
+            enabled = z3.And(*[w["pc", q] >= i for q, i in e.after])
+        for r in e.issued:  # Machine._wgmma_wait: observations made before the group's issue
+            for h in e.lanes:
+                for space in ("K", "A"):
+                    w[space, h] = w[space, h] | w["snap", r]
+        for r, learn in e.retires:
+            b = enc.bit(r)
+            for h in learn:
+                for space in ("K", "A"):
+                    w[space, h] = w[space, h] | b
+        return enabled, False
+
+    def ev_fence(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `Fence` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        p = e.proc
+        op = e.op
+        # Machine.op_fence: the fencing lanes' own generic writes (fence.proxy.async) or inits
+        # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
+        # cluster arrive then carries
+        space = DATA if op.kind == "proxy_async" else INIT
+        proc = enc.machine.procs[p]
+        mine = enc._mask(r for r, rec in enumerate(enc.records)
+                         if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
+                         and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
+        if mine:
+            mask = z3.BitVecVal(mine, enc.R)
+            for h in (enc.leader(p), enc.lanes_holder(p)):
+                w["A", h] = w["A", h] | (w["K", h] & mask)
+        return z3.BoolVal(True), False
+
+
+EVENTS: dict[type, Callable] = {
+    ir.TmemAlloc: AsyncAgentEncoding.ev_tmem,
+    ir.TmaLoad: AsyncAgentEncoding.ev_tma_load,
+    ir.WgmmaRead: AsyncAgentEncoding.ev_async_read,
+    ir.TmaStore: AsyncAgentEncoding.ev_async_read,
+    ir.GroupWait: AsyncAgentEncoding.ev_group_wait,
+    ir.Fence: AsyncAgentEncoding.ev_fence,
+}

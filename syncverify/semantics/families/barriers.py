@@ -1,0 +1,363 @@
+"""The semantics of named barriers (`bar.sync`, `bar.arrive`, `syncthreads`), the cluster barrier and `syncwarp`.
+
+The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
+operation type (see Machine._exec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from ...diagnostics import Severity
+from .. import rules
+from ..core import (
+    PLACED,
+    STAY,
+    Violation,
+    _Work,
+)
+from ..program import (
+    BAR_WAIT,
+    END,
+    Process,
+)
+from ..state import (
+    P_CLTOKEN,
+    P_PC,
+    P_TOKEN,
+    P_VARS,
+    acquire,
+    clear_bits,
+    release,
+    shift_phase,
+)
+from .encoding import Z3A, Z3Arith
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Event, Work
+
+
+class BarrierOps:
+    """Explicit-state handlers of this family (a mixin of Machine)."""
+
+    def _nb_expected(self, w: _Work, cta: int, nb: rules.NamedBar) -> int:
+        if nb.count is not None:
+            return nb.count
+        return sum(self.procs[q].nthreads for q in self.procs_of_cta[cta]
+                   if self.programs[q].code[w.procs[q][P_PC]].kind != END)
+
+    def _nb_arrive(self, w: _Work, p: int, proc: Process, bar_id: int, count: int | None, span, aligned: bool,
+                   lanes: int) -> None:
+        idx = proc.cta * 16 + bar_id
+        nb = w.named[idx]
+        if nb.arrived and nb.count != count:
+            show = lambda c: "all threads" if c is None else str(c)  # noqa: E731
+            raise Violation("SV202", f"barrier {bar_id}: this arrival says {show(count)} threads but the open "
+                            f"generation was started with {show(nb.count)}", span)
+        bit = 1 << proc.warp
+        if nb.warps & bit:
+            w.warnings.append(Violation("SV203", f"warp {proc.warp} arrives a second time in one generation of "
+                                        f"barrier {bar_id} (legal: the barrier counts threads, but check that it "
+                                        "is intended)", span, severity=Severity.WARNING))
+        site = span.line * 4096 + span.column  # a static site: line and column
+        if aligned and nb.arrived and nb.site and nb.site != site:
+            w.warnings.append(Violation("SV204", f"aligned barrier {bar_id} reached at line {span.line}, column "
+                                        f"{span.column} while other warps of this generation reached it at line "
+                                        f"{nb.site // 4096}, column {nb.site % 4096}", span,
+                                        severity=Severity.WARNING))
+        w.records = release(w.records, lanes, self.holders.nb(proc.cta, bar_id))
+        w.named[idx] = rules.nb_arrive(nb, count, proc.nthreads, bit, site if aligned else 0)
+        self._nb_try_complete(w, proc.cta, bar_id)
+
+    def _nb_try_complete(self, w: _Work, cta: int, bar_id: int) -> None:
+        idx = cta * 16 + bar_id
+        nb = w.named[idx]
+        if not nb.arrived:
+            return
+        done = rules.nb_complete(nb, self._nb_expected(w, cta, nb))
+        if done == nb:
+            return
+        w.named[idx] = done
+        bit = self.holders.nb(cta, bar_id)
+        for q in self.procs_of_cta[cta]:
+            qs = w.procs[q]
+            ins = self.programs[q].code[qs[P_PC]]
+            if ins.kind == BAR_WAIT and qs[P_TOKEN] == idx * 65536 + nb.gen:
+                w.records = acquire(w.records, bit, self.holders.proc_mask(q))
+                pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+                w.procs[q] = (pc, vars_, -1, *qs[3:])
+                if self.programs[q].code[pc].kind == END:
+                    self._exit(w, q)
+        w.records = clear_bits(w.records, bit)
+
+    def _bar_id(self, expr: ir.Expr, env, ctx, span) -> int:
+        bar_id = self._eval(expr, env, ctx)
+        if not 0 <= bar_id <= 15:
+            raise Violation("SV106", f"named-barrier id {bar_id} is outside 0..15", span)
+        return bar_id
+
+    def _bar_count(self, expr: ir.Expr | None, env, ctx, span) -> int | None:
+        if expr is None:
+            return None
+        count = self._eval(expr, env, ctx)
+        if count <= 0 or count % 32 or count > self.cta_threads:
+            raise Violation("SV106", f"named-barrier count {count} is not a positive multiple of 32 within the "
+                            "CTA", span)
+        return count
+
+    def named_arrival(self, p: int, op: ir.BarSync | ir.BarArrive, vars_: tuple) -> tuple[int, int | None, int, bool]:
+        """What an arrival of process p on a named barrier writes into its generation, the way
+        _nb_arrive does: (barrier index cta * 16 + id, count, the site an open generation keeps,
+        whether the warp then waits). Raises Violation (or EvalError) where the step reports one."""
+        env, ctx = self.env(p, vars_), self.ctx[p]
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        sync = isinstance(op, ir.BarSync)
+        site = op.span.line * 4096 + op.span.column if sync else 0
+        return self.procs[p].cta * 16 + bar_id, count, site, sync
+
+    def op_bar_sync(self, w, p, proc, op: ir.BarSync, ins, env, ctx, lanes) -> bool:
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        idx = proc.cta * 16 + bar_id
+        gen = w.named[idx].gen
+        ps = w.procs[p]
+        # park at the BAR_WAIT that follows; completion (maybe right now, by this very arrival)
+        # moves us on — possibly around a loop back to this bar.sync, hence PLACED
+        w.procs[p] = (ps[P_PC] + 1, ps[P_VARS], idx * 65536 + gen, *ps[3:])
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, op.aligned, lanes)
+        return PLACED
+
+    def op_bar_arrive(self, w, p, proc, op: ir.BarArrive, ins, env, ctx, lanes) -> bool:
+        bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
+        count = self._bar_count(op.count, env, ctx, op.span)
+        self._nb_arrive(w, p, proc, bar_id, count, op.span, False, lanes)
+        return True
+
+    def _cluster_expected(self, w: _Work) -> int:
+        return sum(self.procs[q].nthreads for q in range(len(self.procs))
+                   if self.programs[q].code[w.procs[q][P_PC]].kind != END)
+
+    def _cb_try_complete(self, w: _Work) -> None:
+        cb = rules.ClusterBar(*w.cluster)
+        if not cb.arrived:
+            return  # (nothing can complete: spares counting the threads still running)
+        done = rules.cb_complete(cb, self._cluster_expected(w))
+        if done.gen != cb.gen:
+            w.records = shift_phase(w.records, 1 << self.holders.cl_cur, 1 << self.holders.cl_last)
+            w.cluster = tuple(done)
+
+    def op_cluster_arrive(self, w, p, proc, op: ir.ClusterArrive, ins, env, ctx, lanes) -> bool:
+        ps = w.procs[p]
+        cb = rules.ClusterBar(*w.cluster)
+        if rules.cb_arrives_twice(ps[P_CLTOKEN], cb.gen):
+            raise Violation("SV205", "cluster barrier arrive a second time before the generation of this warp's "
+                            "earlier arrival completed (PTX: each thread must arrive only once before the barrier "
+                            "completes)", op.span)
+        cur = 1 << self.holders.cl_cur
+        # A relaxed arrive orders nothing, except inits published by fence.mbarrier_init; any arrive
+        # shows that this CTA is running (its start record travels).
+        w.records = release(w.records, lanes, cur, relaxed=op.relaxed)
+        w.procs[p] = (*ps[:P_CLTOKEN], cb.gen, *ps[P_CLTOKEN + 1:])
+        w.cluster = tuple(rules.cb_arrive(cb, proc.nthreads, 1 << p))
+        self._cb_try_complete(w)
+        # Taken alone by partial-order reduction where every arrival is waited on before an exit
+        # (cluster_arrivals_waited): then the generation cannot complete without this arrival —
+        # the threads that arrived have not exited, and this warp runs — so no wait of it can
+        # pass and no exit can complete it first; arrivals add up and releases accumulate in
+        # any order.
+        w.lone = True
+        return True
+
+    def op_cluster_wait(self, w, p, proc, op: ir.ClusterWait, ins, env, ctx, lanes) -> bool:
+        ps = w.procs[p]
+        if ps[P_CLTOKEN] < 0 or w.cluster[0] <= ps[P_CLTOKEN]:
+            return False
+        w.records = acquire(w.records, 1 << self.holders.cl_last, lanes)
+        w.procs[p] = (*ps[:P_CLTOKEN], -1, *ps[P_CLTOKEN + 1:])
+        # Taken alone by partial-order reduction where every arrival is waited on before an exit
+        # (cluster_arrivals_waited): what it reads (the generation, the knowledge of the
+        # completed one) changes only when the next generation completes, which then needs this
+        # warp's next arrival; what it writes is its own.
+        w.lone = True
+        return True
+
+    def op_syncwarp(self, w, p, proc, op: ir.Syncwarp, ins, env, ctx, lanes) -> bool:
+        # __syncwarp orders the memory accesses of the participating lanes: the leader
+        # and the other lanes learn what each other knows.
+        if p in self.warp_parts:
+            return self._syncwarp_parts(w, p)
+        mask = self.holders.proc_mask(p)
+        w.records = acquire(w.records, self.holders.leader(p), mask)
+        w.records = acquire(w.records, self.holders.lanes(p), mask)
+        return True
+
+    def _syncwarp_parts(self, w: _Work, p: int):
+        """`__syncwarp()` (full mask) by one part of a warp split between roles. PTX bar.warp.sync:
+        the thread waits "until all threads corresponding to membermask have executed a
+        bar.warp.sync with the same membermask value" — any bar.warp.sync, at any site (sm_70+) —
+        and it "also guarantee[s] memory ordering among threads participating in barrier". A part
+        marks its arrival (its token) and stays; the last part to arrive orders every part's
+        accesses before every part's later ones and moves them all on. A part that exits
+        without one leaves the others waiting (a deadlock)."""
+        ps = w.procs[p]
+        if ps[P_TOKEN] >= 0:
+            return False  # arrived: waiting for the other parts
+        parts = self.warp_parts[p]
+        code = self.programs
+        waiting = [q for q in parts if q != p and w.procs[q][P_TOKEN] >= 0
+                   and isinstance(code[q].code[w.procs[q][P_PC]].op, ir.Syncwarp)]
+        if len(waiting) < len(parts) - 1:
+            w.procs[p] = (*ps[:P_TOKEN], 0, *ps[P_TOKEN + 1:])
+            return STAY
+        mask = 0
+        for q in parts:
+            mask |= self.holders.proc_mask(q)
+        w.records = acquire(w.records, mask, mask)
+        for q in waiting:
+            qs = w.procs[q]
+            pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+            w.procs[q] = (pc, vars_, -1, *qs[3:])
+            if code[q].code[pc].kind == END:
+                self._exit(w, q)
+        return True
+
+
+HANDLERS: dict[type, Callable] = {
+    ir.BarSync: BarrierOps.op_bar_sync,
+    ir.BarArrive: BarrierOps.op_bar_arrive,
+    ir.ClusterArrive: BarrierOps.op_cluster_arrive,
+    ir.ClusterWait: BarrierOps.op_cluster_wait,
+    ir.Syncwarp: BarrierOps.op_syncwarp,
+}
+
+
+class BarrierEncoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
+
+    def nb_state(self, w: Work, n: int) -> rules.NamedBar:
+        return rules.NamedBar(w["nb_count", n], w["nb_arrived", n], w["nb_gen", n], 0, 0)
+
+    def alive_threads(self, w: Work, procs: Iterable[int]) -> Any:
+        enc = self.enc
+        return sum((z3.If(enc.done(w, q), enc.num(0), enc.num(enc.machine.procs[q].nthreads)) for q in procs),
+                   enc.num(0))
+
+    def expected(self, w: Work, n: int, nb: rules.NamedBar) -> Any:
+        """Machine._nb_expected: the generation's count, or every non-exited thread of the CTA."""
+        alive = self.alive_threads(w, self.enc.procs_of_cta[self.enc.nbs[n][0]])
+        return z3.If(nb.count == -1, alive, nb.count)
+
+    def nb_try_complete(self, w: Work, n: int, c: Any) -> Any:
+        """Machine._nb_try_complete: a complete generation restarts its parked waiters. Returns
+        whether it completes."""
+        enc = self.enc
+        nb = self.nb_state(w, n)
+        done_nb = rules.nb_complete(nb, self.expected(w, n, nb), Z3A, open_count=-1)
+        complete = z3.And(c, nb.arrived > 0, nb.arrived >= self.expected(w, n, nb))
+        token = n * enc.token_base + nb.gen
+        holder = enc.nb(n)
+        for q in enc.nb_waiters(n):
+            waiting = z3.And(complete, w["parked", q], w["token", q] == token)
+            self.acquire(w, holder, (enc.leader(q), enc.lanes_holder(q)), waiting)
+            w.cond(waiting, ("parked", q), z3.BoolVal(False))
+            w.cond(waiting, ("pc", q), w["pc", q] + 1)
+        for f, value in (("count", done_nb.count), ("arrived", done_nb.arrived), ("gen", done_nb.gen)):
+            w.cond(complete, ("nb_" + f, n), value)
+        for space in ("K", "A"):
+            w.cond(complete, (space, holder), z3.BitVecVal(0, enc.R))
+        return complete
+
+    def cb_try_complete(self, w: Work) -> Any:
+        """Machine._cb_try_complete: the generation completes once every thread of the cluster
+        that has not exited has arrived (`rules.cb_completes`, `rules.cb_complete` over Z3 terms).
+        Returns whether it completes."""
+        enc = self.enc
+        cb = rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0)
+        expected = self.alive_threads(w, range(enc.P))
+        complete = rules.cb_completes(cb, expected, Z3Arith)
+        done = rules.cb_complete(cb, expected, Z3Arith)
+        w.cond(complete, "cl_gen", done.gen)
+        w.cond(complete, "cl_arrived", done.arrived)
+        self.shift(w, enc.cl_cur, enc.cl_last, complete)
+        return complete
+
+    def cluster_wait_passes(self, w: Work, p: int) -> Any:
+        """Machine.op_cluster_wait's test: the warp arrived, and that generation has completed."""
+        token = w["cltoken", p]
+        return z3.And(token >= 0, w["cl_gen"] > token)
+
+    def ev_named(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `BarSync` and `BarArrive` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        p = e.proc
+        op = e.op
+        parks = isinstance(op, ir.BarSync)
+        n = e.nb
+        nb = self.nb_state(w, n)
+        hard.append(("SV202", z3.And(nb.arrived > 0, nb.count != e.nb_count)))
+        if parks:
+            w["parked", p] = z3.BoolVal(True)
+            w["token", p] = n * enc.token_base + nb.gen
+        self.release(w, e.lanes, enc.nb(n))
+        new = rules.nb_arrive(nb, e.nb_count, enc.machine.procs[p].nthreads, 0, 0, Z3A)
+        w["nb_count", n] = new.count
+        w["nb_arrived", n] = new.arrived
+        completes = self.nb_try_complete(w, n, z3.BoolVal(True))
+        if enc.adds_to(e):
+            # what a completion writes: the barrier, its waiters, and what the exits of those
+            # it ends write (Encoding.ending)
+            dynamic.append((("nb", n), completes))
+            dynamic += [(("proc", q), completes) for q in enc.nb_waiters(n)]
+            dynamic += [(o, completes) for o in enc.ending(enc.ends_parked_on(n))]
+        return z3.BoolVal(True), parks
+
+    def ev_cluster_arrive(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `ClusterArrive` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        p = e.proc
+        op = e.op
+        # Machine.op_cluster_arrive: a second arrive before the generation of the first one
+        # completed is SV205; a relaxed arrive carries only inits published by
+        # fence.mbarrier_init and the CTA's start
+        hard.append(("SV205", rules.cb_arrives_twice(w["cltoken", p], w["cl_gen"], Z3A)))
+        self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
+        w["cltoken", p] = w["cl_gen"]
+        cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)
+        w["cl_arrived"] = cb.arrived
+        dynamic.append((("cl",), self.cb_try_complete(w)))
+        return z3.BoolVal(True), False
+
+    def ev_cluster_wait(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `ClusterWait` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        p = e.proc
+        # Machine.op_cluster_wait: blocked until the generation this warp arrived on completes
+        enabled = self.cluster_wait_passes(w, p)
+        self.acquire(w, enc.cl_last, e.lanes)
+        w["cltoken", p] = enc.num(-1)
+        return enabled, False
+
+    def ev_syncwarp(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `Syncwarp` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        p = e.proc
+        both = (enc.leader(p), enc.lanes_holder(p))
+        for space in ("K", "A"):
+            value = self.union(w, space, both)
+            for h in both:
+                w[space, h] = value
+        return z3.BoolVal(True), False
+
+
+EVENTS: dict[type, Callable] = {
+    ir.BarSync: BarrierEncoding.ev_named,
+    ir.BarArrive: BarrierEncoding.ev_named,
+    ir.ClusterArrive: BarrierEncoding.ev_cluster_arrive,
+    ir.ClusterWait: BarrierEncoding.ev_cluster_wait,
+    ir.Syncwarp: BarrierEncoding.ev_syncwarp,
+}

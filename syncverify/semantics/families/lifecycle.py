@@ -1,0 +1,103 @@
+"""The semantics of lifecycle: a process's exit, whether a CTA has exited, and the checks on a peer CTA being alive.
+
+The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
+operation type (see Machine._exec).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from ..core import (
+    Violation,
+    _Work,
+)
+from ..program import END
+from ..state import (
+    AG_TMA,
+    F_RETIRED,
+    P_PC,
+    R_CTA,
+    R_FLAGS,
+    R_GRP,
+    R_LINE,
+    R_SPACE,
+    SPACE_DATA,
+)
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Work
+
+
+class LifecycleOps:
+    """Explicit-state handlers of this family (a mixin of Machine)."""
+
+    def _target_cta(self, w: _Work, p: int, remote: ir.Expr | None, env, ctx, span) -> int:
+        if remote is None:
+            return self.procs[p].cta
+        cta = self._eval(remote, env, ctx)
+        if not 0 <= cta < self.ncta:
+            raise Violation("SV405", f"remote operation targets CTA rank {cta}, outside the cluster "
+                            f"(ranks 0..{self.ncta - 1})", span)
+        return cta
+
+    def _cta_exited(self, w: _Work, cta: int) -> bool:
+        procs, programs = w.procs, self.programs
+        for q in self.procs_of_cta[cta]:
+            if programs[q].code[procs[q][P_PC]].kind != END:
+                return False
+        return True
+
+    def _check_peer_alive(self, w: _Work, p: int, cta: int, span, what: str) -> None:
+        if cta != self.procs[p].cta and self._cta_exited(w, cta):
+            raise Violation("SV404", f"{what} targets CTA {cta}, which may already have exited "
+                            "(nothing makes it wait for this access; end with a cluster barrier)", span)
+
+    def _exit(self, w: _Work, p: int) -> None:
+        """A process ran off the end. Only bar/barrier waits are released by exited threads
+        (§1.6): a `syncthreads` generation may now be complete, and so may the cluster barrier."""
+        cta = self.procs[p].cta
+        for bar_id in range(16):
+            if w.named[cta * 16 + bar_id].arrived:
+                # UNSPECIFIED for explicit counts: we only re-evaluate all-thread generations, so a
+                # `bar.sync id, n` that waits for exited warps stays blocked (reported as a deadlock).
+                if w.named[cta * 16 + bar_id].count is None:
+                    self._nb_try_complete(w, cta, bar_id)
+        self._cb_try_complete(w)
+        if self._cta_exited(w, cta):
+            for r in w.records:
+                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and not r[R_FLAGS] & F_RETIRED:
+                    what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
+                    raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
+                                    f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait)",
+                                    self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
+            for a in w.agents:
+                if a[1] == cta or self.mb_names[a[4]][0] == cta:
+                    what = "a bulk copy into its shared memory" if a[0] == AG_TMA else "a tensor-core commit"
+                    raise Violation("SV404", f"CTA {cta} exits while {what} (issued at line {a[7]}) is still in "
+                                    "flight", self.protocol.span, related=((a[7], "the asynchronous operation"),))
+
+
+class LifecycleEncoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
+
+    def exits(self, w: Work, cta: int, before_done: Any) -> list[tuple[str, Any]]:
+        """Machine._exit: generations of all threads of the CTA may complete once warps have exited,
+        and so may the cluster barrier's; a CTA may not exit with a copy into it in flight or an
+        async read never retired (SV404)."""
+        enc = self.enc
+        bars = [n for n, (c, _) in enumerate(enc.nbs) if c == cta]
+        for _ in range(max(len(bars), 1)):  # a release can let a warp exit, which can complete another
+            for n in bars:
+                self.nb_try_complete(w, n, w["nb_count", n] == -1)
+        if enc.has_cluster_barrier:
+            self.cb_try_complete(w)
+        pending = [self.has(w["inflight"], c.record) for c in enc.copies if c.cta == cta]
+        pending += [self.has(w["live"], e.record) for evs in enc.events for e in evs
+                    if e.retires == [(-1, ())] and e.key[0] == cta]
+        if not pending:
+            return []
+        return [("SV404", z3.And(z3.Not(before_done), enc.cta_done(w, cta), z3.Or(*pending)))]

@@ -1,0 +1,551 @@
+"""The semantics of mbarriers: init, inval, arrive (with expect_tx), expect_tx/complete_tx and the parity wait, with
+their checks (usable barrier, consumption rule, phase observations, tx-count range).
+
+The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
+operation type (see Machine._exec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from ...diagnostics import Severity
+from ...expr import EvalError, evaluate
+from .. import rules
+from ..core import (
+    Violation,
+    _key_bounds,
+    _new_tuple,
+    _Work,
+)
+from ..program import own_part_hidden
+from ..state import (
+    F_ASYNC,
+    LANES,
+    M_JPREV,
+    M_K,
+    M_OBSERVED,
+    M_RDATA,
+    M_VALID,
+    P_PC,
+    P_VARS,
+    R_CTA,
+    R_FLAGS,
+    R_KIND,
+    R_KNOWN,
+    R_LINE,
+    R_OBJ,
+    R_OWNER,
+    R_PART,
+    R_SLOT,
+    R_SPACE,
+    READ,
+    SPACE_DATA,
+    SPACE_INIT,
+    SPACE_OBS,
+    WRITE,
+    State,
+    acquire,
+    carry_obs,
+    clear_bits,
+    release,
+    release_partial,
+    shift_phase,
+)
+from .encoding import Z3A
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Event, Work
+
+
+class MbarrierOps:
+    """Explicit-state handlers of this family (a mixin of Machine)."""
+
+    def _mbar(self, w: _Work, p: int, ref: ir.Ref, cta: int, env, ctx) -> int:
+        decl = self.mb_decl[ref.name]
+        idx = 0
+        if ref.index is not None:
+            idx = self._eval(ref.index, env, ctx)
+            if not 0 <= idx < (decl.size or 1):
+                raise Violation("SV104", f"index {idx} is out of range for `{ref.name}[{decl.size}]`", ref.span)
+        return self.mb_index[(cta, ref.name, idx)]
+
+    def _check_barrier_usable(self, w: _Work, p: int, m: int, lanes: int, span, what: str) -> None:
+        """SV401/SV402: the barrier must be valid and its init must happen-before this use."""
+        cta = self.mb_names[m][0]
+        remote = cta != self.procs[p].cta
+        if remote:
+            self._check_peer_alive(w, p, cta, span, what)
+        mb = w.mbars[m]
+        init_key = (SPACE_INIT, cta, m, 0)
+        if not mb[M_VALID] or not self._knows(w.records, init_key, lanes):
+            if remote:
+                raise Violation("SV402", f"{what} on {self.mb_label(m)} in peer CTA {cta} may run before that "
+                                "CTA's init of it is visible (needs init; fence.mbarrier_init; a cluster barrier "
+                                "that both sides pass before the remote use)", span)
+            state = "not initialized" if not mb[M_VALID] else "initialized, but nothing orders the init before it"
+            raise Violation("SV401", f"{what} on {self.mb_label(m)}: the barrier is {state}", span)
+
+    def _check_consumption(self, w: _Work, m: int, span, what: str) -> None:
+        """§1.3 consumption rule (SV502): the previous phase must have been observed by a wait."""
+        mb = w.mbars[m]
+        if not mb[M_OBSERVED]:
+            w.soft.append(Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
+                            f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span))
+
+    def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, release_mask: int = 0,
+                rdata: int | None = None, contributor: int = 0) -> None:
+        """Store a barrier after a rule was applied, with knowledge and phase bookkeeping.
+
+        ``contributor``: the lanes whose step this is (0 for an async agent); what they have
+        observed is causally before this contribution, whatever its memory semantics."""
+        rd = old[M_RDATA] if rdata is None else rdata
+        observed = old[M_OBSERVED]
+        cur = self.holders.mb_cur(m)
+        if release_mask:
+            w.records = release(w.records, release_mask, cur)
+        if contributor and contributor != release_mask:
+            # (after a release from the same lanes it would change nothing: every record those
+            # lanes know, observations included, is then known by the current phase)
+            w.records = carry_obs(w.records, contributor, cur)
+        if mb.k != old[M_K]:
+            self._check_observations(w, m, old[M_K])
+            w.records = shift_phase(w.records, self.holders.mb_cur(m), self.holders.mb_last(m))
+            observed = 0
+            rd = (rd & 1) << 1
+        w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, observed, old[M_JPREV], rd)
+
+    def _check_observations(self, w: _Work, m: int, phase: int) -> None:
+        """Phase ``phase`` of barrier m completes. Every wait that observed phase − 1 must be
+        causally before some contribution to this phase; otherwise another interleaving runs
+        that wait after this completion, where its parity names a later phase (stale waiter,
+        SV501). Checking it here, on causality, makes SV501 independent of the interleaving
+        explored — which is what lets partial-order reduction take passing waits alone."""
+        cta = self.mb_names[m][0]
+        last = phase - 1
+        cur = self.holders.mb_cur(m)
+        # One pass finds both the stale observation (the first, in record order) and the observations
+        # of earlier phases that are dropped; the records are copied only when some are dropped.
+        drop = False
+        for r in w.records:
+            if r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m and r[R_CTA] == cta and r[R_SLOT] <= last:
+                drop = True
+                if r[R_SLOT] == last and not r[R_KNOWN] & cur:
+                    raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for "
+                                    f"phase {last} of {self.mb_label(m)} is not ordered before the completion of "
+                                    f"phase {phase}: in another interleaving it runs after it, and its parity then "
+                                    "names a later phase (stale waiter)", self._agent_span(r[R_LINE]),
+                                    procs=(r[R_OWNER],))
+        if drop:
+            w.records = tuple([r for r in w.records if not (r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m
+                                                            and r[R_CTA] == cta and r[R_SLOT] <= last)])
+
+    @staticmethod
+    def _rule_state(mb: tuple) -> rules.Mbar:
+        # the first five fields of a state's barrier are rules.Mbar's (state.py), in its order
+        return _new_tuple(rules.Mbar, mb[:5])
+
+    def _tx_check(self, m: int, tx: int, span) -> None:
+        if rules.tx_out_of_range(tx):
+            raise Violation("SV503", f"tx-count of {self.mb_label(m)} would reach {tx}, outside ±(2^20-1)", span)
+
+    def op_init(self, w, p, proc, op: ir.MbarInit, ins, env, ctx, lanes) -> bool:
+        decl = self.mb_decl[op.bar.name]
+        count = decl.count if op.count is None else self._eval(op.count, env, ctx)
+        if not 1 <= count <= rules.MAX_COUNT:
+            raise Violation("SV105", f"init count {count} is outside 1..2^20-1", op.span)
+        elems = range(decl.size or 1) if op.bar.every else None
+        targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in elems] if elems is not None else \
+            [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
+        part = self._part(p, ins)
+        # One pass over the records for all targets (`init B[*]` of thousands of barriers stays linear);
+        # the same records as one pass per target: the new init records carry no barrier bits.
+        mask = 0
+        for m in targets:
+            if w.mbars[m][M_VALID] or ins.threads > 1:
+                why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
+                    f"{ins.threads} threads init it at once (wrap the init in `first thread`)"
+                raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
+            mb = rules.mb_init(count)
+            w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
+            mask |= self.holders.mb_cur(m) | self.holders.mb_last(m)
+        inited = set(targets)
+        w.records = clear_bits(w.records, mask)
+        w.records = tuple(r for r in w.records
+                          if not (r[R_SPACE] in (SPACE_INIT, SPACE_OBS) and r[R_CTA] == proc.cta
+                                  and r[R_OBJ] in inited and (r[R_SPACE] == SPACE_OBS or r[R_SLOT] == 0)))
+        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes)
+                                   for m in targets))
+        return True
+
+    def op_inval(self, w, p, proc, op: ir.MbarInval, ins, env, ctx, lanes) -> bool:
+        decl = self.mb_decl[op.bar.name]
+        targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in range(decl.size or 1)] if op.bar.every else \
+            [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
+        for m in targets:
+            self._check_barrier_usable(w, p, m, lanes, op.span, "inval")
+            mb = rules.mb_inval(self._rule_state(w.mbars[m]))
+            w.mbars[m] = (mb.valid, *w.mbars[m][1:])
+            w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0))
+        return True
+
+    def op_arrive(self, w, p, proc, op: ir.MbarArrive, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        m = self._mbar(w, p, op.bar, cta, env, ctx)
+        what = "arrive_drop" if op.drop else "arrive"
+        self._check_barrier_usable(w, p, m, lanes, op.span, what)
+        self._check_consumption(w, m, op.span, what)
+        count = self._eval(op.count, env, ctx) * ins.threads
+        old = w.mbars[m]
+        s = self._rule_state(old)
+        if op.drop and count >= s.exp:
+            raise Violation("SV504", f"arrive_drop of {count} on {self.mb_label(m)} takes its expected count "
+                            f"{s.exp} to {s.exp - count} (UB at 0)", op.span)
+        if rules.arrive_overflows(s, count):
+            raise Violation("SV504", f"{count} arrival(s) on {self.mb_label(m)} but only {s.pend} pending in "
+                            f"phase {s.k} (the extra ones would land in the next phase)", op.span)
+        if op.tx_bytes is not None:
+            nbytes = self._eval(op.tx_bytes, env, ctx) * ins.threads
+            self._tx_check(m, s.tx + nbytes, op.span)
+            s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
+        else:
+            s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
+        rdata = None
+        release_mask = lanes if op.sem == "release" else 0
+        if cta != proc.cta and release_mask:
+            rdata = self._check_cross_cta_release(w, p, m, op, lanes)
+        if release_mask and self._part(p, ins) >= LANES:
+            # some lanes of the warp (a lane guard): each publishes its own part only
+            releasing = ins.lanes & proc.lane_mask
+            w.records = release_partial(
+                w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
+                lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
+                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing))
+            release_mask = 0
+        self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
+        return True
+
+    def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
+        """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
+        # data crosses CTAs when the release publishes a generic write made outside the barrier's CTA
+        bar_cta = self.mb_names[m][0]
+        carries_data = any(r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC
+                           and r[R_KNOWN] & lanes and r[R_OWNER] >= 0 and self.procs[r[R_OWNER]].cta != bar_cta
+                           for r in w.records)
+        if op.scope == "cta":
+            if carries_data:
+                w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
+                                        "to another CTA with a .cta-scope release; use arrive.release.cluster",
+                                        op.span))
+            else:
+                w.warnings.append(Violation(
+                    "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards "
+                    "buffer reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)",
+                    op.span, severity=Severity.WARNING))
+        return w.mbars[m][M_RDATA] | (1 if carries_data else 0)
+
+    def op_tx(self, w, p, proc, op: ir.MbarTx, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        m = self._mbar(w, p, op.bar, cta, env, ctx)
+        what = f"{op.kind}_tx"
+        self._check_barrier_usable(w, p, m, lanes, op.span, what)
+        nbytes = self._eval(op.tx_bytes, env, ctx) * ins.threads
+        old = w.mbars[m]
+        s = self._rule_state(old)
+        if op.kind == "expect":
+            self._tx_check(m, s.tx + nbytes, op.span)
+            s = rules.mb_expect_tx(s, nbytes)
+        else:
+            self._tx_check(m, s.tx - nbytes, op.span)
+            s = rules.mb_complete_tx(s, nbytes)
+        self._set_mb(w, m, s, old, contributor=lanes)
+        return True
+
+    def _wait_blocked(self, state: State, p: int, ins, pstate: tuple) -> bool:
+        """Fast path: a wait that would simply block (valid barrier, parity not passing, not
+        stale). Anything else — including an expression that cannot be evaluated — goes
+        through op_wait, which decides and reports."""
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        target = self._wait_targets.get(key)
+        if target is None:
+            target = self._wait_targets[key] = self._wait_target(p, ins.op, pstate[P_VARS])
+        if target is False:
+            return False
+        m, parity = target
+        mb = state.mbars[m]
+        if not mb[M_VALID] or rules.mb_wait_passes(self._rule_state(mb), parity):
+            return False  # invalid (reported by op_wait) or passing
+        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins)):
+            return False  # the init is not ordered before this wait: op_wait reports it
+        jprev = self._jprev(mb, p)
+        intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
+            rules.intended_phase(jprev, parity)
+        return mb[M_K] <= intended + 1  # not stale: it just blocks
+
+    def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
+        """The barrier index and parity of a wait of process p under its variables, or False
+        when they cannot be evaluated or are out of range (op_wait reports that). It depends
+        only on the process's program position and variables, so it is remembered."""
+        try:
+            env = self.env(p, vars_)
+            ctx = self.ctx[p]
+            idx = evaluate(op.bar.index, env, ctx) if op.bar.index is not None else 0
+            if not 0 <= idx < (self.mb_decl[op.bar.name].size or 1):
+                return False
+            return self.mb_index[(self.procs[p].cta, op.bar.name, idx)], evaluate(op.parity, env, ctx)
+        except EvalError:
+            return False
+
+    def _jprev(self, mb: tuple, p: int) -> int | None:
+        for q, j in mb[M_JPREV]:
+            if q == p:
+                return j
+        return None
+
+    def op_wait(self, w, p, proc, op: ir.MbarWait, ins, env, ctx, lanes) -> bool:
+        m = self._mbar(w, p, op.bar, proc.cta, env, ctx)
+        self._check_barrier_usable(w, p, m, lanes, op.span, "wait")
+        parity = self._eval(op.parity, env, ctx)
+        mb = w.mbars[m]
+        s = self._rule_state(mb)
+        jprev = self._jprev(mb, p)
+        if jprev is None:
+            # A first wait has no history: it means the phase of PTX's window (the current one
+            # or the one before) with its parity. The CUTLASS producer start (parity 1 on a
+            # fresh barrier) passes at once and keeps no history; nvFuser's first WAR wait
+            # (parity 1 after a pre-arrived phase 0) means 1; a warp that first waits once the
+            # barrier is past phase 1 (ordered after it by other synchronization) means the
+            # phase it finds. Could it also run earlier, it observes an earlier phase there,
+            # and the next completion reports that it is not ordered after it (SV501).
+            intended = rules.first_wait_phase(s.k, parity)
+            jprev = -1
+        else:
+            intended = rules.intended_phase(jprev, parity)
+        if rules.wait_aliases(s, intended):
+            raise Violation("SV501", f"wait on {self.mb_label(m)} for parity {parity % 2} means phase {intended}, "
+                            f"but the barrier is already in phase {s.k}: that phase completed and was overtaken, "
+                            "so the parity now names a later phase (stale waiter)", op.span)
+        if not rules.mb_wait_passes(s, parity):
+            return False
+        observed_phase = s.k - 1
+        new_j = max(jprev, observed_phase if intended == observed_phase else jprev)
+        jprevs = tuple(sorted([(q, j) for q, j in mb[M_JPREV] if q != p] + [(p, new_j)]))
+        observed = mb[M_OBSERVED] or intended == observed_phase
+        w.mbars[m] = (*mb[:M_OBSERVED], int(observed), jprevs, mb[M_RDATA])
+        if intended == observed_phase:
+            # the observation, checked against the next phase's completion (_check_observations)
+            key = (SPACE_OBS, proc.cta, m, observed_phase)
+            part = self._part(p, ins)
+            records = w.records
+            lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
+            w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
+                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+            # Taken alone by partial-order reduction when another wait already observed the phase
+            # (so no arrive can depend on this one for the consumption rule): every other step
+            # commutes with it, and a completion of the next phase is checked on causality.
+            w.lone = bool(mb[M_OBSERVED])
+        if op.sem != "acquire":
+            w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
+        if op.sem == "acquire":
+            if op.scope == "cta" and mb[M_RDATA] & 2:
+                # A warning, not an error: the release side is at .cluster scope here (a .cta one is
+                # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
+                # .cta scope on barriers its peers release at .cluster scope (docs/model.md, "Scopes").
+                w.warnings.append(Violation(
+                    "SV602", f"wait on {self.mb_label(m)} acquires generic-proxy data another CTA released into "
+                    "it, with the default .cta scope; PTX's memory model pairs a release and an acquire only when "
+                    "each scope includes the other thread, so prefer wait.acquire.cluster (CUTLASS relies on "
+                    "the .cta form)", op.span, severity=Severity.WARNING))
+            w.records = acquire(w.records, self.holders.mb_last(m), lanes)
+        return True
+
+
+HANDLERS: dict[type, Callable] = {
+    ir.MbarInit: MbarrierOps.op_init,
+    ir.MbarInval: MbarrierOps.op_inval,
+    ir.MbarArrive: MbarrierOps.op_arrive,
+    ir.MbarTx: MbarrierOps.op_tx,
+    ir.MbarWait: MbarrierOps.op_wait,
+}
+
+
+class MbarrierEncoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
+
+    def tx_check(self, tx: Any) -> Any:
+        return rules.tx_out_of_range(tx, Z3A) if self.enc.tx_can_overflow else z3.BoolVal(False)
+
+    def mbar(self, w: Work, m: int) -> rules.Mbar:
+        return rules.Mbar(*(w[f, m] for f in rules.Mbar._fields))
+
+    def usable(self, w: Work, m: int, lanes: tuple[int, ...]) -> Any:
+        """Valid, and its init known by the lanes. On a path at most one init of a barrier runs
+        (a second one on a valid barrier is SV403, and inval is unsupported), and the records of
+        inits that have not run are known by nobody, so "some init record of it is known" is
+        "the init is known"."""
+        known = [self.knows(w, r, lanes) for r in self.enc.init_records[m]]
+        return z3.And(w["valid", m] == 1, z3.Or(*known)) if known else z3.BoolVal(False)
+
+    def use_barrier(self, w: Work, e: Event, m: int) -> list[tuple[str, Any]]:
+        """Machine._check_barrier_usable: on a peer's barrier the peer must still be running
+        (SV404) and its init visible (SV402); on the CTA's own, SV401."""
+        cta = self.enc.machine.mb_names[m][0]
+        ok = self.usable(w, m, e.lanes)
+        if cta != e.own:
+            return [("SV404", self.enc.cta_done(w, cta)), ("SV402", z3.Not(ok))]
+        return [("SV401", z3.Not(ok))]
+
+    def set_mb(self, w: Work, m: int, new: rules.Mbar, c: Any, release: tuple[int, ...] = (),
+               contributor: tuple[int, ...] = (), carries: Any = None,
+               hide: tuple[int, int] = (-1, 0)) -> list[tuple[str, Any]]:
+        """Machine._set_mb: store the rule's result; on a phase completion check the
+        observations of the previous phase (SV501), drop them, and shift the knowledge and the
+        cross-CTA data flags (``carries``: this release brings data from another CTA)."""
+        enc = self.enc
+        old_k = w["k", m]
+        cur, last = enc.cur(m), enc.last(m)
+        if release:
+            self.release(w, release, cur, c, hide=hide)
+        if contributor:
+            self.carry_obs(w, contributor, (cur,), c)
+        changed = z3.And(c, new.k != old_k)
+        hard = []
+        kill = z3.BitVecVal(0, enc.R)
+        for r in enc.obs_of[m]:
+            alive = z3.And(self.has(w["live"], r), w["phase", r] == old_k - 1)
+            hard.append(("SV501", z3.And(changed, alive, z3.Not(self.has(w["K", cur], r)))))
+            kill = kill | z3.If(z3.And(changed, w["phase", r] <= old_k - 1), enc.bit(r), z3.BitVecVal(0, enc.R))
+        w["live"] = w["live"] & ~kill
+        self.shift(w, cur, last, changed)
+        w.cond(changed, ("observed", m), z3.BoolVal(False))
+        if enc.track_rdata:
+            rd = w["rd_cur", m] if carries is None else z3.Or(w["rd_cur", m], carries)
+            w.cond(c, ("rd_cur", m), rd)
+            w.cond(changed, ("rd_last", m), rd)
+            w.cond(changed, ("rd_cur", m), z3.BoolVal(False))
+        for f, value in zip(rules.Mbar._fields, new, strict=True):
+            w.cond(c, (f, m), value)
+        return hard
+
+    def carries_data(self, w: Work, e: Event) -> Any:
+        """Machine._check_cross_cta_release: some generic write by another CTA than the barrier's,
+        still recorded (live, or kept as superseded), is known by one of the arriving lanes."""
+        enc = self.enc
+        known = self.union(w, "K", e.lanes) & (w["live"] | w["sup"])
+        mask = enc._mask(enc.published(e))
+        return (known & z3.BitVecVal(mask, enc.R)) != 0 if mask else z3.BoolVal(False)
+
+    def wait(self, w: Work, e: Event, hard: list, soft: list) -> Any:
+        """Machine.op_wait (on the CTA's own barrier). Returns when the wait can move (pass, or
+        break a rule)."""
+        m, p = e.m, e.proc
+        usable = self.usable(w, m, e.lanes)
+        s = self.mbar(w, m)
+        hist, jprev = w["hist", m, p], w["jprev", m, p]
+        first = rules.first_wait_phase(s.k, e.parity, Z3A)
+        intended = z3.If(hist, rules.intended_phase(jprev, e.parity, Z3A), first)
+        jprev = z3.If(hist, jprev, self.enc.num(-1))
+        aliases = rules.wait_aliases(s, intended)
+        passes = rules.mb_wait_passes(s, e.parity, Z3A)
+        hard.append(("SV401", z3.Not(usable)))
+        hard.append(("SV501", z3.And(usable, aliases)))
+        # (a .cta-scope acquire of data another CTA released into the observed phase is the SV602
+        # warning of Machine.op_wait: warnings are not modelled)
+        observed_phase = s.k - 1
+        means_it = intended == observed_phase
+        new_j = z3.If(z3.And(means_it, observed_phase > jprev), observed_phase, jprev)
+        w["hist", m, p] = z3.BoolVal(True)
+        w["jprev", m, p] = new_j
+        w["observed", m] = z3.Or(w["observed", m], means_it)
+        r = e.record
+        # the observation record (replacing this process's older one of the same phase)
+        same = self.enc._mask(x for x in self.enc.obs_of[m] if self.enc.records[x].owner == p and x != r)
+        for x in self.enc.obs_of[m]:
+            if same >> x & 1:
+                drop = z3.And(means_it, w["phase", x] == observed_phase)
+                w["live"] = w["live"] & z3.If(drop, ~self.enc.bit(x), z3.BitVecVal(-1, self.enc.R))
+        w.cond(means_it, "live", w["live"] | self.enc.bit(r))
+        w.cond(means_it, ("phase", r), observed_phase)
+        self.set_record(w, r, e.lanes, e.lanes, means_it)
+        if e.op.sem == "acquire":
+            self.acquire(w, self.enc.last(m), e.lanes)
+        else:
+            self.carry_obs(w, (self.enc.last(m),), e.lanes)
+        return z3.Or(z3.Not(usable), aliases, passes)
+
+    def ev_init(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `MbarInit` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        # Machine.op_init. It also resets the barrier's knowledge, observations and flags; on a
+        # path they are all still fresh here: only a use of the barrier changes them, a use
+        # needs a valid barrier (SV401/SV402), and a barrier is valid only after an init —
+        # after which this one is SV403 (inval is unsupported).
+        hard.append(("SV403", z3.BoolVal(e.threads > 1)))
+        for m, rec in zip(e.targets, e.inits, strict=True):
+            hard.append(("SV403", w["valid", m] == 1))
+            for f, value in zip(rules.Mbar._fields, rules.mb_init(e.count), strict=True):
+                w[f, m] = enc.num(value)
+            self.set_record(w, rec, e.lanes, ())
+        return z3.BoolVal(True), False
+
+    def ev_arrive(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `MbarArrive` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        op = e.op
+        m = e.m
+        hard += self.use_barrier(w, e, m)
+        soft.append(("SV502", z3.Not(w["observed", m])))
+        s = self.mbar(w, m)
+        if op.drop:
+            hard.append(("SV504", e.count >= s.exp))
+        hard.append(("SV504", rules.arrive_overflows(s, e.count)))
+        if e.nbytes is not None:
+            hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
+            rule = rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx
+            new = rule(s, enc.tx(e), e.count, Z3A)
+        else:
+            new = (rules.mb_arrive_drop if op.drop else rules.mb_arrive)(s, e.count, Z3A)
+        release = e.lanes if op.sem == "release" else ()
+        carries = None
+        if e.cross_release:
+            carries = self.carries_data(w, e)
+            if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
+                soft.append(("SV602", carries))
+        hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries,
+                            hide=(enc.lanes_holder(e.proc), e.hide))
+        dynamic.append((("m", m), new.pend <= 0))
+        return z3.BoolVal(True), False
+
+    def ev_tx(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `MbarTx` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        op = e.op
+        m = e.m
+        hard += self.use_barrier(w, e, m)
+        s = self.mbar(w, m)
+        if op.kind == "expect":
+            hard.append(("SV503", self.tx_check(s.tx + enc.tx(e))))
+            new = rules.mb_expect_tx(s, enc.tx(e), Z3A)
+        else:
+            hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
+            new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes)
+        dynamic.append((("m", m), new.pend <= 0))
+        return z3.BoolVal(True), False
+
+    def ev_wait(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `MbarWait` (Step.event). Returns (can move, places its own pc)."""
+        enabled = self.wait(w, e, hard, soft)
+        return enabled, False
+
+
+EVENTS: dict[type, Callable] = {
+    ir.MbarInit: MbarrierEncoding.ev_init,
+    ir.MbarArrive: MbarrierEncoding.ev_arrive,
+    ir.MbarTx: MbarrierEncoding.ev_tx,
+    ir.MbarWait: MbarrierEncoding.ev_wait,
+}

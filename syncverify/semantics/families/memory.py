@@ -1,0 +1,282 @@
+"""The semantics of memory accesses: slots of buffers, the race records (`_add_read`, `_add_write`) and the
+conflict test between them (`_conflicts`).
+
+The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
+operation type (see Machine._exec).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from ..core import (
+    Violation,
+    _key_bounds,
+    _Work,
+)
+from ..state import (
+    F_ASYNC,
+    F_INFLIGHT,
+    F_REPEAT,
+    F_SUPERSEDED,
+    FULL,
+    LEADER,
+    R_AKNOWN,
+    R_CTA,
+    R_EPOCH,
+    R_FLAGS,
+    R_KIND,
+    R_KNOWN,
+    R_LINE,
+    R_OBJ,
+    R_OWNER,
+    R_PART,
+    R_SLOT,
+    R_SPACE,
+    READ,
+    SPACE_DATA,
+    SPACE_START,
+    WRITE,
+)
+from .encoding import DATA
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Event, Work
+
+
+class MemoryOps:
+    """Explicit-state handlers of this family (a mixin of Machine)."""
+
+    def _slot(self, ref: ir.Ref, env, ctx) -> tuple[int, int]:
+        buf = self.buf_index[ref.name]
+        decl = self.protocol.buffers[buf]
+        slot = 0
+        if ref.index is not None:
+            slot = self._eval(ref.index, env, ctx)
+            if not 0 <= slot < (decl.slots or 1):
+                raise Violation("SV104", f"index {slot} is out of range for `{ref.name}[{decl.slots}]`", ref.span)
+        return buf, slot
+
+    def _knows(self, records: tuple, key: tuple, mask: int) -> bool:
+        """Do all holders in ``mask`` know the record with (space, cta, obj, slot) = key?
+
+        Asked of init and CTA-start records (on every barrier use and every blocked wait), of
+        which the records hold at most one per key: op_init drops a barrier's old init record
+        before it adds the new one, and the start records are made once. A state's records are
+        sorted, and the key sorts just before every record that begins with it, so bisection
+        finds that record. Records that a step is changing may be out of order: where bisection
+        does not land on the key, they are scanned."""
+        i = bisect_left(records, key)
+        if i < len(records) and records[i][:4] == key:
+            return (records[i][R_KNOWN] & mask) == mask
+        space, cta, obj, slot = key
+        for r in records:
+            # field by field, the space first (most records are data, not the key's), without slicing
+            if r[R_SPACE] == space and r[R_OBJ] == obj and r[R_CTA] == cta and r[R_SLOT] == slot:
+                return (r[R_KNOWN] & mask) == mask
+        return True  # no such record: nothing to order after
+
+    def _conflicts(self, w: _Work, p: int, part: int, lanes: int, key: tuple, kind: int, span,
+                   what: str, async_op: bool = False) -> None:
+        """Check a new access against the live records of its slot (happens-before, §10.4)."""
+        space, cta, obj, slot = key
+        lo, hi = _key_bounds(w, key)
+        run = w.records[lo:hi]  # (the records in their order: a scan meets the key's as a scan of all would)
+        for r in run:
+            # (r[:4] != key, field by field without slicing: most records differ in the first test)
+            if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
+                    (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
+                continue
+            if self._ordered(r, p, part, lanes):
+                continue
+            self._raise_race(w, p, lanes, key, kind, r, span, what)
+        if async_op:
+            for r in run:
+                if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
+                        r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
+                        (r[R_AKNOWN] & lanes) != lanes:
+                    raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
+                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
+                                    "followed by that writer's fence.proxy.async", span,
+                                    related=((r[R_LINE], "the unfenced generic write"),))
+
+    @staticmethod
+    def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
+        if r[R_FLAGS] & F_INFLIGHT:
+            return False
+        if r[R_OWNER] == p and not r[R_FLAGS] & F_ASYNC and r[R_PART] == part:
+            return True  # program order (lanes of a whole-warp access touch their own part: language doc)
+        return (r[R_KNOWN] & lanes) == lanes
+
+    def _raise_race(self, w, p, lanes, key, kind, r, span, what) -> None:
+        slot = self.slot_label(*key[1:])
+        other = f"{'write' if r[R_KIND] == WRITE else 'read'} at line {r[R_LINE]} by {self._owner_label(r)}"
+        if kind == WRITE and r[R_KIND] == WRITE:
+            code, name = "SV303", "WAW"
+        elif kind == WRITE:
+            # A read of an epoch its reader had already consumed was waiting for this write (RAW);
+            # otherwise the write came too early for a read that was due (WAR).
+            code, name = ("SV301", "RAW") if r[R_FLAGS] & F_REPEAT else ("SV302", "WAR")
+        else:
+            code, name = ("SV302", "WAR") if self._read_intends_older(w, p, lanes, key, r) else ("SV301", "RAW")
+        inflight = " (still in flight)" if r[R_FLAGS] & F_INFLIGHT else ""
+        raise Violation(code, f"{name} race on {slot}: {what} by {self.proc_label(p)} is not ordered with the "
+                        f"{other}{inflight}; no release/acquire chain, barrier or async-completion wait orders "
+                        "them", span, related=((r[R_LINE], f"the other access ({other})"),),
+                        procs=(r[R_OWNER],) if r[R_OWNER] >= 0 else ())
+
+    def _read_intends_older(self, w: _Work, p: int, lanes: int, key: tuple, unordered_write: tuple) -> bool:
+        """Was this read meant for an older write that the unordered one overwrote too early?"""
+        known_epoch = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == WRITE
+                           and self._ordered(r, p, LEADER if lanes == self.holders.leader(p) else FULL, lanes)),
+                          default=0)
+        last_read = max((r[R_EPOCH] for r in w.records if r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p),
+                        default=0)
+        return known_epoch > last_read and known_epoch < unordered_write[R_EPOCH]
+
+    def _owner_label(self, r: tuple) -> str:
+        who = self.proc_label(r[R_OWNER]) if r[R_OWNER] >= 0 else "an async agent"
+        if r[R_FLAGS] & F_ASYNC:
+            return f"the async operation issued by {who}"
+        return who
+
+    def _epoch(self, records: tuple, key: tuple) -> int:
+        space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
+        return max((r[R_EPOCH] for r in records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+                    and r[R_CTA] == cta and r[R_SPACE] == space), default=0)
+
+    def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
+        space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and filtered
+        run = records[lo:hi]
+        epoch = max((r[R_EPOCH] for r in run if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
+                     and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)), default=0)
+        repeat = 0
+        keep = list(records[:lo])
+        for r in run:
+            if r[R_KIND] == READ and r[R_OWNER] == p and r[R_SLOT] == slot and r[R_OBJ] == obj and \
+                    r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and \
+                    not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
+                if r[R_EPOCH] == epoch:
+                    repeat = F_REPEAT
+                continue  # subsumed by the new read of the same lanes
+            keep.append(r)
+        keep += records[hi:]
+        if epoch == 0:
+            repeat = F_REPEAT  # nothing was written yet: the read waits for a write to come
+        known = 0 if flags & F_ASYNC else (lanes if part == LEADER else self.holders.lanes(p))
+        keep.append((*key, READ, p, part, line, flags | repeat, epoch, grp, known, known))
+        w.records = tuple(keep)
+
+    def _add_write(self, w, p, part, lanes, key, line, flags=0) -> None:
+        records = w.records
+        lo, hi = _key_bounds(w, key)  # only the key's run is searched and dropped
+        run = records[lo:hi]
+        epoch = self._epoch(run, key) + 1
+        if flags & F_INFLIGHT:
+            keep = list(records)
+            known = 0
+        else:
+            # Every older access is ordered before this write (checked), so none can race with a
+            # later access that this write does not race with. The latest older write is kept,
+            # marked superseded, only so that a late read that acquired it is named WAR (it was
+            # meant for that write) rather than RAW.
+            latest = max((r for r in run if r[:4] == key and r[R_KIND] == WRITE), default=None,
+                         key=lambda r: r[R_EPOCH])
+            keep = [*records[:lo], *[r for r in run if r[:4] != key], *records[hi:]]
+            if latest is not None:
+                keep.append((*latest[:R_FLAGS], latest[R_FLAGS] | F_SUPERSEDED, *latest[R_FLAGS + 1:]))
+            known = lanes if part == LEADER else self.holders.lanes(p)
+        # a generic write is visible to the async proxy only after its writer's fence.proxy.async
+        aknown = known if flags & F_ASYNC else 0
+        keep.append((*key, WRITE, p, part, line, flags, epoch, -1, aknown, known))
+        w.records = tuple(keep)
+
+    def op_access(self, w, p, proc, op: ir.Access, ins, env, ctx, lanes) -> bool:
+        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        if cta != proc.cta:
+            self._check_peer_alive(w, p, cta, op.span, f"{op.kind} of distributed shared memory")
+            if not self._knows(w.records, (SPACE_START, cta, 0, 0), lanes):
+                raise Violation("SV404", f"{op.kind} of CTA {cta}'s shared memory before anything shows that CTA "
+                                "is running (PTX: make sure the peer's shared memory exists; use a cluster "
+                                "barrier first)", op.span)
+        buf, slot = self._slot(op.buf, env, ctx)
+        key = (SPACE_DATA, cta, buf, slot)
+        part = self._part(p, ins)
+        kind = WRITE if op.kind == "write" else READ
+        self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind)
+        if kind == WRITE:
+            self._add_write(w, p, part, lanes, key, op.span.line)
+        else:
+            self._add_read(w, p, part, lanes, key, op.span.line)
+        return True
+
+
+HANDLERS: dict[type, Callable] = {
+    ir.Access: MemoryOps.op_access,
+}
+
+
+class MemoryEncoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
+
+    def conflicts(self, w: Work, e: Event, key: tuple, kind: int, async_op: bool) -> list[tuple[str, Any]]:
+        out = []
+        for r, rec in enumerate(self.enc.records):
+            if rec.space != DATA or rec.key != key or rec.event is e or (rec.kind == 0 and kind == 0):
+                continue
+            po = rec.owner == e.proc and not rec.is_async and rec.part == e.part
+            ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
+            out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
+            if async_op and rec.kind == 1 and not rec.is_async:
+                fenced = z3.And(*[self.has(w["A", h], r) for h in e.lanes])
+                out.append(("SV601", z3.And(self.has(w["live"], r), z3.Not(fenced))))
+        return out
+
+    def add_record(self, w: Work, e: Event, kind: int) -> None:
+        """Machine._add_write / _add_read for a generic access: a write makes every older record
+        of its slot irrelevant (dropped there, cleared here) but keeps the latest older write,
+        marked superseded, which a release on a peer's barrier still counts (SV602); a read
+        replaces the same lanes' older reads of the slot."""
+        enc = self.enc
+        mine = [r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key and r != e.record]
+        if kind == 1:
+            older = enc._mask(mine)
+            if enc.track_rdata:
+                # The latest older write is the one issued last: the live generic write of the slot
+                # (a generic write drops every older record) unless a bulk copy issued after it is
+                # live. Only a generic one can count, so only those are kept here.
+                generic = enc._mask(r for r in mine if enc.records[r].kind == 1 and not enc.records[r].is_async)
+                copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async)
+                zero = z3.BitVecVal(0, enc.R)
+                latest = z3.If((w["live"] & z3.BitVecVal(copies, enc.R)) == 0,
+                               w["live"] & z3.BitVecVal(generic, enc.R), zero) if generic else zero
+                w["sup"] = (w["sup"] & ~z3.BitVecVal(older, enc.R)) | latest
+        else:
+            older = enc._mask(r for r in mine if enc.records[r].kind == 0 and enc.records[r].owner == e.proc
+                              and enc.records[r].part == e.part and not enc.records[r].is_async)
+        w["live"] = (w["live"] & ~z3.BitVecVal(older, enc.R)) | enc.bit(e.record)
+        self.set_record(w, e.record, (e.creator,), (e.creator,) if kind == 0 else ())
+
+    def ev_access(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """The encoding of `Access` (Step.event). Returns (can move, places its own pc)."""
+        enc = self.enc
+        op = e.op
+        if e.remote:  # Machine.op_access on a peer's shared memory (DSMEM)
+            hard.append(("SV404", enc.cta_done(w, e.cta)))
+            hard.append(("SV404", z3.Not(self.knows(w, enc.start_record[e.cta], e.lanes))))
+        kind = 1 if op.kind == "write" else 0
+        hard += self.conflicts(w, e, e.key, kind, False)
+        self.add_record(w, e, kind)
+        return z3.BoolVal(True), False
+
+
+EVENTS: dict[type, Callable] = {
+    ir.Access: MemoryEncoding.ev_access,
+}
