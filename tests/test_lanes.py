@@ -191,6 +191,25 @@ def test_one_signalling_thread_releases_after_the_warpgroup_wide_wait():
     assert errors(check(text.replace("wgmma.wait 0;  ", "wgmma.wait 1;  "))) == {"SV302"}
 
 
+def test_each_warpgroup_is_its_own_team():
+    """Two consumer warpgroups, one signalling thread each (count 2): safe; when warpgroup 1 releases
+    before its wait, warpgroup 0's wait does not cover warpgroup 1's reads (SV302 on warp 4's)."""
+    text = (SPECS / "cutlass_consumer_release_warpgroup.sync").read_text()
+    for old, new in (("cta threads 160;", "cta threads 288;"), ("role consumer = warpgroup 0;", "role consumer[2] = "
+                     "warpgroup i;"), ("role producer = warp 4;", "role producer = warp 8;"),
+                     ("empty[STAGES] count 1;", "empty[STAGES] count 2;")):
+        assert old in text
+        text = text.replace(old, new)
+    assert check(text, ITERS=3).verdict is Verdict.SAFE
+    early = text.replace("""      wgmma.wait 0;                              // warpgroup_wait<0>
+      first thread { arrive empty[s]; }          // consumer_release: the signalling thread""",
+                         """      if instance == 1 { first thread { arrive empty[s]; } }
+      wgmma.wait 0;
+      if instance == 0 { first thread { arrive empty[s]; } }""")
+    r = check(early, ITERS=3)
+    assert errors(r) == {"SV302"} and "consumer[1].w4" in r.diagnostics[0].message
+
+
 # The explicit engine and bmc on the reproducers, at params where the bug shows (a stage reused).
 CROSS = [("cutlass_consumer_release_warpgroup", {"ITERS": 2, "STAGES": 1}),
          ("cutlass_consumer_release_warpgroup_early", {"ITERS": 2, "STAGES": 1}),
