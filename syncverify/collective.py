@@ -25,14 +25,9 @@ from collections.abc import Iterator
 from . import ir
 from .diagnostics import Diagnostic, make
 from .semantics.machine import TMEM_COLUMNS, Machine, Violation
-from .semantics.program import END, OP, Instr, Program
+from .semantics.program import END, OP, Instr, Program, is_wgmma
 
 _MAX_STEPS = 1_000_000
-
-
-def is_wgmma(op: ir.Op) -> bool:
-    """wgmma.read, wgmma.commit, wgmma.wait: the warpgroup-collective operations."""
-    return isinstance(op, ir.WgmmaRead) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma")
 
 
 def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
@@ -47,7 +42,7 @@ def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[
             op = ins.op
             if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc | ir.TmemAccess | ir.TcWait)):
                 continue
-            if not proc.whole_warp or ins.leader_only:
+            if not proc.whole_warp or ins.leader_only or ins.lanes != proc.lane_mask:
                 if id(op) not in seen:
                     seen[id(op)] = op
                     what = "wgmma is warpgroup-collective" if is_wgmma(op) else \

@@ -36,9 +36,11 @@ class Var:
 
 @dataclass(frozen=True, slots=True)
 class Builtin:
-    """`cta` (rank of the executing CTA in its cluster) or `instance` (role instance index)."""
+    """`cta` (rank of the executing CTA in its cluster), `instance` (role instance index) or
+    `lane` (the executing thread's lane, `threadIdx.x % 32`; semantics.program compiles it away,
+    one value per lane, so engines never meet it)."""
 
-    name: Literal["cta", "instance"]
+    name: Literal["cta", "instance", "lane"]
     span: Span
 
 

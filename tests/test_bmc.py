@@ -209,7 +209,9 @@ def test_bmc_agrees_on_fixed_seeds(seed):
 # solver takes a minute or more on these (bench/RESULTS-bmc.md has the times): they run with
 # SYNCVERIFY_SLOW=1, with the budget given here.
 SLOW_SPECS = {"cutlass_ws_ring": 3600, "cutlass_ws_ring_no_empty_wait": 3600, "cutlass_2sm_tmem_alloc_fixed": 1800,
-              "tilelang_bar_h_fixed": 900}
+              "tilelang_bar_h_fixed": 900, "deepgemm_lane_rank_release": 3600,
+              "deepgemm_lane_rank_release_wrong_rank": 3600, "cutlass_consumer_release_multicast": 3600,
+              "cutlass_consumer_release_multicast_early": 3600}
 
 
 # Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (UNSUPPORTED in engines/bmc.py)

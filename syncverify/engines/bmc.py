@@ -77,7 +77,7 @@ from ..semantics.families.mbarrier import MbarrierEncoding
 from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
 from ..semantics.families.memory import MemoryEncoding
 from ..semantics.machine import Machine, Violation
-from ..semantics.program import END, OP, Instr
+from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
 from ..semantics.state import AG_TMA, FULL, LEADER
 from .bmc_symmetry import EncodingSymmetry
 
@@ -161,6 +161,11 @@ class Event:
     tm: int = -1  # a cta_group 2 allocation or deallocation: its rendezvous (the machine's tmem index)
     pending: int = 0
     retires: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (record, holders that learn it)
+    # a wgmma wait of a warpgroup (Machine._wgmma_wait): the (process, event index) each other warp
+    # must have reached, None when one never does; the reads whose issue it is causally after
+    after: list[tuple[int, int]] | None = field(default_factory=list)
+    issued: list[int] = field(default_factory=list)
+    hide: int = 0  # records a release by some lanes does not publish from the other-lanes holder
     copies: list[Copy] = field(default_factory=list)  # a bulk-tensor load: one per destination CTA
     inits: tuple[int, ...] = ()  # an init: the init record of each target
     ordinal: int = 0  # which step of its process runs it (see Encoding._runs)
@@ -366,9 +371,14 @@ class Encoding(EncodingSymmetry):
             raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
         ctx = mach.ctx[p]
-        leader = ins.leader_only or proc.nthreads == 1
-        lanes = (self.leader(p),) if leader else (self.leader(p), self.lanes_holder(p))
-        part = LEADER if leader else FULL
+        # who executes: Machine._lanes / _part (program.lane_part)
+        if ins.leader_only or proc.nthreads == 1:
+            lanes, part = (self.leader(p),), LEADER
+        elif not ins.lanes or ins.lanes == proc.lane_mask:
+            lanes, part = (self.leader(p), self.lanes_holder(p)), FULL
+        else:
+            part, has_leader, others = lane_part(proc, ins.lanes)
+            lanes = (*((self.leader(p),) if has_leader else ()), *((self.lanes_holder(p),) if others else ()))
         creator = self.leader(p) if part == LEADER else self.lanes_holder(p)
         e = Event(p, index, op, ins.line, ins.threads, lanes, part, creator, proc.cta, proc.cta)
         if kind in (ir.MbarArrive, ir.MbarTx, ir.Access) and op.remote is not None:
@@ -496,6 +506,8 @@ class Encoding(EncodingSymmetry):
             return False
         if isinstance(e.op, ir.ClusterArrive | ir.MbarInit):
             return True
+        if isinstance(e.op, ir.GroupWait) and e.op.unit == "wgmma" and len(self.machine.wgmma_team[e.proc]) > 1:
+            return False  # it waits for the other warps of its warpgroup (Machine._wgmma_wait)
         peers = ({e.cta} | {c.cta for c in e.copies}) - {e.own}
         return isinstance(e.op, FUSABLE) and all(self._peer_outlives(e, cta) for cta in peers)
 
@@ -774,38 +786,62 @@ class Encoding(EncodingSymmetry):
         """Which group wait retires each async read. Groups belong to the process and are fixed
         by its sequence of operations, so this is decided here (as `Machine.op_commit` and
         `op_group_wait` do step by step), for processes whose reads, commits and waits are all
-        executed by the same lanes (elected lane alone, or all of them)."""
-        for evs in self.events:
+        executed by the same lanes (elected lane alone, or all of them). A warpgroup's wgmma
+        groups are shared by its warps (Machine._wgmma_wait): a wait of one warp retires the
+        reads of every warp of the team in the groups before its limit."""
+        team_of = self.machine.wgmma_team
+        reads: dict[int, list[tuple[Event, int, int]]] = {}  # (read event, unit, group), per process
+        commits: dict[int, list[int]] = {}  # wgmma commit event indices, per process
+        waits: list[tuple[Event, int, int]] = []  # (wait event, unit, limit)
+        for p, evs in enumerate(self.events):
             unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.GroupCommit
                                                         | ir.GroupWait)]
             if len({e.part for e in unit_ops}) > 1:
                 raise Unsupported("async reads, commits and group waits of one process by different lanes")
             seq = {0: 0, 1: 0}
-            open_reads: list[tuple[Event, int, int]] = []  # (read event, unit, group)
+            reads[p], commits[p] = [], []
             for e in unit_ops:
                 if isinstance(e.op, ir.WgmmaRead | ir.TmaStore):
                     unit = 1 if isinstance(e.op, ir.WgmmaRead) else 0
                     if e.record >= 0:
-                        open_reads.append((e, unit, seq[unit]))
+                        reads[p].append((e, unit, seq[unit]))
                     continue
                 unit = 0 if e.op.unit == "bulk" else 1
                 if isinstance(e.op, ir.GroupCommit):
                     seq[unit] += 1
+                    if unit == 1:
+                        commits[p].append(e.index)
                     continue
-                if e.error is not None:
-                    continue
-                limit = seq[unit] - e.pending
-                still = []
-                for read, u, grp in open_reads:
+                if e.error is None:
+                    waits.append((e, unit, seq[unit] - e.pending))
+        retired: set[int] = set()
+        for e, unit, limit in waits:
+            team = team_of[e.proc] if unit == 1 and team_of[e.proc] else (e.proc,)
+            for q in team:
+                for read, u, grp in reads[q]:
                     if u == unit and grp < limit:
                         learn = tuple(h for h in e.lanes if h == self.leader(e.proc)) if read.part == LEADER \
                             else e.lanes
                         e.retires.append((read.record, learn))
-                    else:
-                        still.append((read, u, grp))
-                open_reads = still
-            for read, _, _ in open_reads:
-                read.retires = [(-1, ())]  # never retired: marks the read for the exit check
+                        retired.add(read.record)
+                        if len(team) > 1:
+                            e.issued.append(read.record)
+            if len(team) > 1 and limit > 0:
+                after = [(q, commits[q][limit - 1]) for q in team if q != e.proc and len(commits[q]) >= limit]
+                e.after = after if len(after) == len(team) - 1 else None
+        for p in reads:
+            for read, _, _ in reads[p]:
+                if read.record not in retired:
+                    read.retires = [(-1, ())]  # never retired: marks the read for the exit check
+        self.snapped = sorted({r for e, _, _ in waits for r in e.issued})
+        # a release by some lanes of a warp: what the other-lanes holder knows only as each lane its own part
+        for p, evs in enumerate(self.events):
+            proc = self.machine.procs[p]
+            for e in evs:
+                if isinstance(e.op, ir.MbarArrive) and e.part > FULL:
+                    releasing = part_lanes(proc, e.part)
+                    e.hide = self._mask(r for r, rec in enumerate(self.records) if rec.space == DATA and
+                                        own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing))
 
     # ------------------------------------------------------------------ symmetry
     def fresh(self, i: int) -> dict:
@@ -848,6 +884,8 @@ class Encoding(EncodingSymmetry):
         for r, rec in enumerate(self.records):
             if rec.space == OBS:
                 S["phase", r] = self.var(f"phase{r}_{i}")
+        for r in self.snapped:  # what its issuer had observed when it issued a warpgroup's wgmma read
+            S["snap", r] = bv(f"snap{r}")
         return S
 
     def initial(self, S: dict) -> list:
@@ -936,7 +974,8 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
             acc = acc | w[space, h]
         return acc
 
-    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True, relaxed: bool = False) -> None:
+    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True, relaxed: bool = False,
+                hide: tuple[int, int] = (-1, 0)) -> None:
         """state.release. A relaxed one (a relaxed cluster arrive) carries only the records outside
         the data space (inits, CTA starts, observations) that the sources know on the async side:
         an init once fence.mbarrier_init published it, a start always."""
@@ -945,8 +984,12 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
             for space in ("K", "A"):
                 w.cond(c, (space, tgt), w[space, tgt] | carried)
             return
+        holder, mask = hide  # (program.own_part_hidden: that holder does not publish those records)
         for space in ("K", "A"):
-            w.cond(c, (space, tgt), w[space, tgt] | self.union(w, space, src))
+            acc = z3.BitVecVal(0, self.enc.R)
+            for h in src:
+                acc = acc | (w[space, h] & ~z3.BitVecVal(mask, self.enc.R) if h == holder and mask else w[space, h])
+            w.cond(c, (space, tgt), w[space, tgt] | acc)
 
     def acquire(self, w: Work, src: int, tgt: tuple[int, ...], c: Any = True) -> None:
         for space in ("K", "A"):

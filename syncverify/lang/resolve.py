@@ -357,6 +357,8 @@ class Resolver:
                 return ir.InRole(name, span)
             self.error("SV111", f"`{name}` is {_a(kind)}, not an integer", span)
             return ir.Const(0, span)
+        if name == "lane":  # a name, not a keyword: specs that call something `lane` keep working
+            return ir.Builtin("lane", span)
         options = [*self.params, *self.kinds, *(v for s in self.scopes for v in s.variables)]
         hint = _suggest(name, options)
         if name == "i" and not hint:

@@ -72,10 +72,13 @@ from .program import (
     JUMP,
     LET,
     OP,
+    Instr,
     Process,
     Program,
     compile_program,
+    lane_part,
     processes,
+    wgmma_teams,
 )
 from .state import (
     AG_TMA,
@@ -154,6 +157,11 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
         self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
                              self.holders.leader(p.index)) for p in self.procs]
+        # the warps that share each process's wgmma-groups, and all their holders (_wgmma_wait)
+        self.wgmma_team = wgmma_teams(self.procs, self.programs)
+        self.team_mask = [sum(self.holders.proc_mask(q) for q in team) for team in self.wgmma_team]
+        self.teams = sorted({team for team in self.wgmma_team if team})
+        self.team_index = [self.teams.index(team) if team else -1 for team in self.wgmma_team]
         # what successors() needs to know of each instruction for the reduction, fixed by the program
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
@@ -491,7 +499,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
         env = self._env_at(p, pstate[P_VARS])
         ctx = self.ctx[p]
         proc = self.procs[p]
-        lanes = self._lanes(p, ins.leader_only)
+        lanes = self._lanes(p, ins)
         handler = _HANDLERS[type(op)]
         moved = handler(self, w, p, proc, op, ins, env, ctx, lanes)
         if moved is STAY or moved is PLACED:
@@ -502,13 +510,24 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
                 w.procs[p] = (pc + 1, *w.procs[p][1:])
         return moved
 
-    def _lanes(self, p: int, leader_only: bool) -> int:
-        """Holder mask of the lanes executing: the leader alone, or the whole process."""
+    def _lanes(self, p: int, ins: Instr) -> int:
+        """Holder mask of the lanes executing: the leader alone, the whole process, or for some
+        lanes of it (a lane guard) the leader holder if the leader is among them and the
+        other-lanes holder if another lane is (program.lane_part)."""
         whole, leader = self._lane_masks[p]
-        return leader if leader_only else whole
+        if ins.leader_only:
+            return leader
+        proc = self.procs[p]
+        if not ins.lanes or ins.lanes == proc.lane_mask:
+            return whole
+        _, has_leader, others = lane_part(proc, ins.lanes)
+        return (leader if has_leader else 0) | (self.holders.lanes(p) if others else 0)
 
-    def _part(self, p: int, leader_only: bool) -> int:
-        return LEADER if leader_only or self.procs[p].nthreads == 1 else FULL
+    def _part(self, p: int, ins: Instr) -> int:
+        proc = self.procs[p]
+        if ins.leader_only or proc.nthreads == 1:
+            return LEADER
+        return FULL if not ins.lanes or ins.lanes == proc.lane_mask else lane_part(proc, ins.lanes)[0]
 
     def describe_mbar(self, state: State, m: int) -> str:
         mb = state.mbars[m]

@@ -28,6 +28,7 @@ keeps the state finite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 # record fields
@@ -43,6 +44,7 @@ SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's obs
 SPACE_TMEM = 4
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1
+LANES = 2  # part LANES + m: an access by the lanes in mask m, not all of the process (program.lane_part)
 # flags
 F_ASYNC = 1  # performed by the async proxy (TMA, bulk store, wgmma)
 F_INFLIGHT = 2  # async write not yet complete
@@ -50,6 +52,7 @@ F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming
 F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
 F_TC = 16  # an asynchronous tcgen05.mma/cp access, complete when a tcgen05.commit tracking it arrives
 F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
+F_RETIRED = 64  # a wgmma read some warp of its warpgroup saw complete (its group tag may stay: Machine._wgmma_wait)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
@@ -142,6 +145,27 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
                 out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
         return records if out is None else tuple(out)
     return _transfer(records, source_mask, target_bit)
+
+
+def release_partial(records: tuple, source_mask: int, narrow_mask: int, target_bit: int,
+                    hidden: Callable[[tuple], bool]) -> tuple:
+    """release() by some lanes of a process (a lane guard): a record for which ``hidden`` holds
+    is published only from the holders in ``narrow_mask`` (the leader lane's, when it takes
+    part), every other one from all of ``source_mask``. The other-lanes holder knows the
+    process's own accesses only as each lane knows its own part, so lanes that did not make an
+    access cannot publish it (program.own_part_hidden)."""
+    out = None
+    for i, r in enumerate(records):
+        src = narrow_mask if hidden(r) else source_mask
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        nk = known | target_bit if known & src else known
+        na = aknown | target_bit if aknown & src else aknown
+        if nk != known or na != aknown:
+            if out is None:
+                out = list(records)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+    return records if out is None else tuple(out)
 
 
 def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..expr import free_names
-from .program import Instr, Process, Program
+from .program import Instr, Process, Program, wgmma_teams
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
 _MEMO_LIMIT = 1 << 16  # images remembered per permutation before that table starts over
@@ -54,10 +54,14 @@ def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
 def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
     """Groups (of two or more) of interchangeable processes."""
     buckets: dict[tuple, list[int]] = {}
+    teams = wgmma_teams(procs, programs)
     for proc, prog in zip(procs, programs, strict=True):
         if not proc.whole_warp or _uses_tcgen05(prog.code):
             continue
-        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code)
+        # warps that share wgmma-groups are told apart from the other warpgroups' (a swap across
+        # warpgroups would move a read to a warp whose waits do not retire it)
+        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code,
+               proc.warp // 4 if teams[proc.index] else None)
         buckets.setdefault(key, []).append(proc.index)
     return [g for g in buckets.values() if len(g) > 1]
 

@@ -22,15 +22,18 @@ from ..core import (
     _key_bounds,
     _Work,
 )
+from ..program import OP, part_lanes
 from ..state import (
     AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
+    F_RETIRED,
     FULL,
     LEADER,
     M_VALID,
     P_BULK,
+    P_PC,
     P_TOKEN,
     P_WGMMA,
     R_AKNOWN,
@@ -46,6 +49,7 @@ from ..state import (
     READ,
     SPACE_DATA,
     SPACE_INIT,
+    SPACE_OBS,
     SPACE_START,
     WRITE,
     State,
@@ -80,7 +84,7 @@ class AsyncAgentOps:
         if nbytes <= 0 or nbytes % 16:
             raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
         dests = self.multicast_dests(proc, op.multicast, env, ctx, op.span)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         for cta in dests:
             # cta_group 2 (2-SM): the completion is signalled on the pair leader's barrier
             m = self._mbar(w, p, op.bar, cta & ~1 if op.cta_group == 2 else cta, env, ctx)
@@ -99,7 +103,7 @@ class AsyncAgentOps:
         belongs to the process's open group of ``unit`` (0 bulk, 1 wgmma)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
         seq = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
         self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * seq + unit)
@@ -109,7 +113,30 @@ class AsyncAgentOps:
         return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 0, "tma.store source read")
 
     def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
-        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        if self.wgmma_team[p]:
+            self._mark_issue(w, p, lanes, w.procs[p][P_WGMMA])
+        return True
+
+    def _mark_issue(self, w: _Work, p: int, lanes: int, group: int) -> None:
+        """The warpgroup's MMA of ``group`` runs only once this warp has issued it, so a wait
+        that sees the group complete is causally after what this warp had observed by now: each
+        observation the issuing lanes know is marked (R_EPOCH) with the team and the least group
+        issued after it, and _wgmma_wait passes it on. One mark per observation: one of another
+        team stays, which only passes on less (sound)."""
+        team = self.team_index[p]
+        nteams = len(self.teams)
+        out = None
+        for i, r in enumerate(w.records):
+            if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & lanes:
+                mark = r[R_EPOCH]
+                if mark and ((mark - 1) % nteams != team or (mark - 1) // nteams <= group):
+                    continue
+                if out is None:
+                    out = list(w.records)
+                out[i] = (*r[:R_EPOCH], 1 + group * nteams + team, *r[R_EPOCH + 1:])
+        if out is not None:
+            w.records = tuple(out)
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
         """`cp.async.bulk.commit_group` / `wgmma.commit_group` (§5, §6): the executing threads'
@@ -126,7 +153,7 @@ class AsyncAgentOps:
         unit = 0 if op.unit == "bulk" else 1
         ps = w.procs[p]
         seq = ps[field_]
-        leader_alone = self._part(p, ins.leader_only) == LEADER and proc.nthreads > 1
+        leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
         out = []
         for r in w.records:
             grp = r[R_GRP]
@@ -147,7 +174,9 @@ class AsyncAgentOps:
         unit = 0 if op.unit == "bulk" else 1
         committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
         limit = committed - self._eval(op.pending, env, ctx)
-        waiter = self._part(p, ins.leader_only)
+        if unit == 1 and self.wgmma_team[p]:
+            return self._wgmma_wait(w, p, ins, lanes, limit)
+        waiter = self._part(p, ins)
         leader = self.holders.leader(p)
         out = []
         for r in w.records:
@@ -163,16 +192,62 @@ class AsyncAgentOps:
         w.records = tuple(out)
         return True
 
+    def _wgmma_wait(self, w: _Work, p: int, ins, lanes: int, limit: int) -> bool:
+        """wgmma.wait_group of a warp of a warpgroup (program.wgmma_teams): the groups before
+        ``limit`` are the warpgroup's, so every warp's reads in them are complete once the wait
+        returns, and the waiting lanes learn them all. A group's operations start only when every
+        warp of the warpgroup has issued them, so the wait blocks until each other warp has
+        issued all of its groups before ``limit`` (committed them, or stands at the commit that
+        closes the last), and passes on what they had observed then (_mark_issue). A read stays
+        tagged with its group until every warp of the team knows it (a later wait of another
+        warp still learns it); F_RETIRED marks it complete (docs/model.md, "Warpgroup-wide wgmma")."""
+        team = self.wgmma_team[p]
+        for q in team:
+            if q != p:
+                count = w.procs[q][P_WGMMA]
+                if count < limit - 1:
+                    return False
+                if count == limit - 1:
+                    nxt = self.programs[q].code[w.procs[q][P_PC]]
+                    if not (nxt.kind == OP and isinstance(nxt.op, ir.GroupCommit) and nxt.op.unit == "wgmma"):
+                        return False
+        waiter = self._part(p, ins)
+        leader = self.holders.leader(p)
+        everyone = self.team_mask[p]
+        nteams, team_id = len(self.teams), self.team_index[p]
+        out = None
+        for i, r in enumerate(w.records):
+            grp = r[R_GRP]
+            if r[R_SPACE] == SPACE_OBS:
+                mark = r[R_EPOCH]  # observed before some warp of the team issued a group before the limit
+                if mark and (mark - 1) % nteams == team_id and (mark - 1) // nteams < limit and \
+                        (r[R_KNOWN] & lanes) != lanes:
+                    if out is None:
+                        out = list(w.records)
+                    out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            elif 0 <= grp < UNCOMMITTED and grp % 2 == 1 and grp // 2 < limit and r[R_OWNER] in team \
+                    and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                known = r[R_KNOWN] | learn
+                r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
+                     r[R_AKNOWN] | learn, known)
+                if out is None:
+                    out = list(w.records)
+                out[i] = r
+        if out is not None:
+            w.records = tuple(out)
+        return True
+
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
         """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
         async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
         cluster scope once a cluster barrier arrive follows."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         out = []
         for r in w.records:
             if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
-                    and (part == FULL or r[R_PART] == LEADER):
+                    and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
@@ -350,17 +425,28 @@ class AsyncAgentEncoding:
         hard += self.conflicts(w, e, e.key, 0, True)
         w["live"] = w["live"] | enc.bit(e.record)
         self.set_record(w, e.record, (), ())
+        if e.record in enc.snapped:  # Machine._mark_issue: what the issuer had observed
+            w["snap", e.record] = self.union(w, "K", e.lanes) & enc.obs_mask
         return z3.BoolVal(True), False
 
     def ev_group_wait(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
         """The encoding of `GroupWait` (Step.event). Returns (can move, places its own pc)."""
         enc = self.enc
+        enabled = z3.BoolVal(True)
+        if e.after is None:
+            enabled = z3.BoolVal(False)  # another warp of the warpgroup never issues its part
+        elif e.after:  # Machine._wgmma_wait: the other warps have issued the groups waited for
+            enabled = z3.And(*[w["pc", q] >= i for q, i in e.after])
+        for r in e.issued:  # Machine._wgmma_wait: observations made before the group's issue
+            for h in e.lanes:
+                for space in ("K", "A"):
+                    w[space, h] = w[space, h] | w["snap", r]
         for r, learn in e.retires:
             b = enc.bit(r)
             for h in learn:
                 for space in ("K", "A"):
                     w[space, h] = w[space, h] | b
-        return z3.BoolVal(True), False
+        return enabled, False
 
     def ev_fence(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
         """The encoding of `Fence` (Step.event). Returns (can move, places its own pc)."""
@@ -371,9 +457,10 @@ class AsyncAgentEncoding:
         # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
         # cluster arrive then carries
         space = DATA if op.kind == "proxy_async" else INIT
+        proc = enc.machine.procs[p]
         mine = enc._mask(r for r, rec in enumerate(enc.records)
                          if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
-                         and (e.part == FULL or rec.part == LEADER))
+                         and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
         if mine:
             mask = z3.BitVecVal(mine, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):

@@ -18,8 +18,10 @@ from ..core import (
 from ..program import END
 from ..state import (
     AG_TMA,
+    F_RETIRED,
     P_PC,
     R_CTA,
+    R_FLAGS,
     R_GRP,
     R_LINE,
     R_SPACE,
@@ -68,7 +70,7 @@ class LifecycleOps:
         if self._cta_exited(w, cta):
             self._tc_exit(w, cta)  # (families/tcgen05.py)
             for r in w.records:
-                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0:
+                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and not r[R_FLAGS] & F_RETIRED:
                     what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
                     raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
                                     f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait)",

@@ -208,7 +208,7 @@ class MemoryOps:
                                 "barrier first)", op.span)
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         kind = WRITE if op.kind == "write" else READ
         self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind)
         if kind == WRITE:

@@ -228,7 +228,7 @@ class Tcgen05Ops:
     def op_tc_mma(self, w, p, proc, op: ir.TcMma, ins, env, ctx, lanes) -> bool:
         """tcgen05.mma / tcgen05.cp (§9.7.16.6.2): asynchronous reads of the operands and write of
         the accumulator region, in flight until a commit tracking them arrives."""
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         what = f"tcgen05.{op.kind}"
         for cta in self._pair_ctas(proc, op.cta_group, op.span, what):
             for src in op.operands:
@@ -252,7 +252,7 @@ class Tcgen05Ops:
         key = (SPACE_TMEM, proc.cta, *self._tc_region(op.region, env, ctx))
         kind = READ if op.kind == "ld" else WRITE
         self._tc_conflicts(w, p, lanes, key, kind, op.span, f"tcgen05.{op.kind}")
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         if kind == READ:
             self._tc_add(w, p, part, key, READ, op.span.line, 0, TC_LD)
         else:
@@ -263,7 +263,7 @@ class Tcgen05Ops:
         """tcgen05.wait::ld / ::st: the executing lanes' ld / st are complete, and ordered before
         the thread's later tcgen05 accesses without a fence (§9.7.16.6.4.2)."""
         grp = TC_LD if op.kind == "ld" else TC_ST
-        waiter = self._part(p, ins.leader_only)
+        waiter = self._part(p, ins)
         leader = self.holders.leader(p)
         out = []
         for r in w.records:
@@ -279,7 +279,7 @@ class Tcgen05Ops:
     def op_tc_fence(self, w, p, proc, op: ir.TcFence, ins, env, ctx, lanes) -> bool:
         """tcgen05.fence::before_thread_sync / ::after_thread_sync (§9.7.16.6.3)."""
         if op.kind == "before":
-            self._tc_fence_before(w, p, self._part(p, ins.leader_only))
+            self._tc_fence_before(w, p, self._part(p, ins))
         else:
             fenced = self.holders.tc_fenced(p, lanes)
             out = None
@@ -324,7 +324,7 @@ class Tcgen05Ops:
             m = self._mbar(w, p, op.bar, cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tcgen05.commit")
             ms.append(m)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         tracked = TC_COMMITTED - tag
         w.records = tuple((*r[:R_GRP], tracked, *r[R_GRP + 1:])
                           if r[R_GRP] == TC_UNCOMMITTED and r[R_OWNER] == p and (part != LEADER or r[R_PART] == LEADER)
