@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
-from .parse import Instr, Name, Operand, Pair, TensorAddr, Vec
+from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import spins
 from .values import UNKNOWN, Value, mask
 
@@ -444,7 +444,7 @@ def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
 _ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
 
 
-def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
+def wgmma_footprint(desc: int, rows: int, k_bytes: int, k_major: bool = False) -> tuple[int, int]:
     """Shared-memory bytes [start, end) a wgmma matrix descriptor can read, over-approximated.
 
     The sm_90 descriptor holds the start address (bits 0-13, in 16-byte units),
@@ -453,7 +453,11 @@ def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
     16-byte core matrices (no swizzle) or of 8-row swizzle atoms; the range
     returned is the bounding box of both K-major and MN-major readings, with
     swizzled atoms taken whole. Reading more than the instruction does can
-    only add races, never hide one.
+    only add races, never hide one. A K-major operand (transpose flag 0)
+    whose K slice lies inside the first row of its atom -- CUTLASS steps K
+    by moving the start address within the row -- reads only the rows of
+    its atoms: the swizzle permutes 16-byte chunks within a row, never
+    across rows, so the range ends at the last atom's end.
     """
     start = (desc & 0x3FFF) << 4
     lbo = ((desc >> 16) & 0x3FFF) << 4
@@ -469,6 +473,8 @@ def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
     base = start // atom * atom
     atoms_k = max((k_bytes + width - 1) // width, 1)
     reach = max((groups - 1) * sbo + (atoms_k - 1) * lbo, (groups - 1) * lbo + (atoms_k - 1) * sbo, 0)
+    if k_major and (start - base) + k_bytes <= width:
+        return base, base + reach + atom
     return base, base + reach + atom + (start - base)
 
 
@@ -484,12 +490,16 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
     types = [t for t in ins.mods if t in _ELEM_BYTES]
     elem = _ELEM_BYTES.get(types[-1], 2) if types else 2
     operands = [(ins.operands[1], m), (ins.operands[2], n)]
+    # `d, a, b, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b` (f16/bf16 with descriptors):
+    # a transpose flag 0 is K-major
+    trans = [op.value if isinstance(op, Imm) else None for op in ins.operands[6:8]] if len(ins.operands) == 8 \
+        else [None, None]
     ranges: set[tuple[int, int, int]] = set()
-    for op, rows in operands:
+    for (op, rows), tr in zip(operands, trans, strict=True):
         if isinstance(op, Vec):  # A from registers
             continue
         desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
-        lo, hi = wgmma_footprint(desc, rows, k * elem)  # type: ignore[arg-type]
+        lo, hi = wgmma_footprint(desc, rows, k * elem, k_major=tr == 0)  # type: ignore[arg-type]
         ranges.add((run.rank, lo, hi))
     _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
