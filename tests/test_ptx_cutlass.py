@@ -1,0 +1,117 @@
+"""The real CUTLASS sm_90 cooperative GEMM (cluster 2x1, TMA epilogue; tests/data/ptx/sm90_gemm_coop_2x1.cu)
+extracted from its committed PTX at M=256 N=128 K=128, with the launch and Params fields its host program
+(sm90_gemm_coop_2x1_fields.cu, CUTLASS's own host code) printed, and the seeded-bug builds of the same
+kernel (cutlass_seeds/make_overlay.py), each flagged at its CUTLASS line."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from syncverify.cli import main
+from syncverify.ptx.execute import Launch, ParamBytes
+from syncverify.ptx.extract import extract
+from syncverify.ptx.parse import PtxError, parse_ptx_file
+
+DATA = Path(__file__).parent / "data" / "ptx"
+FIELDS = DATA / "sm90_gemm_coop_2x1_fields_256x128x128.bin"
+# what `fields 256 128 128 132 FIELDS` prints (the Params fields that decide control flow, and the box of
+# each tensor map: A at byte 128, B (multicast to the 2 CTAs: half a tile each) at 384, C at 896, D at 1152)
+PARAM_FIELDS = [(0, 4), (4, 16), (1536, 36), (1576, 120), (640, 12), (768, 72), (1408, 4)]
+TENSOR_BYTES = {128: 16384, 384: 8192, 896: 4096, 1152: 4096}
+LAUNCH = ["--grid", "2x1x1", "--block", "384x1x1", "--cluster", "2x1x1", "--dynamic-smem", "231424"]
+
+
+def _args(fields: Path = FIELDS, tensor_bytes: dict[int, int] = TENSOR_BYTES) -> list[str]:
+    out = list(LAUNCH)
+    for off, n in PARAM_FIELDS:
+        out += ["--param", f"0[{off}:{n}]=@{fields}"]
+    for off, n in tensor_bytes.items():
+        out += ["--tensor-bytes", f"0[{off}]={n}"]
+    return out
+
+
+def _launch(tensor_bytes: dict[int, int] = TENSOR_BYTES) -> Launch:
+    blob = FIELDS.read_bytes()
+    return Launch(block=(384, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=231424,
+                  params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                  tensor_bytes={("0", o): n for o, n in tensor_bytes.items()})
+
+
+def _ptx(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / name
+    out.write_bytes(gzip.decompress((DATA / f"{name}.gz").read_bytes()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return parse_ptx_file(str(_ptx(tmp_path_factory.mktemp("gemm"), "sm90_gemm_coop_2x1.ptx")))
+
+
+def test_the_gemm_extracts_with_its_tensor_maps_boxes(gemm):  # type: ignore[no-untyped-def]
+    text = extract(gemm, _launch()).text
+    # producer warp, the idle warps of its warpgroup, and the two consumer warpgroups as one role each
+    for role in ("role w0 = warp 0;", "role w1_3[3] = warp 1 + i;", "role w4_7[4] = warp 4 + i;",
+                 "role w8_11[4] = warp 8 + i;"):
+        assert role in text
+    # CUTLASS's expect_tx constant (32 KiB per stage) and the boxes: A, 16 KiB in two halves, and B,
+    # multicast by each CTA of the pair (8 KiB each): 16 + 8 + 8 KiB reach each CTA's full barrier
+    assert "arrive.expect_tx mb0[0] bytes 32768;" in text
+    assert "tma.load s32[0] bytes 8192 -> mb0[0];" in text and "tma.load s32[1] bytes 8192 -> mb0[0];" in text
+    assert "tma.load s33[0] bytes 8192 -> mb0[0] multicast 0x3;" in text
+    assert "tma.load s33[1] bytes 8192 -> mb0[0] multicast 0x3;" in text
+    # consumer_release: one warp of each consumer warpgroup signals each CTA's empty barrier
+    assert "if instance == 1 {\n      elect {\n        arrive mb0[6] @ 1;" in text
+    # the epilogue: stmatrix into shared memory, then the TMA store of the tile
+    assert "tma.store" in text and "write s4;" in text
+    assert "sm90_pipeline.hpp" in text and "copy_sm90_tma.hpp:185" in text
+
+
+def test_without_the_boxes_extraction_asks_for_them(gemm):  # type: ignore[no-untyped-def]
+    with pytest.raises(PtxError) as err:
+        extract(gemm, _launch({}))
+    assert "--tensor-bytes '0[128]=BYTES'" in err.value.message and "copy_sm90_tma.hpp:185" in err.value.note
+
+
+@pytest.mark.slow
+def test_a_box_that_disagrees_with_cutlass_expect_tx_is_reported(tmp_path, capsys):
+    """The B box taken whole (16 KiB) instead of the multicast slice: each CTA then receives 48 KiB
+    where CUTLASS's TmaTransactionBytes expects 32 KiB. The peer's multicast lands in each CTA too, so
+    the static balance cannot decide it; the search does."""
+    ptx = _ptx(tmp_path, "sm90_gemm_coop_2x1.ptx")
+    code = main(["check", str(ptx), *_args(tensor_bytes={**TENSOR_BYTES, 384: 16384}), "--fail-fast"])
+    got = capsys.readouterr()
+    assert code == 1 and "SV503" in got.out + got.err
+
+
+# ---- seeded bugs: cutlass_seeds/make_overlay.py, compiled with -DSV_SEED=N ---------------------------
+
+def _seed(tmp_path: Path, n: int) -> Path:
+    out = tmp_path / f"sm90_gemm_coop_2x1_seed{n}.ptx"
+    out.write_bytes(gzip.decompress((DATA / "cutlass_seeds" / f"{out.name}.gz").read_bytes()))
+    return out
+
+
+def test_seeded_builds_differ_from_the_kernel_where_seeded(gemm, tmp_path):  # type: ignore[no-untyped-def]
+    """Extraction of each seeded build differs from the kernel's exactly by the seeded operations."""
+    base = [ln.split("//")[0].rstrip() for ln in extract(gemm, _launch()).text.splitlines()[4:]]
+    skipped_wait = [ln.split("//")[0].rstrip()
+                    for ln in extract(parse_ptx_file(str(_seed(tmp_path, 1))), _launch()).text.splitlines()[4:]]
+    gone = [ln for ln in base if ln not in skipped_wait or base.count(ln) != skipped_wait.count(ln)]
+    assert gone and all(ln.strip().startswith("wait mb0[") and "parity 0" in ln for ln in gone)
+    assert len(base) - len(skipped_wait) == 8  # 2 k-tiles x 2 consumer warpgroups x 2 CTAs
+
+
+@pytest.mark.slow
+def test_seeded_consumer_wait_skipped_is_a_race_at_the_tma_copy(tmp_path, capsys):
+    """consumer_wait skipped: the wgmma reads the stage the TMA load is still writing (SV301), reported at
+    the copy in copy_sm90_tma.hpp with the wgmma as the other access."""
+    code = main(["check", str(_seed(tmp_path, 1)), *_args(), "--fail-fast"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 1
+    assert "cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV301 RAW race on s32[" in text
+    assert "mma_sm90_gmma.hpp:1697:14: the other access" in text
