@@ -190,6 +190,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
     if la.params:
         bound += ", " + ", ".join(f"{k}={_shown(v)}" for k, v in la.params.items())
+    if la.tensor_bytes:
+        bound += ", tensor maps " + ", ".join(f"{p}[{o}]={n}" for (p, o), n in la.tensor_bytes.items())
     return replace(result, path=path, diagnostics=diags, bound=bound)
 
 

@@ -61,8 +61,10 @@ def test_tensor_load_moves_the_bytes_given_for_its_tensor_map():
     mod = parse_ptx(_tma_kernel(16), "t.ptx")
     text = extract(mod, Launch(block=(32, 1, 1), tensor_bytes={("0", 128): 16})).text
     assert "arrive.expect_tx mb0 bytes 16;" in text and "tma.load s0 bytes 16 -> mb0;" in text
+    assert "; tensor-map boxes 0[128]=16." in text  # the header records the boxes the protocol assumes
     # by the parameter's PTX name as well as by its position
-    assert text == extract(mod, Launch(block=(32, 1, 1), tensor_bytes={("k_param_0", 128): 16})).text
+    by_name = extract(mod, Launch(block=(32, 1, 1), tensor_bytes={("k_param_0", 128): 16})).text
+    assert by_name.splitlines()[2:] == text.splitlines()[2:] and "boxes k_param_0[128]=16." in by_name
 
 
 def test_tensor_load_without_its_bytes_is_refused_naming_the_map():

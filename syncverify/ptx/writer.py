@@ -49,6 +49,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
         f"{la.cluster[0]}x{la.cluster[1]}x{la.cluster[2]}"
         + (f", cluster index {la.cluster_index}" if la.cluster_index else "")
         + (f"; parameters {', '.join(f'{k}={_show(v)}' for k, v in la.params.items())}" if la.params else "")
+        + (f"; tensor-map boxes {', '.join(f'{p}[{o}]={n}' for (p, o), n in la.tensor_bytes.items())}"
+           if la.tensor_bytes else "")
         + ".",
         "// Loops ran to completion at this launch; repeated statements are written as loops with the trip",
         "// counts of this launch: the protocol is the kernel at these values only.",
