@@ -1,32 +1,5 @@
-// CUTLASS 3.x sm_90 GEMM: TMA warp-specialized cooperative mainloop, cluster 1x1 (no multicast), TMA epilogue.
-// Headers from `pip install nvidia-cutlass` (4.2.0.0: cutlass_library/source/include). The PTX beside it
-// (gzipped, paths made relative) was compiled with
+// The GEMM of sm90_gemm_coop_2x1.cu with one CTA per cluster (no multicast): cooperative mainloop, TMA
+// epilogue, headers of nvidia-cutlass 4.2.0.0. Compiled like it:
 //   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -ptx -lineinfo -I<include> sm90_gemm_coop_1x1.cu
-// which takes about two minutes on two cores, so the tests read the committed PTX.
-#include "cutlass/cutlass.h"
-#include "cute/tensor.hpp"
-#include "cutlass/gemm/dispatch_policy.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
-using namespace cute;
-using ElementA = cutlass::half_t; using LayoutA = cutlass::layout::RowMajor;
-using ElementB = cutlass::half_t; using LayoutB = cutlass::layout::ColumnMajor;
-using ElementC = cutlass::half_t; using LayoutC = cutlass::layout::ColumnMajor;
-using TileShape = Shape<_128,_128,_64>;
-using ClusterShape = Shape<_1,_1,_1>;
-using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-    cutlass::epilogue::collective::EpilogueTileAuto, float, float,
-    ElementC, LayoutC, 8, ElementC, LayoutC, 8,
-    cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
-using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, 8, ElementB, LayoutB, 8, float,
-    TileShape, ClusterShape,
-    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
-using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int,int,int,int>, CollectiveMainloop, CollectiveEpilogue>;
-#ifndef SV_HOST_ONLY  // the host programs beside it include this file for its types
-template __global__ void cutlass::device_kernel<GemmKernel>(CUTLASS_GRID_CONSTANT typename GemmKernel::Params const);
-#endif
-
+#define SV_CLUSTER_M 1
+#include "sm90_gemm_coop_2x1.cu"

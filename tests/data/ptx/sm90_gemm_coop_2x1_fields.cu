@@ -15,10 +15,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#ifndef SV_GEMM_CU  // the kernel's translation unit, for its types (-DSV_GEMM_CU='"sm90_gemm_coop_1x1.cu"')
-#define SV_GEMM_CU "sm90_gemm_coop_2x1.cu"
-#endif
-#include SV_GEMM_CU
+#include "sm90_gemm_coop_2x1.cu"  // the kernel, for its types (-DSV_CLUSTER_M=1: the 1x1 cluster GEMM)
 
 // Bytes one TMA instruction of this copy moves: the box of its tensor map. make_tma_copy_atom
 // (cute/atom/copy_traits_sm90_tma.hpp) sizes the atom by the whole CTA tile (num_bits_per_tma) and
