@@ -81,7 +81,7 @@ def test_a_box_that_disagrees_with_cutlass_expect_tx_reaches_the_protocol(gemm):
     """The B box taken whole (16 KiB, the atom before make_tma_copy_desc slices it for the multicast): the
     copies then bring 16 + 16 + 16 KiB to each CTA's full barrier where CUTLASS's TmaTransactionBytes
     expects 32 KiB. Extraction keeps both numbers as they are, for the check to compare; the peer's
-    multicast lands too, so only the search can (bench/RESULTS-ptx.md: not decided within its budget)."""
+    multicast lands too, so only the search can: test_bug_is_flagged_at_its_cutlass_line."""
     text = extract(gemm, _launch({**TENSOR_BYTES, 384: 16384})).text
     assert "arrive.expect_tx mb0[0] bytes 32768;" in text
     # each CTA's B copy now covers both slices (and CTA 1's runs past the B stage): 8 + 8 KiB per copy
@@ -111,18 +111,26 @@ def test_seeded_builds_differ_from_the_kernel_where_seeded(gemm, tmp_path):  # t
 # copy_sm90_tma.hpp with the wgmma as the other access. The cluster arrive/wait after the barrier init
 # removed: the peer CTA's multicast copy may complete on a barrier whose init is not yet visible (SV402 at
 # the multicast copy, copy_sm90_tma.hpp:705), and a consumer may wait on a barrier not yet initialized (SV401).
-SEEDED = [
-    (1, ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV301 RAW race on s32[",
-         "mma_sm90_gmma.hpp:1697:14: the other access"]),
-    (4, ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:705:13: SV402 tma.load completion on mb0[0]",
-         "SV401 wait on mb0[0]"]),
+# The unseeded kernel with the B box taken whole (16 KiB instead of the 8 KiB multicast slice): the two
+# CTAs' multicast copies then overlap, a write-write race between them (SV303) at the multicast copy.
+FLAGGED = [
+    ("sm90_gemm_coop_2x1_seed1.ptx", TENSOR_BYTES,
+     ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV301 RAW race on s32[",
+      "mma_sm90_gmma.hpp:1697:14: the other access"]),
+    ("sm90_gemm_coop_2x1_seed4.ptx", TENSOR_BYTES,
+     ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:705:13: SV402 tma.load completion on mb0[0]",
+      "SV401 wait on mb0[0]"]),
+    ("sm90_gemm_coop_2x1.ptx", {**TENSOR_BYTES, 384: 16384},
+     ["cutlass_library/source/include/cute/arch/copy_sm90_tma.hpp:705:13: SV303 WAW race on s33["]),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("seed", "expected"), SEEDED, ids=["consumer-wait-skipped", "cluster-sync-removed"])
-def test_seeded_bug_is_flagged_at_its_cutlass_line(seed, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
-    code = main(["check", str(_seed(tmp_path, seed)), *_args(), "--fail-fast"])
+@pytest.mark.parametrize(("ptx", "boxes", "expected"), FLAGGED,
+                         ids=["consumer-wait-skipped", "cluster-sync-removed", "box-disagrees-with-expect-tx"])
+def test_bug_is_flagged_at_its_cutlass_line(ptx, boxes, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    path = _seed(tmp_path, int(ptx[-5])) if "seed" in ptx else _ptx(tmp_path, ptx)
+    code = main(["check", str(path), *_args(tensor_bytes=boxes), "--fail-fast"])
     out = capsys.readouterr()
     text = out.out + out.err
     assert code == 1
