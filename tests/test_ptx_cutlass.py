@@ -25,8 +25,8 @@ TENSOR_BYTES = {128: 16384, 384: 8192, 896: 4096, 1152: 4096}
 LAUNCH = ["--grid", "2x1x1", "--block", "384x1x1", "--cluster", "2x1x1", "--dynamic-smem", "231424"]
 
 
-def _args(fields: Path = FIELDS, tensor_bytes: dict[int, int] = TENSOR_BYTES) -> list[str]:
-    out = list(LAUNCH)
+def _args(fields: Path = FIELDS, tensor_bytes: dict[int, int] = TENSOR_BYTES, launch: list[str] = LAUNCH) -> list[str]:
+    out = list(launch)
     for off, n in PARAM_FIELDS:
         out += ["--param", f"0[{off}:{n}]=@{fields}"]
     for off, n in tensor_bytes.items():
@@ -87,6 +87,28 @@ def test_a_box_that_disagrees_with_cutlass_expect_tx_reaches_the_protocol(gemm):
     # each CTA's B copy now covers both slices (and CTA 1's runs past the B stage): 8 + 8 KiB per copy
     assert "tma.load s33[0] bytes 8192 -> mb0[0] multicast 0x3;\n      tma.load s33[1] bytes 8192 -> mb0[0] " \
         "multicast 0x3;" in re.sub(r" *//[^\n]*", "", text)
+
+
+# ---- the same GEMM with one CTA per cluster (sm90_gemm_coop_1x1.cu): no multicast, decided ------------
+
+FIELDS_1X1 = DATA / "sm90_gemm_coop_1x1_fields_256x128x128.bin"  # `fields 256 128 128 132` built -DSV_CLUSTER_M=1
+LAUNCH_1X1 = ["--grid", "1x2x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "231424"]
+BOXES_1X1 = {128: 16384, 384: 16384, 896: 4096, 1152: 4096}  # B whole: no multicast to slice it
+
+
+def test_the_1x1_cluster_gemm_is_safe_and_a_short_box_is_not(tmp_path, capsys):
+    """The real kernel checked safe at this launch (two CTAs, one tile and two k-tiles each); SV204
+    warnings remain: the two consumer warpgroups reach CUTLASS's epilogue `bar.sync 1, 256` (inline asm,
+    barrier.h:286) at different PTX copies of it. The twin with the A box halved is SV503: the full
+    barrier's bytes never balance, a deadlock."""
+    ptx = _ptx(tmp_path, "sm90_gemm_coop_1x1.ptx")
+    assert main(["check", str(ptx), *_args(FIELDS_1X1, BOXES_1X1, LAUNCH_1X1)]) == 0
+    got = capsys.readouterr()
+    text = got.out + got.err
+    assert "1 file: 1 safe" in text and "SV204 aligned barrier 1" in text
+    assert main(["check", str(ptx), *_args(FIELDS_1X1, {**BOXES_1X1, 128: 8192}, LAUNCH_1X1)]) == 1
+    got = capsys.readouterr()
+    assert "SV503 deadlock: all arrivals are in but the transaction bytes never balance" in got.out + got.err
 
 
 # ---- seeded bugs: cutlass_seeds/make_overlay.py, compiled with -DSV_SEED=N ---------------------------
