@@ -6,6 +6,7 @@ kernel (cutlass_seeds/make_overlay.py), each flagged at its CUTLASS line."""
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from pathlib import Path
 
@@ -147,10 +148,16 @@ FLAGGED = [
 ]
 
 
-@pytest.mark.slow
+# The search to the first two findings takes 55-80 s of CPU each (bench/RESULTS-ptx.md): run with SYNCVERIFY_SLOW=1.
+# The cluster-sync seed (about 11 s) runs always.
+_HEAVY = {"sm90_gemm_coop_2x1_seed1.ptx", "sm90_gemm_coop_2x1.ptx"}
+
+
 @pytest.mark.parametrize(("ptx", "boxes", "expected"), FLAGGED,
                          ids=["consumer-wait-skipped", "cluster-sync-removed", "box-disagrees-with-expect-tx"])
 def test_bug_is_flagged_at_its_cutlass_line(ptx, boxes, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    if ptx in _HEAVY and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip(f"{ptx}: the search needs over a minute of CPU (bench/RESULTS-ptx.md); run with SYNCVERIFY_SLOW=1")
     path = _seed(tmp_path, int(ptx[-5])) if "seed" in ptx else _ptx(tmp_path, ptx)
     code = main(["check", str(path), *_args(tensor_bytes=boxes), "--fail-fast"])
     out = capsys.readouterr()
