@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..expr import free_names
+from .families.regions import asymmetric_procs
 from .program import Instr, Process, Program
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
@@ -46,10 +47,13 @@ def _uses_instance(code: tuple[Instr, ...]) -> bool:
 def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
     """Groups (of two or more) of interchangeable processes."""
     buckets: dict[tuple, list[int]] = {}
+    # parts of a slot (families/regions.py) are the owner's: a swap must keep which parts overlap
+    apart = asymmetric_procs(procs, [prog.code for prog in programs])
     for proc, prog in zip(procs, programs, strict=True):
         if not proc.whole_warp:
             continue
-        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code)
+        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code,
+               apart.get(proc.index))
         buckets.setdefault(key, []).append(proc.index)
     return [g for g in buckets.values() if len(g) > 1]
 

@@ -42,6 +42,7 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_PART,
+    R_REGION,
     R_SPACE,
     READ,
     SPACE_DATA,
@@ -152,7 +153,7 @@ class AsyncAgentOps:
             if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit \
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
-                r = (*r[:R_GRP], -1, r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -283,8 +284,8 @@ class AsyncAgentOps:
         for i in range(lo, hi):
             r = records[i]
             if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
-                w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
-                             *records[i + 1:])
+                landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], r[R_REGION], cur, cur)
+                w.records = (*records[:i], landed, *records[i + 1:])
                 break
         old = w.mbars[m]
         if not old[M_VALID]:
