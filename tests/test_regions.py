@@ -204,3 +204,37 @@ def test_bad_regions_are_input_errors(stmt, code, message, tmp_path, capsys):
 def test_the_emitter_refuses_regions_with_the_reason():
     with pytest.raises(EmitRefused, match="region of its slot"):
         emit(syncverify.load(str(SPECS / "cutlass_epilogue_warp_parts.sync")))
+
+
+
+def _spin_verdict(text: str, where: Path) -> tuple[str, str | None]:
+    """SPIN on the exported model (skipped without spin and a C compiler)."""
+    from syncverify.export import export_model
+    from syncverify.export.spin import run_spin, tools_available
+
+    if tools_available() is not None:
+        pytest.skip(f"needs spin and a C compiler ({tools_available()})")
+    model = export_model(syncverify.load(text, path="t.sync"))
+    spin = run_spin(model.text, where, timeout=60, memlim_mb=512, depth=model.max_depth, cc_flags=("-O0",))
+    return spin.verdict, spin.code
+
+
+@pytest.mark.parametrize("name", ["own parts", "same part of a warpgroup", "adjacent ranges, one writer each",
+                                  "ranges overlapping by one byte", "part against a range in another part"])
+def test_spin_agrees_on_the_exported_regions(name, tmp_path):
+    text = _protocol(CASES[name][0])
+    verdict, code = _spin_verdict(text, tmp_path / "spin")
+    codes = _codes(text)
+    assert verdict == ("violation" if codes else "safe")
+    if codes:
+        assert code in codes | {"SV301", "SV302", "SV303"}
+
+
+def test_a_range_of_loop_variables_is_exported_per_iteration(tmp_path):
+    """Each iteration writes the next 1024 bytes: clean; with a stride of 1536 the second overlaps."""
+    body = ("  if other { for i in 0..2 { write buf bytes STRIDE * i..STRIDE * i + 1024; } }\n"
+            "  if w { first thread { write buf bytes 2048..4096; } }")
+    for stride, race in ((1024, False), (1536, True)):
+        text = _protocol(body.replace("STRIDE", str(stride)))
+        assert bool(_codes(text)) == race
+        assert _spin_verdict(text, tmp_path / f"spin{stride}")[0] == ("violation" if race else "safe")
