@@ -89,6 +89,8 @@ def test_parts_split_the_slot_exactly():
     assert not parts.overlap(OWN_WARP, 0, OWN_WARP, 1, 4096)
     assert parts.overlap(OWN_WARP, 0, WHOLE, 1, 4096)
     assert parts.covers(WHOLE, 0, OWN_WARP, 1, 4096) and not parts.covers(OWN_WARP, 0, WHOLE, 1, 4096)
+    # fewer bytes than parts: not split (no warp gets an empty part that would overlap nothing)
+    assert [parts.bytes(OWN_WARP, p, 2) for p in range(3)] == [(0, 2)] * 3
 
 
 TWO_WARPGROUPS = """protocol t {
@@ -131,6 +133,23 @@ def test_parts_that_a_range_can_tell_apart_are_not_swapped():
     other_buf = _protocol("  if w { write buf part warp; }\n  if other { read buf2 bytes 0..16; }", warps=4,
                           extra="smem buf2 bytes 64;")
     assert _groups(other_buf) == [[0, 1, 2, 3]]
+
+
+CLUSTER_PARTS = """protocol t {
+  cluster 2;
+  cta threads 128;
+  role w = warps 0..4;
+  smem buf bytes 4096;
+  if w { write buf part warp; }
+}
+"""
+
+
+def test_each_ctas_parts_stay_symmetric_unless_a_peer_writes_them():
+    assert sorted(_groups(CLUSTER_PARTS)) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # a part written into the peer CTA's buffer overlaps the peer's own warp with the same index
+    remote = CLUSTER_PARTS.replace("write buf part warp;", "write buf part warp; write buf part warp @ cta ^ 1;")
+    assert _groups(remote) == []
 
 
 def test_warpgroup_parts_swap_only_within_a_warpgroup():

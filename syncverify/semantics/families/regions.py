@@ -61,7 +61,9 @@ def region_of(op: Access) -> int | None:
 class Parts:
     """Which part of a slot each process owns: its position among the processes (or the
     warpgroups) of its CTA, role and role instance, the slot split into that many equal
-    parts (the last takes the remainder)."""
+    parts (the last takes the remainder). A slot of fewer bytes than parts is not split
+    (every part is the whole slot): parts stay non-empty, which the symmetry argument needs
+    (an empty part would overlap nothing, unlike its siblings)."""
 
     def __init__(self, procs: list[Process]):
         units: dict[tuple, list[Process]] = {}
@@ -84,6 +86,8 @@ class Parts:
             return (region >> 32) - 1, region & 0xFFFFFFFF
         i, n = self.warp[owner] if region == OWN_WARP else self.group[owner]
         step = size // n
+        if step == 0:
+            return 0, size
         return i * step, size if i == n - 1 else (i + 1) * step
 
     def overlap(self, ra: int, oa: int, rb: int, ob: int, size: int) -> bool:
@@ -103,14 +107,15 @@ class Parts:
         return alo <= blo and bhi <= ahi
 
 
-def part_buffers(code: object) -> dict[str, set[str]]:
-    """The buffers a compiled program accesses by region: name -> {"warp", "warpgroup", "bytes"}."""
-    out: dict[str, set[str]] = {}
+def part_buffers(code: object) -> dict[str, set[tuple[str, bool]]]:
+    """The buffers a compiled program accesses by region: name -> {(kind, remote)}, kind one of
+    "warp", "warpgroup", "bytes"; remote: the access is to a peer CTA's buffer."""
+    out: dict[str, set[tuple[str, bool]]] = {}
 
     def walk(obj: object) -> None:
         if isinstance(obj, Access):
             if obj.part is not None or obj.lo is not None:
-                out.setdefault(obj.buf.name, set()).add(obj.part or "bytes")
+                out.setdefault(obj.buf.name, set()).add((obj.part or "bytes", obj.remote is not None))
             return
         if isinstance(obj, tuple):
             for x in obj:
@@ -133,21 +138,28 @@ def asymmetric_procs(procs: list[Process], codes: list[object]) -> dict[int, obj
     equal, which any permutation within the unit keeps. That fails when the buffer is also
     accessed by an explicit range, by parts of another unit or of the other division (warp 0's
     part overlaps some ranges that warp 1's does not): such processes keep their identity.
-    Warpgroup parts are shared by the warps of one warpgroup, so they swap only within it."""
-    users: dict[str, set[tuple]] = {}
+    Warpgroup parts are shared by the warps of one warpgroup, so they swap only within it.
+    Each CTA's buffers are apart from the others' unless a region access reaches a peer's."""
     per_proc = [part_buffers(c) for c in codes]
+    remote = {name for bufs in per_proc for name, kinds in bufs.items() if any(r for _, r in kinds)}
+    users: dict[tuple, set[tuple]] = {}
+
+    def pool(name: str, p: Process) -> tuple:
+        return (name, None if name in remote else p.cta)
+
     for p, bufs in zip(procs, per_proc, strict=True):
         for name, kinds in bufs.items():
-            for k in kinds:
-                users.setdefault(name, set()).add((p.cta, p.role, p.instance, k) if k != "bytes" else ("bytes",))
+            for k, _ in kinds:
+                users.setdefault(pool(name, p), set()).add((p.cta, p.role, p.instance, k) if k != "bytes"
+                                                           else ("bytes",))
     out: dict[int, object] = {}
     for p, bufs in zip(procs, per_proc, strict=True):
         extra: list[object] = []
         for name, kinds in sorted(bufs.items()):
-            if len(users[name]) > 1:
+            if len(users[pool(name, p)]) > 1:
                 extra = ["identity", p.index]
                 break
-            if "warpgroup" in kinds:
+            if any(k == "warpgroup" for k, _ in kinds):
                 extra.append(("warpgroup", p.warp // 4))
         if extra:
             out[p.index] = tuple(extra)
