@@ -202,6 +202,16 @@ def test_bmc_agrees_with_the_explicit_engine_on_regions(name):
     assert bool(ref) == bool(got) and got <= ref | ({"SV301", "SV302"} if ref & {"SV301", "SV302"} else set())
 
 
+def test_bmc_pairs_warps_writing_their_own_parts_and_not_those_a_range_tells_apart():
+    from syncverify.engines.bmc import BMC
+
+    own = _protocol("  if w { write buf part warp; }", warps=3)
+    pairs = BMC(Machine(syncverify.load(own, path="t.sync"))).enc.symmetric_pairs()
+    assert [(a, b) for a, b, _ in pairs] == [(0, 1), (0, 2), (1, 2)]
+    told = _protocol("  if w { write buf part warp; }\n  if other { read buf bytes 0..16; }", warps=3)
+    assert BMC(Machine(syncverify.load(told, path="t.sync"))).enc.symmetric_pairs() == []
+
+
 # ---- input errors and the other back ends ---------------------------------------------------
 
 @pytest.mark.parametrize("stmt, code, message", [
