@@ -208,12 +208,19 @@ class Syncwarp:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """A generic-proxy `read` or `write` of a buffer slot (remote: DSMEM)."""
+    """A generic-proxy `read` or `write` of a buffer slot (remote: DSMEM).
+
+    ``part`` / ``lo``..``hi``: the region of the slot it touches (semantics.families.regions):
+    the executing warp's (warpgroup's) part of the slot, or the bytes ``lo ..< hi``; neither:
+    the whole slot."""
 
     kind: Literal["read", "write"]
     buf: Ref
     remote: Expr | None
     span: Span
+    part: Literal["warp", "warpgroup"] | None = None
+    lo: Expr | None = None
+    hi: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

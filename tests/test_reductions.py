@@ -20,7 +20,7 @@ from syncverify.semantics.machine import Machine
 from syncverify.semantics.symmetry import symmetry_groups
 
 SPECS = sorted(Path(__file__).resolve().parent.parent.joinpath("specs").glob("*.sync"))
-SMALL = {"ITERS": 3, "ROUNDS": 2, "CONSUMERS": 1, "STAGES": 2}
+SMALL = {"ITERS": 3, "ROUNDS": 2, "CONSUMERS": 1, "STAGES": 2, "EPI_WARPS": 2}
 MODES = {"por": (True, False), "symmetry": (False, True), "none": (False, False)}
 BUDGET = Budget(max_states=30_000, seconds=60)
 UNREDUCED_BUDGET = Budget(max_states=12_000, seconds=60)

@@ -34,6 +34,12 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
                 "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "
                 "mbarrier arrive before the peer's init is visible, as in specs/peer_init_race.sync) to run it on a "
                 "Hopper GPU")
+        if isinstance(s.op, ir.Access) and (s.op.part is not None or s.op.lo is not None):
+            raise EmitRefused(
+                f"{protocol.path}:{s.line}: `{s.op.kind} {s.op.buf.name}` touches a region of its slot "
+                "(`part ...` / `bytes LO..HI`); the emitted kernel stamps and checks whole slots, so it cannot "
+                "tell which write a read of another part should see. Check the protocol with the explicit or "
+                "bmc engine; to run it, give each warp a slot of its own")
         if isinstance(s.op, ir.WgmmaRead):
             decl = protocol.buffer(s.op.buf.name)
             if decl.bytes < WGMMA_TILE_BYTES:

@@ -119,6 +119,7 @@ class Record:
     part: int
     is_async: bool = False
     event: Event | None = None
+    region: int = 0  # DATA: the bytes of the slot it touches (semantics.families.regions; 0: all)
 
 
 @dataclass
@@ -421,8 +422,11 @@ class Encoding(EncodingSymmetry):
         elif kind is ir.Access:
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
+                region, e.error = _static(mach._region, op, slot[0], env, ctx)
+            if e.error is None:
                 e.key = (e.cta, *slot)
-                e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e))
+                e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e,
+                                                   region=region))
         elif kind is ir.TmaLoad:
             self._copy_event(e, ins, env, ctx)
         elif kind in (ir.WgmmaRead, ir.TmaStore):

@@ -68,8 +68,8 @@ class EncodingSymmetry:
                 return None
             for r, q in zip(rx, ry, strict=True):
                 ra, rb = self.records[r], self.records[q]
-                if (ra.space, ra.key, ra.kind, ra.part, ra.is_async, ra.owner, rb.owner) != \
-                        (rb.space, rb.key, rb.kind, rb.part, rb.is_async, a, b):
+                if (ra.space, ra.key, ra.kind, ra.part, ra.is_async, ra.region, ra.owner, rb.owner) != \
+                        (rb.space, rb.key, rb.kind, rb.part, rb.is_async, rb.region, a, b):
                     return None
                 rmap[r], rmap[q] = q, r
         hmap = self.holder_swap(a, b)

@@ -39,6 +39,7 @@ from ..diagnostics import InputError
 from ..expr import Context, EvalError, evaluate
 from ..lang.choices import open_choices
 from ..semantics import rules
+from ..semantics.families.regions import WHOLE, region_of
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program, lane_part
 from ..semantics.state import F_ASYNC, F_INFLIGHT, FULL, LEADER, READ, WRITE
@@ -123,6 +124,8 @@ class ExportError(Exception):
     """The protocol cannot be exported faithfully (or is not well formed); the message says why."""
 
 
+WHOLE_HI = 1 << 30  # the end of a whole-slot region (past every slot's bytes)
+
 @dataclass
 class _KeyUse:
     """What the straight-line run of every process does to one buffer slot of one CTA."""
@@ -131,12 +134,15 @@ class _KeyUse:
     async_reads: int = 0
     copies: int = 0
     generic_writes: int = 0
+    region_writers: set[tuple[int, int, int]] = field(default_factory=set)  # (process, lo, hi) of region writes
 
     def capacity(self) -> int:
         """Live records of the slot never exceed this (see `_add_read` / `_add_write` in machine.py):
-        one generic read per (process, part), every async read and copy until a generic write
-        drops them, the latest generic write and the one it superseded."""
-        return len(self.generic_readers) + self.async_reads + self.copies + (2 if self.generic_writes else 0)
+        one generic read per (process, part, region), every async read and copy until a generic
+        write drops them, the latest generic write and the one it superseded (where parts of the
+        slot are written separately: the latest write of each writer and region, and one more)."""
+        writes = (len(self.region_writers) + 2 if self.region_writers else 2) if self.generic_writes else 0
+        return len(self.generic_readers) + self.async_reads + self.copies + writes
 
 
 @dataclass
@@ -151,6 +157,7 @@ class _Facts:
     nb_ids: set[int] = field(default_factory=set)
     waiters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     remote_release: bool = False
+    regions: bool = False  # some access touches a region of its slot (families/regions.py)
     tmem_pairs: bool = False
     steps: int = 0  # every step of every process and agent on any path: a bound on SPIN's search depth
 
@@ -199,6 +206,11 @@ class _Exporter:
         self.track_akn = any(k.generic_writes for k in self.facts.keys.values())
         self.track_grp = any(k.async_reads for k in self.facts.keys.values())
         self.keep_superseded = self.facts.remote_release and self.track_akn
+        self.track_region = self.facts.regions
+        if self.track_region and self.keep_superseded:
+            raise ExportError("regions of slots (`part ...` / `bytes LO..HI`) in a protocol that releases generic "
+                              "data to a peer CTA's barrier: the superseded writes the SV602 check keeps are not "
+                              "mirrored per region; not exported")
         self.cap = max([k.capacity() for k in self.facts.keys.values()] + [1])
         ids = sorted(self.facts.nb_ids) or [0]
         self.id_min, self.nids = ids[0], ids[-1] - ids[0] + 1
@@ -260,6 +272,20 @@ class _Exporter:
     def _refuse(self, code: str, line: int, msg: str) -> ExportError:
         return ExportError(f"line {line}: {code}: {msg} (`syncverify check` reports this; the export needs a "
                            "protocol free of it)")
+
+    def region_bytes(self, op: ir.Access, p: int, env: dict) -> tuple[int, int]:
+        """The bytes of its slot an access by ``p`` touches (regions.Parts.bytes); the whole slot is
+        0..WHOLE_HI, which overlaps and is covered exactly as the engine's whole-slot region is."""
+        region = region_of(op)
+        decl = self.protocol.buffer(op.buf.name)
+        if region is None:
+            lo, hi = self._val(op.lo, p, env, "byte range"), self._val(op.hi, p, env, "byte range")
+            if not 0 <= lo < hi <= decl.bytes:
+                raise self._refuse("SV104", op.span.line, f"bytes {lo}..{hi} outside `{op.buf.name}`")
+            return lo, hi
+        if region == WHOLE:
+            return 0, WHOLE_HI
+        return self.machine.parts.bytes(region, p, decl.bytes)
 
     def _visit(self, facts: _Facts, p: int, ins, env: dict) -> None:
         op = ins.op
@@ -336,10 +362,14 @@ class _Exporter:
             facts.nb_ids.add(bar_id)
         elif isinstance(op, ir.Access):
             k = key(op.buf, target(op.remote))
+            lo, hi = self.region_bytes(op, p, env)
+            facts.regions |= (lo, hi) != (0, WHOLE_HI)
             if op.kind == "write":
                 facts.keys[k].generic_writes += 1
+                if (lo, hi) != (0, WHOLE_HI):
+                    facts.keys[k].region_writers.add((p, lo, hi))
             else:
-                facts.keys[k].generic_readers.add((p, part))
+                facts.keys[k].generic_readers.add((p, part, lo, hi))
         elif isinstance(op, ir.TmaLoad) and op.cta_group == 2:
             raise ExportError(f"line {line}: `tma.load cta_group 2` is not exported (a 2-SM copy signalled on the "
                               "pair leader's barrier has no Promela counterpart yet); check this protocol with "
@@ -493,6 +523,8 @@ class _Exporter:
         w("")
         w("typedef Mask { int w[NW] }")
         fields = ["bit kind", "byte owner", "byte part", "byte flags", "short site"]
+        if self.track_region:
+            fields += ["int lo", "int hi"]  # the bytes of the slot it touches (semantics/families/regions.py)
         if self.track_grp:
             fields.append("short grp")
         fields.append("int kn[NW]")
@@ -518,6 +550,8 @@ class _Exporter:
         if self.facts.tmem_pairs:
             w(f"byte tm_arr[{self.ntm}]; short tm_gen[{self.ntm}];")
         w("hidden int _q, _m, _t, _c, _n, _x, _j, _a, _b, _r, _w, _l;")
+        if self.track_region:
+            w(f"hidden int _lo, _hi = {WHOLE_HI};   /* the region of the access being made (whole: 0..{WHOLE_HI}) */")
         w("hidden int _mb0, _mb1, _mb2, _mb3, _mb4;   /* a barrier's fields after a rule (mb_update) */")
         w("hidden byte " + ", ".join(CODES) + ";   /* always 0: they name the check in SPIN's report */")
         w("")
@@ -615,7 +649,8 @@ class _Exporter:
             "  x = q * CAP + now.nrec[q]++;",
             "  memset(&now.R[x], 0, sizeof(now.R[0]));",
             "  now.R[x].kind = kind; now.R[x].owner = owner; now.R[x].part = part; now.R[x].flags = flags;",
-            "  now.R[x].site = site;" + (" now.R[x].grp = grp;" if grp else " (void) grp;"),
+            "  now.R[x].site = site;" + (" now.R[x].grp = grp;" if grp else " (void) grp;")
+            + (" now.R[x].lo = _lo; now.R[x].hi = _hi;" if self.track_region else ""),
             "  return x;",
             "}",
             "/* the newest write of key q is the one flagged 16 (the engine's highest epoch) */",
@@ -637,7 +672,8 @@ class _Exporter:
             "static int race_scan(int q, int me, int part, int lw, int lm, int kind) {",
             "  int x;",
             "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) {",
-            "    if ((now.R[x].kind == 0 && kind == 0) || (now.R[x].flags & 8)) continue;",
+            "    if ((now.R[x].kind == 0 && kind == 0) || (now.R[x].flags & 8)) continue;"
+            + (" if (now.R[x].lo >= _hi || _lo >= now.R[x].hi) continue;" if self.track_region else ""),
             "    if (!(now.R[x].flags & 2)",
             "        && ((now.R[x].owner == me && !(now.R[x].flags & 1) && now.R[x].part == part)",
             "        || (now.R[x].kn[lw] & lm) == lm)) continue;",
@@ -651,8 +687,9 @@ class _Exporter:
                 "/* machine._conflicts, async side: a generic write of key q not fenced into the async proxy */",
                 "static int unfenced(int q, int lw, int lm) {",
                 "  int x;",
-                "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++)",
-                "    if (now.R[x].kind == 1 && !(now.R[x].flags & 9) && (now.R[x].akn[lw] & lm) != lm) return 1;",
+                "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) {"
+                + (" if (now.R[x].lo >= _hi || _lo >= now.R[x].hi) continue;" if self.track_region else ""),
+                "    if (now.R[x].kind == 1 && !(now.R[x].flags & 9) && (now.R[x].akn[lw] & lm) != lm) return 1; }",
                 "  return 0;",
                 "}",
                 "/* fence.proxy.async: this process's generic writes become visible to the async proxy */",
@@ -668,7 +705,8 @@ class _Exporter:
             "static void drop_reads(int q, int me, int part) {",
             "  int x = q * CAP;",
             "  while (x < q * CAP + now.nrec[q]) {",
-            "    if (now.R[x].kind == 0 && now.R[x].owner == me && now.R[x].part == part && !(now.R[x].flags & 1))",
+            "    if (now.R[x].kind == 0 && now.R[x].owner == me && now.R[x].part == part && !(now.R[x].flags & 1)"
+            + (" && now.R[x].lo == _lo && now.R[x].hi == _hi" if self.track_region else "") + ")",
             "      rec_remove(q, x);",
             "    else x++;",
             "  }",
@@ -678,6 +716,10 @@ class _Exporter:
             "static void write_reset(int q, int keep) {",
             "  int x, latest = -1;",
             "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) if (now.R[x].flags & 16) latest = x;",
+            *(["  /* regions: only the records whose bytes the write covers go (keep is 0 here) */",
+               "  if (!keep) { x = q * CAP; while (x < q * CAP + now.nrec[q])",
+               "    if (_lo <= now.R[x].lo && now.R[x].hi <= _hi) rec_remove(q, x); else x++; return; }"]
+              if self.track_region else []),
             "  if (!keep || latest < 0) { while (now.nrec[q] > 0) rec_remove(q, q * CAP); return; }",
             "  now.R[q * CAP] = now.R[latest]; now.R[q * CAP].flags |= 8;",
             "  while (now.nrec[q] > 1) rec_remove(q, q * CAP + 1);",
@@ -970,9 +1012,21 @@ class _Exporter:
                 b.append(f"if :: _c != {cta} -> assert(alive_procs[_c] > 0 || SV404); "
                          f"assert((skn[_c].w[lw] & {lanes}) == {lanes} || SV404) :: else -> skip fi;")
             kind = WRITE if op.kind == "write" else READ
+            region = self.track_region and region_of(op) != WHOLE
+            if region:  # semantics/families/regions.py: the bytes of the slot this access touches
+                if region_of(op) is None:
+                    b.append(f"_lo = {E(op.lo)}; _hi = {E(op.hi)};")
+                else:  # the owner's part: processes of identical code share a proctype, so by `me`
+                    ends = [self.region_bytes(op, q, {}) for q in range(len(self.machine.procs))]
+                    pick = lambda i: " : ".join(  # noqa: E731
+                        [f"(me == {q} -> {e[i]}" for q, e in enumerate(ends[:-1])] + [str(ends[-1][i])]) \
+                        + ")" * (len(ends) - 1)
+                    b.append(f"_lo = {pick(0)}; _hi = {pick(1)};")
             b += self.conflicts(part, lanes, kind, False)
             b += (self.add_write(part, lanes, line, False) if kind == WRITE
                   else self.add_read(p, part, lanes, line, None))
+            if region:
+                b.append(f"_lo = 0; _hi = {WHOLE_HI};")
         elif isinstance(op, ir.TmaLoad):
             nbytes = E(op.tx_bytes)
             dests = list(range(self.ncta)) if op.multicast is not None else [cta]

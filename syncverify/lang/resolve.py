@@ -59,8 +59,8 @@ OPERATIONS: dict[str, OpSpec] = {
     "cluster.arrive": _spec(".relaxed .release .aligned"),
     "cluster.wait": _spec(".acquire .aligned"),
     "cluster.sync": _spec(".aligned"),
-    "read": _spec("", (1, 1), "remote"),
-    "write": _spec("", (1, 1), "remote"),
+    "read": _spec("", (1, 1), "remote part range"),
+    "write": _spec("", (1, 1), "remote part range"),
     "tma.load": _spec(".cta_group::1 .cta_group::2", (1, 1), "bytes target multicast cta_group", "target"),
     "tma.store": _spec("", (1, 1), "bytes"),
     "bulk.commit": _spec(),
@@ -89,16 +89,19 @@ OPERATIONS: dict[str, OpSpec] = {
 }
 _ALIASES = {"try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
-                 "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote"}
+                 "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote",
+                 "c_part": "part", "c_range": "range"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
-                  "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA"}
+                  "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA",
+                  "part": "part warp", "range": "bytes LO..HI"}
 # How the operations most often given the wrong operands are written.
 _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
           "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
           "expect_tx": "expect_tx BAR bytes N", "complete_tx": "complete_tx BAR bytes N [@ CTA]",
           "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "barrier.sync": "barrier.sync ID[, N]",
-          "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [@ CTA]",
-          "write": "write BUF [@ CTA]", "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
+          "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [part warp | bytes LO..HI] [@ CTA]",
+          "write": "write BUF [part warp | bytes LO..HI] [@ CTA]",
+          "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
           "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
@@ -747,7 +750,7 @@ class Resolver:
                         self.error("SV110", f"`{name}` does not take `{_CLAUSE_SYNTAX[word]}` (it takes: {allowed})",
                                    self.span(child))
                     return None
-                clauses[word] = child.children[0]
+                clauses[word] = child if child.data == "c_range" else child.children[0]
         # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing after the head.
         word = str(operands[0].children[0]) if operands and operands[0].data == "name" else ""
         if (word in _OP_WORDS and self.span(operands[0]).line > head_span.end_line and word not in self.kinds
@@ -1016,7 +1019,32 @@ class Resolver:
     def _access(self, kind, span, operands, clauses):
         buf = self.ref(operands[0], "buffer")
         remote = self._remote(clauses)
-        return ir.Access(kind, buf, remote, span) if buf else None
+        if buf is None:
+            return None
+        part, lo, hi = self._region(buf, clauses)
+        return ir.Access(kind, buf, remote, span, part, lo, hi)
+
+    def _region(self, buf: ir.Ref, clauses) -> tuple[str | None, ir.Expr | None, ir.Expr | None]:
+        """`part warp|warpgroup` or `bytes LO..HI` of an access (regions of a slot, §8.4)."""
+        if "part" in clauses and "range" in clauses:
+            self.error("SV110", "an access takes `part ...` or `bytes LO..HI`, not both", self.span(clauses["range"]))
+            return None, None, None
+        if "part" in clauses:
+            word = str(clauses["part"])
+            if word not in ("warp", "warpgroup"):
+                self.error("SV110", f"`part {word}`: a slot is split by `part warp` or `part warpgroup`",
+                           self.span(clauses["part"]))
+                return None, None, None
+            return word, None, None
+        if "range" not in clauses:
+            return None, None, None
+        t = clauses["range"]
+        lo, hi = self.expr(t.children[0]), self.expr(t.children[1])
+        size = self.buffers[buf.name].bytes
+        if isinstance(lo, ir.Const) and isinstance(hi, ir.Const) and not 0 <= lo.value < hi.value <= size:
+            self.error("SV104", f"bytes {lo.value}..{hi.value} is not a non-empty range inside `{buf.name}`'s "
+                       f"{size}-byte slots (half-open: LO..HI covers LO up to HI-1)", self.span(t))
+        return None, lo, hi
 
     def op_read(self, span, quals, operands, clauses):
         return self._access("read", span, operands, clauses)

@@ -61,6 +61,7 @@ from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
+from .families.regions import Parts
 from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
 from .families.tcgen05 import Tcgen05Ops
 from .program import (
@@ -132,6 +133,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
                     self.mb_names.append((cta, mb.name, i))
         self.buf_index = {b.name: n for n, b in enumerate(protocol.buffers)}
         self.holders = Holders(len(self.procs), len(self.mb_names), self.ncta)
+        self.parts = Parts(self.procs)  # which part of a slot each process owns (families/regions.py)
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
@@ -225,7 +227,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
             mask = 0
             for p in self.procs_of_cta[c]:
                 mask |= self.holders.proc_mask(p)
-            records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, mask, mask))
+            records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, 0, mask, mask))
         # the cta_group 2 rendezvous of each pair, then each CTA's allocated columns (as (columns, 0))
         tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta)
         state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),

@@ -32,9 +32,10 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 # record fields
-R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_AKNOWN, R_KNOWN = range(13)
+R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_REGION, R_AKNOWN, R_KNOWN = \
+    range(14)
 # The two knowledge sets are the last fields: the updates below rebuild a record by unpacking its
-# other eleven fields into a new tuple, about twice as fast as slicing them out (`(*r[:11], a, k)`)
+# other twelve fields into a new tuple, about twice as fast as slicing them out (`(*r[:12], a, k)`)
 # on the updates that run on every synchronizing step.
 # spaces: data slots, mbarrier init records, CTA start records
 SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's observation of a phase
@@ -141,8 +142,8 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
             if nk != known or na != aknown:
                 if out is None:
                     out = list(records)
-                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
         return records if out is None else tuple(out)
     return _transfer(records, source_mask, target_bit)
 
@@ -163,8 +164,8 @@ def release_partial(records: tuple, source_mask: int, narrow_mask: int, target_b
         if nk != known or na != aknown:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
     return records if out is None else tuple(out)
 
 
@@ -178,8 +179,8 @@ def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
         if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & source_mask and (r[R_KNOWN] & target_mask) != target_mask:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown, known = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown | target_mask, known | target_mask)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown, known = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown | target_mask, known | target_mask)
     return records if out is None else tuple(out)
 
 
@@ -205,8 +206,8 @@ def _transfer(records: tuple, source: int, target: int) -> tuple:
         if nk != known or na != aknown:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
     return records if out is None else tuple(out)
 
 
@@ -226,8 +227,8 @@ def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
             if nk != known or na != aknown:
                 if out is None:
                     out = list(records)
-                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
     return records if out is None else tuple(out)
 
 
@@ -237,6 +238,6 @@ def clear_bits(records: tuple, mask: int) -> tuple:
         if (r[R_KNOWN] | r[R_AKNOWN]) & mask:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown, known = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown & ~mask, known & ~mask)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown, known = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown & ~mask, known & ~mask)
     return records if out is None else tuple(out)

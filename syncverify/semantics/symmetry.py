@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..expr import free_names
+from .families.regions import asymmetric_procs
 from .program import Instr, Process, Program, wgmma_teams
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
@@ -55,13 +56,16 @@ def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[
     """Groups (of two or more) of interchangeable processes."""
     buckets: dict[tuple, list[int]] = {}
     teams = wgmma_teams(procs, programs)
+    # parts of a slot (families/regions.py) are the owner's: a swap must keep which parts overlap
+    apart = asymmetric_procs(procs, [prog.code for prog in programs])
     for proc, prog in zip(procs, programs, strict=True):
         if not proc.whole_warp or _uses_tcgen05(prog.code):
             continue
         # warps that share wgmma-groups are told apart from the other warpgroups' (a swap across
-        # warpgroups would move a read to a warp whose waits do not retire it)
+        # warpgroups would move a read to a warp whose waits do not retire it); parts of a slot
+        # (families/regions.py) are the owner's: a swap must keep which parts overlap
         key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code,
-               proc.warp // 4 if teams[proc.index] else None)
+               proc.warp // 4 if teams[proc.index] else None, apart.get(proc.index))
         buckets.setdefault(key, []).append(proc.index)
     return [g for g in buckets.values() if len(g) > 1]
 

@@ -45,6 +45,7 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_PART,
+    R_REGION,
     R_SPACE,
     READ,
     SPACE_DATA,
@@ -187,7 +188,7 @@ class AsyncAgentOps:
             if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit \
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
-                r = (*r[:R_GRP], -1, r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -230,7 +231,7 @@ class AsyncAgentOps:
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
                 known = r[R_KNOWN] | learn
                 r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
-                     r[R_AKNOWN] | learn, known)
+                     r[R_REGION], r[R_AKNOWN] | learn, known)
                 if out is None:
                     out = list(w.records)
                 out[i] = r
@@ -349,8 +350,8 @@ class AsyncAgentOps:
         for i in range(lo, hi):
             r = records[i]
             if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
-                w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
-                             *records[i + 1:])
+                landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], r[R_REGION], cur, cur)
+                w.records = (*records[:i], landed, *records[i + 1:])
                 break
         old = w.mbars[m]
         if not old[M_VALID]:

@@ -178,7 +178,7 @@ class MbarrierOps:
         w.records = tuple(r for r in w.records
                           if not (r[R_SPACE] in (SPACE_INIT, SPACE_OBS) and r[R_CTA] == proc.cta
                                   and r[R_OBJ] in inited and (r[R_SPACE] == SPACE_OBS or r[R_SLOT] == 0)))
-        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes)
+        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, 0, lanes)
                                    for m in targets))
         return True
 
@@ -343,7 +343,7 @@ class MbarrierOps:
             records = w.records
             lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
             w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
-                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, 0, lanes, lanes))
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.

@@ -55,6 +55,7 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_PART,
+    R_REGION,
     R_SPACE,
     READ,
     SPACE_DATA,
@@ -67,6 +68,7 @@ from ..state import (
     clear_bits,
     release,
 )
+from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
 # TC_COMMITTED) an mma/cp tracked by the commit with tag TC_COMMITTED - R_GRP.
@@ -221,7 +223,7 @@ class Tcgen05Ops:
             keep = [r for r in w.records if not (r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p)]
         # R_EPOCH: the issue order of the region's live records (_pipelined reads it)
         epoch = 1 + max((r[R_EPOCH] for r in keep if r[:4] == key), default=0)
-        keep.append((*key, kind, p, part, line, flags, epoch, grp, 0, 0))
+        keep.append((*key, kind, p, part, line, flags, epoch, grp, WHOLE, 0, 0))
         w.records = tuple(keep)
 
     # ------------------------------------------------------------------ operations
@@ -271,7 +273,8 @@ class Tcgen05Ops:
                     not (waiter == LEADER and r[R_PART] != LEADER):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
                 learn |= self.holders.tc_fenced(p, learn)
-                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], -1, r[R_AKNOWN], r[R_KNOWN] | learn)
+                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], -1, r[R_REGION], r[R_AKNOWN],
+                     r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -386,7 +389,7 @@ class Tcgen05Ops:
             if 0 <= t <= tag:
                 # complete; it keeps its tag while a commit that also tracks it is in flight
                 r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], r[R_GRP] if latest >= t else -1,
-                     r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
+                     r[R_REGION], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
             out.append(r)
         w.records = tuple(out)
         snap = self.holders.tc_snap(p, tag)
