@@ -6,6 +6,7 @@ exactly stays refused."""
 from __future__ import annotations
 
 import pytest
+from exhaustive_programs import Scope, programs, render
 
 import syncverify
 from syncverify.check import Options, check_protocol
@@ -143,3 +144,25 @@ def test_commit_of_a_whole_warp_stays_refused():
         "elect {  }", "tcgen05.commit full;")
     res = _check(text, "bmc")
     assert res.verdict is Verdict.INCONCLUSIVE and "tcgen05.commit" in res.coverage, res.coverage
+
+
+# Generated programs (tests/exhaustive_programs.py) with a commit by an elected lane beside the
+# barrier operations, copies and accesses it interacts with: two body warps, up to two statements.
+COMMITS = Scope("commits", 1, 2, ((2, 1), (2, 0)), atoms=("umma.commit", "arrive", "wait0", "wait1", "wait_k",
+                                                          "wait_k1", "tma.load", "read", "write"),
+                wrappers=("elect",), trips=(2,))
+
+
+def test_bmc_agrees_on_generated_commit_programs():
+    """Every 100th generated program that commits: bmc's verdict equals the explicit engine's, its
+    codes among the explicit engine's."""
+    texts = [t for t in (render(COMMITS, p) for p in programs(COMMITS)) if "umma.commit" in t]
+    agree = 0
+    for text in texts[::100]:
+        protocol = syncverify.load(text, path="g.sync")
+        ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
+        res = check_protocol(protocol, Options(engine="bmc", timeout=120))
+        assert ref.verdict in (Verdict.SAFE, Verdict.VIOLATION), (ref.coverage, text)
+        assert res.verdict == ref.verdict and _errors(res) <= _errors(ref), (res.coverage, ref.coverage, text)
+        agree += 1
+    assert agree >= 10
