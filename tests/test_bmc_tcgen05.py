@@ -139,6 +139,19 @@ def test_two_commits_in_flight_arrive_in_order():
     assert res.verdict == ref.verdict and _errors(res) <= _errors(ref), (res.coverage, ref.coverage)
 
 
+def test_commit_order_assumption_decides_an_exit_in_both_engines():
+    """The epilogue waits for the second commit only, then the CTA exits. With arrivals in issue
+    order the first has landed by then (safe); without that assumption it may still be in flight
+    (SV404). Both engines say so under each assumption."""
+    text = TWO_BARS.format(mma="tcgen05.commit a; tcgen05.commit b;", epi="wait b parity 0;")
+    protocol = syncverify.load(text, path="t.sync")
+    for in_order, want in ((True, set()), (False, {"SV404"})):
+        got = [check_protocol(protocol, Options(engine=engine, timeout=120, assume_tcgen05_commit_order=in_order))
+               for engine in ("explicit", "bmc")]
+        verdict = Verdict.VIOLATION if want else Verdict.SAFE
+        assert [(r.verdict, _errors(r)) for r in got] == [(verdict, want)] * 2, [r.coverage for r in got]
+
+
 def test_commit_of_a_whole_warp_stays_refused():
     text = RING.format(iters=1, commit="", epi_wait="wait full parity t % 2;").replace(
         "elect {  }", "tcgen05.commit full;")
