@@ -167,8 +167,10 @@ COMMITS = Scope("commits", 1, 2, ((2, 1), (2, 0)), atoms=("umma.commit", "arrive
 
 
 def test_bmc_agrees_on_generated_commit_programs():
-    """Every 100th generated program that commits: bmc's verdict equals the explicit engine's, its
-    codes among the explicit engine's."""
+    """Every 100th generated program that commits: bmc's verdict equals the explicit engine's (as
+    tests/diff_engines.py compares them: a program with several bugs may have bmc's shortest
+    counterexample end in another one than the explicit engine's first, e.g. SV303 of two copies
+    beside its SV301; a bmc violation is always one the machine confirmed by replay)."""
     texts = [t for t in (render(COMMITS, p) for p in programs(COMMITS)) if "umma.commit" in t]
     agree = 0
     for text in texts[::100]:
@@ -176,6 +178,7 @@ def test_bmc_agrees_on_generated_commit_programs():
         ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
         res = check_protocol(protocol, Options(engine="bmc", timeout=120))
         assert ref.verdict in (Verdict.SAFE, Verdict.VIOLATION), (ref.coverage, text)
-        assert res.verdict == ref.verdict and _errors(res) <= _errors(ref), (res.coverage, ref.coverage, text)
+        assert res.verdict == ref.verdict, (res.coverage, ref.coverage, text)
+        assert res.verdict is Verdict.SAFE or _errors(res), res.coverage
         agree += 1
     assert agree >= 10
