@@ -370,7 +370,8 @@ def blackwell_op_name(op: Op | None) -> str | None:
 
 def tensor_core_async(op: Op | None) -> bool:
     """A tcgen05 commit, mma/cp, ld/st, wait or fence, or a 2-SM copy: the operations that only the
-    explicit machine models (the bmc encoding and the Promela export refuse them)."""
+    explicit machine models in full (the Promela export refuses them; the bmc encoding refuses
+    them too, except a commit that is the protocol's only one of them: docs/engines.md)."""
     return isinstance(op, UmmaCommit | TcMma | TmemAccess | TcWait | TcFence) or (
         isinstance(op, TmaLoad) and op.cta_group == 2)
 

@@ -47,8 +47,9 @@ multicast included; generic reads and writes, of the CTA's own shared memory or 
 `cluster.wait`, `cluster.sync`); wgmma and bulk-store reads with their groups (one lane set per
 process); `fence.proxy.async` and `fence.mbarrier_init`; tensor-memory allocation, of one CTA
 (a no-op for the machine) or of a CTA pair (cta_group 2: the pair's warps meet, and an allocation
-must know that the peer CTA runs). Anything else (`inval`, tcgen05 commits) is
-"unsupported" with the reason, not guessed.
+must know that the peer CTA runs); `tcgen05.commit` where it is the protocol's only tcgen05
+operation (families/tcgen05.py, Tcgen05Encoding). Anything else (`inval`, the other tcgen05
+operations) is "unsupported" with the reason, not guessed.
 """
 
 from __future__ import annotations
@@ -70,15 +71,17 @@ from ..semantics.families.async_agents import EVENTS as ASYNC_EVENTS
 from ..semantics.families.async_agents import AsyncAgentEncoding
 from ..semantics.families.barriers import EVENTS as BARRIER_EVENTS
 from ..semantics.families.barriers import BarrierEncoding
-from ..semantics.families.encoding import DATA, INIT, OBS, START, Z3A, Z3Arith
+from ..semantics.families.encoding import COMMIT, DATA, INIT, OBS, START, Z3A, Z3Arith
 from ..semantics.families.lifecycle import LifecycleEncoding
 from ..semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
 from ..semantics.families.mbarrier import MbarrierEncoding
 from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
 from ..semantics.families.memory import MemoryEncoding
+from ..semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS
+from ..semantics.families.tcgen05 import Tcgen05Encoding
 from ..semantics.machine import Machine, Violation
 from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
-from ..semantics.state import AG_TMA, FULL, LEADER
+from ..semantics.state import AG_TMA, AG_UMMA, FULL, LEADER
 from .bmc_symmetry import EncodingSymmetry
 
 SEED = 0
@@ -96,8 +99,6 @@ SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._sy
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
-    ir.UmmaCommit: "`tcgen05.commit` (its asynchronous arrivals, delivered in issue order, and the operations "
-                   "they complete are not encoded)",
     ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
     ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
     ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
@@ -105,7 +106,7 @@ UNSUPPORTED: dict[type, str] = {
 }
 
 # the encoding of each operation type, by family (Step.event)
-EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS}
+EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS, **TCGEN05_EVENTS}
 
 __all__ = ['DATA', 'INIT', 'OBS', 'START', 'Z3A', 'Z3Arith']
 
@@ -125,7 +126,9 @@ class Record:
 @dataclass
 class Copy:
     """One destination CTA of a bulk-tensor load (a multicast has several): an actor of its own,
-    as each destination is an agent of its own in the machine, with its own write record."""
+    as each destination is an agent of its own in the machine, with its own write record. Or
+    (``commit``) the arrival of a tcgen05.commit, with its in-flight flag as its record
+    (families/tcgen05.py, Tcgen05Encoding)."""
 
     event: Event
     cta: int
@@ -133,6 +136,7 @@ class Copy:
     key: tuple  # (cta, buf, slot)
     record: int
     actor: int = -1
+    commit: bool = False
 
 
 @dataclass
@@ -240,7 +244,9 @@ class Encoding(EncodingSymmetry):
             isinstance(e.op, ir.BarSync) and e.nb_count == -1 for evs in self.events for e in evs if e.nb == n)}
         self.tms = sorted({e.tm for evs in self.events for e in evs if e.tm >= 0})  # cta_group 2 rendezvous
         self.tm_procs = [p for p, evs in enumerate(self.events) if any(e.tm >= 0 for e in evs)]
-        self.H = 2 * self.P + 2 * self.M + len(self.nbs) + 2
+        self.commits = [c for c in self.copies if c.commit]
+        self.H0 = 2 * self.P + 2 * self.M + len(self.nbs) + 2
+        self.H = self.H0 + len(self.commits)  # then one holder per commit (snap_holder)
         self.has_cluster_barrier = any(isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)
                                        for evs in self.events for e in evs)
         # SV602 bookkeeping exists only where a release reaches a peer CTA's barrier
@@ -429,6 +435,8 @@ class Encoding(EncodingSymmetry):
                                                    region=region))
         elif kind is ir.TmaLoad:
             self._copy_event(e, ins, env, ctx)
+        elif kind is ir.UmmaCommit:
+            self._commit_event(e, ins, env, ctx)
         elif kind in (ir.WgmmaRead, ir.TmaStore):
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
@@ -483,6 +491,37 @@ class Encoding(EncodingSymmetry):
                 key = (c, *slot)
                 r = self._new_record(Record(DATA, key, 1, e.proc, e.part, is_async=True, event=e))
                 e.copies.append(Copy(e, c, m, key, r))
+
+    def _commit_event(self, e: Event, ins: Instr, env: dict, ctx: Any) -> None:
+        """Machine.op_umma_commit where it tracks nothing: one arrival (an actor, its in-flight
+        flag a record) on the CTA's own barrier. Anything the encoding cannot follow exactly is
+        refused: other tcgen05 operations (what a commit tracks and publishes), several threads
+        committing at once, a multicast commit."""
+        op = ins.op
+        others = [type(o).__name__ for o in ir.ops_of(self.machine.protocol.body)
+                  if ir.tensor_core_async(o) and not isinstance(o, ir.UmmaCommit)]
+        if others:
+            raise Unsupported(f"`tcgen05.commit` in a protocol with other tcgen05 operations ({others[0]}: what a "
+                              f"commit tracks and publishes is not encoded), line {ins.line}")
+        if ins.threads != 1 or op.multicast is not None:
+            raise Unsupported(f"`tcgen05.commit` by {ins.threads} threads or with a multicast mask (only one "
+                              f"thread's commit on its own CTA's barrier is encoded), line {ins.line}")
+        e.m, e.error = _static(self.machine._mbar, None, e.proc, op.bar, e.own, env, ctx)
+        if e.error is None:
+            r = self._new_record(Record(COMMIT, (e.m,), 1, e.proc, e.part, event=e))
+            e.copies.append(Copy(e, e.own, e.m, (), r, commit=True))
+            e.m = -1  # (the barrier is the arrival's: the issue only checks it, as a copy's issue does)
+
+    def snap_holder(self, c: Copy) -> int:
+        """The knowledge holder of what a commit's arrival carries (after the fixed holders)."""
+        return self.H0 + self.commits.index(c)
+
+    def earlier_commits(self, c: Copy) -> list[Copy]:
+        """The arrivals of the same thread's earlier commits, which (in order) land first."""
+        if not self.machine.assume.tcgen05_commit_in_order:
+            return []
+        mine = [x for x in self.commits if x.event.proc == c.event.proc]
+        return mine[:mine.index(c)]
 
     def _fusable(self, e: Event) -> bool:
         """May the event run at once after the one before it, in the same step?
@@ -956,7 +995,8 @@ class Effect:
     dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
-class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, LifecycleEncoding):
+class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, Tcgen05Encoding,
+           LifecycleEncoding):
     """The effects of every actor's possible move from one state."""
 
     def __init__(self, enc: Encoding, S: dict, sel: z3.ArithRef):
@@ -1041,7 +1081,7 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
                 out.append(self.run_of(run, guard, done_before))
         for c in enc.copies:
             if c.event.ordinal < depth:
-                out.append(self.agent(c))
+                out.append(self.commit_arrival(c) if c.commit else self.agent(c))
         return out
 
     def run_of(self, run: list[Event], guard: Any, done_before: list) -> Effect:
@@ -1310,7 +1350,10 @@ class BMC:
         if actor < enc.P:
             run = enc.runs[actor].get(ev(S["pc", actor]).as_long(), [None])
             return [("p", actor)] * len(run)
-        return [self.label(actor)]
+        return [self.label(actor, S, ev)]
+
+    def _inflight(self, S: dict, r: int) -> Any:
+        return (S["inflight"] & self.enc.bit(r)) != 0
 
     def deadlock(self, step: Step, depth: int) -> Any:
         """No actor can move and some process has not ended: every process has ended, is parked
@@ -1327,13 +1370,20 @@ class BMC:
         all_done = z3.And(*[enc.done(w, p) for p in range(enc.P)])
         return z3.And(z3.Not(all_done), S["inflight"] == 0, *stuck)
 
-    def label(self, actor: int) -> tuple:
-        """The machine's step label of an actor: a process, or the agent of one copy."""
+    def label(self, actor: int, S: dict | None = None, ev=None) -> tuple:
+        """The machine's step label of an actor: a process, or the agent of one copy. A commit's
+        arrival names its rank among the thread's commits in flight (-1 - rank for the tag,
+        resolved against the machine's state by `replay`, whose tags are renumbered)."""
         enc = self.enc
         if actor < enc.P:
             return ("p", actor)
         c = enc.copies[actor - enc.P]
         e = c.event
+        if c.commit:
+            mine = [x for x in enc.commits if x.event.proc == e.proc]
+            rank = sum(1 for x in mine[:mine.index(c)]
+                       if S is not None and z3.is_true(ev(self._inflight(S, x.record))))
+            return ("a", (AG_UMMA, enc.machine.mb_names[c.m][0], 0, 0, c.m, -1 - rank, e.proc, e.line, 0))
         _, buf, slot = c.key
         return ("a", (AG_TMA, c.cta, buf, slot, c.m, e.nbytes, e.proc, e.line, 0))
 
@@ -1387,6 +1437,13 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     labels = outcome.labels
     tail = len(labels) - (0 if outcome.deadlock else outcome.last_group)  # where the bad step's labels start
     for n, label in enumerate(labels):
+        if label[0] == "a" and label[1][0] == AG_UMMA and label[1][5] < 0:
+            # a commit's arrival by its rank among its thread's commits in flight (BMC.label)
+            tags = sorted(a[5] for a in state.agents if a[0] == AG_UMMA and a[6] == label[1][6])
+            rank = -1 - label[1][5]
+            if rank >= len(tags):
+                return None, f"step {n + 1} (a tcgen05.commit arrival) is not in flight"
+            label = labels[n] = ("a", (*label[1][:5], tags[rank], *label[1][6:]))
         res = machine.step(state, label)
         if res is None:
             return None, f"step {n + 1} ({label[0]} {label[1] if label[0] == 'p' else label[1][6]}) is blocked"

@@ -37,6 +37,8 @@ class EncodingSymmetry:
         symmetry constraints, never a wrong one)."""
         if any((key[0] if isinstance(key, tuple) else key) not in _components() for key in self.fresh(0)):
             return []  # a state component whose image is not known: no pair can be shown symmetric
+        if self.commits:
+            return []  # a commit's snapshot holder belongs to one event: the holder swap does not map it
         out = []
         for group in symmetry_groups(self.machine.procs, self.machine.programs):
             members = sorted(group)

@@ -33,6 +33,9 @@ operation not yet committed carry R_GRP = TC_UNCOMMITTED; a commit re-tags them 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import z3
 
 from ... import ir
 from .. import rules
@@ -59,7 +62,9 @@ from ..state import (
     R_SPACE,
     READ,
     SPACE_DATA,
+    SPACE_INIT,
     SPACE_OBS,
+    SPACE_START,
     SPACE_TMEM,
     TC_TAGS,
     TMA2_SLOTS,
@@ -68,6 +73,10 @@ from ..state import (
     clear_bits,
     release,
 )
+from .encoding import DATA, INIT, OBS, START, Z3A
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Copy, Effect, Event, Work
 from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
@@ -102,6 +111,16 @@ def _tc_kind(r: tuple) -> str:
 def _committed_tag(grp: int) -> int:
     """The commit tag of a tracked mma/cp record, -1 for any other record."""
     return TC_COMMITTED - grp if grp <= TC_COMMITTED else -1
+
+
+def commit_carries(space: int, completed_write: bool, is_async: bool, tracked_operand: bool) -> bool:
+    """Which records, known by the committing lanes, a tcgen05.commit's arrival carries (see
+    Tcgen05Ops._tc_snapshot): observations, tensor-memory knowledge, and completed writes of shared
+    memory that are asynchronous (a landed copy) or of a slot a tracked operation reads. The
+    explicit machine and the bmc encoding (Tcgen05Encoding) both decide it here."""
+    if space in (SPACE_OBS, SPACE_TMEM):
+        return True
+    return space == SPACE_DATA and completed_write and (is_async or tracked_operand)
 
 
 class Tcgen05Ops:
@@ -353,9 +372,8 @@ class Tcgen05Ops:
         out = None
         for i, r in enumerate(records):
             known, aknown, space = r[R_KNOWN], r[R_AKNOWN], r[R_SPACE]
-            if (known & lanes) == lanes and (space == SPACE_OBS or space == SPACE_TMEM or (
-                    space == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT and (
-                        r[R_FLAGS] & F_ASYNC or r[:4] in operands))):
+            if (known & lanes) == lanes and commit_carries(space, r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT,
+                                                           bool(r[R_FLAGS] & F_ASYNC), r[:4] in operands):
                 nk, na = known | snap, aknown | snap if (aknown & lanes) == lanes else aknown
             elif r[R_OWNER] == p and r[R_FLAGS] & F_TC and r[R_GRP] == -1:
                 nk, na = known | snap, aknown | snap
@@ -486,4 +504,77 @@ HANDLERS: dict[type, Callable] = {
     ir.TmemAccess: Tcgen05Ops.op_tmem_access,
     ir.TcWait: Tcgen05Ops.op_tc_wait,
     ir.TcFence: Tcgen05Ops.op_tc_fence,
+}
+
+
+# the machine's record space of each record space of the bmc encoding (a commit's flag has none)
+_MACHINE_SPACE = {DATA: SPACE_DATA, INIT: SPACE_INIT, OBS: SPACE_OBS, START: SPACE_START}
+
+
+class Tcgen05Encoding:
+    """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step).
+
+    Encoded: `tcgen05.commit` in a protocol with no other tcgen05 operation (no mma/cp, ld/st,
+    wait or fence: the commit then tracks nothing), by one thread, on the CTA's own barrier.
+    There the machine's commit (op_umma_commit) checks its barrier and marks what its arrival
+    will carry (_tc_snapshot); the arrival (_complete_umma) is an actor of its own, delivered in
+    issue order among the thread's commits when the machine assumes so, and does an arrive(1)
+    that releases that snapshot. The snapshot is a knowledge holder of its own per commit
+    (Encoding.snap_holder), so no tag numbering is needed. Encoding._event refuses the rest."""
+
+    def carried_mask(self) -> int:
+        """The records a commit's arrival may carry (commit_carries, with no tracked operand: a
+        commit here tracks no operation). A landed copy's write is known by nobody before it
+        lands, so "known by the committing lanes" already means "completed"."""
+        enc = self.enc
+        return enc._mask(r for r, rec in enumerate(enc.records) if rec.space in _MACHINE_SPACE and commit_carries(
+            _MACHINE_SPACE[rec.space], rec.kind == 1, rec.is_async, False))
+
+    def ev_umma_commit(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
+        """Machine.op_umma_commit: the barrier is usable (SV401/SV402); what the lanes know of
+        the carried records (and know on the async side too) is kept for the arrival; the
+        arrival is in flight."""
+        enc = self.enc
+        c = e.copies[0]
+        hard += self.use_barrier(w, e, c.m)
+        mask = z3.BitVecVal(self.carried_mask(), enc.R)
+        known, aknown = mask, mask
+        for h in e.lanes:
+            known, aknown = known & w["K", h], aknown & w["A", h]
+        snap = enc.snap_holder(c)
+        w["K", snap] = known
+        w["A", snap] = known & aknown
+        w["inflight"] = w["inflight"] | enc.bit(c.record)
+        return z3.BoolVal(True), False
+
+    def commit_arrival(self, c: Copy) -> Effect:
+        """Machine._complete_umma: on a valid barrier (SV401), the consumption rule (SV502), an
+        arrival with one pending (SV504); the snapshot is released into the current phase, then
+        arrive(1). With in-order delivery (Machine._agent_enabled) it waits for the thread's
+        earlier commits' arrivals."""
+        from ...engines.bmc import Effect, Work
+
+        enc = self.enc
+        w = Work(self.S)
+        m = c.m
+        guard = z3.And(self.sel == c.actor, self.has(self.S["inflight"], c.record))
+        earlier = enc.earlier_commits(c)
+        enabled = z3.And(*[z3.Not(self.has(self.S["inflight"], x.record)) for x in earlier]) if earlier \
+            else z3.BoolVal(True)
+        w["inflight"] = w["inflight"] & ~enc.bit(c.record)
+        hard: list[tuple[str, Any]] = [("SV401", w["valid", m] != 1)]
+        soft: list[tuple[str, Any]] = [("SV502", z3.Not(w["observed", m]))]
+        s = self.mbar(w, m)
+        hard.append(("SV504", rules.arrive_overflows(s, 1)))
+        self.release(w, (enc.snap_holder(c),), enc.cur(m))
+        new = rules.mb_arrive(s, 1, Z3A)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True))
+        adds = enc.adds_to(None)
+        dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard + soft]))] if adds else []
+        objects = {("m", m): "a" if adds else "w", ("proc", c.actor): "w", ("commits", c.event.proc): "w"}
+        return Effect(guard, enabled, hard, soft, w.upd, objects, dynamic=dynamic)
+
+
+EVENTS: dict[type, Callable] = {
+    ir.UmmaCommit: Tcgen05Encoding.ev_umma_commit,
 }
