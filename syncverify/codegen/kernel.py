@@ -127,6 +127,12 @@ class KernelWriter:
         # slow-wgmma sites: N of the wide wgmmas queued before the held one (a 128-register accumulator for 256)
         self.wide_n = {s.index: ptx.wgmma_wide_n(protocol.buffer(s.op.buf.name).bytes) for s in sites
                        if any(h.kind == "slow-wgmma" for h in self.holds.get(s.index, []))}
+        if len(self.wide_n) > 1:
+            # Every held site's queue stays live in registers at once: two 128-register accumulators
+            # exceed what ptxas leaves the wgmma pipeline, and it serializes every wgmma (C7511), which
+            # hides the races the hold is there to show. Share the 128 registers between the sites.
+            cap = ptx.wgmma_wide_n(256 // len(self.wide_n) * 32)
+            self.wide_n = {s: min(n, cap) for s, n in self.wide_n.items()}
 
     # ------------------------------------------------------------------ output
     def line(self, text: str) -> None:
