@@ -98,6 +98,9 @@ UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
     ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
                    "encoded)",
+    ir.CpAsync: "`cp.async` (non-bulk: its per-thread writes retired by cp.async groups are not encoded)",
+    ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
+    ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
 }
 
 # the encoding of each operation type, by family (Step.event)
@@ -355,6 +358,9 @@ class Encoding(EncodingSymmetry):
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
         proc = mach.procs[p]
+        if kind in (ir.GroupCommit, ir.GroupWait) and op.unit == "cp_async":
+            raise Unsupported(f"`{'cp.async.commit_group' if kind is ir.GroupCommit else 'cp.async.wait_group'}` "
+                              f"(cp.async groups are not encoded), line {ins.line}")
         if kind is ir.Syncwarp and p in mach.warp_parts:
             raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
@@ -367,6 +373,8 @@ class Encoding(EncodingSymmetry):
         if kind in (ir.MbarArrive, ir.MbarTx, ir.Access) and op.remote is not None:
             cta, e.error = _static(mach._target_cta, None, p, op.remote, env, ctx, op.span)  # SV405
             e.cta = proc.cta if cta is None else cta
+            if e.error is None and kind is ir.MbarArrive and op.local_form and e.cta != proc.cta:
+                _, e.error = _static(mach.check_local_form, op, e.cta, proc.cta)  # SV407
         if e.error is not None:
             pass
         elif kind is ir.MbarInit:

@@ -62,6 +62,7 @@ from operator import itemgetter
 
 from .. import budget as budgets
 from .. import ir
+from ..diagnose import _ops
 from ..diagnostics import Diagnostic, Severity
 from ..lang import load
 from ..result import CheckResult, Stats, Verdict
@@ -71,10 +72,13 @@ from ..semantics.program import BAR_WAIT, OP
 from ..semantics.state import (
     F_ASYNC,
     F_INFLIGHT,
+    GROUP_FIELDS,
     M_JPREV,
     M_K,
+    NUNITS,
     P_BULK,
     P_CLTOKEN,
+    P_CPASYNC,
     P_PC,
     P_TOKEN,
     P_VARS,
@@ -281,7 +285,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         if len(sh.counters) > _MEMO_LIMIT:
             sh.counters.clear()
         shifted = sh.counters[counter_key] = (*_shift_counters(sh, state, mode),
-                                              any(ps[P_BULK] or ps[P_WGMMA] for ps in procs))
+                                              any(ps[P_BULK] or ps[P_WGMMA] or ps[P_CPASYNC] for ps in procs))
     procs, mode, numbered = shifted
     # mbarrier phases (a function of the barrier states alone: remembered)
     phased = sh.phases.get(state.mbars)
@@ -337,12 +341,12 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         for r in records:
             g = r[R_GRP]
             if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
-                key = (r[R_OWNER], g % 2)
-                low[key] = min(low.get(key, g // 2), g // 2)
+                key = (r[R_OWNER], g % NUNITS)
+                low[key] = min(low.get(key, g // NUNITS), g // NUNITS)
         shift: dict[tuple[int, int], int] = {}
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
-            for unit, field_ in ((0, P_BULK), (1, P_WGMMA)):
+            for unit, field_ in enumerate(GROUP_FIELDS):
                 d = min(ps[field_], low.get((q, unit), ps[field_]))
                 if d > 0:
                     shift[(q, unit)] = d
@@ -350,7 +354,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
             set_proc(q, ps)
         if shift:
             records = tuple(sorted(
-                (*r[:R_GRP], r[R_GRP] - 2 * shift.get((r[R_OWNER], r[R_GRP] % 2), 0), *r[R_GRP + 1:])
+                (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
                 if 0 <= r[R_GRP] < UNCOMMITTED else r for r in records))
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
@@ -748,6 +752,10 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (the protocol has `choose` values: "
                     f"{', '.join(free)}; each assignment is checked at these params)",
                     stats=Stats(seconds=time.monotonic() - start))
+    if any(isinstance(op, ir.CpAsyncArrive) for op in _ops(protocol.body)):
+        # its agents name the copies they cover by write epoch, which the lift's normalization renumbers
+        return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (cp.async.mbarrier.arrive is "
+                    "checked at the given trip counts only)", stats=Stats(seconds=time.monotonic() - start))
     reasons = []
     chosen: Plan | None = None
     for param in liftable_params(protocol):

@@ -262,6 +262,11 @@ class _Exporter:
         if isinstance(op, ir.Syncwarp) and p in self.machine.warp_parts:
             raise ExportError(f"line {line}: `syncwarp` by part of a warp split between roles (its parts meet, a "
                               "rendezvous the model does not have)")
+        if isinstance(op, ir.CpAsync | ir.CpAsyncArrive | ir.MbarTestWait) or (
+                isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "cp_async") or (
+                isinstance(op, ir.MbarArrive) and op.local_form):
+            raise ExportError(f"line {line}: non-bulk cp.async (with its groups and mbarrier arrive), test_wait and "
+                              "the .shared::cta arrive on a peer address are not exported")
 
         def mb_index(ref: ir.Ref) -> None:
             decl = self.protocol.mbarrier(ref.name)

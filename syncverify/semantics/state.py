@@ -4,7 +4,7 @@ A state is a tuple of tuples (hashable, canonical):
 
     (procs, mbars, named, cluster, agents, records, tmem)
 
-* procs[p]  = (pc, vars, token, cl_token, bulk_seq, wgmma_seq)
+* procs[p]  = (pc, vars, token, cl_token, bulk_seq, wgmma_seq, cp_async_seq)
 * mbars[m]  = (valid, k, pend, exp, tx, observed, jprevs, rdata) — rules.Mbar plus
   whether the last completed phase was observed by a successful wait (the
   consumption rule, SV502), each waiter's last observed phase (SV501), and
@@ -46,11 +46,17 @@ F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming
 F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
 
 # process fields
-P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
+P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
+# Async groups (bulk, wgmma, cp.async): a record's group tag is R_GRP = NUNITS * group + unit, and
+# process field GROUP_FIELDS[unit] counts the groups it has committed of that unit.
+UNIT_BULK, UNIT_WGMMA, UNIT_CPASYNC = range(3)
+NUNITS = 3
+GROUP_FIELDS = (P_BULK, P_WGMMA, P_CPASYNC)
+UNIT_OF = {"bulk": UNIT_BULK, "wgmma": UNIT_WGMMA, "cp_async": UNIT_CPASYNC}
 # mbarrier fields
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 # agent kinds
-AG_TMA, AG_UMMA = 0, 1
+AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
 
 
 class State(NamedTuple):
