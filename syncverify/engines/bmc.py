@@ -78,7 +78,7 @@ from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
 from ..semantics.families.memory import MemoryEncoding
 from ..semantics.machine import Machine, Violation
 from ..semantics.program import END, OP, Instr
-from ..semantics.state import AG_TMA, FULL, LEADER
+from ..semantics.state import AG_TMA, FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA
 from .bmc_symmetry import EncodingSymmetry
 
 SEED = 0
@@ -98,7 +98,6 @@ UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
     ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
                    "encoded)",
-    ir.CpAsync: "`cp.async` (non-bulk: its per-thread writes retired by cp.async groups are not encoded)",
     ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
     ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
 }
@@ -358,9 +357,6 @@ class Encoding(EncodingSymmetry):
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
         proc = mach.procs[p]
-        if kind in (ir.GroupCommit, ir.GroupWait) and op.unit == "cp_async":
-            raise Unsupported(f"`{'cp.async.commit_group' if kind is ir.GroupCommit else 'cp.async.wait_group'}` "
-                              f"(cp.async groups are not encoded), line {ins.line}")
         if kind is ir.Syncwarp and p in mach.warp_parts:
             raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
@@ -416,11 +412,12 @@ class Encoding(EncodingSymmetry):
                 e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e))
         elif kind is ir.TmaLoad:
             self._copy_event(e, ins, env, ctx)
-        elif kind in (ir.WgmmaRead, ir.TmaStore):
+        elif kind in (ir.WgmmaRead, ir.TmaStore, ir.CpAsync):
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
                 e.key = (proc.cta, *slot)
-                e.record = self._new_record(Record(DATA, e.key, 0, p, part, is_async=True, event=e))
+                kind_ = 1 if kind is ir.CpAsync else 0  # a cp.async writes its slot, the others read theirs
+                e.record = self._new_record(Record(DATA, e.key, kind_, p, part, is_async=True, event=e))
         elif kind is ir.GroupWait:
             e.pending, e.error = _static(mach._eval, op.pending, env, ctx)
         elif kind is ir.TmemAlloc and not self._no_op(op):
@@ -777,19 +774,20 @@ class Encoding(EncodingSymmetry):
         `op_group_wait` do step by step), for processes whose reads, commits and waits are all
         executed by the same lanes (elected lane alone, or all of them)."""
         for evs in self.events:
-            unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.GroupCommit
+            unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync | ir.GroupCommit
                                                         | ir.GroupWait)]
             if len({e.part for e in unit_ops}) > 1:
                 raise Unsupported("async reads, commits and group waits of one process by different lanes")
-            seq = {0: 0, 1: 0}
-            open_reads: list[tuple[Event, int, int]] = []  # (read event, unit, group)
+            seq = dict.fromkeys(UNIT_OF.values(), 0)
+            open_reads: list[tuple[Event, int, int]] = []  # (read event or cp.async write, unit, group)
             for e in unit_ops:
-                if isinstance(e.op, ir.WgmmaRead | ir.TmaStore):
-                    unit = 1 if isinstance(e.op, ir.WgmmaRead) else 0
+                if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync):
+                    unit = UNIT_WGMMA if isinstance(e.op, ir.WgmmaRead) else \
+                        UNIT_CPASYNC if isinstance(e.op, ir.CpAsync) else UNIT_BULK
                     if e.record >= 0:
                         open_reads.append((e, unit, seq[unit]))
                     continue
-                unit = 0 if e.op.unit == "bulk" else 1
+                unit = UNIT_OF[e.op.unit]
                 if isinstance(e.op, ir.GroupCommit):
                     seq[unit] += 1
                     continue

@@ -373,9 +373,14 @@ class AsyncAgentEncoding:
         return z3.BoolVal(True), False
 
     def ev_async_read(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
-        """The encoding of `WgmmaRead` and `TmaStore` (Step.event). Returns (can move, places its own pc)."""
+        """The encoding of `WgmmaRead` and `TmaStore`, and of `CpAsync`, a write that is likewise
+        known to no one until a group wait retires it (Step.event). Returns (can move, places its
+        own pc)."""
         enc = self.enc
-        hard += self.conflicts(w, e, e.key, 0, True)
+        if isinstance(e.op, ir.CpAsync):
+            hard += self.conflicts(w, e, e.key, 1, False)
+        else:
+            hard += self.conflicts(w, e, e.key, 0, True)
         w["live"] = w["live"] | enc.bit(e.record)
         self.set_record(w, e.record, (), ())
         return z3.BoolVal(True), False
@@ -414,6 +419,7 @@ EVENTS: dict[type, Callable] = {
     ir.TmaLoad: AsyncAgentEncoding.ev_tma_load,
     ir.WgmmaRead: AsyncAgentEncoding.ev_async_read,
     ir.TmaStore: AsyncAgentEncoding.ev_async_read,
+    ir.CpAsync: AsyncAgentEncoding.ev_async_read,
     ir.GroupWait: AsyncAgentEncoding.ev_group_wait,
     ir.Fence: AsyncAgentEncoding.ev_fence,
 }
