@@ -288,3 +288,16 @@ def test_group_wait_needs_a_constant():
         wait = "  for k in 0..2 { if loader { cp.async.wait_group k; } }"
         syncverify.load(groups("").replace("  if loader {  }", wait), path="t.sync")
     assert [d.code for d in err.value.diagnostics] == ["SV110"]
+
+
+def test_the_lift_shifts_cp_async_group_numbers():
+    """The multistage ring is proved for every trip count: the lift's normalization shifts the
+    cp.async group numbers with the bulk and wgmma ones (symbolic._normalize). Its twin with
+    the waits one group short stays a violation."""
+    res = check_protocol(syncverify.load("specs/cutlass_sm80_multistage_cp_async.sync"), Options(engine="z3",
+                                                                                              timeout=120))
+    assert res.verdict is Verdict.SAFE and res.bound.startswith("all-iterations"), res
+    text = open("specs/cutlass_sm80_multistage_cp_async.sync").read().replace("cp.async.wait_group STAGES - 2;",
+                                                                              "cp.async.wait_group STAGES - 1;")
+    res = check_protocol(syncverify.load(text, path="t.sync"), Options(engine="z3", timeout=120))
+    assert res.verdict is Verdict.VIOLATION and errors(res) == {"SV301"}, res
