@@ -53,6 +53,7 @@ from . import ir
 from .diagnostics import Diagnostic, InputError
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
+_QUAL = re.compile(r"[A-Za-z_][A-Za-z_0-9:]*\Z")  # spec.lark's QUAL after its dot: `fence::after_thread_sync`
 _RESERVED = {"i", "cta", "instance", "protocol", "param", "cluster", "role", "smem", "mbarrier", "named", "let",
              "for", "in", "if", "else", "elect", "per", "first", "choose"}
 
@@ -227,8 +228,8 @@ def _quals(*quals: str | None) -> str:
     for q in quals:
         if q is None:
             continue
-        if not _IDENT.match(q):
-            raise ValueError(f"qualifier {q!r} is not an identifier")
+        if not _QUAL.match(q):
+            raise ValueError(f"qualifier {q!r} is not an identifier (PTX's `::` allowed)")
         out += f".{q}"
     return out
 
@@ -329,6 +330,12 @@ class ProtocolBuilder:
         arr = f"[{term(slots)}]" if slots is not None else ""
         self._decl(f"smem {_name(name, 'buffer')}{arr} bytes {term(bytes)};", comment)
         return Obj(name, "buffer", slots)
+
+    def tmem(self, name: str, cols: object, *, slots: object | None = None, comment: str | None = None) -> Obj:
+        """`tmem NAME[N] cols C;`: tensor-memory regions for the tcgen05 operations (``b.op("tcgen05.mma", …)``)."""
+        arr = f"[{term(slots)}]" if slots is not None else ""
+        self._decl(f"tmem {_name(name, 'tmem region')}{arr} cols {term(cols)};", comment)
+        return Obj(name, "tmem", slots)
 
     def mbarrier(self, name: str, *, count: object | None = None, size: object | None = None,
                  comment: str | None = None) -> Obj:
@@ -514,9 +521,12 @@ class ProtocolBuilder:
         col = f" cols {term(cols)}" if cols is not None else ""
         return self._emit(f"tmem.{'dealloc' if dealloc else 'alloc'}{grp}{col};", comment)
 
-    def umma_commit(self, bar: Ref | Obj, *, multicast: object | None = None, comment: str | None = None) -> int:
+    def umma_commit(self, bar: Ref | Obj, *, multicast: object | None = None, cta_group: object | None = None,
+                    comment: str | None = None) -> int:
+        """`umma.commit` = `tcgen05.commit` (CUTLASS's umma_arrive)."""
         mc = f" multicast {term(multicast)}" if multicast is not None else ""
-        return self._emit(f"umma.commit {_ref(bar)}{mc};", comment)
+        grp = f" cta_group {term(cta_group)}" if cta_group is not None else ""
+        return self._emit(f"umma.commit {_ref(bar)}{mc}{grp};", comment)
 
     def op(self, name: str, *operands: object, comment: str | None = None, **clauses: object) -> int:
         """Any operation by its language name, e.g. ``b.op("arrive.relaxed.cluster", full[0], remote=1)``;

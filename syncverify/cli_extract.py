@@ -82,6 +82,25 @@ def _param(text: str) -> tuple[str, int | bytes | ParamBytes]:
     return field["name"].strip(), ParamBytes(((off, part),))
 
 
+_TMAP = re.compile(r"^(?P<name>[^\[\]=]+)(?:\[(?P<off>\w+)\])?$")
+
+
+def _tensor_bytes(text: str) -> tuple[tuple[str, int], int]:
+    """PARAM[OFFSET]=BYTES: a tensor copy through the tensor map at byte OFFSET of the by-value parameter
+    PARAM (by PTX name or position; OFFSET 0 when left out) moves BYTES bytes, its box."""
+    key, eq, raw = text.partition("=")
+    m = _TMAP.match(key.strip())
+    if not eq or m is None:
+        raise argparse.ArgumentTypeError(f"--tensor-bytes {text}: expected PARAM[OFFSET]=BYTES, e.g. 0[128]=16384")
+    try:
+        off, n = int(m["off"] or "0", 0), int(raw.strip(), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tensor-bytes {text}: OFFSET and BYTES must be integers") from None
+    if off < 0 or n <= 0:
+        raise argparse.ArgumentTypeError(f"--tensor-bytes {text}: OFFSET must be >= 0 and BYTES > 0")
+    return (m["name"].strip(), off), n
+
+
 def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | bytes | ParamBytes]:
     """The --param bindings; the byte ranges of one struct parameter are merged."""
     out: dict[str, int | bytes | ParamBytes] = {}
@@ -101,6 +120,9 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="bind a kernel parameter (by PTX name or position) to an integer or to @FILE bytes; "
                         "NAME[OFFSET:LENGTH]=VALUE|@FILE binds bytes of a by-value struct")
+    g.add_argument("--tensor-bytes", type=_tensor_bytes, action="append", default=[], metavar="PARAM[OFF]=N",
+                   help="a tensor copy (cp.async.bulk.tensor) through the tensor map at byte OFF of by-value "
+                        "parameter PARAM moves N bytes: the map's box, as the host encoded it")
     g.add_argument("--zero-global", action="append", default=[], metavar="PARAM",
                    help="the buffer this pointer parameter points to is zero at launch and written only "
                         "through it (a control block the host clears)")
@@ -121,7 +143,7 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 def launch_of(args: argparse.Namespace) -> Launch:
     return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=_bind(args.param),
                   cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
-                  zero_global=tuple(args.zero_global))
+                  zero_global=tuple(args.zero_global), tensor_bytes=dict(args.tensor_bytes))
 
 
 def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None) -> Extracted:
@@ -168,6 +190,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
     if la.params:
         bound += ", " + ", ".join(f"{k}={_shown(v)}" for k, v in la.params.items())
+    if la.tensor_bytes:
+        bound += ", tensor maps " + ", ".join(f"{p}[{o}]={n}" for (p, o), n in la.tensor_bytes.items())
     return replace(result, path=path, diagnostics=diags, bound=bound)
 
 

@@ -25,19 +25,14 @@ from collections.abc import Iterator
 from . import ir
 from .diagnostics import Diagnostic, make
 from .semantics.machine import TMEM_COLUMNS, Machine, Violation
-from .semantics.program import END, OP, Instr, Program
+from .semantics.program import END, OP, Instr, Program, is_wgmma
 
 _MAX_STEPS = 1_000_000
 
 
-def is_wgmma(op: ir.Op) -> bool:
-    """wgmma.read, wgmma.commit, wgmma.wait: the warpgroup-collective operations."""
-    return isinstance(op, ir.WgmmaRead) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma")
-
-
 def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
     """SV206 for every wgmma operation some warpgroup runs with fewer than its four warps, and every
-    wgmma or tmem operation that part of a warp runs."""
+    wgmma or warp-collective tcgen05 operation (alloc, dealloc, ld, st, wait) that part of a warp runs."""
     out: list[Diagnostic] = []
     seen: dict[int, ir.Op] = {}
     runs: dict[int, dict[int, set[int]]] = {}  # id(op) -> cta -> warps whose program has it
@@ -45,13 +40,13 @@ def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[
         proc = prog.process
         for ins in prog.code:
             op = ins.op
-            if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc)):
+            if ins.kind != OP or not (is_wgmma(op) or isinstance(op, ir.TmemAlloc | ir.TmemAccess | ir.TcWait)):
                 continue
-            if not proc.whole_warp or ins.leader_only:
+            if not proc.whole_warp or ins.leader_only or ins.lanes != proc.lane_mask:
                 if id(op) not in seen:
                     seen[id(op)] = op
                     what = "wgmma is warpgroup-collective" if is_wgmma(op) else \
-                        "tcgen05.alloc/dealloc are warp-collective (.sync.aligned)"
+                        "tcgen05.alloc/dealloc/ld/st/wait are warp-collective (.sync.aligned)"
                     out.append(make("SV206", f"executed by {proc.label()}, which is only part of a warp; {what}: "
                                     "every thread of the warp must execute it", op.span))
                 continue

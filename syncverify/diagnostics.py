@@ -128,6 +128,8 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV509": ("shared memory per CTA over capacity", Severity.ERROR),
     "SV601": ("missing fence.proxy.async", Severity.ERROR),
     "SV602": ("cross-CTA synchronization with .cta scope", Severity.ERROR),
+    "SV603": ("tensor-memory access ordered by a thread synchronization without the tcgen05 fence pair",
+              Severity.ERROR),
     "SV701": ("verification inconclusive", Severity.WARNING),
 }
 

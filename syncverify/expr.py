@@ -85,6 +85,9 @@ def evaluate(expr: Expr, env: Mapping[str, int], ctx: Context | None = None) -> 
         case Builtin(name=name):
             if ctx is None:
                 raise EvalError(f"`{name}` is not a constant", expr)
+            if name == "lane":  # compiled away per lane (semantics.program); never evaluated for a whole warp
+                raise EvalError("`lane` has one value per lane; it is allowed only in a condition or in an "
+                                "operation's operands", expr)
             return ctx.cta if name == "cta" else ctx.instance
         case InRole(role=role):
             if ctx is None:

@@ -10,6 +10,7 @@ role instance or loop variables.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -35,9 +36,11 @@ class Var:
 
 @dataclass(frozen=True, slots=True)
 class Builtin:
-    """`cta` (rank of the executing CTA in its cluster) or `instance` (role instance index)."""
+    """`cta` (rank of the executing CTA in its cluster), `instance` (role instance index) or
+    `lane` (the executing thread's lane, `threadIdx.x % 32`; semantics.program compiles it away,
+    one value per lane, so engines never meet it)."""
 
-    name: Literal["cta", "instance"]
+    name: Literal["cta", "instance", "lane"]
     span: Span
 
 
@@ -91,12 +94,12 @@ class Pick:
 
 Expr: TypeAlias = Const | Var | Builtin | InRole | BinOp | UnOp | Cond | Pick
 
-ObjKind = Literal["mbarrier", "buffer"]
+ObjKind = Literal["mbarrier", "buffer", "tmem"]
 
 
 @dataclass(frozen=True, slots=True)
 class Ref:
-    """A reference to a declared mbarrier or buffer: `full[s]`, `tile`, or `full[*]`.
+    """A reference to a declared mbarrier, buffer or tensor-memory region: `full[s]`, `tile`, or `full[*]`.
 
     ``index`` is None for a scalar object; ``every`` is set for `[*]`.
     """
@@ -223,12 +226,19 @@ class Syncwarp:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """A generic-proxy `read` or `write` of a buffer slot (remote: DSMEM)."""
+    """A generic-proxy `read` or `write` of a buffer slot (remote: DSMEM).
+
+    ``part`` / ``lo``..``hi``: the region of the slot it touches (semantics.families.regions):
+    the executing warp's (warpgroup's) part of the slot, or the bytes ``lo ..< hi``; neither:
+    the whole slot."""
 
     kind: Literal["read", "write"]
     buf: Ref
     remote: Expr | None
     span: Span
+    part: Literal["warp", "warpgroup"] | None = None
+    lo: Expr | None = None
+    hi: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +250,9 @@ class TmaLoad:
     bar: Ref
     multicast: Expr | None
     span: Span
+    # 2 (`cta_group 2`, sm_100a): the completion is signalled on the barrier of the pair's leader
+    # (the even CTA, rank & ~1) instead of the destination CTA's own
+    cta_group: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,18 +335,93 @@ class TmemAlloc:
 
 @dataclass(frozen=True, slots=True)
 class UmmaCommit:
-    """`umma.commit bar [multicast mask]`: tcgen05.commit, an async arrive(1) per target."""
+    """`tcgen05.commit bar [multicast mask] [cta_group N]` (old spelling `umma.commit`, CUTLASS's
+    `umma_arrive`): an async arrive(1) per target once every prior asynchronous tcgen05 operation
+    (mma, cp) of the committing thread is complete."""
 
     bar: Ref
     multicast: Expr | None
+    span: Span
+    cta_group: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TcMma:
+    """`tcgen05.mma ACC, A, B [cta_group N]` or `tcgen05.cp ACC, SRC`: an asynchronous tensor-core
+    operation that reads its shared-memory operand slots and writes the tensor-memory region ACC
+    until a `tcgen05.commit` that tracks it completes. With cta_group 2 the pair's leader (even
+    CTA) issues it for both CTAs: it reads both CTAs' operand slots and writes both CTAs' ACC."""
+
+    kind: Literal["mma", "cp"]
+    acc: Ref
+    operands: tuple[Ref, ...]
+    cta_group: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TmemAccess:
+    """`tcgen05.ld REGION` / `tcgen05.st REGION`: an asynchronous read / write of a tensor-memory
+    region by the executing threads, complete at their `tcgen05.wait::ld` / `wait::st`."""
+
+    kind: Literal["ld", "st"]
+    region: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TcWait:
+    """`tcgen05.wait::ld` / `tcgen05.wait::st`: the executing threads' prior ld / st are complete."""
+
+    kind: Literal["ld", "st"]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TcFence:
+    """`tcgen05.fence::before_thread_sync` / `::after_thread_sync`: orders the thread's tcgen05
+    operations before (after) its following (prior) thread synchronization."""
+
+    kind: Literal["before", "after"]
     span: Span
 
 
 Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
-    | Fence | TmemAlloc | UmmaCommit | MbarTestWait | CpAsync | CpAsyncArrive
+    | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence
+    | MbarTestWait | CpAsync | CpAsyncArrive
 )
+
+# The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
+TCGEN05_OPS: tuple[type, ...] = (TcMma, TmemAccess, TcWait, TcFence)
+
+def blackwell_op_name(op: Op | None) -> str | None:
+    """How the spec spells a Blackwell-only operation (tcgen05, or a cta_group 2 TMA copy), else None."""
+    if isinstance(op, TmemAlloc):
+        return "tmem.dealloc" if op.dealloc else "tmem.alloc"
+    if isinstance(op, UmmaCommit):
+        return "tcgen05.commit"
+    if isinstance(op, TcMma):
+        return f"tcgen05.{op.kind}"
+    if isinstance(op, TmemAccess):
+        return f"tcgen05.{op.kind}"
+    if isinstance(op, TcWait):
+        return f"tcgen05.wait::{op.kind}"
+    if isinstance(op, TcFence):
+        return f"tcgen05.fence::{op.kind}_thread_sync"
+    if isinstance(op, TmaLoad) and op.cta_group == 2:
+        return "tma.load cta_group 2"
+    return None
+
+
+def tensor_core_async(op: Op | None) -> bool:
+    """A tcgen05 commit, mma/cp, ld/st, wait or fence, or a 2-SM copy: the operations that only the
+    explicit machine models in full (the Promela export refuses them; the bmc encoding refuses
+    them too, except a commit that is the protocol's only one of them: docs/engines.md)."""
+    return isinstance(op, UmmaCommit | TcMma | TmemAccess | TcWait | TcFence) or (
+        isinstance(op, TmaLoad) and op.cta_group == 2)
+
 
 # ---------------------------------------------------------------------------
 # Statements
@@ -382,6 +470,18 @@ class Elect:
 
 Stmt: TypeAlias = Let | For | If | Elect | Op
 
+
+def ops_of(body: tuple[Stmt, ...]) -> Iterator[Op]:
+    """Every operation of a body, nested ones included, in source order."""
+    for s in body:
+        if isinstance(s, For | Elect):
+            yield from ops_of(s.body)
+        elif isinstance(s, If):
+            yield from ops_of(s.then)
+            yield from ops_of(s.orelse)
+        elif not isinstance(s, Let):
+            yield s
+
 # ---------------------------------------------------------------------------
 # Declarations
 
@@ -401,6 +501,17 @@ class Buffer:
     name: str
     slots: int | None  # None: a scalar buffer
     bytes: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TmemRegion:
+    """`tmem NAME[N] cols C;`: N regions of C tensor-memory columns each (in every CTA), the unit
+    of race detection for tcgen05.mma/cp/ld/st (an accumulator, or one stage of a double buffer)."""
+
+    name: str
+    slots: int | None
+    cols: int
     span: Span
 
 
@@ -479,6 +590,7 @@ class Protocol:
     assignment: Assignment = ()
     # where params are read (for the lift's trip-count analysis); not part of equality
     param_sites: tuple[ParamSite, ...] = field(default=(), compare=False, repr=False)
+    tmem_regions: tuple[TmemRegion, ...] = ()  # `tmem` declarations (tensor-memory regions)
 
     @property
     def warps(self) -> int:
@@ -489,6 +601,9 @@ class Protocol:
 
     def buffer(self, name: str) -> Buffer:
         return next(b for b in self.buffers if b.name == name)
+
+    def tmem_region(self, name: str) -> TmemRegion:
+        return next(t for t in self.tmem_regions if t.name == name)
 
     def mbarrier(self, name: str) -> Mbarrier:
         return next(b for b in self.mbarriers if b.name == name)

@@ -205,3 +205,28 @@ def test_the_api_page_examples_run(monkeypatch, capsys):
     assert ns["protocol"].name == "ring" and ns["protocol"].param("ITERS") == 6
     assert ns["result"].verdict is Verdict.SAFE
     assert ns["page"].startswith("<!DOCTYPE html>") and "one schedule of the model" in ns["page"]
+
+
+def test_tcgen05_forms_through_the_builder():
+    """`tmem` regions and the tcgen05 operations (through `op`) build the language text and a protocol."""
+    b = ProtocolBuilder("tc")
+    b.cta_threads(64)
+    mma = b.role("mma", "warp", 0)
+    epi = b.role("epi", "warp", 1)
+    a = b.smem("a", 1024)
+    acc = b.tmem("acc", 128, slots=2)
+    full = b.mbarrier("full", count=1)
+    with b.first_thread():
+        b.init(full)
+    b.syncthreads()
+    with b.if_(mma), b.elect():
+        lines = [b.op("tcgen05.mma", acc[0], a), b.umma_commit(full, cta_group=1)]
+    with b.if_(epi):
+        b.wait(full, 0)
+        lines += [b.op("tcgen05.fence::after_thread_sync"), b.op("tcgen05.ld", acc[0]), b.op("tcgen05.wait::ld")]
+    src = b.source.splitlines()
+    assert "tmem acc[2] cols 128;" in b.source
+    assert [src[n - 1].strip() for n in lines] == ["tcgen05.mma acc[0], a;", "umma.commit full cta_group 1;",
+                                                     "tcgen05.fence::after_thread_sync;", "tcgen05.ld acc[0];",
+                                                     "tcgen05.wait::ld;"]
+    assert [r.name for r in b.build().tmem_regions] == ["acc"]

@@ -66,7 +66,7 @@ protocol ops {
   mbarrier empty[STAGES];
   mbarrier one count 3;
   named sched[2] id 1 + i count 128 * (i + 1);
-  named epi id 5;
+  named epi id 5; tmem acc[2] cols 128;
 """
 
 
@@ -498,6 +498,25 @@ OP_CASES: list[tuple[str, str, Any]] = [
      ("TmaLoad", {"buf": ("tile", 0), "tx_bytes": 512, "bar": ("full", 0), "multicast": ("<<", 1, 1)})),
     ("cp.async.bulk", "cp.async.bulk tile[0] -> full[0];",
      ("TmaLoad", {"buf": ("tile", 0), "tx_bytes": 1024, "bar": ("full", 0), "multicast": None})),
+    # tcgen05 in PTX spelling (`umma.commit` and `tmem.alloc` are the same operations)
+    ("tcgen05.alloc", "tcgen05.alloc.cta_group::2.sync.aligned cols 64;",
+     ("TmemAlloc", {"dealloc": False, "cta_group": 2, "cols": 64})),
+    ("tcgen05.dealloc", "tcgen05.dealloc cols 64;", ("TmemAlloc", {"dealloc": True, "cta_group": 1, "cols": 64})),
+    ("tcgen05.commit", "tcgen05.commit full[1];", ("UmmaCommit", {"bar": ("full", 1), "multicast": None})),
+    ("tcgen05.commit", "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster one "
+     "multicast 0b11;", ("UmmaCommit", {"bar": "one", "multicast": 3, "cta_group": 2})),
+    ("tcgen05.mma", "tcgen05.mma acc[1], tile[0], out;",
+     ("TcMma", {"kind": "mma", "acc": ("acc", 1), "operands": [("tile", 0), "out"], "cta_group": 1})),
+    ("tcgen05.mma", "tcgen05.mma acc[0], tile[1] cta_group 2;",
+     ("TcMma", {"kind": "mma", "acc": ("acc", 0), "operands": [("tile", 1)], "cta_group": 2})),
+    ("tcgen05.cp", "tcgen05.cp acc[0], out;", ("TcMma", {"kind": "cp", "acc": ("acc", 0), "operands": ["out"],
+                                                          "cta_group": 1})),
+    ("tcgen05.ld", "tcgen05.ld acc[1];", ("TmemAccess", {"kind": "ld", "region": ("acc", 1)})),
+    ("tcgen05.st", "tcgen05.st.sync.aligned acc[0];", ("TmemAccess", {"kind": "st", "region": ("acc", 0)})),
+    ("tcgen05.wait::ld", "tcgen05.wait::ld.sync.aligned;", ("TcWait", {"kind": "ld"})),
+    ("tcgen05.wait::st", "tcgen05.wait::st;", ("TcWait", {"kind": "st"})),
+    ("tcgen05.fence::before_thread_sync", "tcgen05.fence::before_thread_sync;", ("TcFence", {"kind": "before"})),
+    ("tcgen05.fence::after_thread_sync", "tcgen05.fence::after_thread_sync;", ("TcFence", {"kind": "after"})),
 ]
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from test_engine_regressions import LONE_ARRIVE_BEFORE_A_FRESH_START
 
+from syncverify import ir
 from syncverify.check import Options, check_path
 from syncverify.export import ExportError, export_model
 from syncverify.export.spin import SpinOutcome, run_spin, tools_available
@@ -45,7 +46,17 @@ SMALL: dict[str, dict[str, int]] = {
 # symmetry reduction SPIN needs millions of states even at ITERS=1 — see bench/RESULTS-spin.md.
 # The same protocol with two consumer warps is cutlass_ws_ring_per_warp_release_syncwarp.
 TOO_BIG = {"cutlass_ws_ring": "12 warps: millions of SPIN states without symmetry reduction, beyond this test's "
-           "budget (the ring family is compared in bench/spin_compare.py)"}
+           "budget (the ring family is compared in bench/spin_compare.py)",
+           "deepgemm_lane_rank_release": "10 warps in two CTAs: beyond 2 GiB of SPIN states without symmetry "
+           "reduction even at ITERS=1 STAGES=1 (its wrong-rank twin is compared, and tests/test_lanes.py compares "
+           "the lane rule on small protocols)",
+           "cutlass_consumer_release_multicast": "10 warps in two CTAs: past the 60 s budget of this test without "
+           "symmetry reduction (its _early twin is compared, and the cluster-of-1 form "
+           "cutlass_consumer_release_warpgroup)"}
+
+# Specs with tensor-memory operations (tcgen05.mma/ld/st/fence, 2-SM copies): the export refuses them with
+# the reason (docs/engines.md); the test checks that it does, and fails once one is exported but disagrees.
+TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op in ir.ops_of(load(str(s)).body))}
 
 # Specs whose operations the export refuses (docs/promela.md), with the words of the refusal: the
 # refusal itself is checked. Non-bulk cp.async has no Promela model yet.
@@ -99,6 +110,10 @@ def test_spin_agrees_with_explicit_engine(spec: Path, spin_outcomes: dict) -> No
     if spec.stem in NOT_EXPORTED:
         assert isinstance(spin, ExportError) and NOT_EXPORTED[spec.stem] in str(spin), spin
         pytest.skip(f"not exported: {spin}")
+    if isinstance(spin, ExportError) and spec.stem in TCGEN05_REFUSED:
+        # not exported yet (docs/engines.md): the refusal names the tcgen05 operation
+        assert "tcgen05" in str(spin) or "cta_group 2" in str(spin), spin
+        pytest.skip(f"tcgen05 is not exported to Promela: {spin}")
     if isinstance(spin, ExportError):  # a documented refusal is allowed elsewhere, never for specs/
         pytest.fail(f"specs/ protocol not exported: {spin}")
     assert spin.verdict in ("safe", "violation"), f"SPIN gave no verdict: {spin.detail}"

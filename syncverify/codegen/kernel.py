@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import ir
-from ..expr import free_names
-from ..semantics.program import first_threads
+from ..expr import EvalError, evaluate, fold, free_names
+from ..semantics.program import first_threads, with_lane
 from . import ptx
 from .replay import ANY, Hold
 from .sites import Site, comment_safe
@@ -138,6 +138,8 @@ class KernelWriter:
                 return str(v) if -(2**31) <= v < 2**31 else f"{v}LL"
             case ir.Var(name=n):
                 return f"v_{n}"
+            case ir.Builtin(name="lane"):
+                return "(int)(c.tid & 31u)"  # threadIdx.x % 32: the warps are whole (support.py)
             case ir.Builtin(name=n):
                 return "(int)c.cta" if n == "cta" else "inst"
             case ir.InRole(role=r):
@@ -227,7 +229,8 @@ class KernelWriter:
         elif isinstance(s, ir.If):
             self.line(f"if ({self.expr(s.cond)}) {{  // line {s.span.line}")
             self.depth += 1
-            self.block(s.then, leader)
+            # a guard that leaves lane 0 alone runs its block as the elected lane does (program.lane_part)
+            self.block(s.then, leader or self.lane_zero_only(s.cond, s.then))
             self.depth -= 1
             if s.orelse:
                 self.line("} else {")
@@ -244,6 +247,25 @@ class KernelWriter:
             self.line("}")
         else:
             self.op(s, leader)
+
+    def lane_zero_only(self, cond: ir.Expr, body: tuple[ir.Stmt, ...]) -> bool:
+        """Does a condition on `lane` hold for lane 0 alone? Decided for each lane as the compiled
+        programs decide it. Where it also depends on the CTA, role or instance, the answer can
+        differ between warps; that matters only for data accesses (which part of the slot the
+        lanes touch), so such a guard is emitted only around arrivals and tx counts."""
+        if "lane" not in free_names(cond):
+            return False
+        holds = set()
+        for lane in range(32):
+            try:
+                if evaluate(fold(with_lane(cond, lane)), {}):
+                    holds.add(lane)
+            except EvalError:
+                if any(not isinstance(op, ir.MbarArrive | ir.MbarTx) for op in _ops(body)):
+                    raise EmitRefused(f"{self.p.path}:{cond.span.line}: a condition on `lane` that also depends "
+                                      "on the CTA, role or instance is emitted only around arrivals") from None
+                return False
+        return holds == {0}
 
     def elect_cond(self, s: ir.Elect) -> str:
         """Who runs the block, as ``semantics.program._Compiler.elected`` decides it."""
@@ -595,4 +617,17 @@ class KernelWriter:
     def op_TmemAlloc(self, op: ir.TmemAlloc, site: int, part: str, leader: bool) -> None:
         raise AssertionError("refused before emission")
 
-    op_UmmaCommit = op_TmemAlloc
+    op_UmmaCommit = op_TcMma = op_TmemAccess = op_TcWait = op_TcFence = op_TmemAlloc
+
+
+def _ops(stmts: tuple[ir.Stmt, ...]) -> list[ir.Op]:
+    """The operations a block holds, at any depth."""
+    out: list[ir.Op] = []
+    for s in stmts:
+        if isinstance(s, ir.If):
+            out += _ops(s.then) + _ops(s.orelse)
+        elif isinstance(s, ir.For | ir.Elect):
+            out += _ops(s.body)
+        elif not isinstance(s, ir.Let):
+            out.append(s)
+    return out

@@ -155,6 +155,11 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
         if label[0] == "p":
             p = label[1]
             ins = machine.programs[p].code[state.procs[p][P_PC]]
+            if id(ins.op) not in site_of:
+                # an operand that uses `lane` runs as one operation per lane (program.lane_part); the
+                # emitted kernel has one site for all of them, so a per-lane order cannot be gated there
+                raise EmitRefused(f"{protocol.path}:{ins.line}: the counterexample orders the lanes of an operation "
+                                  "whose operand uses `lane`; the replay gates whole sites, not single lanes")
             site = site_of[id(ins.op)]
             n = occ[(p, site)]
             occ[(p, site)] += 1

@@ -27,9 +27,8 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
         raise EmitRefused(f"{protocol.path}: {several}; a kernel is emitted for one assignment: pin each with "
                           "-D NAME=VALUE")
     for s in sites:
-        if isinstance(s.op, ir.TmemAlloc | ir.UmmaCommit):
-            what = "tmem.dealloc" if isinstance(s.op, ir.TmemAlloc) and s.op.dealloc else \
-                "tmem.alloc" if isinstance(s.op, ir.TmemAlloc) else "umma.commit"
+        what = ir.blackwell_op_name(s.op)
+        if what is not None:
             raise EmitRefused(
                 f"{protocol.path}:{s.line}: `{what}` is a Blackwell tcgen05 operation (sm_100a); it cannot run on "
                 "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "
@@ -41,6 +40,12 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
             raise EmitRefused(f"{protocol.path}:{s.line}: the emitter has no form yet for this operation "
                               "(non-bulk cp.async, its groups and mbarrier arrive, test_wait, or the .shared::cta "
                               "arrive on a peer address)")
+        if isinstance(s.op, ir.Access) and (s.op.part is not None or s.op.lo is not None):
+            raise EmitRefused(
+                f"{protocol.path}:{s.line}: `{s.op.kind} {s.op.buf.name}` touches a region of its slot "
+                "(`part ...` / `bytes LO..HI`); the emitted kernel stamps and checks whole slots, so it cannot "
+                "tell which write a read of another part should see. Check the protocol with the explicit or "
+                "bmc engine; to run it, give each warp a slot of its own")
         if isinstance(s.op, ir.WgmmaRead):
             decl = protocol.buffer(s.op.buf.name)
             if decl.bytes < WGMMA_TILE_BYTES:

@@ -47,8 +47,9 @@ multicast included; generic reads and writes, of the CTA's own shared memory or 
 `cluster.wait`, `cluster.sync`); wgmma and bulk-store reads with their groups (one lane set per
 process); `fence.proxy.async` and `fence.mbarrier_init`; tensor-memory allocation, of one CTA
 (a no-op for the machine) or of a CTA pair (cta_group 2: the pair's warps meet, and an allocation
-must know that the peer CTA runs). Anything else (`inval`, tcgen05 commits) is
-"unsupported" with the reason, not guessed.
+must know that the peer CTA runs); `tcgen05.commit` where it is the protocol's only tcgen05
+operation (families/tcgen05.py, Tcgen05Encoding). Anything else (`inval`, the other tcgen05
+operations) is "unsupported" with the reason, not guessed.
 """
 
 from __future__ import annotations
@@ -70,15 +71,17 @@ from ..semantics.families.async_agents import EVENTS as ASYNC_EVENTS
 from ..semantics.families.async_agents import AsyncAgentEncoding
 from ..semantics.families.barriers import EVENTS as BARRIER_EVENTS
 from ..semantics.families.barriers import BarrierEncoding
-from ..semantics.families.encoding import DATA, INIT, OBS, START, Z3A, Z3Arith
+from ..semantics.families.encoding import COMMIT, DATA, INIT, OBS, START, Z3A, Z3Arith
 from ..semantics.families.lifecycle import LifecycleEncoding
 from ..semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
 from ..semantics.families.mbarrier import MbarrierEncoding
 from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
 from ..semantics.families.memory import MemoryEncoding
+from ..semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS
+from ..semantics.families.tcgen05 import Tcgen05Encoding
 from ..semantics.machine import Machine, Violation
-from ..semantics.program import END, OP, Instr
-from ..semantics.state import AG_TMA, FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA
+from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
+from ..semantics.state import AG_TMA, AG_UMMA, FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA
 from .bmc_symmetry import EncodingSymmetry
 
 SEED = 0
@@ -96,14 +99,16 @@ SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._sy
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
-    ir.UmmaCommit: "`umma.commit` (tcgen05.commit: its asynchronous arrivals, delivered in issue order, are not "
-                   "encoded)",
     ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
     ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
+    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
+    ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
+    ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
+    ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
 }
 
 # the encoding of each operation type, by family (Step.event)
-EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS}
+EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS, **TCGEN05_EVENTS}
 
 __all__ = ['DATA', 'INIT', 'OBS', 'START', 'Z3A', 'Z3Arith']
 
@@ -117,12 +122,15 @@ class Record:
     part: int
     is_async: bool = False
     event: Event | None = None
+    region: int = 0  # DATA: the bytes of the slot it touches (semantics.families.regions; 0: all)
 
 
 @dataclass
 class Copy:
     """One destination CTA of a bulk-tensor load (a multicast has several): an actor of its own,
-    as each destination is an agent of its own in the machine, with its own write record."""
+    as each destination is an agent of its own in the machine, with its own write record. Or
+    (``commit``) the arrival of a tcgen05.commit, with its in-flight flag as its record
+    (families/tcgen05.py, Tcgen05Encoding)."""
 
     event: Event
     cta: int
@@ -130,6 +138,7 @@ class Copy:
     key: tuple  # (cta, buf, slot)
     record: int
     actor: int = -1
+    commit: bool = False
 
 
 @dataclass
@@ -159,6 +168,11 @@ class Event:
     tm: int = -1  # a cta_group 2 allocation or deallocation: its rendezvous (the machine's tmem index)
     pending: int = 0
     retires: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # (record, holders that learn it)
+    # a wgmma wait of a warpgroup (Machine._wgmma_wait): the (process, event index) each other warp
+    # must have reached, None when one never does; the reads whose issue it is causally after
+    after: list[tuple[int, int]] | None = field(default_factory=list)
+    issued: list[int] = field(default_factory=list)
+    hide: int = 0  # records a release by some lanes does not publish from the other-lanes holder
     copies: list[Copy] = field(default_factory=list)  # a bulk-tensor load: one per destination CTA
     inits: tuple[int, ...] = ()  # an init: the init record of each target
     ordinal: int = 0  # which step of its process runs it (see Encoding._runs)
@@ -232,7 +246,9 @@ class Encoding(EncodingSymmetry):
             isinstance(e.op, ir.BarSync) and e.nb_count == -1 for evs in self.events for e in evs if e.nb == n)}
         self.tms = sorted({e.tm for evs in self.events for e in evs if e.tm >= 0})  # cta_group 2 rendezvous
         self.tm_procs = [p for p, evs in enumerate(self.events) if any(e.tm >= 0 for e in evs)]
-        self.H = 2 * self.P + 2 * self.M + len(self.nbs) + 2
+        self.commits = [c for c in self.copies if c.commit]
+        self.H0 = 2 * self.P + 2 * self.M + len(self.nbs) + 2
+        self.H = self.H0 + len(self.commits)  # then one holder per commit (snap_holder)
         self.has_cluster_barrier = any(isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)
                                        for evs in self.events for e in evs)
         # SV602 bookkeeping exists only where a release reaches a peer CTA's barrier
@@ -356,14 +372,22 @@ class Encoding(EncodingSymmetry):
         kind = type(op)
         if kind in UNSUPPORTED and not self._no_op(op):
             raise Unsupported(f"{UNSUPPORTED[kind]}, line {ins.line}")
+        if kind is ir.TmaLoad and op.cta_group == 2:
+            raise Unsupported(f"`tma.load cta_group 2` (a 2-SM copy signalled on the pair leader's barrier: not "
+                              f"encoded), line {ins.line}")
         proc = mach.procs[p]
         if kind is ir.Syncwarp and p in mach.warp_parts:
             raise Unsupported(f"{SPLIT_SYNCWARP}, line {ins.line}")
         env = mach.env(p, vars_)
         ctx = mach.ctx[p]
-        leader = ins.leader_only or proc.nthreads == 1
-        lanes = (self.leader(p),) if leader else (self.leader(p), self.lanes_holder(p))
-        part = LEADER if leader else FULL
+        # who executes: Machine._lanes / _part (program.lane_part)
+        if ins.leader_only or proc.nthreads == 1:
+            lanes, part = (self.leader(p),), LEADER
+        elif not ins.lanes or ins.lanes == proc.lane_mask:
+            lanes, part = (self.leader(p), self.lanes_holder(p)), FULL
+        else:
+            part, has_leader, others = lane_part(proc, ins.lanes)
+            lanes = (*((self.leader(p),) if has_leader else ()), *((self.lanes_holder(p),) if others else ()))
         creator = self.leader(p) if part == LEADER else self.lanes_holder(p)
         e = Event(p, index, op, ins.line, ins.threads, lanes, part, creator, proc.cta, proc.cta)
         if kind in (ir.MbarArrive, ir.MbarTx, ir.Access) and op.remote is not None:
@@ -408,10 +432,15 @@ class Encoding(EncodingSymmetry):
         elif kind is ir.Access:
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
+                region, e.error = _static(mach._region, op, slot[0], env, ctx)
+            if e.error is None:
                 e.key = (e.cta, *slot)
-                e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e))
+                e.record = self._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, p, part, event=e,
+                                                   region=region))
         elif kind is ir.TmaLoad:
             self._copy_event(e, ins, env, ctx)
+        elif kind is ir.UmmaCommit:
+            self._commit_event(e, ins, env, ctx)
         elif kind in (ir.WgmmaRead, ir.TmaStore, ir.CpAsync):
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
@@ -468,6 +497,37 @@ class Encoding(EncodingSymmetry):
                 r = self._new_record(Record(DATA, key, 1, e.proc, e.part, is_async=True, event=e))
                 e.copies.append(Copy(e, c, m, key, r))
 
+    def _commit_event(self, e: Event, ins: Instr, env: dict, ctx: Any) -> None:
+        """Machine.op_umma_commit where it tracks nothing: one arrival (an actor, its in-flight
+        flag a record) on the CTA's own barrier. Anything the encoding cannot follow exactly is
+        refused: other tcgen05 operations (what a commit tracks and publishes), several threads
+        committing at once, a multicast commit."""
+        op = ins.op
+        others = [type(o).__name__ for o in ir.ops_of(self.machine.protocol.body)
+                  if ir.tensor_core_async(o) and not isinstance(o, ir.UmmaCommit)]
+        if others:
+            raise Unsupported(f"`tcgen05.commit` in a protocol with other tcgen05 operations ({others[0]}: what a "
+                              f"commit tracks and publishes is not encoded), line {ins.line}")
+        if ins.threads != 1 or op.multicast is not None:
+            raise Unsupported(f"`tcgen05.commit` by {ins.threads} threads or with a multicast mask (only one "
+                              f"thread's commit on its own CTA's barrier is encoded), line {ins.line}")
+        e.m, e.error = _static(self.machine._mbar, None, e.proc, op.bar, e.own, env, ctx)
+        if e.error is None:
+            r = self._new_record(Record(COMMIT, (e.m,), 1, e.proc, e.part, event=e))
+            e.copies.append(Copy(e, e.own, e.m, (), r, commit=True))
+            e.m = -1  # (the barrier is the arrival's: the issue only checks it, as a copy's issue does)
+
+    def snap_holder(self, c: Copy) -> int:
+        """The knowledge holder of what a commit's arrival carries (after the fixed holders)."""
+        return self.H0 + self.commits.index(c)
+
+    def earlier_commits(self, c: Copy) -> list[Copy]:
+        """The arrivals of the same thread's earlier commits, which (in order) land first."""
+        if not self.machine.assume.tcgen05_commit_in_order:
+            return []
+        mine = [x for x in self.commits if x.event.proc == c.event.proc]
+        return mine[:mine.index(c)]
+
     def _fusable(self, e: Event) -> bool:
         """May the event run at once after the one before it, in the same step?
 
@@ -494,6 +554,8 @@ class Encoding(EncodingSymmetry):
             return False
         if isinstance(e.op, ir.ClusterArrive | ir.MbarInit):
             return True
+        if isinstance(e.op, ir.GroupWait) and e.op.unit == "wgmma" and len(self.machine.wgmma_team[e.proc]) > 1:
+            return False  # it waits for the other warps of its warpgroup (Machine._wgmma_wait)
         peers = ({e.cta} | {c.cta for c in e.copies}) - {e.own}
         return isinstance(e.op, FUSABLE) and all(self._peer_outlives(e, cta) for cta in peers)
 
@@ -772,39 +834,64 @@ class Encoding(EncodingSymmetry):
         """Which group wait retires each async read. Groups belong to the process and are fixed
         by its sequence of operations, so this is decided here (as `Machine.op_commit` and
         `op_group_wait` do step by step), for processes whose reads, commits and waits are all
-        executed by the same lanes (elected lane alone, or all of them)."""
-        for evs in self.events:
+        executed by the same lanes (elected lane alone, or all of them). A warpgroup's wgmma
+        groups are shared by its warps (Machine._wgmma_wait): a wait of one warp retires the
+        reads of every warp of the team in the groups before its limit."""
+        team_of = self.machine.wgmma_team
+        # (read event or cp.async write, unit, group), per process
+        reads: dict[int, list[tuple[Event, int, int]]] = {}
+        commits: dict[int, list[int]] = {}  # wgmma commit event indices, per process
+        waits: list[tuple[Event, int, int]] = []  # (wait event, unit, limit)
+        for p, evs in enumerate(self.events):
             unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync | ir.GroupCommit
                                                         | ir.GroupWait)]
             if len({e.part for e in unit_ops}) > 1:
                 raise Unsupported("async reads, commits and group waits of one process by different lanes")
             seq = dict.fromkeys(UNIT_OF.values(), 0)
-            open_reads: list[tuple[Event, int, int]] = []  # (read event or cp.async write, unit, group)
+            reads[p], commits[p] = [], []
             for e in unit_ops:
                 if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync):
                     unit = UNIT_WGMMA if isinstance(e.op, ir.WgmmaRead) else \
                         UNIT_CPASYNC if isinstance(e.op, ir.CpAsync) else UNIT_BULK
                     if e.record >= 0:
-                        open_reads.append((e, unit, seq[unit]))
+                        reads[p].append((e, unit, seq[unit]))
                     continue
                 unit = UNIT_OF[e.op.unit]
                 if isinstance(e.op, ir.GroupCommit):
                     seq[unit] += 1
+                    if unit == UNIT_WGMMA:
+                        commits[p].append(e.index)
                     continue
-                if e.error is not None:
-                    continue
-                limit = seq[unit] - e.pending
-                still = []
-                for read, u, grp in open_reads:
+                if e.error is None:
+                    waits.append((e, unit, seq[unit] - e.pending))
+        retired: set[int] = set()
+        for e, unit, limit in waits:
+            team = team_of[e.proc] if unit == UNIT_WGMMA and team_of[e.proc] else (e.proc,)
+            for q in team:
+                for read, u, grp in reads[q]:
                     if u == unit and grp < limit:
                         learn = tuple(h for h in e.lanes if h == self.leader(e.proc)) if read.part == LEADER \
                             else e.lanes
                         e.retires.append((read.record, learn))
-                    else:
-                        still.append((read, u, grp))
-                open_reads = still
-            for read, _, _ in open_reads:
-                read.retires = [(-1, ())]  # never retired: marks the read for the exit check
+                        retired.add(read.record)
+                        if len(team) > 1:
+                            e.issued.append(read.record)
+            if len(team) > 1 and limit > 0:
+                after = [(q, commits[q][limit - 1]) for q in team if q != e.proc and len(commits[q]) >= limit]
+                e.after = after if len(after) == len(team) - 1 else None
+        for p in reads:
+            for read, _, _ in reads[p]:
+                if read.record not in retired:
+                    read.retires = [(-1, ())]  # never retired: marks the read for the exit check
+        self.snapped = sorted({r for e, _, _ in waits for r in e.issued})
+        # a release by some lanes of a warp: what the other-lanes holder knows only as each lane its own part
+        for p, evs in enumerate(self.events):
+            proc = self.machine.procs[p]
+            for e in evs:
+                if isinstance(e.op, ir.MbarArrive) and e.part > FULL:
+                    releasing = part_lanes(proc, e.part)
+                    e.hide = self._mask(r for r, rec in enumerate(self.records) if rec.space == DATA and
+                                        own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing))
 
     # ------------------------------------------------------------------ symmetry
     def fresh(self, i: int) -> dict:
@@ -847,6 +934,8 @@ class Encoding(EncodingSymmetry):
         for r, rec in enumerate(self.records):
             if rec.space == OBS:
                 S["phase", r] = self.var(f"phase{r}_{i}")
+        for r in self.snapped:  # what its issuer had observed when it issued a warpgroup's wgmma read
+            S["snap", r] = bv(f"snap{r}")
         return S
 
     def initial(self, S: dict) -> list:
@@ -913,7 +1002,8 @@ class Effect:
     dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
-class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, LifecycleEncoding):
+class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, Tcgen05Encoding,
+           LifecycleEncoding):
     """The effects of every actor's possible move from one state."""
 
     def __init__(self, enc: Encoding, S: dict, sel: z3.ArithRef):
@@ -935,7 +1025,8 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
             acc = acc | w[space, h]
         return acc
 
-    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True, relaxed: bool = False) -> None:
+    def release(self, w: Work, src: tuple[int, ...], tgt: int, c: Any = True, relaxed: bool = False,
+                hide: tuple[int, int] = (-1, 0)) -> None:
         """state.release. A relaxed one (a relaxed cluster arrive) carries only the records outside
         the data space (inits, CTA starts, observations) that the sources know on the async side:
         an init once fence.mbarrier_init published it, a start always."""
@@ -944,8 +1035,12 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
             for space in ("K", "A"):
                 w.cond(c, (space, tgt), w[space, tgt] | carried)
             return
+        holder, mask = hide  # (program.own_part_hidden: that holder does not publish those records)
         for space in ("K", "A"):
-            w.cond(c, (space, tgt), w[space, tgt] | self.union(w, space, src))
+            acc = z3.BitVecVal(0, self.enc.R)
+            for h in src:
+                acc = acc | (w[space, h] & ~z3.BitVecVal(mask, self.enc.R) if h == holder and mask else w[space, h])
+            w.cond(c, (space, tgt), w[space, tgt] | acc)
 
     def acquire(self, w: Work, src: int, tgt: tuple[int, ...], c: Any = True) -> None:
         for space in ("K", "A"):
@@ -993,7 +1088,7 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
                 out.append(self.run_of(run, guard, done_before))
         for c in enc.copies:
             if c.event.ordinal < depth:
-                out.append(self.agent(c))
+                out.append(self.commit_arrival(c) if c.commit else self.agent(c))
         return out
 
     def run_of(self, run: list[Event], guard: Any, done_before: list) -> Effect:
@@ -1262,7 +1357,10 @@ class BMC:
         if actor < enc.P:
             run = enc.runs[actor].get(ev(S["pc", actor]).as_long(), [None])
             return [("p", actor)] * len(run)
-        return [self.label(actor)]
+        return [self.label(actor, S, ev)]
+
+    def _inflight(self, S: dict, r: int) -> Any:
+        return (S["inflight"] & self.enc.bit(r)) != 0
 
     def deadlock(self, step: Step, depth: int) -> Any:
         """No actor can move and some process has not ended: every process has ended, is parked
@@ -1279,13 +1377,20 @@ class BMC:
         all_done = z3.And(*[enc.done(w, p) for p in range(enc.P)])
         return z3.And(z3.Not(all_done), S["inflight"] == 0, *stuck)
 
-    def label(self, actor: int) -> tuple:
-        """The machine's step label of an actor: a process, or the agent of one copy."""
+    def label(self, actor: int, S: dict | None = None, ev=None) -> tuple:
+        """The machine's step label of an actor: a process, or the agent of one copy. A commit's
+        arrival names its rank among the thread's commits in flight (-1 - rank for the tag,
+        resolved against the machine's state by `replay`, whose tags are renumbered)."""
         enc = self.enc
         if actor < enc.P:
             return ("p", actor)
         c = enc.copies[actor - enc.P]
         e = c.event
+        if c.commit:
+            mine = [x for x in enc.commits if x.event.proc == e.proc]
+            rank = sum(1 for x in mine[:mine.index(c)]
+                       if S is not None and z3.is_true(ev(self._inflight(S, x.record))))
+            return ("a", (AG_UMMA, enc.machine.mb_names[c.m][0], 0, 0, c.m, -1 - rank, e.proc, e.line, 0))
         _, buf, slot = c.key
         return ("a", (AG_TMA, c.cta, buf, slot, c.m, e.nbytes, e.proc, e.line, 0))
 
@@ -1339,6 +1444,13 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     labels = outcome.labels
     tail = len(labels) - (0 if outcome.deadlock else outcome.last_group)  # where the bad step's labels start
     for n, label in enumerate(labels):
+        if label[0] == "a" and label[1][0] == AG_UMMA and label[1][5] < 0:
+            # a commit's arrival by its rank among its thread's commits in flight (BMC.label)
+            tags = sorted(a[5] for a in state.agents if a[0] == AG_UMMA and a[6] == label[1][6])
+            rank = -1 - label[1][5]
+            if rank >= len(tags):
+                return None, f"step {n + 1} (a tcgen05.commit arrival) is not in flight"
+            label = labels[n] = ("a", (*label[1][:5], tags[rank], *label[1][6:]))
         res = machine.step(state, label)
         if res is None:
             return None, f"step {n + 1} ({label[0]} {label[1] if label[0] == 'p' else label[1][6]}) is blocked"

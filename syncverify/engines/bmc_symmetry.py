@@ -37,6 +37,8 @@ class EncodingSymmetry:
         symmetry constraints, never a wrong one)."""
         if any((key[0] if isinstance(key, tuple) else key) not in _components() for key in self.fresh(0)):
             return []  # a state component whose image is not known: no pair can be shown symmetric
+        if self.commits:
+            return []  # a commit's snapshot holder belongs to one event: the holder swap does not map it
         out = []
         for group in symmetry_groups(self.machine.procs, self.machine.programs):
             members = sorted(group)
@@ -68,8 +70,8 @@ class EncodingSymmetry:
                 return None
             for r, q in zip(rx, ry, strict=True):
                 ra, rb = self.records[r], self.records[q]
-                if (ra.space, ra.key, ra.kind, ra.part, ra.is_async, ra.owner, rb.owner) != \
-                        (rb.space, rb.key, rb.kind, rb.part, rb.is_async, a, b):
+                if (ra.space, ra.key, ra.kind, ra.part, ra.is_async, ra.region, ra.owner, rb.owner) != \
+                        (rb.space, rb.key, rb.kind, rb.part, rb.is_async, rb.region, a, b):
                     return None
                 rmap[r], rmap[q] = q, r
         hmap = self.holder_swap(a, b)

@@ -13,7 +13,6 @@ from ..semantics.core import (
     Violation,
 )
 from ..semantics.program import (
-    BAR_WAIT,
     BRANCH,
     END,
     FOR_INIT,
@@ -28,10 +27,8 @@ from ..semantics.state import (
     M_K,
     M_PEND,
     M_TX,
-    M_VALID,
     P_CLTOKEN,
     P_PC,
-    P_TOKEN,
     P_VARS,
     State,
 )
@@ -42,10 +39,6 @@ _ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every ev
 _NO_ARRIVAL = frozenset({_EV_ARRIVE, _EV_FREE, _EV_LIFE})  # what a first observing wait must not follow
 _END = ("end",)  # the events of a process's end
 _MISSING = object()
-
-
-class _FreshPass(Exception):
-    """_can_precede met a wait that passes on a frozen barrier in phase 0."""
 
 
 # How successors() treats the instruction at a pc: not an operation (no step), an operation of
@@ -60,7 +53,7 @@ _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation c
 # Operations that only touch their own process, their slot's records and agents they create.
 LOCAL_OPS = frozenset({
     ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
-    ir.UmmaCommit,
+    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence,
 })
 
 
@@ -75,6 +68,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_WAIT
     if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
         return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
+    if isinstance(op, ir.TcMma) and op.cta_group == 2:
+        return _POR_OTHER  # reads and writes the peer CTA's memory
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
@@ -255,6 +250,8 @@ class Reduction:
                 out = (own,)
         except EvalError:
             out = None
+        if out is not None and isinstance(op, ir.TmaLoad) and op.cta_group == 2:
+            out = tuple(sorted({*out, *(d & ~1 for d in out)}))  # a 2-SM copy signals the pair leader's barrier
         if out is not None and not all(0 <= d < self.ncta for d in out):
             out = None
         self._target_memo[key] = out
@@ -358,8 +355,10 @@ class Reduction:
         arrivals on m' from what can run first (operations of the sequences so far, commits in
         flight) as m' has pending, or, when none is pending, a byte count that can change (a
         copy in flight or issued, an expect_tx or complete_tx). An inval, init or arrive_drop of
-        m', a non-positive arrival count, an invalid m' and every other kind of wait (named and
-        cluster barriers, tensor memory) are taken to pass. Every execution that avoids the step
+        m', a non-positive arrival count, an invalid m' and every other kind of wait (all-thread
+        named barriers, cluster barriers, tensor memory) are taken to pass, except the wait of a
+        `bar.sync` with an explicit count, which passes only when its generation can fill
+        (engines/precede_walk.py). Every execution that avoids the step
         runs, per process, a prefix of its sequence inside this set: by induction along the
         execution, a wait in it passed either in the phase it sees now or after a completion,
         whose arrivals or bytes came from the actors' earlier moves, all inside the set. So
@@ -378,102 +377,11 @@ class Reduction:
         nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
         its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
         caller (named_por) takes the step only where the open generation cannot complete before
-        it, so such a wait cannot pass first."""
-        mbars = state.mbars
-        names = self.mb_names
-        m_life = names[m][:2] if m >= 0 else None  # m = -1: a named-barrier arrival (``named``)
-        arrivals: dict[int, int] = {}
-        bytes_move: set[int] = set()
-        free: set[int] = set()  # barriers whose phases arrivals do not bound (lifecycle, drops)
-        lives: set[tuple[int, str]] = set()
-        skip = agent is not None
-        for b in state.agents:
-            if skip and b is agent:
-                skip = False  # the step itself (an identical copy in flight is another agent)
-                continue
-            kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
-            if b[4] == m and kind in forbidden and not (landings_ok and kind == _EV_BYTES):
-                return None
-            if kind == _EV_BYTES:
-                bytes_move.add(b[4])
-            else:
-                arrivals[b[4]] = arrivals.get(b[4], 0) + 1
+        it, so such a wait cannot pass first.
 
-        def passes(m2: int, parity: int, q: int) -> bool:
-            mb = mbars[m2]
-            if not mb[M_VALID]:
-                return True
-            if mb[M_K] % 2 != parity % 2:
-                if freeze and m2 == m and (mb[M_K] == 0 or self._jprev(mb, q) is None):
-                    raise _FreshPass
-                return True
-            if freeze and m2 == m:
-                return False
-            if m2 in free or names[m2][:2] in lives:
-                return True
-            pend = mb[M_PEND]
-            if pend > 0:
-                return arrivals.get(m2, 0) >= pend
-            return m2 in bytes_move
-
-        nprocs = len(self.procs)
-        procs = state.procs
-        pos: list[tuple | None] = [None if q == frozen else (q, procs[q][P_PC], procs[q][P_VARS])
-                                   for q in range(nprocs)]
-        if named is not None:
-            parked = named[0] * 65536 + state.named[named[0]].gen
-            for q in range(nprocs):
-                if procs[q][P_TOKEN] == parked and self.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT:
-                    pos[q] = None
-        ends = [False] * nprocs
-        future = self._future
-        try:
-            grew = True
-            while grew:
-                grew = False
-                for q in range(nprocs):
-                    key = pos[q]
-                    while key is not None:
-                        fut = future(key)
-                        if fut is None:
-                            return None
-                        events, nxt = fut
-                        if events is _END:
-                            ends[q] = True
-                            key = None
-                            break
-                        if events and events[0][0] == _EV_WAIT and not passes(events[0][1], events[0][2], q):
-                            break
-                        stop = False
-                        for ev in events:
-                            kind = ev[0]
-                            if kind == _EV_WAIT:
-                                continue
-                            if kind == _EV_NAMED:
-                                if named is not None and ev[1] == named[0]:
-                                    named[1].append(ev)
-                                    stop = ev[4]  # a bar.sync on it waits for the generation
-                                continue
-                            grew = True
-                            if kind == _EV_LIFE:
-                                if ev[1] == m_life and kind in forbidden:
-                                    return None
-                                lives.add(ev[1])
-                                continue
-                            target = ev[1]
-                            if target == m and kind in forbidden:
-                                return None
-                            if kind == _EV_ARRIVE:
-                                arrivals[target] = arrivals.get(target, 0) + ev[2]
-                            elif kind == _EV_BYTES:
-                                bytes_move.add(target)
-                            else:  # _EV_FREE
-                                free.add(target)
-                        key = None if stop else nxt
-                    pos[q] = key
-        except _FreshPass:
-            return None
-        return ends
+        The walk is engines/precede_walk.py; its answers are remembered by what it reads
+        (engines/precede_memo.py, kept as ``_precede`` by the machine)."""
+        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok)
 
     def _future(self, key: tuple) -> tuple[tuple, tuple | None] | None:
         """The mbarrier events of the instruction at ``key`` = (process, pc, variables), and the
@@ -537,7 +445,7 @@ class Reduction:
         if isinstance(op, ir.MbarTx):
             return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
         if isinstance(op, ir.TmaLoad):
-            return tuple((_EV_BYTES, index(op.bar, c)) for c in dests(op.multicast))
+            return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c)) for c in dests(op.multicast))
         if isinstance(op, ir.UmmaCommit):
             return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
         if isinstance(op, ir.CpAsyncArrive):

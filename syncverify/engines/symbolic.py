@@ -97,6 +97,7 @@ from ..semantics.state import (
     SPACE_DATA,
     SPACE_INIT,
     SPACE_OBS,
+    UNIT_WGMMA,
     WRITE,
     State,
 )
@@ -168,6 +169,10 @@ class _Shape:
     waiters: tuple[frozenset[int], ...]  # per mbarrier: the processes with a wait on it in their program
     all_procs: int  # knowledge bits of every lane group of every process
     all_holders: int  # knowledge bits of every holder (processes and synchronization objects)
+    # per process and unit (UNIT_BULK, UNIT_WGMMA, UNIT_CPASYNC): whose group numbers move together
+    # (a warpgroup's wgmma-groups are shared: program.wgmma_teams), named by the team's first process
+    group_owner: tuple[tuple[int, ...], ...] = ()
+    teams: tuple[tuple[int, ...], ...] = ()  # Machine.teams: an observation's issue mark names one (R_EPOCH)
     memo: dict = field(default_factory=dict, compare=False)  # normalized record tuples, by (records, shifts)
     runs: dict = field(default_factory=dict, compare=False)  # normalized runs of one slot's records
     counters: dict = field(default_factory=dict, compare=False)  # shifted (procs, mode, numbered), by (procs, mode)
@@ -193,8 +198,10 @@ def _shape(p: Plan, machine: Machine) -> _Shape:
     for q in range(len(machine.procs)):
         all_procs |= machine.holders.proc_mask(q)
     all_holders = (1 << (machine.holders.cl_last + 1)) - 1
+    group_owner = tuple(tuple(team[0] if team and unit == UNIT_WGMMA else q for unit in range(NUNITS))
+                        for q, team in enumerate(machine.wgmma_team))
     return _Shape(p.period, p.threshold, p.procs, one_trip, min(epi) if epi else None, bar_wait, tmem_ops, waiters,
-                  all_procs, all_holders)
+                  all_procs, all_holders, group_owner, tuple(machine.teams))
 
 
 def _counter_shift(sh: _Shape, state: State, mode: tuple[int, int]) -> int:
@@ -337,17 +344,29 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
                                                          sh.all_holders, sh.runs)
     # bulk and wgmma group numbers per process (the steps above leave them alone)
     if numbered:
+        # a warpgroup's warps compare their wgmma group numbers with one another's (Machine._wgmma_wait):
+        # they move by one amount, the least over the team
+        owner = sh.group_owner
         low: dict[tuple[int, int], int] = {}
         for r in records:
             g = r[R_GRP]
             if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
-                key = (r[R_OWNER], g % NUNITS)
+                key = (owner[r[R_OWNER]][g % NUNITS], g % NUNITS)
                 low[key] = min(low.get(key, g // NUNITS), g // NUNITS)
+            elif r[R_SPACE] == SPACE_OBS and r[R_EPOCH]:  # an issue mark: a group number too
+                n = len(sh.teams)
+                key = (sh.teams[(r[R_EPOCH] - 1) % n][0], UNIT_WGMMA)
+                low[key] = min(low.get(key, (r[R_EPOCH] - 1) // n), (r[R_EPOCH] - 1) // n)
+        for q in range(nprocs):
+            ps = (plist if plist is not None else procs)[q]
+            for unit, field_ in enumerate(GROUP_FIELDS):
+                key = (owner[q][unit], unit)
+                low[key] = min(low.get(key, ps[field_]), ps[field_])
         shift: dict[tuple[int, int], int] = {}
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
             for unit, field_ in enumerate(GROUP_FIELDS):
-                d = min(ps[field_], low.get((q, unit), ps[field_]))
+                d = low[(owner[q][unit], unit)]
                 if d > 0:
                     shift[(q, unit)] = d
                     ps = (*ps[:field_], ps[field_] - d, *ps[field_ + 1:])
@@ -355,9 +374,22 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         if shift:
             records = tuple(sorted(
                 (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
-                if 0 <= r[R_GRP] < UNCOMMITTED else r for r in records))
+                if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records))
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
+
+
+def _shift_mark(r: tuple, teams: tuple[tuple[int, ...], ...], shift: dict[tuple[int, int], int]) -> tuple:
+    """An observation's wgmma issue mark (Machine._mark_issue) with its team's group shift (the
+    shift is never more than the mark: it counts among the team's group numbers)."""
+    if r[R_SPACE] != SPACE_OBS or not r[R_EPOCH]:
+        return r
+    n = len(teams)
+    team, group = (r[R_EPOCH] - 1) % n, (r[R_EPOCH] - 1) // n
+    d = shift.get((teams[team][0], UNIT_WGMMA), 0)
+    if not d:
+        return r
+    return (*r[:R_EPOCH], 1 + (group - d) * n + team, *r[R_EPOCH + 1:])
 
 
 def _all_have_history(sh: _Shape, m: int, jprevs: tuple) -> bool:
@@ -423,10 +455,13 @@ def _normalize_runs(records: tuple, phase_shift: Mapping[int, int], all_procs: i
 
 
 def _saturate(r: tuple, all_procs: int, all_holders: int) -> tuple:
+    """A record every process knows is known by every holder up to the cluster barrier's. The
+    tcgen05 bits above those (state.Holders.tc_base: after-fences, commit snapshots) are kept as
+    they are: knowing a record does not make it fenced."""
     known, aknown = r[R_KNOWN], r[R_AKNOWN]
     k_full, a_full = known & all_procs == all_procs, aknown & all_procs == all_procs
-    if (k_full and known != all_holders) or (a_full and aknown != all_holders):
-        return (*r[:R_AKNOWN], all_holders if a_full else aknown, all_holders if k_full else known)
+    if (k_full and known & all_holders != all_holders) or (a_full and aknown & all_holders != all_holders):
+        return (*r[:R_AKNOWN], all_holders | aknown if a_full else aknown, all_holders | known if k_full else known)
     return r
 
 

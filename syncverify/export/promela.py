@@ -39,8 +39,9 @@ from ..diagnostics import InputError
 from ..expr import Context, EvalError, evaluate
 from ..lang.choices import open_choices
 from ..semantics import rules
+from ..semantics.families.regions import WHOLE, region_of
 from ..semantics.machine import Assumptions, Machine, Violation
-from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program
+from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program, lane_part
 from ..semantics.state import F_ASYNC, F_INFLIGHT, FULL, LEADER, READ, WRITE
 
 BITS = 30  # knowledge bits per Promela int: stays clear of the sign bit
@@ -123,6 +124,8 @@ class ExportError(Exception):
     """The protocol cannot be exported faithfully (or is not well formed); the message says why."""
 
 
+WHOLE_HI = 1 << 30  # the end of a whole-slot region (past every slot's bytes)
+
 @dataclass
 class _KeyUse:
     """What the straight-line run of every process does to one buffer slot of one CTA."""
@@ -131,12 +134,15 @@ class _KeyUse:
     async_reads: int = 0
     copies: int = 0
     generic_writes: int = 0
+    region_writers: set[tuple[int, int, int]] = field(default_factory=set)  # (process, lo, hi) of region writes
 
     def capacity(self) -> int:
         """Live records of the slot never exceed this (see `_add_read` / `_add_write` in machine.py):
-        one generic read per (process, part), every async read and copy until a generic write
-        drops them, the latest generic write and the one it superseded."""
-        return len(self.generic_readers) + self.async_reads + self.copies + (2 if self.generic_writes else 0)
+        one generic read per (process, part, region), every async read and copy until a generic
+        write drops them, the latest generic write and the one it superseded (where parts of the
+        slot are written separately: the latest write of each writer and region, and one more)."""
+        writes = (len(self.region_writers) + 2 if self.region_writers else 2) if self.generic_writes else 0
+        return len(self.generic_readers) + self.async_reads + self.copies + writes
 
 
 @dataclass
@@ -151,6 +157,7 @@ class _Facts:
     nb_ids: set[int] = field(default_factory=set)
     waiters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     remote_release: bool = False
+    regions: bool = False  # some access touches a region of its slot (families/regions.py)
     tmem_pairs: bool = False
     steps: int = 0  # every step of every process and agent on any path: a bound on SPIN's search depth
 
@@ -189,10 +196,21 @@ class _Exporter:
             spc += b.slots or 1
         self.spc = spc
         self.nkeys = max(1, spc * self.ncta)
+        # parts of an access (program.lane_part): 0 the leader lane, 1 the whole process, 2 + i the
+        # i-th set of some lanes that the programs use (a lane guard)
+        self.lane_sets = sorted({ins.lanes for p in self.live for ins in m.programs[p].code
+                                 if ins.kind == OP and lane_part(m.procs[p], ins.lanes)[0] > FULL})
+        # the warps that share wgmma-groups (Machine._wgmma_wait), by team number
+        self.teams = [team for team in m.teams if len(team) > 1]
         self.facts = self._dry_run()
         self.track_akn = any(k.generic_writes for k in self.facts.keys.values())
         self.track_grp = any(k.async_reads for k in self.facts.keys.values())
         self.keep_superseded = self.facts.remote_release and self.track_akn
+        self.track_region = self.facts.regions
+        if self.track_region and self.keep_superseded:
+            raise ExportError("regions of slots (`part ...` / `bytes LO..HI`) in a protocol that releases generic "
+                              "data to a peer CTA's barrier: the superseded writes the SV602 check keeps are not "
+                              "mirrored per region; not exported")
         self.cap = max([k.capacity() for k in self.facts.keys.values()] + [1])
         ids = sorted(self.facts.nb_ids) or [0]
         self.id_min, self.nids = ids[0], ids[-1] - ids[0] + 1
@@ -255,6 +273,20 @@ class _Exporter:
         return ExportError(f"line {line}: {code}: {msg} (`syncverify check` reports this; the export needs a "
                            "protocol free of it)")
 
+    def region_bytes(self, op: ir.Access, p: int, env: dict) -> tuple[int, int]:
+        """The bytes of its slot an access by ``p`` touches (regions.Parts.bytes); the whole slot is
+        0..WHOLE_HI, which overlaps and is covered exactly as the engine's whole-slot region is."""
+        region = region_of(op)
+        decl = self.protocol.buffer(op.buf.name)
+        if region is None:
+            lo, hi = self._val(op.lo, p, env, "byte range"), self._val(op.hi, p, env, "byte range")
+            if not 0 <= lo < hi <= decl.bytes:
+                raise self._refuse("SV104", op.span.line, f"bytes {lo}..{hi} outside `{op.buf.name}`")
+            return lo, hi
+        if region == WHOLE:
+            return 0, WHOLE_HI
+        return self.machine.parts.bytes(region, p, decl.bytes)
+
     def _visit(self, facts: _Facts, p: int, ins, env: dict) -> None:
         op = ins.op
         proc = self.machine.procs[p]
@@ -297,7 +329,7 @@ class _Exporter:
                 raise self._refuse("SV405", line, f"multicast mask {mask:#b} outside the cluster")
             return [c for c in range(self.ncta) if mask >> c & 1]
 
-        part = LEADER if ins.leader_only or proc.nthreads == 1 else FULL
+        part = self.who(p, ins)[0]
         if isinstance(op, ir.MbarInit):
             decl = self.protocol.mbarrier(op.bar.name)
             count = decl.count if op.count is None else self._val(op.count, p, env)
@@ -334,10 +366,18 @@ class _Exporter:
             facts.nb_ids.add(bar_id)
         elif isinstance(op, ir.Access):
             k = key(op.buf, target(op.remote))
+            lo, hi = self.region_bytes(op, p, env)
+            facts.regions |= (lo, hi) != (0, WHOLE_HI)
             if op.kind == "write":
                 facts.keys[k].generic_writes += 1
+                if (lo, hi) != (0, WHOLE_HI):
+                    facts.keys[k].region_writers.add((p, lo, hi))
             else:
-                facts.keys[k].generic_readers.add((p, part))
+                facts.keys[k].generic_readers.add((p, part, lo, hi))
+        elif isinstance(op, ir.TmaLoad) and op.cta_group == 2:
+            raise ExportError(f"line {line}: `tma.load cta_group 2` is not exported (a 2-SM copy signalled on the "
+                              "pair leader's barrier has no Promela counterpart yet); check this protocol with "
+                              "`syncverify check`")
         elif isinstance(op, ir.TmaLoad):
             if ins.threads != 1:
                 raise ExportError(f"line {line}: `tma.load` executed by {ins.threads} threads at once (outside "
@@ -359,8 +399,13 @@ class _Exporter:
                     raise self._refuse("SV405", line, "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster")
                 facts.tmem_pairs = True
         elif isinstance(op, ir.UmmaCommit):
-            raise ExportError(f"line {line}: `umma.commit` is not exported (its in-order delivery assumption has "
-                              "no Promela counterpart yet); check this protocol with `syncverify check`")
+            raise ExportError(f"line {line}: `tcgen05.commit` (`umma.commit`) is not exported (its in-order "
+                              "delivery assumption has no Promela counterpart yet); check this protocol with "
+                              "`syncverify check`")
+        elif isinstance(op, ir.TCGEN05_OPS):
+            raise ExportError(f"line {line}: `{ir.blackwell_op_name(op)}` is not exported (tensor-memory accesses, the "
+                              "tcgen05 fences and 2-SM copies have no Promela counterpart yet); check this protocol "
+                              "with `syncverify check`")
 
     def max_depth(self) -> int:
         """Every step of every process and copy once, plus creating the processes and the monitor."""
@@ -432,10 +477,37 @@ class _Exporter:
         idx = "0" if ref.index is None else self.expr(ref.index, p)
         return f"(({cta}) * {self.spc} + {self.buf_off[ref.name]} + {idx})"
 
-    def lanes(self, p: int, leader_only: bool) -> str:
-        """The executing lanes' knowledge mask (machine._lanes): the leader, or leader and other lanes.
+    def lanes(self, p: int, ins) -> str:
+        """The executing lanes' knowledge mask (machine._lanes): the leader, the other lanes, or both.
         Both bits of a process share the word `lw` (BITS is even)."""
-        return "lb" if leader_only or self.machine.procs[p].nthreads == 1 else "(lb | wb)"
+        _, leader, others = self.who(p, ins)
+        return "(lb | wb)" if leader and others else "lb" if leader else "wb"
+
+    def who(self, p: int, ins) -> tuple[int, bool, bool]:
+        """(part as the model numbers it, leader lane takes part, another lane does): Machine._part."""
+        proc = self.machine.procs[p]
+        if ins.leader_only or proc.nthreads == 1:
+            return LEADER, True, False
+        if not ins.lanes or ins.lanes == proc.lane_mask:
+            return FULL, True, True
+        _, leader, others = lane_part(proc, ins.lanes)
+        return 2 + self.lane_sets.index(ins.lanes), leader, others
+
+    def part_lanes_c(self) -> list[str]:
+        """C: the lanes (of its warp) that made an access of part `part` by process `me`."""
+        sets = ", ".join(f"{m:#x}u" for m in self.lane_sets) or "0u"
+        lead = ", ".join(f"{1 << self.machine.procs[q].leader_lane:#x}u" for q in range(self.nprocs))
+        whole = ", ".join(f"{self.machine.procs[q].lane_mask:#x}u" for q in range(self.nprocs))
+        team = ", ".join(str(next((i for i, t in enumerate(self.teams) if q in t), -1)) for q in range(self.nprocs))
+        return [
+            f"static const unsigned lane_sets[] = {{ {sets} }};",
+            f"static const unsigned lead_lane[] = {{ {lead} }};",
+            f"static const unsigned all_lanes[] = {{ {whole} }};",
+            f"static const int team_of[] = {{ {team} }};",
+            "static unsigned part_lanes(int me, int part) {",
+            "  return part == 0 ? lead_lane[me] : part == 1 ? all_lanes[me] : lane_sets[part - 2];",
+            "}",
+        ]
 
     # ------------------------------------------------------------------ the model
     def render(self) -> str:
@@ -454,7 +526,9 @@ class _Exporter:
             w(f"#define {name} {value}")
         w("")
         w("typedef Mask { int w[NW] }")
-        fields = ["bit kind", "byte owner", "bit part", "byte flags", "short site"]
+        fields = ["bit kind", "byte owner", "byte part", "byte flags", "short site"]
+        if self.track_region:
+            fields += ["int lo", "int hi"]  # the bytes of the slot it touches (semantics/families/regions.py)
         if self.track_grp:
             fields.append("short grp")
         fields.append("int kn[NW]")
@@ -463,6 +537,7 @@ class _Exporter:
         w("/* an access record (semantics/state.py): who accessed, and which holders are ordered after it */")
         w("typedef Rec { " + "; ".join(fields) + " }")
         w("Rec R[NKEYS * CAP]; byte nrec[NKEYS];")
+        w(f"short wseq[{self.nprocs}];   /* committed wgmma-groups, per process (team waits compare them) */")
         w("/* mbarriers: rules.Mbar, whether the last phase was observed, each waiter's last observed phase,")
         w("   whether cross-CTA data were released into the current / last phase */")
         w("bit mvalid[NMB]; short mk[NMB]; int mpend[NMB]; int mexp[NMB]; int mtx[NMB]; bit mobs[NMB] = 1; "
@@ -478,7 +553,9 @@ class _Exporter:
         w("bit ag_live[NKEYS]; byte ag_m[NKEYS]; int ag_bytes[NKEYS]; byte ag_iss[NKEYS]; short ag_site[NKEYS];")
         if self.facts.tmem_pairs:
             w(f"byte tm_arr[{self.ntm}]; short tm_gen[{self.ntm}];")
-        w("hidden int _q, _m, _t, _c, _n, _x, _j, _a, _b, _r, _w;")
+        w("hidden int _q, _m, _t, _c, _n, _x, _j, _a, _b, _r, _w, _l;")
+        if self.track_region:
+            w(f"hidden int _lo, _hi = {WHOLE_HI};   /* the region of the access being made (whole: 0..{WHOLE_HI}) */")
         w("hidden int _mb0, _mb1, _mb2, _mb3, _mb4;   /* a barrier's fields after a rule (mb_update) */")
         w("hidden byte " + ", ".join(CODES) + ";   /* always 0: they name the check in SPIN's report */")
         w("")
@@ -513,6 +590,20 @@ class _Exporter:
             "static void k_rel(int lw, int lm, int t) {",
             "  int q, i;",
             f"  {recs} {{ {both('if (now.R[i].{x}[lw] & lm) k_set(now.R[i].{x}, t);')} }}",
+            "  for (i = 0; i < NMB; i++) if (now.iex[i]) {",
+            "    if (now.ikn[i].w[lw] & lm) k_set(now.ikn[i].w, t);",
+            "    if (now.iakn[i].w[lw] & lm) k_set(now.iakn[i].w, t); }",
+            "  for (i = 0; i < NCTA; i++) if (now.skn[i].w[lw] & lm) k_set(now.skn[i].w, t);",
+            "}",
+            *self.part_lanes_c(),
+            "/* state.release_partial: some lanes of process me release; the other-lanes holder does not",
+            "   publish me's own generic accesses made by a lane outside `rel` */",
+            "static void k_rel_lanes(int me, int lw, int lm, int lb, unsigned rel, int t) {",
+            "  int q, i, src;",
+            f"  {recs} {{",
+            "    src = (now.R[i].owner == me && !(now.R[i].flags & 1) && now.R[i].part != 0",
+            "           && (part_lanes(me, now.R[i].part) & ~rel)) ? (lm & lb) : lm;",
+            f"    {both('if (now.R[i].{x}[lw] & src) k_set(now.R[i].{x}, t);')} }}",
             "  for (i = 0; i < NMB; i++) if (now.iex[i]) {",
             "    if (now.ikn[i].w[lw] & lm) k_set(now.ikn[i].w, t);",
             "    if (now.iakn[i].w[lw] & lm) k_set(now.iakn[i].w, t); }",
@@ -562,7 +653,8 @@ class _Exporter:
             "  x = q * CAP + now.nrec[q]++;",
             "  memset(&now.R[x], 0, sizeof(now.R[0]));",
             "  now.R[x].kind = kind; now.R[x].owner = owner; now.R[x].part = part; now.R[x].flags = flags;",
-            "  now.R[x].site = site;" + (" now.R[x].grp = grp;" if grp else " (void) grp;"),
+            "  now.R[x].site = site;" + (" now.R[x].grp = grp;" if grp else " (void) grp;")
+            + (" now.R[x].lo = _lo; now.R[x].hi = _hi;" if self.track_region else ""),
             "  return x;",
             "}",
             "/* the newest write of key q is the one flagged 16 (the engine's highest epoch) */",
@@ -584,7 +676,8 @@ class _Exporter:
             "static int race_scan(int q, int me, int part, int lw, int lm, int kind) {",
             "  int x;",
             "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) {",
-            "    if ((now.R[x].kind == 0 && kind == 0) || (now.R[x].flags & 8)) continue;",
+            "    if ((now.R[x].kind == 0 && kind == 0) || (now.R[x].flags & 8)) continue;"
+            + (" if (now.R[x].lo >= _hi || _lo >= now.R[x].hi) continue;" if self.track_region else ""),
             "    if (!(now.R[x].flags & 2)",
             "        && ((now.R[x].owner == me && !(now.R[x].flags & 1) && now.R[x].part == part)",
             "        || (now.R[x].kn[lw] & lm) == lm)) continue;",
@@ -598,15 +691,17 @@ class _Exporter:
                 "/* machine._conflicts, async side: a generic write of key q not fenced into the async proxy */",
                 "static int unfenced(int q, int lw, int lm) {",
                 "  int x;",
-                "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++)",
-                "    if (now.R[x].kind == 1 && !(now.R[x].flags & 9) && (now.R[x].akn[lw] & lm) != lm) return 1;",
+                "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) {"
+                + (" if (now.R[x].lo >= _hi || _lo >= now.R[x].hi) continue;" if self.track_region else ""),
+                "    if (now.R[x].kind == 1 && !(now.R[x].flags & 9) && (now.R[x].akn[lw] & lm) != lm) return 1; }",
                 "  return 0;",
                 "}",
                 "/* fence.proxy.async: this process's generic writes become visible to the async proxy */",
-                "static void fence_proxy(int me, int full, int pw, int pm) {",
+                "static void fence_proxy(int me, int part, int pw, int pm) {",
                 "  int q, i;",
                 f"  {recs} if (now.R[i].owner == me && now.R[i].kind == 1 && !(now.R[i].flags & 1)",
-                "      && (full || now.R[i].part == 0)) now.R[i].akn[pw] |= now.R[i].kn[pw] & pm;",
+                "      && !(part_lanes(me, now.R[i].part) & ~part_lanes(me, part)))",
+                "    now.R[i].akn[pw] |= now.R[i].kn[pw] & pm;",
                 "}",
             ]
         lines += [
@@ -614,7 +709,8 @@ class _Exporter:
             "static void drop_reads(int q, int me, int part) {",
             "  int x = q * CAP;",
             "  while (x < q * CAP + now.nrec[q]) {",
-            "    if (now.R[x].kind == 0 && now.R[x].owner == me && now.R[x].part == part && !(now.R[x].flags & 1))",
+            "    if (now.R[x].kind == 0 && now.R[x].owner == me && now.R[x].part == part && !(now.R[x].flags & 1)"
+            + (" && now.R[x].lo == _lo && now.R[x].hi == _hi" if self.track_region else "") + ")",
             "      rec_remove(q, x);",
             "    else x++;",
             "  }",
@@ -624,6 +720,10 @@ class _Exporter:
             "static void write_reset(int q, int keep) {",
             "  int x, latest = -1;",
             "  for (x = q * CAP; x < q * CAP + now.nrec[q]; x++) if (now.R[x].flags & 16) latest = x;",
+            *(["  /* regions: only the records whose bytes the write covers go (keep is 0 here) */",
+               "  if (!keep) { x = q * CAP; while (x < q * CAP + now.nrec[q])",
+               "    if (_lo <= now.R[x].lo && now.R[x].hi <= _hi) rec_remove(q, x); else x++; return; }"]
+              if self.track_region else []),
             "  if (!keep || latest < 0) { while (now.nrec[q] > 0) rec_remove(q, q * CAP); return; }",
             "  now.R[q * CAP] = now.R[latest]; now.R[q * CAP].flags |= 8;",
             "  while (now.nrec[q] > 1) rec_remove(q, q * CAP + 1);",
@@ -668,16 +768,42 @@ class _Exporter:
                 "    now.R[i].grp = -1; now.R[i].kn[lw] |= learn;" + (" now.R[i].akn[lw] |= learn;" if akn else ""),
                 "  }",
                 "}",
+                *self.team_knows_c(),
+                "/* Machine._wgmma_wait: a warp of a warpgroup (team) learns every team warp's wgmma reads of the",
+                "   groups before the limit; a read keeps its tag until the whole team knows it (flag 32: complete) */",
+                "static void team_wait(int me, int limit, int lw, int lm, int waiter, int lead) {",
+                "  int q, i, learn;",
+                f"  {recs} if (now.R[i].grp >= 0 && now.R[i].grp % 2 == 1 && now.R[i].grp / 2 < limit",
+                "      && team_of[now.R[i].owner] == team_of[me] && !(waiter == 0 && now.R[i].part == 1)) {",
+                "    learn = now.R[i].part == 0 ? (lm & lead) : lm;",
+                "    now.R[i].kn[lw] |= learn;" + (" now.R[i].akn[lw] |= learn;" if akn else "")
+                + " now.R[i].flags |= 32;",
+                "    if (team_knows(team_of[me], now.R[i].kn)) now.R[i].grp = -1;",
+                "  }",
+                "}",
                 "/* machine._exit: an async read of a slot of this CTA never retired */",
                 "static int unretired(int lo, int hi) {",
                 "  int q, i;",
                 "  for (q = lo; q < hi; q++) for (i = q * CAP; i < q * CAP + now.nrec[q]; i++)",
-                "    if (now.R[i].grp >= 0) return 1;",
+                "    if (now.R[i].grp >= 0 && !(now.R[i].flags & 32)) return 1;",
                 "  return 0;",
                 "}",
             ]
         lines += ["}", ""]
         return lines
+
+    def team_knows_c(self) -> list[str]:
+        """C: does every holder of every warp of team t know the record (knowledge words kn)?"""
+        L = ["static int team_knows(int t, int *kn) {"]
+        for t, team in enumerate(self.teams):
+            words: dict[int, int] = defaultdict(int)
+            for q in team:
+                h = self.h_lead[q]
+                words[h // BITS] |= 3 << (h % BITS)
+            test = " && ".join(f"(kn[{wd}] & {mask:#x}) == {mask:#x}" for wd, mask in sorted(words.items()))
+            L.append(f"  if (t == {t}) return {test};")
+        L += ["  return 0;", "}"]
+        return L
 
     def inlines(self) -> list[str]:
         L = [
@@ -765,8 +891,8 @@ class _Exporter:
         op = ins.op
         proc = self.machine.procs[p]
         cta = proc.cta
-        lanes = self.lanes(p, ins.leader_only)
-        part = LEADER if ins.leader_only or proc.nthreads == 1 else FULL
+        lanes = self.lanes(p, ins)
+        part = self.who(p, ins)[0]
         line = op.span.line
         threads = ins.threads
         E = lambda e: self.expr(e, p)  # noqa: E731
@@ -826,7 +952,11 @@ class _Exporter:
                         b.append("assert(_r == 0 || SV602);   /* generic data published to another CTA at .cta "
                                  "scope */")
                     b.append("mrd[_m] = mrd[_m] | _r;")
-                b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m; c_code {{ k_rel(_a, _b, _c); }};")
+                if part > FULL:  # some lanes: each publishes its own part only (program.own_part_hidden)
+                    b.append(f"_a = lw; _b = {lanes}; _l = lb; _c = {self.mb_base} + 2 * _m; "
+                             f"c_code {{ k_rel_lanes({{me}}, _a, _b, _l, {self.lane_sets[part - 2]:#x}u, _c); }};")
+                else:
+                    b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m; c_code {{ k_rel(_a, _b, _c); }};")
             b.append("mb_after();")
         elif isinstance(op, ir.MbarTx):
             tcta = str(cta) if op.remote is None else E(op.remote)
@@ -888,9 +1018,21 @@ class _Exporter:
                 b.append(f"if :: _c != {cta} -> assert(alive_procs[_c] > 0 || SV404); "
                          f"assert((skn[_c].w[lw] & {lanes}) == {lanes} || SV404) :: else -> skip fi;")
             kind = WRITE if op.kind == "write" else READ
+            region = self.track_region and region_of(op) != WHOLE
+            if region:  # semantics/families/regions.py: the bytes of the slot this access touches
+                if region_of(op) is None:
+                    b.append(f"_lo = {E(op.lo)}; _hi = {E(op.hi)};")
+                else:  # the owner's part: processes of identical code share a proctype, so by `me`
+                    ends = [self.region_bytes(op, q, {}) for q in range(len(self.machine.procs))]
+                    pick = lambda i: " : ".join(  # noqa: E731
+                        [f"(me == {q} -> {e[i]}" for q, e in enumerate(ends[:-1])] + [str(ends[-1][i])]) \
+                        + ")" * (len(ends) - 1)
+                    b.append(f"_lo = {pick(0)}; _hi = {pick(1)};")
             b += self.conflicts(part, lanes, kind, False)
             b += (self.add_write(part, lanes, line, False) if kind == WRITE
                   else self.add_read(p, part, lanes, line, None))
+            if region:
+                b.append(f"_lo = 0; _hi = {WHOLE_HI};")
         elif isinstance(op, ir.TmaLoad):
             nbytes = E(op.tx_bytes)
             dests = list(range(self.ncta)) if op.multicast is not None else [cta]
@@ -911,15 +1053,24 @@ class _Exporter:
                     b += sub
         elif isinstance(op, ir.TmaStore | ir.WgmmaRead):
             unit = 0 if isinstance(op, ir.TmaStore) else 1
-            seq = "bseq" if unit == 0 else "wseq"
+            seq = "bseq" if unit == 0 else "wseq[me]"
             b.append(f"_q = {self.key_expr(op.buf, p, str(cta))};")
             b += self.conflicts(part, lanes, READ, True)
             b += self.add_read(p, part, lanes, line, f"2 * {seq} + {unit}")
         elif isinstance(op, ir.GroupCommit):
-            b.append("bseq = bseq + 1;" if op.unit == "bulk" else "wseq = wseq + 1;")
+            b.append("bseq = bseq + 1;" if op.unit == "bulk" else "wseq[me] = wseq[me] + 1;")
+        elif isinstance(op, ir.GroupWait) and op.unit == "wgmma" and any(p in t for t in self.teams):
+            # Machine._wgmma_wait: blocked until every other warp of the warpgroup has committed the
+            # groups before the limit (the engine also lets it pass while one stands at that commit,
+            # which only reorders a commit that touches nothing shared)
+            team = next(t for t in self.teams if p in t)
+            guard = " && ".join(f"wseq[{q}] >= wseq[me] - ({E(op.pending)})" for q in team if q != p)
+            if self.track_grp:
+                b.append(f"_n = wseq[me] - ({E(op.pending)}); _a = lw; _b = {lanes}; _c = lb; "
+                         f"c_code {{ team_wait({{me}}, _n, _a, _b, {part}, _c); }};   /* the team's groups */")
         elif isinstance(op, ir.GroupWait):
             unit = 0 if op.unit == "bulk" else 1
-            seq = "bseq" if unit == 0 else "wseq"
+            seq = "bseq" if unit == 0 else "wseq[me]"
             if self.track_grp:
                 b.append(f"_n = {seq} - ({E(op.pending)}); _a = lw; _b = {lanes}; _c = lb; "
                          f"c_code {{ group_wait({{me}}, {unit}, _n, _a, _b, {part}, _c); }};   "
@@ -1044,7 +1195,7 @@ class _Exporter:
         L.append(f"proctype T{t}({params}) {{")
         decls = [f"int v_{name} = {val}" for name, val in zip(prog.var_names, vars0, strict=True)]
         decls += [f"short pc = {pc0}", "short tok_i = -1", "short tok_g = -1", "short cltok = -1", "short bseq = 0",
-                  "short wseq = 0", "bit stay = 0"]
+                  "bit stay = 0"]
         L.append("  " + "; ".join(decls) + ";")
         # A finished process stays at the loop head (pc == END matches no option): the `end` label
         # makes that a valid end state, and the deadlock monitor below tells finished from blocked.

@@ -59,9 +59,9 @@ OPERATIONS: dict[str, OpSpec] = {
     "cluster.arrive": _spec(".relaxed .release .aligned"),
     "cluster.wait": _spec(".acquire .aligned"),
     "cluster.sync": _spec(".aligned"),
-    "read": _spec("", (1, 1), "remote"),
-    "write": _spec("", (1, 1), "remote"),
-    "tma.load": _spec("", (1, 1), "bytes target multicast", "target"),
+    "read": _spec("", (1, 1), "remote part range"),
+    "write": _spec("", (1, 1), "remote part range"),
+    "tma.load": _spec(".cta_group::1 .cta_group::2", (1, 1), "bytes target multicast cta_group", "target"),
     "tma.store": _spec("", (1, 1), "bytes"),
     "bulk.commit": _spec(),
     "bulk.wait_read": _spec("", (0, 1)),
@@ -72,7 +72,6 @@ OPERATIONS: dict[str, OpSpec] = {
     "fence.mbarrier_init": _spec(".release .cluster"),
     "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
-    "umma.commit": _spec("", (1, 1), "multicast"),
     "test_wait": _spec(".parity .acquire .relaxed .cta .cluster .shared::cta", (1, 1), "parity", "parity"),
     "cp.async": _spec(".ca .cg .shared .shared::cta .global", (1, 1)),
     "cp.async.commit_group": _spec(),
@@ -81,20 +80,40 @@ OPERATIONS: dict[str, OpSpec] = {
     "cp.async.mbarrier.arrive": _spec(".noinc .shared .shared::cta .b64", (1, 1)),
     "cp.async.bulk": _spec(".shared::cta .shared::cluster .global .mbarrier::complete_tx::bytes", (1, 1),
                            "bytes target remote", "target"),
+    "umma.commit": _spec("", (1, 1), "multicast cta_group"),
+    # tcgen05 (sm_100a), PTX spelling; `tmem.alloc`/`umma.commit` are the older names
+    "tcgen05.alloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .shared::cta .b32", (0, 0), "cta_group cols"),
+    "tcgen05.dealloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .b32", (0, 0), "cta_group cols"),
+    "tcgen05.commit": _spec(".cta_group::1 .cta_group::2 .mbarrier::arrive::one .shared::cluster .multicast::cluster "
+                            ".b64", (1, 1), "multicast cta_group"),
+    "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 5), "cta_group"),  # ACC, A, B, SFA, SFB
+    "tcgen05.cp": _spec(".cta_group::1 .cta_group::2", (2, 2), "cta_group"),
+    "tcgen05.ld": _spec(".sync .aligned", (1, 1)),
+    "tcgen05.st": _spec(".sync .aligned", (1, 1)),
+    "tcgen05.wait::ld": _spec(".sync .aligned"),
+    "tcgen05.wait::st": _spec(".sync .aligned"),
+    "tcgen05.fence::before_thread_sync": _spec(),
+    "tcgen05.fence::after_thread_sync": _spec(),
 }
 _ALIASES = {"try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
-                 "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote"}
+                 "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote",
+                 "c_part": "part", "c_range": "range"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
-                  "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA"}
+                  "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA",
+                  "part": "part warp", "range": "bytes LO..HI"}
 # How the operations most often given the wrong operands are written.
 _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
           "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
           "expect_tx": "expect_tx BAR bytes N", "complete_tx": "complete_tx BAR bytes N [@ CTA]",
           "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "barrier.sync": "barrier.sync ID[, N]",
-          "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [@ CTA]",
-          "write": "write BUF [@ CTA]", "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
+          "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [part warp | bytes LO..HI] [@ CTA]",
+          "write": "write BUF [part warp | bytes LO..HI] [@ CTA]",
+          "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
+          "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
+          "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
+          "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION",
           "test_wait": "test_wait BAR parity E", "cp.async": "cp.async BUF",
           "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",
           "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]"}
@@ -105,7 +124,9 @@ _MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complet
 # Operations that must be executed by every lane of a warp (.sync.aligned forms).
 _WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "barrier.sync", "barrier.arrive",
                     "cluster.arrive", "cluster.wait",
-                    "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc"}
+                    "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc",
+                    "tcgen05.alloc", "tcgen05.dealloc", "tcgen05.ld", "tcgen05.st", "tcgen05.wait::ld",
+                    "tcgen05.wait::st"}
 
 
 @dataclass
@@ -167,7 +188,9 @@ def _number(text: str) -> tuple[int, str | None]:
 
 
 def _a(word: str) -> str:
-    """`a buffer`, `an mbarrier`."""
+    """`a buffer`, `an mbarrier`, `a tmem region`."""
+    if word == "tmem":
+        return "a tmem region"
     return ("an " if word[0] in "aeiou" or word.startswith("mbarrier") else "a ") + word
 
 
@@ -190,6 +213,7 @@ class Resolver:
         self.kinds: dict[str, tuple[str, Span]] = {}  # global name -> (kind, decl span)
         self.roles: list[ir.Role] = []
         self.buffers: dict[str, ir.Buffer] = {}
+        self.tmem_regions: dict[str, ir.TmemRegion] = {}
         self.mbarriers: dict[str, ir.Mbarrier] = {}
         self.named: dict[str, _Named] = {}
         self.cluster = 1
@@ -347,6 +371,8 @@ class Resolver:
                 return ir.InRole(name, span)
             self.error("SV111", f"`{name}` is {_a(kind)}, not an integer", span)
             return ir.Const(0, span)
+        if name == "lane":  # a name, not a keyword: specs that call something `lane` keep working
+            return ir.Builtin("lane", span)
         options = [*self.params, *self.kinds, *(v for s in self.scopes for v in s.variables)]
         hint = _suggest(name, options)
         if name == "i" and not hint:
@@ -465,6 +491,20 @@ class Resolver:
                        "need a positive multiple of 16", self.span(rest[0]))
             return
         self.buffers[str(name)] = ir.Buffer(str(name), size, nbytes, self.span(t))
+
+    def decl_tmem_decl(self, t: Tree) -> None:
+        """`tmem NAME[N] cols C;`: tensor-memory regions (the 512 columns of a CTA hold them all)."""
+        name, array, rest = self._split_array(t.children)
+        size, ok = self._array(array)
+        cols = self.const(rest[0], "tensor-memory columns")
+        if not self.declare(name, "tmem") or not ok or cols is None:
+            return
+        total = sum((r.slots or 1) * r.cols for r in self.tmem_regions.values()) + (size or 1) * cols
+        if not 1 <= cols <= 512 or total > 512:
+            self.error("SV110", f"tensor-memory region `{name}` of {size or 1} x {cols} columns: a CTA has 512 "
+                       f"columns (the regions declared so far would take {total})", self.span(rest[0]))
+            return
+        self.tmem_regions[str(name)] = ir.TmemRegion(str(name), size, cols, self.span(t))
 
     def decl_mbarrier(self, t: Tree) -> None:
         name, array, rest = self._split_array(t.children)
@@ -600,7 +640,8 @@ class Resolver:
         self.scopes.append(_Scope())
         out: list[ir.Stmt] = []
         for item in items:
-            if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose"):
+            if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose",
+                             "tmem_decl"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -683,6 +724,8 @@ class Resolver:
             words = ["cluster", *(str(q)[1:] for q in head.children)]
         elif head.data == "mbarrierop":  # PTX spelling `mbarrier.arrive…`
             words = [str(q)[1:] for q in head.children]
+        elif head.data == "tmemop":  # `tmem.alloc`: `tmem` is a keyword (region declarations)
+            words = ["tmem", *(str(q)[1:] for q in head.children)]
         else:
             words = [str(head.children[0]), *(str(q)[1:] for q in head.children[1:])]
         name, quals = _split_mnemonic(words)
@@ -718,7 +761,7 @@ class Resolver:
                         self.error("SV110", f"`{name}` does not take `{_CLAUSE_SYNTAX[word]}` (it takes: {allowed})",
                                    self.span(child))
                     return None
-                clauses[word] = child.children[0]
+                clauses[word] = child if child.data == "c_range" else child.children[0]
         # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing after the head.
         word = str(operands[0].children[0]) if operands and operands[0].data == "name" else ""
         if (word in _OP_WORDS and self.span(operands[0]).line > head_span.end_line and word not in self.kinds
@@ -745,7 +788,7 @@ class Resolver:
             self.error("SV108", "remote operation (`@ CTA`) in a protocol whose cluster has 1 CTA", self.span(
                 clauses["remote"]))
             return None
-        builder = getattr(self, "op_" + name.replace(".", "_"))
+        builder = getattr(self, "op_" + name.replace("::", "__").replace(".", "_"))
         return builder(span, set(quals), operands, clauses)
 
     def ref(self, t: Tree, kind: str, *, every_ok: bool = False) -> ir.Ref | None:
@@ -765,11 +808,12 @@ class Resolver:
         if actual != kind:
             self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
-        table: Mapping[str, ir.Buffer | ir.Mbarrier] = self.buffers if kind == "buffer" else self.mbarriers
+        table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion] = \
+            self.buffers if kind == "buffer" else self.tmem_regions if kind == "tmem" else self.mbarriers
         if name not in table:
             return None  # its declaration was rejected, and that error is reported already
         obj = table[name]
-        size = obj.slots if isinstance(obj, ir.Buffer) else obj.size
+        size = obj.size if isinstance(obj, ir.Mbarrier) else obj.slots
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)
@@ -922,7 +966,7 @@ class Resolver:
         kind = self.kinds[obj][0] if obj in self.kinds else None
         if kind == "named barrier" and obj not in self.named:
             return None  # its declaration was rejected, and that error is reported already
-        if kind in ("mbarrier", "buffer"):
+        if kind in ("mbarrier", "buffer", "tmem"):
             self.error("SV111", f"`{obj}` is {_a(kind)}, but `{op}` needs a barrier id 0..15 or a `named` barrier",
                        self.span(first))
             return None
@@ -999,7 +1043,32 @@ class Resolver:
     def _access(self, kind, span, operands, clauses):
         buf = self.ref(operands[0], "buffer")
         remote = self._remote(clauses)
-        return ir.Access(kind, buf, remote, span) if buf else None
+        if buf is None:
+            return None
+        part, lo, hi = self._region(buf, clauses)
+        return ir.Access(kind, buf, remote, span, part, lo, hi)
+
+    def _region(self, buf: ir.Ref, clauses) -> tuple[str | None, ir.Expr | None, ir.Expr | None]:
+        """`part warp|warpgroup` or `bytes LO..HI` of an access (regions of a slot, §8.4)."""
+        if "part" in clauses and "range" in clauses:
+            self.error("SV110", "an access takes `part ...` or `bytes LO..HI`, not both", self.span(clauses["range"]))
+            return None, None, None
+        if "part" in clauses:
+            word = str(clauses["part"])
+            if word not in ("warp", "warpgroup"):
+                self.error("SV110", f"`part {word}`: a slot is split by `part warp` or `part warpgroup`",
+                           self.span(clauses["part"]))
+                return None, None, None
+            return word, None, None
+        if "range" not in clauses:
+            return None, None, None
+        t = clauses["range"]
+        lo, hi = self.expr(t.children[0]), self.expr(t.children[1])
+        size = self.buffers[buf.name].bytes
+        if isinstance(lo, ir.Const) and isinstance(hi, ir.Const) and not 0 <= lo.value < hi.value <= size:
+            self.error("SV104", f"bytes {lo.value}..{hi.value} is not a non-empty range inside `{buf.name}`'s "
+                       f"{size}-byte slots (half-open: LO..HI covers LO up to HI-1)", self.span(t))
+        return None, lo, hi
 
     def op_read(self, span, quals, operands, clauses):
         return self._access("read", span, operands, clauses)
@@ -1028,9 +1097,10 @@ class Resolver:
         if mask is not None and self.cluster == 1:
             self.error("SV108", "`multicast` in a protocol whose cluster has 1 CTA", self.span(clauses["multicast"]))
             return None
-        if buf is None or bar is None:
+        group = self._cta_group(span, quals, clauses)
+        if buf is None or bar is None or group is None:
             return None
-        return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span)
+        return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span, group)
 
     def op_tma_store(self, span, quals, operands, clauses):
         buf = self.ref(operands[0], "buffer")
@@ -1099,8 +1169,9 @@ class Resolver:
     def op_fence_mbarrier_init(self, span, quals, operands, clauses):
         return ir.Fence("mbarrier_init", span)
 
-    def _tmem(self, dealloc, span, clauses):
-        group = self.const(clauses["cta_group"], "cta_group") if "cta_group" in clauses else 1
+    def _tmem(self, dealloc, span, clauses, quals=frozenset()):
+        group = self.const(clauses["cta_group"], "cta_group") if "cta_group" in clauses else \
+            2 if ".cta_group::2" in quals else 1
         if group not in (1, 2):
             self.error("SV110", "cta_group must be 1 or 2", span)
             return None
@@ -1121,10 +1192,74 @@ class Resolver:
     def op_tmem_dealloc(self, span, quals, operands, clauses):
         return self._tmem(True, span, clauses)
 
+    def _cta_group(self, span, quals, clauses) -> int | None:
+        """`cta_group N` or the PTX qualifier `.cta_group::N` (default 1)."""
+        group = 2 if ".cta_group::2" in quals else 1
+        if "cta_group" in clauses:
+            group = self.const(clauses["cta_group"], "cta_group")
+        if group not in (1, 2):
+            self.error("SV110", "cta_group must be 1 or 2", span)
+            return None
+        if group == 2 and self.cluster < 2:
+            self.error("SV108", "cta_group 2 needs a cluster of at least 2 CTAs", span)
+            return None
+        return group
+
     def op_umma_commit(self, span, quals, operands, clauses):
         bar = self.ref(operands[0], "mbarrier")
         mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None
-        return ir.UmmaCommit(bar, mask, span) if bar else None
+        group = self._cta_group(span, quals, clauses)
+        return ir.UmmaCommit(bar, mask, span, group) if bar and group else None
+
+    op_tcgen05_commit = op_umma_commit
+
+    def op_tcgen05_alloc(self, span, quals, operands, clauses):
+        return self._tmem(False, span, clauses, quals)
+
+    def op_tcgen05_dealloc(self, span, quals, operands, clauses):
+        return self._tmem(True, span, clauses, quals)
+
+    def _mma(self, kind, span, quals, operands, clauses):
+        acc = self.ref(operands[0], "tmem")
+        # an mma's A (and scale-factor) operands may sit in tensor memory; a cp copies from shared memory
+        srcs = [self.ref(o, "tmem" if kind == "mma" and self._names_kind(o) == "tmem" else "buffer")
+                for o in operands[1:]]
+        group = self._cta_group(span, quals, clauses)
+        if acc is None or group is None or any(r is None for r in srcs):
+            return None
+        return ir.TcMma(kind, acc, tuple(srcs), group, span)  # type: ignore[arg-type]
+
+    def _names_kind(self, t: Tree) -> str | None:
+        """The declared kind of the object an operand names (None: not a declared name)."""
+        if t.data in ("name", "index", "index_all") and str(t.children[0]) in self.kinds:
+            return self.kinds[str(t.children[0])][0]
+        return None
+
+    def op_tcgen05_mma(self, span, quals, operands, clauses):
+        return self._mma("mma", span, quals, operands, clauses)
+
+    def op_tcgen05_cp(self, span, quals, operands, clauses):
+        return self._mma("cp", span, quals, operands, clauses)
+
+    def op_tcgen05_ld(self, span, quals, operands, clauses):
+        region = self.ref(operands[0], "tmem")
+        return ir.TmemAccess("ld", region, span) if region else None
+
+    def op_tcgen05_st(self, span, quals, operands, clauses):
+        region = self.ref(operands[0], "tmem")
+        return ir.TmemAccess("st", region, span) if region else None
+
+    def op_tcgen05_wait__ld(self, span, quals, operands, clauses):
+        return ir.TcWait("ld", span)
+
+    def op_tcgen05_wait__st(self, span, quals, operands, clauses):
+        return ir.TcWait("st", span)
+
+    def op_tcgen05_fence__before_thread_sync(self, span, quals, operands, clauses):
+        return ir.TcFence("before", span)
+
+    def op_tcgen05_fence__after_thread_sync(self, span, quals, operands, clauses):
+        return ir.TcFence("after", span)
 
 
 def _split_mnemonic(words: list[str]) -> tuple[str | None, list[str]]:
@@ -1174,5 +1309,5 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
         mbarriers=tuple(res.mbarriers.values()), body=body, expect=expect, span=res.span(proto),
         loop_params=tuple(res.loop_params), source=text, choices=res.choices(),
         assignment=tuple((n, tuple(assignment[n])) for n in res.chosen) if assignment is not None else (),
-        param_sites=tuple(res.param_sites),
+        param_sites=tuple(res.param_sites), tmem_regions=tuple(res.tmem_regions.values()),
     )

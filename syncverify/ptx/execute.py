@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .cfg import EXIT, Cfg, affects_sync
-from .parse import Addr, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
-from .values import UNKNOWN, Value, compute, mask, width
+from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
+from .values import UNKNOWN, Value, compute, float_imm_bits, mask, width
 
 WARP = 32
 # Address windows. A shared::cta address is an offset below CLUSTER; a shared::cluster
@@ -82,6 +82,9 @@ class Launch:
     cluster_index: int = 0
     dynamic_smem: int | None = None
     zero_global: tuple[str, ...] = ()
+    # bytes one tensor copy moves through the tensor map at (parameter, byte offset): its box, which
+    # only the host that encoded the map knows (--tensor-bytes)
+    tensor_bytes: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def zero_base(self, k: int) -> int:
         """The address given to the k-th --zero-global pointer parameter (a window of its own)."""
@@ -267,6 +270,8 @@ class WarpRun:
         if isinstance(op, NegName):
             v = self.read(Name(op.name), lane)
             return UNKNOWN if v is UNKNOWN else int(not v)
+        if isinstance(op, FloatImm):
+            return float_imm_bits(op.text)
         return UNKNOWN
 
     def write(self, op: Operand, lane: int, v: Value, bits: int = 64) -> None:
@@ -427,6 +432,9 @@ class WarpRun:
         if base in ("membar", "fence", "nanosleep", "prefetch", "pmevent", "griddepcontrol") or not ops:
             return
         bits = _bits(mods)
+        if base == "mov" and len(ops) == 2 and (isinstance(ops[0], Vec) or isinstance(ops[1], Vec)):
+            self._pack(ops[0], ops[1], bits, lanes)
+            return
         lane_list = _lanes(lanes)
         cols = [self.column(o, lane_list) for o in ops[1:]]
         dst = ops[0]
@@ -448,6 +456,26 @@ class WarpRun:
         else:
             for lane, v in zip(lane_list, results, strict=True):
                 self.write(dst, lane, v, out_bits)
+
+    def _pack(self, dst: Operand, src: Operand, bits: int, lanes: int) -> None:
+        """`mov.b64 %rd, {%r1, %r2}` packs elements, first in the low bits; `mov.b64 {%r1, %r2}, %rd` unpacks
+        (a wgmma descriptor is built this way from its two 32-bit halves)."""
+        for lane in _lanes(lanes):
+            if isinstance(src, Vec):
+                part = bits // len(src.items)
+                v: Value = 0
+                for k, item in enumerate(src.items):
+                    x = self.read(item, lane)
+                    if x is UNKNOWN or v is UNKNOWN:
+                        v = UNKNOWN
+                        continue
+                    v |= mask(x, part) << (k * part)  # type: ignore[operator]
+                self.write(dst, lane, v, bits)
+            elif isinstance(dst, Vec):
+                part = bits // len(dst.items)
+                x = self.read(src, lane)
+                for k, item in enumerate(dst.items):
+                    self.write(item, lane, UNKNOWN if x is UNKNOWN else mask(x >> (k * part), part), part)  # type: ignore[operator]
 
     def column(self, op: Operand, lane_list: list[int]) -> list[Value]:
         """The operand's value in each of the lanes."""
@@ -544,6 +572,13 @@ class WarpRun:
         if data is None or off + size > len(data) or (known is not None and not all(known[off: off + size])):
             return UNKNOWN
         return int.from_bytes(data[off: off + size], "little")
+
+    def tensor_map(self, a: Value) -> tuple[str, int, int] | None:
+        """(parameter name, position, byte offset) of a tensor map address inside a by-value parameter."""
+        if not isinstance(a, int) or not PARAM_BASE <= a < PARAM_BASE + (len(self.param_names) << 32):
+            return None
+        k, off = divmod(a - PARAM_BASE, 1 << 32)
+        return self.param_names[k], k, off
 
     def _in_zero(self, a: Value) -> bool:
         return isinstance(a, int) and any(self.launch.zero_base(j) <= a < self.launch.zero_base(j) + (1 << 36)

@@ -103,7 +103,8 @@ MAX_CLUSTERS = 64
 
 
 def _shape(sk: Skeleton) -> object:
-    return (sk.mbarriers, sk.slots, [(r.name, r.first_warp, r.count, [[s.text for s in b] for b in r.per_cta])
+    return (sk.mbarriers, sk.slots, [(r.name, r.first_warp, r.count,
+                                      [[(s.text, s.elect, s.only) for s in b] for b in r.per_cta])
                                      for r in sk.roles])
 
 

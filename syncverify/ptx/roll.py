@@ -32,7 +32,7 @@ class Loop:
     body: tuple[tuple[str, Stmt, int], ...]  # (text with formulas, first iteration's statement, PTX copies)
 
 
-def _template(s: Stmt) -> tuple[str, bool, object, tuple[int, ...]]:
+def _template(s: Stmt) -> tuple[str, tuple[bool, tuple[int, ...]], object, tuple[int, ...]]:
     """Text with the varying numbers taken out, elect, the CUDA source position, and the numbers.
 
     The source position rather than the PTX line: a loop nvcc unrolled has one
@@ -40,7 +40,7 @@ def _template(s: Stmt) -> tuple[str, bool, object, tuple[int, ...]]:
     """
     nums = tuple(int(re.sub(r"\D", "", m.group(0))) for m in _VAR.finditer(s.text))
     where = (s.instr.src.file, s.instr.src.line, s.instr.src.inlined_at) if s.instr.src else s.instr.line
-    return (_VAR.sub(lambda m: "[#]" if m.group(1) else "parity #", s.text), s.elect, where, nums)
+    return (_VAR.sub(lambda m: "[#]" if m.group(1) else "parity #", s.text), (s.elect, s.only), where, nums)
 
 
 def _formulas(var: str, seq: list[int], parity: bool = False) -> str | None:

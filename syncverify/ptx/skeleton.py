@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
 
 from .execute import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
@@ -32,6 +33,7 @@ class Stmt:
     text: str
     elect: bool
     instr: Instr
+    only: tuple[int, ...] = ()  # in a merged warpgroup role: the instances that run it (empty: all)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,11 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
     w = 0
     while w < nwarps:
         key = per_warp[w]
+        merged = _warpgroup(per_warp, w, nwarps, launch.ctas)
+        if merged is not None:
+            roles.append(Role(f"w{w}_{w + 3}", w, 4, merged))
+            w += 4
+            continue
         if not any(key):
             w += 1
             continue
@@ -100,6 +107,51 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         roles.append(Role(name, w, n, tuple(key)))
         w += n
     return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)))
+
+
+def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,
+               ctas: int) -> tuple[tuple[Stmt, ...], ...] | None:
+    """The four warps of the warpgroup at warp w as one role whose statements they share, when they issue
+    wgmma and are not all alike (None otherwise).
+
+    wgmma is .sync.aligned over the warpgroup: the four warps execute the same instructions, which the
+    language expresses as one statement run by all four (SV206 otherwise). Where the warps differ -- the
+    thread that releases a stage to each CTA of the cluster sits in a different warp -- the statements are
+    aligned and the ones some warps lack are written under `if instance == k`. Each warp's own sequence is
+    exactly its statements in order (checked), so the role means what the warps executed.
+    """
+    if w % 4 or w + 4 > nwarps:
+        return None
+    group = [per_warp[w + j] for j in range(4)]
+    if not any(s.text.startswith("wgmma.") for body in group[0] for s in body):
+        return None
+    if all(_same(g, group[0]) for g in group[1:]):
+        return None
+    out = []
+    for r in range(ctas):
+        merged = _align([g[r] for g in group])
+        for j in range(4):
+            mine = [(s.text, s.elect) for s, who in merged if j in who]
+            assert mine == [(s.text, s.elect) for s in group[j][r]], "warpgroup merge lost an order"
+        out.append(tuple(replace(s, only=() if len(who) == 4 else tuple(sorted(who))) for s, who in merged))
+    return tuple(out)
+
+
+def _align(bodies: list[tuple[Stmt, ...]]) -> list[tuple[Stmt, set[int]]]:
+    """The bodies merged into one sequence, each statement with the bodies that have it; every body's
+    statements keep their order (a monotone alignment, matched by text)."""
+    merged: list[tuple[Stmt, set[int]]] = [(s, {0}) for s in bodies[0]]
+    for j, body in enumerate(bodies[1:], start=1):
+        a = [(s.text, s.elect) for s, _w in merged]
+        b = [(s.text, s.elect) for s in body]
+        out: list[tuple[Stmt, set[int]]] = []
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                out += [(s, who | {j}) for s, who in merged[i1:i2]]
+            else:
+                out += merged[i1:i2] + [(s, {j}) for s in body[j1:j2]]
+        merged = out
+    return merged
 
 
 def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
@@ -133,12 +185,16 @@ def _coalesce(evs: list[Event]) -> list[Event]:
     """Merge back-to-back accesses of one kind by the same lanes into one access.
 
     Nothing that synchronizes lies between them, so every other access is
-    ordered with both or with neither: the race findings are the same.
+    ordered with both or with neither: the race findings are the same. That
+    holds for the asynchronous operand reads of back-to-back wgmma too: no
+    commit lies between them, so one `wgmma.wait` completes both (a k-tile's
+    four m64n128k16 instructions become one read of the stage).
     """
     out: list[Event] = []
     for e in evs:
         last = out[-1] if out else None
-        if last is not None and e.kind in ("read", "write") and last.kind == e.kind and last.lanes == e.lanes:
+        if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
+                and last.lanes == e.lanes:
             out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})))
         else:
             out.append(e)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
-from .parse import Instr, Name, Operand, Pair, Vec
+from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import spins
 from .values import UNKNOWN, Value, mask
 
@@ -20,12 +20,11 @@ if TYPE_CHECKING:
 
 _NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
                  "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
-                 "cp.async.wait_all", "cp.async.bulk.tensor", "cp.async.bulk.shared::cluster.shared::cta",
+                 "cp.async.wait_all", "cp.async.bulk.shared::cluster.shared::cta",
                  "cp.reduce.async", "st.async", "red.async", "multimem.", "tcgen05.", "call", "trap", "brkpt",
                  "mbarrier.arrive.noComplete", "wgmma.mma_async.sp",
                  "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
 _WHY = {
-    "cp.async.bulk.tensor": "a tensor copy's byte count is in its tensor map, which extraction does not decode",
     "wgmma.mma_async.sp": "sparse wgmma is not modelled",
     "call": "calls are not followed (device functions are expected to be inlined)",
 }
@@ -338,6 +337,8 @@ def _cp(run: WarpRun, ins: Instr, lanes: int) -> bool:
         raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
     if op.startswith("cp.async.bulk.prefetch"):
         return True
+    if op.startswith("cp.async.bulk.tensor"):
+        return _tensor_copy(run, ins, lanes)
     if op.startswith("cp.async.bulk.commit_group"):
         _emit(run, "bulk_commit", (), lanes, ins)
         return True
@@ -369,6 +370,60 @@ def _cp(run: WarpRun, ins: Instr, lanes: int) -> bool:
     raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
 
 
+def tensor_copy_bytes(run: WarpRun, ins: Instr, tmap: Operand, lane: int) -> int | None:
+    """The bytes one tensor copy moves: the box of its tensor map, as bound with --tensor-bytes.
+
+    The box is encoded in the 128-byte tensor map by the host (cuTensorMapEncodeTiled); the PTX holds
+    only the map's address. Extraction never takes the count from the paired expect_tx: that the two
+    agree is one of the things the check is for.
+    """
+    base = tmap.base if isinstance(tmap, TensorAddr) else None
+    where = run.tensor_map(run.read(Name(base), lane) if base else UNKNOWN)
+    if where is None:
+        raise run.refuse(ins, "the tensor map of this copy is not a kernel parameter passed by value "
+                         "(__grid_constant__, as CUTLASS's Params); only such a map's bytes can be given")
+    name, k, off = where
+    got = run.launch.tensor_bytes
+    n = got.get((name, off), got.get((str(k), off)))
+    if n is None:
+        raise run.refuse(ins, f"the bytes a tensor copy moves are the box of its tensor map (parameter {k}, "
+                         f"byte {off}), which the PTX does not hold; give them with --tensor-bytes "
+                         f"'{k}[{off}]=BYTES' (CUTLASS: the copy atom's NumBitsPerTMA / 8)")
+    return n
+
+
+def _tensor_copy(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    """`cp.async.bulk.tensor.Nd.dst.src…`: tile-mode TMA loads (complete_tx on an mbarrier, optionally
+    multicast) and stores (bulk group), with the byte count of their tensor map's box."""
+    mods, ops = ins.mods, ins.operands
+    rest = mods[4:]  # after async.bulk.tensor.Nd
+    if any(m.startswith(("im2col", "tile::", "cta_group")) for m in rest):
+        raise run.refuse(ins, f"`{ins.opcode}`: only tile-mode tensor copies are modelled (the bytes of "
+                         "im2col and gather modes are not the box)")
+    dst_space, src_space = rest[0], rest[1]
+    if dst_space.startswith("shared") and src_space == "global":
+        if "mbarrier::complete_tx::bytes" not in rest:
+            raise run.refuse(ins, f"`{ins.opcode}` is not modelled (only mbarrier completion)")
+        multicast = "multicast::cluster" in rest
+
+        def load_args(lane: int):  # type: ignore[no-untyped-def]
+            dst = shared_target(run.address(ops[0], lane), "cluster", run.rank)
+            mbar = shared_target(run.address(ops[2], lane), "cluster", run.rank)
+            m = _known(run.read(ops[3], lane)) if multicast else -1
+            return (dst, tensor_copy_bytes(run, ins, ops[1], lane), mbar, m)
+
+        _emit(run, "tma_load", _uniform(run, ins, lanes, load_args), lanes, ins)
+        return True
+    if dst_space == "global" and src_space.startswith("shared") and "bulk_group" in rest:
+        def store_args(lane: int):  # type: ignore[no-untyped-def]
+            src = shared_target(run.address(ops[1], lane), "cta", run.rank)
+            return (src, tensor_copy_bytes(run, ins, ops[0], lane))
+
+        _emit(run, "tma_store", _uniform(run, ins, lanes, store_args), lanes, ins)
+        return True
+    raise run.refuse(ins, f"`{ins.opcode}` affects synchronization and is not modelled")
+
+
 def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
     sub = ins.mods[0]
     if sub == "fence":
@@ -389,7 +444,7 @@ def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
 _ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
 
 
-def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
+def wgmma_footprint(desc: int, rows: int, k_bytes: int, k_major: bool = False) -> tuple[int, int]:
     """Shared-memory bytes [start, end) a wgmma matrix descriptor can read, over-approximated.
 
     The sm_90 descriptor holds the start address (bits 0-13, in 16-byte units),
@@ -398,7 +453,11 @@ def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
     16-byte core matrices (no swizzle) or of 8-row swizzle atoms; the range
     returned is the bounding box of both K-major and MN-major readings, with
     swizzled atoms taken whole. Reading more than the instruction does can
-    only add races, never hide one.
+    only add races, never hide one. A K-major operand (transpose flag 0)
+    whose K slice lies inside the first row of its atom -- CUTLASS steps K
+    by moving the start address within the row -- reads only the rows of
+    its atoms: the swizzle permutes 16-byte chunks within a row, never
+    across rows, so the range ends at the last atom's end.
     """
     start = (desc & 0x3FFF) << 4
     lbo = ((desc >> 16) & 0x3FFF) << 4
@@ -414,6 +473,8 @@ def wgmma_footprint(desc: int, rows: int, k_bytes: int) -> tuple[int, int]:
     base = start // atom * atom
     atoms_k = max((k_bytes + width - 1) // width, 1)
     reach = max((groups - 1) * sbo + (atoms_k - 1) * lbo, (groups - 1) * lbo + (atoms_k - 1) * sbo, 0)
+    if k_major and (start - base) + k_bytes <= width:
+        return base, base + reach + atom
     return base, base + reach + atom + (start - base)
 
 
@@ -429,12 +490,16 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
     types = [t for t in ins.mods if t in _ELEM_BYTES]
     elem = _ELEM_BYTES.get(types[-1], 2) if types else 2
     operands = [(ins.operands[1], m), (ins.operands[2], n)]
+    # `d, a, b, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b` (f16/bf16 with descriptors):
+    # a transpose flag 0 is K-major
+    trans = [op.value if isinstance(op, Imm) else None for op in ins.operands[6:8]] if len(ins.operands) == 8 \
+        else [None, None]
     ranges: set[tuple[int, int, int]] = set()
-    for op, rows in operands:
+    for (op, rows), tr in zip(operands, trans, strict=True):
         if isinstance(op, Vec):  # A from registers
             continue
         desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
-        lo, hi = wgmma_footprint(desc, rows, k * elem)  # type: ignore[arg-type]
+        lo, hi = wgmma_footprint(desc, rows, k * elem, k_major=tr == 0)  # type: ignore[arg-type]
         ranges.add((run.rank, lo, hi))
     _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
@@ -473,9 +538,35 @@ def _access(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
+def _matrix(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    """`ldmatrix`/`stmatrix.sync.aligned.m8n8.xN[.trans].shared.b16`: the warp reads or writes N 8x8 matrices
+    of 16-bit elements, each of its 8 rows (16 bytes) at the address one lane gives: lanes 0..8N-1 (PTX ISA,
+    "Warp-level matrix load/store instructions")."""
+    mods = ins.mods
+    if "m8n8" not in mods or "b16" not in mods:
+        raise run.refuse(ins, f"`{ins.opcode}`: only the m8n8 .b16 shapes are modelled")
+    count = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
+    load = ins.base == "ldmatrix"
+    addr_op = ins.operands[1] if load else ins.operands[0]
+    space = _space(ins)
+    ranges: set[tuple[int, int, int]] = set()
+    for lane in lanes_of(lanes & ((1 << (8 * count)) - 1)):
+        t = shared_target(run.address(addr_op, lane), space, run.rank)
+        if t is None:
+            raise run.refuse(ins, "a matrix load or store whose shared-memory address is not known")
+        ranges.add((t[0], t[1], t[1] + 16))
+    if load:
+        dst = ins.operands[0]
+        for lane in lanes_of(lanes):
+            for x in dst.items if isinstance(dst, Vec) else (dst,):
+                run.write(x, lane, UNKNOWN)
+    _emit(run, "read" if load else "write", (), lanes, ins, tuple(sorted(ranges)))
+    return True
+
+
 _HANDLERS = {
     "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _unknown_result,
     "redux": _unknown_result, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
     "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "cp": _cp, "wgmma": _wgmma,
-    "setmaxnreg": _ignore, "griddepcontrol": _ignore,
+    "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": _matrix, "stmatrix": _matrix,
 }

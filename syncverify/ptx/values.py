@@ -8,6 +8,8 @@ refuse, so leaving an instruction out costs completeness, not soundness.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -81,10 +83,49 @@ def _cmp(op: str, a: int, b: int) -> int | None:
     return None if f is None else int(f(a, b))
 
 
+def float_imm_bits(text: str) -> Value:
+    """The bit pattern of a PTX float literal in hex form (`0f` + 8 digits: f32, `0d` + 16: f64);
+    a decimal literal's width depends on the instruction, so it is left unknown."""
+    if len(text) == 10 and text[:2] in ("0f", "0F"):
+        return int(text[2:], 16)
+    if len(text) == 18 and text[:2] in ("0d", "0D"):
+        return int(text[2:], 16)
+    return UNKNOWN
+
+
+def _float(v: int, t: str) -> float | None:
+    if t == "f32":
+        return struct.unpack("<f", struct.pack("<I", mask(v, 32)))[0]
+    if t == "f64":
+        return struct.unpack("<d", struct.pack("<Q", mask(v, 64)))[0]
+    return None  # f16, bf16: not needed to decide control flow so far
+
+
+def _float_setp(op: str, x: float, y: float) -> int | None:
+    """PTX `setp` on floats: the plain comparisons are false when either side is NaN, the `u` forms true
+    (PTX ISA, Floating Point Comparison Operators); `num`/`nan` test for NaN."""
+    nan = math.isnan(x) or math.isnan(y)
+    if op == "num":
+        return int(not nan)
+    if op == "nan":
+        return int(nan)
+    unordered = op in ("equ", "neu", "ltu", "leu", "gtu", "geu")
+    plain = op[:-1] if unordered else op
+    if plain not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        return None
+    if nan:
+        return int(unordered)
+    return _cmp(plain, x, y)  # type: ignore[arg-type]
+
+
 def compute(base: str, mods: tuple[str, ...], srcs: list[Value]) -> Value | None:
     """The result of `base.mods srcs` or UNKNOWN; None when the instruction is not a computation here."""
     types = _types(mods)
     t = types[-1] if types else "b64"
+    if base == "setp" and t in ("f32", "f64") and len(srcs) == 2 and all(isinstance(x, int) for x in srcs):
+        fx, fy = _float(srcs[0], t), _float(srcs[1], t)  # type: ignore[arg-type]
+        r = None if fx is None or fy is None else _float_setp(mods[0], fx, fy)
+        return UNKNOWN if r is None else r
     if _has_float(mods) and base not in ("mov", "selp", "cvt"):
         return UNKNOWN
     bits = width(t)

@@ -49,6 +49,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
         f"{la.cluster[0]}x{la.cluster[1]}x{la.cluster[2]}"
         + (f", cluster index {la.cluster_index}" if la.cluster_index else "")
         + (f"; parameters {', '.join(f'{k}={_show(v)}' for k, v in la.params.items())}" if la.params else "")
+        + (f"; tensor-map boxes {', '.join(f'{p}[{o}]={n}' for (p, o), n in la.tensor_bytes.items())}"
+           if la.tensor_bytes else "")
         + ".",
         "// Loops ran to completion at this launch; repeated statements are written as loops with the trip",
         "// counts of this launch: the protocol is the kernel at these values only.",
@@ -91,8 +93,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
     return "\n".join(lines) + "\n", origin
 
 
-def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool]]:
-    return [(s.text, s.elect) for s in body]
+def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool, tuple[int, ...]]]:
+    return [(s.text, s.elect, s.only) for s in body]
 
 
 def _body(lines: list[str], origin: dict[int, Instr], body: tuple[Stmt, ...]) -> None:
@@ -105,30 +107,39 @@ def _items(lines: list[str], origin: dict[int, Instr], items: list[Stmt | Loop],
         it = items[i]
         if isinstance(it, Loop):
             lines.append(f"{pad}for {it.var} in 0..{it.count} {{")
-            j = 0
-            while j < len(it.body):
-                text, s, copies = it.body[j]
-                if s.elect:
-                    lines.append(f"{pad}  elect {{")
-                    while j < len(it.body) and it.body[j][1].elect:
-                        _line(lines, origin, pad + "    ", *it.body[j])
-                        j += 1
-                    lines.append(f"{pad}  }}")
-                else:
-                    _line(lines, origin, pad + "  ", text, s, copies)
-                    j += 1
+            _runs(lines, origin, list(it.body), pad + "  ")
             lines.append(f"{pad}}}")
             i += 1
-        elif it.elect:
-            lines.append(f"{pad}elect {{")
-            while i < len(items) and isinstance(items[i], Stmt) and items[i].elect:  # type: ignore[union-attr]
-                s = items[i]
-                _line(lines, origin, pad + "  ", s.text, s)  # type: ignore[union-attr,arg-type]
-                i += 1
+            continue
+        j = i
+        while j < len(items) and isinstance(items[j], Stmt):
+            j += 1
+        _runs(lines, origin, [(s.text, s, 1) for s in items[i:j]], pad)  # type: ignore[union-attr]
+        i = j
+
+
+def _runs(lines: list[str], origin: dict[int, Instr], stmts: list[tuple[str, Stmt, int]], pad: str) -> None:
+    """Statements in order, those of one lane (`elect`) and those of some instances of a merged warpgroup
+    role (`if instance == k`) grouped into blocks."""
+    j = 0
+    while j < len(stmts):
+        s = stmts[j][1]
+        k = j
+        while k < len(stmts) and (stmts[k][1].elect, stmts[k][1].only) == (s.elect, s.only):
+            k += 1
+        inner = pad
+        if s.only:
+            lines.append(f"{pad}if {' || '.join(f'instance == {n}' for n in s.only)} {{")
+            inner += "  "
+        if s.elect:
+            lines.append(f"{inner}elect {{")
+        for text, st, copies in stmts[j:k]:
+            _line(lines, origin, inner + ("  " if s.elect else ""), text, st, copies)
+        if s.elect:
+            lines.append(f"{inner}}}")
+        if s.only:
             lines.append(f"{pad}}}")
-        else:
-            _line(lines, origin, pad, it.text, it)
-            i += 1
+        j = k
 
 
 def _line(lines: list[str], origin: dict[int, Instr], pad: str, text: str, s: Stmt, copies: int = 1) -> None:

@@ -248,7 +248,7 @@ def _kind(step: TraceStep) -> str:
         return "read"
     if base == "write":
         return "write"
-    if base in ("tma", "bulk", "wgmma", "umma", "tmem"):
+    if base in ("tma", "bulk", "wgmma", "umma", "tmem", "tcgen05"):
         return "async"
     if base in ("init", "inval", "fence") or word.startswith(("mbarrier.init", "mbarrier.inval")):
         return "setup"

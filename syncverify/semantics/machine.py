@@ -15,9 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from .. import ir
+from ..engines.exit_por import lone_final_exit
 from ..engines.named_por import lone_named_arrival
+from ..engines.precede_memo import PrecedeMemo
+from ..engines.precede_walk import can_precede
 from ..engines.reduction import (
     _ANY_UPDATE,
     _NO_ARRIVAL,
@@ -59,6 +63,9 @@ from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
+from .families.regions import Parts
+from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
+from .families.tcgen05 import Tcgen05Ops
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -68,10 +75,13 @@ from .program import (
     JUMP,
     LET,
     OP,
+    Instr,
     Process,
     Program,
     compile_program,
+    lane_part,
     processes,
+    wgmma_teams,
 )
 from .state import (
     AG_TMA,
@@ -103,7 +113,7 @@ class Assumptions:
     dealloc_blocks: bool = True
 
 
-class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, LifecycleOps, Reduction):
+class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpAsyncOps, LifecycleOps, Reduction):
     """The transition system of one protocol."""
 
     def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
@@ -125,6 +135,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
                     self.mb_names.append((cta, mb.name, i))
         self.buf_index = {b.name: n for n, b in enumerate(protocol.buffers)}
         self.holders = Holders(len(self.procs), len(self.mb_names), self.ncta)
+        self.parts = Parts(self.procs)  # which part of a slot each process owns (families/regions.py)
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
@@ -153,6 +164,11 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
         self._lane_masks = [(self.holders.leader(p.index) if p.nthreads == 1 else self.holders.proc_mask(p.index),
                              self.holders.leader(p.index)) for p in self.procs]
+        # the warps that share each process's wgmma-groups, and all their holders (_wgmma_wait)
+        self.wgmma_team = wgmma_teams(self.procs, self.programs)
+        self.team_mask = [sum(self.holders.proc_mask(q) for q in team) for team in self.wgmma_team]
+        self.teams = sorted({team for team in self.wgmma_team if team})
+        self.team_index = [self.teams.index(team) if team else -1 for team in self.wgmma_team]
         # what successors() needs to know of each instruction for the reduction, fixed by the program
         self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
         if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
@@ -177,6 +193,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
+        # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
+        # in the dict), answered from a table keyed by what it reads (precede_memo)
+        self._precede = PrecedeMemo(self, partial(can_precede, self, {}))
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -213,7 +232,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
             mask = 0
             for p in self.procs_of_cta[c]:
                 mask |= self.holders.proc_mask(p)
-            records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, mask, mask))
+            records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, 0, mask, mask))
         # the cta_group 2 rendezvous of each pair, then each CTA's allocated columns (as (columns, 0))
         tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta)
         state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),
@@ -378,7 +397,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
                     continue
                 res = tried[p] = self.step_process(state, p)
                 if res is None or res.violation is not None or res.warnings or res.soft or \
-                        self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
+                        (self.programs[p].code[res.state.procs[p][P_PC]].kind == END and
+                         not (cls is _POR_CLUSTER and lone_final_exit(self, state, p))):
                     continue
                 if lone_wait:
                     if not res.lone:
@@ -486,7 +506,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
         env = self._env_at(p, pstate[P_VARS])
         ctx = self.ctx[p]
         proc = self.procs[p]
-        lanes = self._lanes(p, ins.leader_only)
+        lanes = self._lanes(p, ins)
         handler = _HANDLERS[type(op)]
         moved = handler(self, w, p, proc, op, ins, env, ctx, lanes)
         if moved is STAY or moved is PLACED:
@@ -497,13 +517,24 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
                 w.procs[p] = (pc + 1, *w.procs[p][1:])
         return moved
 
-    def _lanes(self, p: int, leader_only: bool) -> int:
-        """Holder mask of the lanes executing: the leader alone, or the whole process."""
+    def _lanes(self, p: int, ins: Instr) -> int:
+        """Holder mask of the lanes executing: the leader alone, the whole process, or for some
+        lanes of it (a lane guard) the leader holder if the leader is among them and the
+        other-lanes holder if another lane is (program.lane_part)."""
         whole, leader = self._lane_masks[p]
-        return leader if leader_only else whole
+        if ins.leader_only:
+            return leader
+        proc = self.procs[p]
+        if not ins.lanes or ins.lanes == proc.lane_mask:
+            return whole
+        _, has_leader, others = lane_part(proc, ins.lanes)
+        return (leader if has_leader else 0) | (self.holders.lanes(p) if others else 0)
 
-    def _part(self, p: int, leader_only: bool) -> int:
-        return LEADER if leader_only or self.procs[p].nthreads == 1 else FULL
+    def _part(self, p: int, ins: Instr) -> int:
+        proc = self.procs[p]
+        if ins.leader_only or proc.nthreads == 1:
+            return LEADER
+        return FULL if not ins.lanes or ins.lanes == proc.lane_mask else lane_part(proc, ins.lanes)[0]
 
     def describe_mbar(self, state: State, m: int) -> str:
         mb = state.mbars[m]
@@ -554,4 +585,5 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CpAsyncOps, Lif
 # The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
 
 
-_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **CP_ASYNC_HANDLERS}
+_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
+             **CP_ASYNC_HANDLERS}

@@ -14,11 +14,15 @@ shared object and commutes with every other process's steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import TypeVar
 
 from .. import ir
-from ..diagnostics import InputError, make
+from ..diagnostics import InputError, Span, make
 from ..expr import Context, EvalError, evaluate, free_names
+from .state import FULL, LANES, LEADER
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,16 @@ class Process:
     @property
     def nthreads(self) -> int:
         return self.hi - self.lo
+
+    @property
+    def lane_mask(self) -> int:
+        """The lanes of its warp the process covers (bit l: lane l, `threadIdx.x % 32 == l`)."""
+        return ((1 << self.nthreads) - 1) << (self.lo - self.warp * 32)
+
+    @property
+    def leader_lane(self) -> int:
+        """The lane that runs `elect` blocks: the process's first (lane 0 for a whole warp)."""
+        return self.lo - self.warp * 32
 
     @property
     def whole_warp(self) -> bool:
@@ -57,6 +71,8 @@ class Instr:
     # OP: how many threads execute it and whether only the leader lane does
     threads: int = 0
     leader_only: bool = False
+    # OP: the lanes of the warp that execute it (bit l: lane l); see lane_part
+    lanes: int = 0
     # LET / FOR: variable slot; FOR_INIT/BRANCH/JUMP/FOR_NEXT: jump target
     slot: int = -1
     expr: ir.Expr | None = None
@@ -123,22 +139,26 @@ class _Compiler:
         instance = max(self.proc.instance, 0) if stmt.role is not None else 0
         return self.proc.lo == first_threads(self.protocol, stmt)[instance]
 
-    def block(self, stmts: tuple[ir.Stmt, ...], leader_only: bool) -> None:
+    def block(self, stmts: tuple[ir.Stmt, ...], lanes: int) -> None:
         for s in stmts:
-            self.stmt(s, leader_only)
+            self.stmt(s, lanes)
 
-    def stmt(self, s: ir.Stmt, leader_only: bool) -> None:
+    def stmt(self, s: ir.Stmt, lanes: int) -> None:
+        """Compile one statement run by ``lanes`` (a mask of the warp's lanes) of the process."""
         line = s.span.line
         if isinstance(s, ir.Let):
+            self.no_lane(s.value, "a `let` value")
             self.code.append(Instr(LET, slot=self.slot(s.name), expr=s.value, line=line))
         elif isinstance(s, ir.For):
+            self.no_lane(s.lo, "a loop bound")
+            self.no_lane(s.hi, "a loop bound")
             slot = self.slot(s.var)
             init = len(self.code)
             self.code.append(Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, line=line, loop_var=s.var))
             new_slot = slot not in self.loop_slots
             if new_slot:
                 self.loop_slots.append(slot)
-            self.block(s.body, leader_only)
+            self.block(s.body, lanes)
             if not any(ins.kind in (OP, BAR_WAIT) for ins in self.code[init + 1:]):
                 # No operation of this process in the loop: it has no visible effect. Compiled away,
                 # because local control flow runs eagerly inside one search step, where a bound
@@ -151,29 +171,74 @@ class _Compiler:
             self.code[init] = Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, target=len(self.code), line=line,
                                     loop_var=s.var)
         elif isinstance(s, ir.If):
+            if "lane" in free_names(s.cond):
+                self.lane_guard(s, lanes)
+                return
             value = self.static_value(s.cond)
             if value is not None:
-                self.block(s.then if value else s.orelse, leader_only)
+                self.block(s.then if value else s.orelse, lanes)
                 return
             branch = len(self.code)
             self.code.append(Instr(BRANCH))
-            self.block(s.then, leader_only)
+            self.block(s.then, lanes)
             if s.orelse:
                 jump = len(self.code)
                 self.code.append(Instr(JUMP))
                 self.code[branch] = Instr(BRANCH, expr=s.cond, target=len(self.code), line=line)
-                self.block(s.orelse, leader_only)
+                self.block(s.orelse, lanes)
                 self.code[jump] = Instr(JUMP, target=len(self.code), line=line)
             else:
                 self.code[branch] = Instr(BRANCH, expr=s.cond, target=len(self.code), line=line)
         elif isinstance(s, ir.Elect):
-            if self.elected(s):
-                self.block(s.body, True)
+            if s.per_warp and lanes != self.proc.lane_mask:
+                raise InputError([make("SV116", "`elect` inside a lane guard: `elect.sync` with a full mask needs "
+                                       "every lane of the warp", s.span)])
+            if self.elected(s) and lanes & 1 << self.proc.leader_lane:
+                self.block(s.body, 1 << self.proc.leader_lane)
         else:
-            self.op(s, leader_only)
+            self.op(s, lanes)
 
-    def op(self, op: ir.Op, leader_only: bool) -> None:
-        threads = 1 if leader_only else self.proc.nthreads
+    def no_lane(self, expr: ir.Expr, what: str) -> None:
+        if "lane" in free_names(expr):
+            raise InputError([make("SV116", f"`lane` in {what}: variables are per warp, not per lane; `lane` "
+                                   "may be used in a condition or in an operation's operands", expr.span)])
+
+    def lane_guard(self, s: ir.If, lanes: int) -> None:
+        """An `if` on the lane id: decided here, per lane, so each branch runs on a known set of
+        lanes (warps diverge; nothing is searched). The condition may also use what the process
+        is (role, instance, CTA), but no variable: which lanes run a block is fixed per warp."""
+        then = 0
+        for lane in _bits(lanes):
+            value = self.static_value(with_lane(s.cond, lane))
+            if value is None:
+                raise InputError([make("SV116", "a condition on `lane` may use the lane, the CTA rank, the role "
+                                       "and its instance, not variables: which lanes run a block is fixed per "
+                                       "warp", s.cond.span)])
+            then |= bool(value) << lane
+        if then:
+            self.block(s.then, then)
+        if lanes & ~then:
+            self.block(s.orelse, lanes & ~then)
+
+    def op(self, op: ir.Op, lanes: int) -> None:
+        if lanes != self.proc.lane_mask and lanes != 1 << self.proc.leader_lane and not isinstance(op, _LANE_OPS) \
+                and not is_wgmma(op):  # (wgmma by part of a warp is SV206: collective.py)
+            raise InputError([make("SV116", f"`{type(op).__name__}` by some lanes of {self.proc.label()}: in a "
+                                   "lane guard only data accesses, mbarrier arrivals and tx counts, bulk copies "
+                                   "and fence.proxy.async are modelled (let the whole warp, or its elected lane, "
+                                   "wait, sync and run collectives)", op.span)])
+        if any("lane" in free_names(e) for e in _exprs(op)):
+            # an operand that differs per lane: one operation per lane, in lane order (the lanes of
+            # a warp are not ordered with one another; their operations reach the objects in some
+            # order, and the search covers every order of the other processes' steps around them)
+            for lane in _bits(lanes):
+                self.emit(with_lane(op, lane), 1 << lane)
+        else:
+            self.emit(op, lanes)
+
+    def emit(self, op: ir.Op, lanes: int) -> None:
+        leader_only = lanes == 1 << self.proc.leader_lane
+        threads = lanes.bit_count()
         line = op.span.line
         if isinstance(op, ir.BarSync | ir.BarArrive | ir.ClusterArrive | ir.ClusterWait) and not self.proc.whole_warp:
             # PTX counts barrier arrivals per warp ("marks warps' arrival"); what a warp split
@@ -181,9 +246,112 @@ class _Compiler:
             raise InputError([make("SV116", f"`{type(op).__name__}` executed by {self.proc.label()}, which covers "
                                    "only part of a warp: barrier arrival is per warp and is not modelled for "
                                    "split warps", op.span)])
-        self.code.append(Instr(OP, op=op, threads=threads, leader_only=leader_only or threads == 1, line=line))
+        self.code.append(Instr(OP, op=op, threads=threads, leader_only=leader_only, line=line, lanes=lanes))
         if isinstance(op, ir.BarSync):
             self.code.append(Instr(BAR_WAIT, op=op, line=line))
+
+
+# What some (not all) lanes of a warp may run: none of these acquires, waits or is collective, so
+# the two knowledge holders of a process (its leader lane, its other lanes) stay exact (lane_part).
+_LANE_OPS = (ir.Access, ir.MbarArrive, ir.MbarTx, ir.TmaLoad, ir.Fence)
+
+
+def lane_part(proc: Process, lanes: int) -> tuple[int, bool, bool]:
+    """How the lanes ``lanes`` of ``proc`` take part in an operation: (part, leader, others).
+
+    This is the one definition every engine and exporter uses. ``part`` is LEADER when the
+    leader lane runs it alone (it touches the whole slot, as an elected lane does), FULL when
+    every lane of the process does, and ``LANES + lanes`` for any other set of lanes, which
+    touch each its own part of the slot, as the lanes of a whole-warp access do. ``leader``:
+    the leader lane is among them; ``others``: some other lane is. A release by lanes that are
+    not all of the process publishes what the leader holder knows (when the leader takes part)
+    and what the other-lanes holder knows, except the process's own generic accesses by lanes
+    that do not all take part in the release (see own_part_hidden): the other-lanes holder
+    knows those only as each lane knows its own part."""
+    whole = proc.lane_mask
+    lanes &= whole
+    leader_bit = 1 << proc.leader_lane
+    if lanes == leader_bit or proc.nthreads == 1:
+        return LEADER, True, False
+    if lanes == whole:
+        return FULL, True, True
+    return LANES + lanes, bool(lanes & leader_bit), bool(lanes & ~leader_bit)
+
+
+def part_lanes(proc: Process, part: int) -> int:
+    """The lanes of ``proc`` that made an access of ``part`` (the inverse of lane_part)."""
+    if part == LEADER:
+        return 1 << proc.leader_lane
+    if part == FULL:
+        return proc.lane_mask
+    return part - LANES
+
+
+def own_part_hidden(proc: Process, owner: int, part: int, is_async: bool, releasing: int) -> bool:
+    """Is a record that ``proc``'s other-lanes holder knows NOT published by a release of the
+    lanes ``releasing`` (a partial set)? True for the process's own generic accesses made by some
+    lane that does not release: the other-lanes holder knows them as each lane knows its own
+    part, so only the lanes that made them can publish them. Everything else the holder knows it
+    learnt by an acquire or a group wait, which every lane of it made."""
+    if owner != proc.index or is_async or part == LEADER:
+        return False
+    return bool(part_lanes(proc, part) & ~releasing)
+
+
+def is_wgmma(op: ir.Op | None) -> bool:
+    """wgmma.read, wgmma.commit, wgmma.wait: the warpgroup-collective operations."""
+    return isinstance(op, ir.WgmmaRead) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma")
+
+
+def wgmma_teams(procs: list[Process], programs: list[Program]) -> list[tuple[int, ...]]:
+    """Per process, the processes that share its wgmma-groups: the whole warps of its CTA's
+    warpgroup (warps 4k..4k+3) whose programs run wgmma operations, itself included; () for a
+    process that runs none.
+
+    wgmma.mma_async is one operation of the warpgroup ("performed collectively by all the
+    threads in a warpgroup"), and commit_group / wait_group are `.sync.aligned` over the
+    warpgroup: the k-th group each warp commits holds the same operations. So a warp's
+    `wgmma.wait_group` that finds group k complete finds every warp's reads in it complete
+    (docs/model.md, "Warpgroup-wide wgmma"). This is the one definition the engines, the
+    symmetry reduction and the exporters use."""
+    runs = [p.whole_warp and any(ins.kind == OP and is_wgmma(ins.op) for ins in prog.code)
+            for p, prog in zip(procs, programs, strict=True)]
+    teams: dict[tuple[int, int], list[int]] = {}
+    for p in procs:
+        if runs[p.index]:
+            teams.setdefault((p.cta, p.warp // 4), []).append(p.index)
+    return [tuple(teams[(p.cta, p.warp // 4)]) if runs[p.index] else () for p in procs]
+
+
+def _bits(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def _exprs(node: object) -> list[ir.Expr]:
+    """Every expression an operation (or reference) holds."""
+    out: list[ir.Expr] = []
+    for f in fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if isinstance(value, ir.Ref):
+            out += _exprs(value)
+        elif isinstance(value, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
+            out.append(value)
+    return out
+
+
+def with_lane(node: _T, lane: int) -> _T:
+    """``node`` with every `lane` replaced by the lane number: what that lane computes."""
+    if isinstance(node, ir.Builtin):
+        return ir.Const(lane, node.span) if node.name == "lane" else node  # type: ignore[return-value]
+    if not is_dataclass(node) or isinstance(node, Span):
+        return node
+    changes = {}
+    for f in fields(node):
+        value = getattr(node, f.name)
+        new = with_lane(value, lane) if is_dataclass(value) else value
+        if new is not value:
+            changes[f.name] = new
+    return replace(node, **changes) if changes else node  # type: ignore[type-var]
 
 
 def first_threads(protocol: ir.Protocol, stmt: ir.Elect) -> tuple[int, ...]:
@@ -218,7 +386,7 @@ def processes(protocol: ir.Protocol) -> list[Process]:
 
 def compile_program(protocol: ir.Protocol, proc: Process) -> Program:
     comp = _Compiler(protocol, proc)
-    comp.block(protocol.body, False)
+    comp.block(protocol.body, proc.lane_mask)
     comp.code.append(Instr(END, line=protocol.span.end_line))
     loops_at: list[list[int]] = [[] for _ in comp.code]
     for pc, ins in enumerate(comp.code):

@@ -28,22 +28,32 @@ keeps the state finite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 # record fields
-R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_AKNOWN, R_KNOWN = range(13)
+R_SPACE, R_CTA, R_OBJ, R_SLOT, R_KIND, R_OWNER, R_PART, R_LINE, R_FLAGS, R_EPOCH, R_GRP, R_REGION, R_AKNOWN, R_KNOWN = \
+    range(14)
 # The two knowledge sets are the last fields: the updates below rebuild a record by unpacking its
-# other eleven fields into a new tuple, about twice as fast as slicing them out (`(*r[:11], a, k)`)
+# other twelve fields into a new tuple, about twice as fast as slicing them out (`(*r[:12], a, k)`)
 # on the updates that run on every synchronizing step.
 # spaces: data slots, mbarrier init records, CTA start records
 SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's observation of a phase
+# TMEM: a tensor-memory region (cta, region, slot); there R_AKNOWN is the knowledge that went through
+# a tcgen05.fence::before_thread_sync, and a process's tc_fenced bit in R_KNOWN marks what its
+# tcgen05.fence::after_thread_sync ordered (semantics/families/tcgen05.py)
+SPACE_TMEM = 4
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1
+LANES = 2  # part LANES + m: an access by the lanes in mask m, not all of the process (program.lane_part)
 # flags
 F_ASYNC = 1  # performed by the async proxy (TMA, bulk store, wgmma)
 F_INFLIGHT = 2  # async write not yet complete
 F_REPEAT = 4  # read of an epoch its reader had already read (for RAW/WAR naming)
 F_SUPERSEDED = 8  # an older write kept only to name races by intent; never checked for conflicts
+F_TC = 16  # an asynchronous tcgen05.mma/cp access, complete when a tcgen05.commit tracking it arrives
+F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
+F_RETIRED = 64  # a wgmma read some warp of its warpgroup saw complete (its group tag may stay: Machine._wgmma_wait)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
@@ -57,6 +67,9 @@ UNIT_OF = {"bulk": UNIT_BULK, "wgmma": UNIT_WGMMA, "cp_async": UNIT_CPASYNC}
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 # agent kinds
 AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
+TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
+TMA2_SLOTS = 8  # 2-SM (cta_group 2) copies of one thread in flight at once (likewise)
+TC_BITS = 2 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)
 
 
 class State(NamedTuple):
@@ -78,6 +91,11 @@ class Holders:
         self.nb_base = self.mb_base + 2 * nmbars
         self.cl_cur = self.nb_base + 16 * nctas
         self.cl_last = self.cl_cur + 1
+        # per process, TC_BITS bits: what its tcgen05.fence::after_thread_sync ordered (for its leader
+        # lane, for its other lanes), what it had
+        # observed when it issued each tcgen05.commit still in flight (one bit per commit tag), and
+        # each 2-SM copy still in flight (one bit per slot)
+        self.tc_base = self.cl_last + 1
 
     @staticmethod
     def leader(p: int) -> int:
@@ -99,6 +117,18 @@ class Holders:
     def proc_mask(self, p: int) -> int:
         return 3 << (2 * p)
 
+    def tc_fenced(self, p: int, lanes: int) -> int:
+        """The after-fence bits of the holders in ``lanes`` (process p's leader and/or other lanes):
+        fences are per thread, so a fence by the elected lane alone orders nothing for the others."""
+        base = self.tc_base + TC_BITS * p
+        return (1 << base if lanes & self.leader(p) else 0) | (2 << base if lanes & self.lanes(p) else 0)
+
+    def tc_snap(self, p: int, tag: int) -> int:
+        return 1 << (self.tc_base + TC_BITS * p + 2 + tag)
+
+    def tma2_snap(self, p: int, slot: int) -> int:
+        return 1 << (self.tc_base + TC_BITS * p + 2 + TC_TAGS + slot)
+
 
 def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:
     """What the holders in ``source_mask`` know becomes known by ``target_bit`` (both
@@ -118,10 +148,31 @@ def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = F
             if nk != known or na != aknown:
                 if out is None:
                     out = list(records)
-                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
         return records if out is None else tuple(out)
     return _transfer(records, source_mask, target_bit)
+
+
+def release_partial(records: tuple, source_mask: int, narrow_mask: int, target_bit: int,
+                    hidden: Callable[[tuple], bool]) -> tuple:
+    """release() by some lanes of a process (a lane guard): a record for which ``hidden`` holds
+    is published only from the holders in ``narrow_mask`` (the leader lane's, when it takes
+    part), every other one from all of ``source_mask``. The other-lanes holder knows the
+    process's own accesses only as each lane knows its own part, so lanes that did not make an
+    access cannot publish it (program.own_part_hidden)."""
+    out = None
+    for i, r in enumerate(records):
+        src = narrow_mask if hidden(r) else source_mask
+        known, aknown = r[R_KNOWN], r[R_AKNOWN]
+        nk = known | target_bit if known & src else known
+        na = aknown | target_bit if aknown & src else aknown
+        if nk != known or na != aknown:
+            if out is None:
+                out = list(records)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
+    return records if out is None else tuple(out)
 
 
 def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
@@ -134,8 +185,8 @@ def carry_obs(records: tuple, source_mask: int, target_mask: int) -> tuple:
         if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & source_mask and (r[R_KNOWN] & target_mask) != target_mask:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown, known = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown | target_mask, known | target_mask)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown, known = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown | target_mask, known | target_mask)
     return records if out is None else tuple(out)
 
 
@@ -161,8 +212,8 @@ def _transfer(records: tuple, source: int, target: int) -> tuple:
         if nk != known or na != aknown:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
     return records if out is None else tuple(out)
 
 
@@ -182,8 +233,8 @@ def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
             if nk != known or na != aknown:
                 if out is None:
                     out = list(records)
-                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, _, _ = r
-                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, na, nk)
+                f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, _, _ = r
+                out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, na, nk)
     return records if out is None else tuple(out)
 
 
@@ -193,6 +244,6 @@ def clear_bits(records: tuple, mask: int) -> tuple:
         if (r[R_KNOWN] | r[R_AKNOWN]) & mask:
             if out is None:
                 out = list(records)
-            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown, known = r
-            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, aknown & ~mask, known & ~mask)
+            f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown, known = r
+            out[i] = (f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, aknown & ~mask, known & ~mask)
     return records if out is None else tuple(out)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..expr import free_names
-from .program import Instr, Process, Program
+from .families.regions import asymmetric_procs
+from .program import Instr, Process, Program, wgmma_teams
 from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
 
 _MEMO_LIMIT = 1 << 16  # images remembered per permutation before that table starts over
@@ -43,13 +44,28 @@ def _uses_instance(code: tuple[Instr, ...]) -> bool:
     return any(walk(ins) for ins in code)
 
 
+def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
+    """Does the program run tcgen05 operations or 2-SM copies? Their per-process knowledge bits
+    (after-fences, commit and copy snapshots: state.Holders.tc_base) are not permuted, so such
+    processes are not."""
+    return any(isinstance(ins.op, (ir.UmmaCommit, *ir.TCGEN05_OPS))
+               or (isinstance(ins.op, ir.TmaLoad) and ins.op.cta_group == 2) for ins in code if ins.op is not None)
+
+
 def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
     """Groups (of two or more) of interchangeable processes."""
     buckets: dict[tuple, list[int]] = {}
+    teams = wgmma_teams(procs, programs)
+    # parts of a slot (families/regions.py) are the owner's: a swap must keep which parts overlap
+    apart = asymmetric_procs(procs, [prog.code for prog in programs])
     for proc, prog in zip(procs, programs, strict=True):
-        if not proc.whole_warp:
+        if not proc.whole_warp or _uses_tcgen05(prog.code):
             continue
-        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code)
+        # warps that share wgmma-groups are told apart from the other warpgroups' (a swap across
+        # warpgroups would move a read to a warp whose waits do not retire it); parts of a slot
+        # (families/regions.py) are the owner's: a swap must keep which parts overlap
+        key = (proc.cta, proc.role, proc.instance if _uses_instance(prog.code) else None, prog.code,
+               proc.warp // 4 if teams[proc.index] else None, apart.get(proc.index))
         buckets.setdefault(key, []).append(proc.index)
     return [g for g in buckets.values() if len(g) > 1]
 

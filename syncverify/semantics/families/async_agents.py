@@ -1,5 +1,5 @@
 """The semantics of asynchronous agents: TMA loads and stores, bulk groups (commit/wait), wgmma reads, fences,
-tensor-memory allocation, the tcgen05 commit, and the agents' completions.
+tensor-memory allocation, and the agents' completions (the tcgen05 commit's: families/tcgen05.py).
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type (see Machine._exec).
@@ -22,18 +22,22 @@ from ..core import (
     _key_bounds,
     _Work,
 )
+from ..program import OP, part_lanes
 from ..state import (
     AG_CPARRIVE,
     AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
+    F_RETIRED,
     FULL,
     GROUP_FIELDS,
     LEADER,
     M_VALID,
     NUNITS,
+    P_PC,
     P_TOKEN,
+    P_WGMMA,
     R_AKNOWN,
     R_EPOCH,
     R_FLAGS,
@@ -43,10 +47,12 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_PART,
+    R_REGION,
     R_SPACE,
     READ,
     SPACE_DATA,
     SPACE_INIT,
+    SPACE_OBS,
     SPACE_START,
     UNIT_BULK,
     UNIT_OF,
@@ -61,7 +67,7 @@ if TYPE_CHECKING:
 
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
-# The group tag (R_GRP = 2 * group + unit) of async reads that lanes 1..31 issued but have not
+# The group tag (R_GRP = NUNITS * group + unit) of async reads that lanes 1..31 issued but have not
 # committed because their leader committed alone: a group number no wait reaches (see op_commit).
 UNCOMMITTED = NUNITS << 40
 
@@ -69,26 +75,32 @@ UNCOMMITTED = NUNITS << 40
 class AsyncAgentOps:
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
+    def multicast_dests(self, proc, mask_expr: ir.Expr | None, env, ctx, span) -> list[int]:
+        """The CTAs a multicast mask names (the executing CTA without one); SV405 outside the cluster."""
+        if mask_expr is None:
+            return [proc.cta]
+        mask = self._eval(mask_expr, env, ctx)
+        if mask <= 0 or mask >= 1 << self.ncta:
+            raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", span)
+        return [c for c in range(self.ncta) if mask >> c & 1]
+
     def op_tma_load(self, w, p, proc, op: ir.TmaLoad, ins, env, ctx, lanes) -> bool:
         buf, slot = self._slot(op.buf, env, ctx)
         nbytes = self._eval(op.tx_bytes, env, ctx)
         if nbytes <= 0 or nbytes % 16:
             raise Violation("SV107", f"copy of {nbytes} bytes: bulk copies need a positive multiple of 16", op.span)
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
-        part = self._part(p, ins.leader_only)
+        dests = self.multicast_dests(proc, op.multicast, env, ctx, op.span)
+        part = self._part(p, ins)
         for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
+            # cta_group 2 (2-SM): the completion is signalled on the pair leader's barrier
+            m = self._mbar(w, p, op.bar, cta & ~1 if op.cta_group == 2 else cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
             key = (SPACE_DATA, cta, buf, slot)
             self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            snap = self.tma2_issue(w, p, lanes) if op.cta_group == 2 else 0  # (families/tcgen05.py)
             for _ in range(ins.threads):
                 self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
-                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, 0))
+                w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, snap))
         return True
 
     def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
@@ -97,7 +109,7 @@ class AsyncAgentOps:
         belongs to the process's open group of ``unit`` (UNIT_BULK, UNIT_WGMMA)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
         seq = w.procs[p][GROUP_FIELDS[unit]]
         self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + unit)
@@ -107,7 +119,30 @@ class AsyncAgentOps:
         return self._async_read(w, p, proc, op, ins, env, ctx, lanes, UNIT_BULK, "tma.store source read")
 
     def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
-        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, UNIT_WGMMA, "wgmma operand read")
+        self._async_read(w, p, proc, op, ins, env, ctx, lanes, UNIT_WGMMA, "wgmma operand read")
+        if self.wgmma_team[p]:
+            self._mark_issue(w, p, lanes, w.procs[p][P_WGMMA])
+        return True
+
+    def _mark_issue(self, w: _Work, p: int, lanes: int, group: int) -> None:
+        """The warpgroup's MMA of ``group`` runs only once this warp has issued it, so a wait
+        that sees the group complete is causally after what this warp had observed by now: each
+        observation the issuing lanes know is marked (R_EPOCH) with the team and the least group
+        issued after it, and _wgmma_wait passes it on. One mark per observation: one of another
+        team stays, which only passes on less (sound)."""
+        team = self.team_index[p]
+        nteams = len(self.teams)
+        out = None
+        for i, r in enumerate(w.records):
+            if r[R_SPACE] == SPACE_OBS and r[R_KNOWN] & lanes:
+                mark = r[R_EPOCH]
+                if mark and ((mark - 1) % nteams != team or (mark - 1) // nteams <= group):
+                    continue
+                if out is None:
+                    out = list(w.records)
+                out[i] = (*r[:R_EPOCH], 1 + group * nteams + team, *r[R_EPOCH + 1:])
+        if out is not None:
+            w.records = tuple(out)
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
         """`cp.async.bulk.commit_group` / `wgmma.commit_group` / `cp.async.commit_group` (§5, §6):
@@ -125,7 +160,7 @@ class AsyncAgentOps:
         field_ = GROUP_FIELDS[unit]
         ps = w.procs[p]
         seq = ps[field_]
-        leader_alone = self._part(p, ins.leader_only) == LEADER and proc.nthreads > 1
+        leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
         out = []
         for r in w.records:
             grp = r[R_GRP]
@@ -146,7 +181,9 @@ class AsyncAgentOps:
         unit = UNIT_OF[op.unit]
         committed = w.procs[p][GROUP_FIELDS[unit]]
         limit = committed - self._eval(op.pending, env, ctx)
-        waiter = self._part(p, ins.leader_only)
+        if unit == UNIT_WGMMA and self.wgmma_team[p]:
+            return self._wgmma_wait(w, p, ins, lanes, limit)
+        waiter = self._part(p, ins)
         leader = self.holders.leader(p)
         out = []
         for r in w.records:
@@ -157,9 +194,55 @@ class AsyncAgentOps:
             if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and grp // NUNITS < limit \
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
-                r = (*r[:R_GRP], -1, r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
+        return True
+
+    def _wgmma_wait(self, w: _Work, p: int, ins, lanes: int, limit: int) -> bool:
+        """wgmma.wait_group of a warp of a warpgroup (program.wgmma_teams): the groups before
+        ``limit`` are the warpgroup's, so every warp's reads in them are complete once the wait
+        returns, and the waiting lanes learn them all. A group's operations start only when every
+        warp of the warpgroup has issued them, so the wait blocks until each other warp has
+        issued all of its groups before ``limit`` (committed them, or stands at the commit that
+        closes the last), and passes on what they had observed then (_mark_issue). A read stays
+        tagged with its group until every warp of the team knows it (a later wait of another
+        warp still learns it); F_RETIRED marks it complete (docs/model.md, "Warpgroup-wide wgmma")."""
+        team = self.wgmma_team[p]
+        for q in team:
+            if q != p:
+                count = w.procs[q][P_WGMMA]
+                if count < limit - 1:
+                    return False
+                if count == limit - 1:
+                    nxt = self.programs[q].code[w.procs[q][P_PC]]
+                    if not (nxt.kind == OP and isinstance(nxt.op, ir.GroupCommit) and nxt.op.unit == "wgmma"):
+                        return False
+        waiter = self._part(p, ins)
+        leader = self.holders.leader(p)
+        everyone = self.team_mask[p]
+        nteams, team_id = len(self.teams), self.team_index[p]
+        out = None
+        for i, r in enumerate(w.records):
+            grp = r[R_GRP]
+            if r[R_SPACE] == SPACE_OBS:
+                mark = r[R_EPOCH]  # observed before some warp of the team issued a group before the limit
+                if mark and (mark - 1) % nteams == team_id and (mark - 1) // nteams < limit and \
+                        (r[R_KNOWN] & lanes) != lanes:
+                    if out is None:
+                        out = list(w.records)
+                    out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
+            elif 0 <= grp < UNCOMMITTED and grp % NUNITS == UNIT_WGMMA and grp // NUNITS < limit \
+                    and r[R_OWNER] in team and not (waiter == LEADER and r[R_PART] == FULL):
+                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                known = r[R_KNOWN] | learn
+                r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
+                     r[R_REGION], r[R_AKNOWN] | learn, known)
+                if out is None:
+                    out = list(w.records)
+                out[i] = r
+        if out is not None:
+            w.records = tuple(out)
         return True
 
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
@@ -167,11 +250,11 @@ class AsyncAgentOps:
         async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
         cluster scope once a cluster barrier arrive follows."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         out = []
         for r in w.records:
             if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
-                    and (part == FULL or r[R_PART] == LEADER):
+                    and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
@@ -181,6 +264,8 @@ class AsyncAgentOps:
         """tcgen05.alloc/dealloc (§7). With cta_group 2 the warp pair of the two CTAs acts
         collectively: "the issuing warp must make sure that peer CTA is launched" — so the
         issuer must know the peer's start (SV402) — and each waits for the other."""
+        if op.dealloc and w.procs[p][P_TOKEN] < 0:
+            self.tc_dealloc_check(w, p, lanes, proc.cta, op.span)  # (families/tcgen05.py)
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
             return self._tmem_columns(w, proc.cta, op)
         idx = self.tmem_rendezvous(proc.cta, op)
@@ -234,23 +319,6 @@ class AsyncAgentOps:
             raise Violation("SV405", "cta_group 2 needs the peer CTA (rank ^ 1) in the cluster", op.span)
         return (cta // 2) * 2 + int(op.dealloc)
 
-    def op_umma_commit(self, w, p, proc, op: ir.UmmaCommit, ins, env, ctx, lanes) -> bool:
-        """tcgen05.commit (§7): an async arrive(1) at cluster scope on each target, once the
-        thread's prior tensor-core operations complete."""
-        dests = [proc.cta]
-        if op.multicast is not None:
-            mask = self._eval(op.multicast, env, ctx)
-            if mask <= 0 or mask >= 1 << self.ncta:
-                raise Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
-            dests = [c for c in range(self.ncta) if mask >> c & 1]
-        seq = sum(1 for a in w.agents if a[0] == AG_UMMA and a[6] == p)
-        for cta in dests:
-            m = self._mbar(w, p, op.bar, cta, env, ctx)
-            self._check_barrier_usable(w, p, m, lanes, op.span, "umma.commit")
-            for _ in range(ins.threads):  # each executing thread commits (and arrives) once; identical
-                w.agents.append((AG_UMMA, cta, 0, 0, m, seq, p, op.span.line, 0))  # agents merge
-        return True
-
     def _agent_enabled(self, state: State, a: tuple) -> bool:
         if a[0] == AG_UMMA and self.assume.tcgen05_commit_in_order:
             # successive commits of one thread deliver their arrivals in issue order (§10.8)
@@ -290,8 +358,8 @@ class AsyncAgentOps:
         for i in range(lo, hi):
             r = records[i]
             if r[R_FLAGS] & F_INFLIGHT and r[R_LINE] == line and r[R_OWNER] == issuer and r[:4] == key:
-                w.records = (*records[:i], (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], cur, cur),
-                             *records[i + 1:])
+                landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], r[R_REGION], cur, cur)
+                w.records = (*records[:i], landed, *records[i + 1:])
                 break
         old = w.mbars[m]
         if not old[M_VALID]:
@@ -300,20 +368,9 @@ class AsyncAgentOps:
         s = self._rule_state(old)
         if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
             self._tx_check(m, s.tx - nbytes, self._agent_span(line))
+        if a[8]:
+            self.tma2_complete(w, a, m)  # a 2-SM copy (families/tcgen05.py)
         self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
-
-    def _complete_umma(self, w: _Work, a: tuple) -> None:
-        m, line = a[4], a[7]
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a tensor-core commit arrives on {self.mb_label(m)}, which is not initialized",
-                            span)
-        self._check_consumption(w, m, span, "umma.commit arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"umma.commit arrival on {self.mb_label(m)} with nothing pending", span)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
 
 
 HANDLERS: dict[type, Callable] = {
@@ -324,7 +381,6 @@ HANDLERS: dict[type, Callable] = {
     ir.WgmmaRead: AsyncAgentOps.op_wgmma_read,
     ir.Fence: AsyncAgentOps.op_fence,
     ir.TmemAlloc: AsyncAgentOps.op_tmem,
-    ir.UmmaCommit: AsyncAgentOps.op_umma_commit,
 }
 
 
@@ -383,17 +439,28 @@ class AsyncAgentEncoding:
             hard += self.conflicts(w, e, e.key, 0, True)
         w["live"] = w["live"] | enc.bit(e.record)
         self.set_record(w, e.record, (), ())
+        if e.record in enc.snapped:  # Machine._mark_issue: what the issuer had observed
+            w["snap", e.record] = self.union(w, "K", e.lanes) & enc.obs_mask
         return z3.BoolVal(True), False
 
     def ev_group_wait(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
         """The encoding of `GroupWait` (Step.event). Returns (can move, places its own pc)."""
         enc = self.enc
+        enabled = z3.BoolVal(True)
+        if e.after is None:
+            enabled = z3.BoolVal(False)  # another warp of the warpgroup never issues its part
+        elif e.after:  # Machine._wgmma_wait: the other warps have issued the groups waited for
+            enabled = z3.And(*[w["pc", q] >= i for q, i in e.after])
+        for r in e.issued:  # Machine._wgmma_wait: observations made before the group's issue
+            for h in e.lanes:
+                for space in ("K", "A"):
+                    w[space, h] = w[space, h] | w["snap", r]
         for r, learn in e.retires:
             b = enc.bit(r)
             for h in learn:
                 for space in ("K", "A"):
                     w[space, h] = w[space, h] | b
-        return z3.BoolVal(True), False
+        return enabled, False
 
     def ev_fence(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
         """The encoding of `Fence` (Step.event). Returns (can move, places its own pc)."""
@@ -404,9 +471,10 @@ class AsyncAgentEncoding:
         # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
         # cluster arrive then carries
         space = DATA if op.kind == "proxy_async" else INIT
+        proc = enc.machine.procs[p]
         mine = enc._mask(r for r, rec in enumerate(enc.records)
                          if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
-                         and (e.part == FULL or rec.part == LEADER))
+                         and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
         if mine:
             mask = z3.BitVecVal(mine, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):

@@ -58,7 +58,7 @@ class CpAsyncOps:
         the thread's open cp.async group."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, WRITE, op.span, "cp.async write")
         seq = w.procs[p][P_CPASYNC]
         self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + UNIT_CPASYNC)
@@ -75,7 +75,7 @@ class CpAsyncOps:
         epoch): those still open now. An elected lane's arrive covers only that lane's copies."""
         m = self._mbar(w, p, op.bar, proc.cta, env, ctx)
         self._check_barrier_usable(w, p, m, lanes, op.span, "cp.async.mbarrier.arrive")
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         covered = tuple(sorted((r[R_CTA], r[R_OBJ], r[R_SLOT], r[R_EPOCH]) for r in w.records
                                if _is_open_copy(r, p) and (part == FULL or r[R_PART] == LEADER)))
         if not op.noinc:

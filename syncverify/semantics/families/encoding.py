@@ -30,5 +30,6 @@ class Z3Arith:
 
 Z3A = Z3Arith()
 
-# record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START)
-DATA, INIT, OBS, START = 0, 1, 2, 3
+# record spaces of this encoding (semantics.state: SPACE_DATA, SPACE_INIT, SPACE_OBS, SPACE_START);
+# COMMIT: a tcgen05.commit's arrival, in flight from the commit until it lands (known by nobody)
+DATA, INIT, OBS, START, COMMIT = 0, 1, 2, 3, 4

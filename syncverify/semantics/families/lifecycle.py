@@ -17,9 +17,11 @@ from ..core import (
 )
 from ..program import END
 from ..state import (
+    F_RETIRED,
     NUNITS,
     P_PC,
     R_CTA,
+    R_FLAGS,
     R_GRP,
     R_KNOWN,
     R_LINE,
@@ -68,11 +70,12 @@ class LifecycleOps:
                     self._nb_try_complete(w, cta, bar_id)
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
+            self._tc_exit(w, cta)  # (families/tcgen05.py)
             for r in w.records:
                 # (an open cp.async write that a cp.async.mbarrier.arrive released has completed:
-                # before that release no one knows it)
+                # before that release no one knows it; a retired warpgroup wgmma read has completed)
                 if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and \
-                        not (r[R_GRP] % NUNITS == UNIT_CPASYNC and r[R_KNOWN]):
+                        not r[R_FLAGS] & F_RETIRED and not (r[R_GRP] % NUNITS == UNIT_CPASYNC and r[R_KNOWN]):
                     what = ("a bulk store still reads", "a wgmma group still reads",
                             "a cp.async still writes")[r[R_GRP] % NUNITS]
                     raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "

@@ -22,8 +22,10 @@ from ..core import (
     _new_tuple,
     _Work,
 )
+from ..program import own_part_hidden
 from ..state import (
     F_ASYNC,
+    LANES,
     M_JPREV,
     M_K,
     M_OBSERVED,
@@ -38,6 +40,7 @@ from ..state import (
     R_LINE,
     R_OBJ,
     R_OWNER,
+    R_PART,
     R_SLOT,
     R_SPACE,
     READ,
@@ -50,6 +53,7 @@ from ..state import (
     carry_obs,
     clear_bits,
     release,
+    release_partial,
     shift_phase,
 )
 from .encoding import Z3A
@@ -157,7 +161,7 @@ class MbarrierOps:
         elems = range(decl.size or 1) if op.bar.every else None
         targets = [self.mb_index[(proc.cta, op.bar.name, i)] for i in elems] if elems is not None else \
             [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         # One pass over the records for all targets (`init B[*]` of thousands of barriers stays linear);
         # the same records as one pass per target: the new init records carry no barrier bits.
         mask = 0
@@ -174,7 +178,7 @@ class MbarrierOps:
         w.records = tuple(r for r in w.records
                           if not (r[R_SPACE] in (SPACE_INIT, SPACE_OBS) and r[R_CTA] == proc.cta
                                   and r[R_OBJ] in inited and (r[R_SPACE] == SPACE_OBS or r[R_SLOT] == 0)))
-        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, lanes)
+        w.records = (*w.records, *((SPACE_INIT, proc.cta, m, 0, WRITE, p, part, op.span.line, 0, 0, -1, 0, 0, lanes)
                                    for m in targets))
         return True
 
@@ -215,6 +219,14 @@ class MbarrierOps:
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:
             rdata = self._check_cross_cta_release(w, p, m, op, lanes)
+        if release_mask and self._part(p, ins) >= LANES:
+            # some lanes of the warp (a lane guard): each publishes its own part only
+            releasing = ins.lanes & proc.lane_mask
+            w.records = release_partial(
+                w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
+                lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
+                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing))
+            release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
 
@@ -279,7 +291,7 @@ class MbarrierOps:
         mb = state.mbars[m]
         if not mb[M_VALID] or rules.mb_wait_passes(self._rule_state(mb), parity):
             return False  # invalid (reported by op_wait) or passing
-        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins.leader_only)):
+        if not self._knows(state.records, (SPACE_INIT, self.procs[p].cta, m, 0), self._lanes(p, ins)):
             return False  # the init is not ordered before this wait: op_wait reports it
         jprev = self._jprev(mb, p)
         intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
@@ -339,11 +351,11 @@ class MbarrierOps:
         if intended == observed_phase:
             # the observation, checked against the next phase's completion (_check_observations)
             key = (SPACE_OBS, proc.cta, m, observed_phase)
-            part = self._part(p, ins.leader_only)
+            part = self._part(p, ins)
             records = w.records
             lo, hi = _key_bounds(w, key)  # (a filter of the whole tuple, where it is not sorted)
             w.records = (*records[:lo], *[r for r in records[lo:hi] if r[R_OWNER] != p or r[:4] != key],
-                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, lanes, lanes))
+                         *records[hi:], (*key, READ, p, part, op.span.line, 0, 0, -1, 0, lanes, lanes))
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.
@@ -409,7 +421,8 @@ class MbarrierEncoding:
         return [("SV401", z3.Not(ok))]
 
     def set_mb(self, w: Work, m: int, new: rules.Mbar, c: Any, release: tuple[int, ...] = (),
-               contributor: tuple[int, ...] = (), carries: Any = None) -> list[tuple[str, Any]]:
+               contributor: tuple[int, ...] = (), carries: Any = None,
+               hide: tuple[int, int] = (-1, 0)) -> list[tuple[str, Any]]:
         """Machine._set_mb: store the rule's result; on a phase completion check the
         observations of the previous phase (SV501), drop them, and shift the knowledge and the
         cross-CTA data flags (``carries``: this release brings data from another CTA)."""
@@ -417,7 +430,7 @@ class MbarrierEncoding:
         old_k = w["k", m]
         cur, last = enc.cur(m), enc.last(m)
         if release:
-            self.release(w, release, cur, c)
+            self.release(w, release, cur, c, hide=hide)
         if contributor:
             self.carry_obs(w, contributor, (cur,), c)
         changed = z3.And(c, new.k != old_k)
@@ -523,7 +536,8 @@ class MbarrierEncoding:
             carries = self.carries_data(w, e)
             if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
                 soft.append(("SV602", carries))
-        hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries,
+                            hide=(enc.lanes_holder(e.proc), e.hide))
         dynamic.append((("m", m), new.pend <= 0))
         return z3.BoolVal(True), False
 

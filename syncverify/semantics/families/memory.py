@@ -1,5 +1,6 @@
 """The semantics of memory accesses: slots of buffers, the race records (`_add_read`, `_add_write`) and the
-conflict test between them (`_conflicts`).
+conflict test between them (`_conflicts`). Records of one slot conflict only where their regions
+overlap (`regions.Parts.overlap`: whole slot, a warp's part, or a byte range).
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type (see Machine._exec).
@@ -36,6 +37,7 @@ from ..state import (
     R_OBJ,
     R_OWNER,
     R_PART,
+    R_REGION,
     R_SLOT,
     R_SPACE,
     READ,
@@ -44,6 +46,7 @@ from ..state import (
     WRITE,
 )
 from .encoding import DATA
+from .regions import WHOLE, explicit, region_of
 
 if TYPE_CHECKING:
     from ...engines.bmc import Event, Work
@@ -81,8 +84,21 @@ class MemoryOps:
                 return (r[R_KNOWN] & mask) == mask
         return True  # no such record: nothing to order after
 
+    def _apart(self, r: tuple, p: int, region: int) -> bool:
+        """Does record ``r`` touch no byte of ``region`` accessed by ``p``? (Never for whole slots.)"""
+        if region == WHOLE and r[R_REGION] == WHOLE:
+            return False
+        size = self.protocol.buffers[r[R_OBJ]].bytes
+        return not self.parts.overlap(r[R_REGION], r[R_OWNER], region, p, size)
+
+    def _covered(self, r: tuple, p: int, region: int) -> bool:
+        """Does a write of ``region`` by ``p`` overwrite every byte that record ``r`` touched?"""
+        if region == WHOLE:
+            return True
+        return self.parts.covers(region, p, r[R_REGION], r[R_OWNER], self.protocol.buffers[r[R_OBJ]].bytes)
+
     def _conflicts(self, w: _Work, p: int, part: int, lanes: int, key: tuple, kind: int, span,
-                   what: str, async_op: bool = False) -> None:
+                   what: str, async_op: bool = False, region: int = WHOLE) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
         space, cta, obj, slot = key
         lo, hi = _key_bounds(w, key)
@@ -92,14 +108,14 @@ class MemoryOps:
             if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
                     (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
                 continue
-            if self._ordered(r, p, part, lanes):
+            if self._ordered(r, p, part, lanes) or self._apart(r, p, region):
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
             for r in run:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
                         r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
-                        (r[R_AKNOWN] & lanes) != lanes:
+                        (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
                                     "followed by that writer's fence.proxy.async", span,
@@ -150,18 +166,19 @@ class MemoryOps:
         return max((r[R_EPOCH] for r in records if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
                     and r[R_CTA] == cta and r[R_SPACE] == space), default=0)
 
-    def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
+    def _add_read(self, w, p, part, lanes, key, line, flags=0, grp=-1, region=WHOLE) -> None:
         space, cta, obj, slot = key  # (r[:4] == key, field by field without slicing)
         records = w.records
         lo, hi = _key_bounds(w, key)  # only the key's run is searched and filtered
         run = records[lo:hi]
         epoch = max((r[R_EPOCH] for r in run if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj
-                     and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)), default=0)
+                     and r[R_CTA] == cta and r[R_SPACE] == space and self._ordered(r, p, part, lanes)
+                     and not self._apart(r, p, region)), default=0)
         repeat = 0
         keep = list(records[:lo])
         for r in run:
             if r[R_KIND] == READ and r[R_OWNER] == p and r[R_SLOT] == slot and r[R_OBJ] == obj and \
-                    r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and \
+                    r[R_CTA] == cta and r[R_SPACE] == space and r[R_PART] == part and r[R_REGION] == region and \
                     not r[R_FLAGS] & F_ASYNC and not flags & F_ASYNC:
                 if r[R_EPOCH] == epoch:
                     repeat = F_REPEAT
@@ -171,10 +188,10 @@ class MemoryOps:
         if epoch == 0:
             repeat = F_REPEAT  # nothing was written yet: the read waits for a write to come
         known = 0 if flags & F_ASYNC else (lanes if part == LEADER else self.holders.lanes(p))
-        keep.append((*key, READ, p, part, line, flags | repeat, epoch, grp, known, known))
+        keep.append((*key, READ, p, part, line, flags | repeat, epoch, grp, region, known, known))
         w.records = tuple(keep)
 
-    def _add_write(self, w, p, part, lanes, key, line, flags=0, grp=-1) -> None:
+    def _add_write(self, w, p, part, lanes, key, line, flags=0, grp=-1, region=WHOLE) -> None:
         """A write record. ``grp`` >= 0: a cp.async write of that group tag, known to no one (not
         even its issuer) until a group wait or its cp.async.mbarrier.arrive orders it; the older
         records stay, since that arrive publishes the copy alone, not what its issuer knew."""
@@ -186,20 +203,34 @@ class MemoryOps:
             keep = list(records)
             known = 0
         else:
-            # Every older access is ordered before this write (checked), so none can race with a
-            # later access that this write does not race with. The latest older write is kept,
-            # marked superseded, only so that a late read that acquired it is named WAR (it was
-            # meant for that write) rather than RAW.
-            latest = max((r for r in run if r[:4] == key and r[R_KIND] == WRITE), default=None,
-                         key=lambda r: r[R_EPOCH])
-            keep = [*records[:lo], *[r for r in run if r[:4] != key], *records[hi:]]
-            if latest is not None:
-                keep.append((*latest[:R_FLAGS], latest[R_FLAGS] | F_SUPERSEDED, *latest[R_FLAGS + 1:]))
+            # Every older access is ordered before this write (checked), so none of the bytes it
+            # overwrites can race with a later access that this write does not race with: the
+            # records it covers are dropped (those of other parts of the slot stay). The latest
+            # covered write is kept, marked superseded, only so that a late read that acquired
+            # it is named WAR (it was meant for that write) rather than RAW, and so that a
+            # release still publishes it (SV602).
+            covered = [r for r in run if r[:4] == key and r[R_KIND] == WRITE and self._covered(r, p, region)]
+            keep = [*records[:lo], *[r for r in run if r[:4] != key or not self._covered(r, p, region)],
+                    *records[hi:]]
+            for old in self._superseded(covered):
+                keep.append((*old[:R_FLAGS], old[R_FLAGS] | F_SUPERSEDED, *old[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
         # a generic write is visible to the async proxy only after its writer's fence.proxy.async
         aknown = known if flags & F_ASYNC else 0
-        keep.append((*key, WRITE, p, part, line, flags, epoch, grp, aknown, known))
+        keep.append((*key, WRITE, p, part, line, flags, epoch, grp, region, aknown, known))
         w.records = tuple(keep)
+
+    @staticmethod
+    def _superseded(covered: list[tuple]) -> list[tuple]:
+        """The writes a new write keeps as superseded, of the older writes it covers: the latest
+        one, or where parts of the slot were written separately (several live generic writes,
+        no live copy), each of them, as MemoryEncoding.add_record keeps them."""
+        latest = max(covered, default=None, key=lambda r: r[R_EPOCH])
+        if latest is None or all(r[R_REGION] == WHOLE for r in covered):
+            return [] if latest is None else [latest]
+        live = [r for r in covered if not r[R_FLAGS] & F_SUPERSEDED]
+        copies = [r for r in live if r[R_FLAGS] & F_ASYNC]
+        return copies or live or [latest]
 
     def op_access(self, w, p, proc, op: ir.Access, ins, env, ctx, lanes) -> bool:
         cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
@@ -211,14 +242,28 @@ class MemoryOps:
                                 "barrier first)", op.span)
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, cta, buf, slot)
-        part = self._part(p, ins.leader_only)
+        part = self._part(p, ins)
         kind = WRITE if op.kind == "write" else READ
-        self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind)
+        region = self._region(op, buf, env, ctx)
+        self._conflicts(w, p, part, lanes, key, kind, op.span, op.kind, region=region)
         if kind == WRITE:
-            self._add_write(w, p, part, lanes, key, op.span.line)
+            self._add_write(w, p, part, lanes, key, op.span.line, region=region)
         else:
-            self._add_read(w, p, part, lanes, key, op.span.line)
+            self._add_read(w, p, part, lanes, key, op.span.line, region=region)
         return True
+
+    def _region(self, op: ir.Access, buf: int, env, ctx) -> int:
+        """The access's region (regions.py); an explicit range is evaluated and checked here."""
+        region = region_of(op)
+        if region is not None:
+            return region
+        assert op.lo is not None and op.hi is not None
+        lo, hi = self._eval(op.lo, env, ctx), self._eval(op.hi, env, ctx)
+        size = self.protocol.buffers[buf].bytes
+        if not 0 <= lo < hi <= size:
+            raise Violation("SV104", f"bytes {lo}..{hi} is not a non-empty range inside `{op.buf.name}`'s "
+                            f"{size}-byte slots", op.span)
+        return explicit(lo, hi)
 
 
 HANDLERS: dict[type, Callable] = {
@@ -229,10 +274,27 @@ HANDLERS: dict[type, Callable] = {
 class MemoryEncoding:
     """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
 
+    def _apart(self, a: Any, b: Any) -> bool:
+        """MemoryOps._apart for two static records of one slot: do their regions share no byte?"""
+        if a.region == WHOLE and b.region == WHOLE:
+            return False
+        size = self.enc.machine.protocol.buffers[a.key[1]].bytes
+        return not self.enc.machine.parts.overlap(a.region, a.owner, b.region, b.owner, size)
+
+    def _covers(self, a: Any, b: Any) -> bool:
+        """MemoryOps._covered: does a write of record a overwrite every byte of record b?"""
+        if a.region == WHOLE:
+            return True
+        size = self.enc.machine.protocol.buffers[a.key[1]].bytes
+        return self.enc.machine.parts.covers(a.region, a.owner, b.region, b.owner, size)
+
     def conflicts(self, w: Work, e: Event, key: tuple, kind: int, async_op: bool) -> list[tuple[str, Any]]:
         out = []
+        mine = self.enc.records[e.record] if isinstance(e.op, ir.Access) and e.record >= 0 else None
         for r, rec in enumerate(self.enc.records):
             if rec.space != DATA or rec.key != key or rec.event is e or (rec.kind == 0 and kind == 0):
+                continue
+            if mine is not None and self._apart(mine, rec):
                 continue
             po = rec.owner == e.proc and not rec.is_async and rec.part == e.part
             ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
@@ -248,13 +310,16 @@ class MemoryEncoding:
         marked superseded, which a release on a peer's barrier still counts (SV602); a read
         replaces the same lanes' older reads of the slot."""
         enc = self.enc
-        mine = [r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key and r != e.record]
+        new = enc.records[e.record]
+        mine = [r for r, rec in enumerate(enc.records) if rec.space == DATA and rec.key == e.key and r != e.record
+                and (self._covers(new, rec) if kind == 1 else rec.region == new.region)]
         if kind == 1:
             older = enc._mask(mine)
             if enc.track_rdata:
                 # The latest older write is the one issued last: the live generic write of the slot
-                # (a generic write drops every older record) unless a bulk copy issued after it is
-                # live. Only a generic one can count, so only those are kept here.
+                # (a generic write drops every older record it covers) unless a bulk copy issued
+                # after it is live; where parts were written separately, every live one of them
+                # (MemoryOps._superseded). Only a generic one can count, so only those are kept.
                 generic = enc._mask(r for r in mine if enc.records[r].kind == 1 and not enc.records[r].is_async)
                 copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async)
                 zero = z3.BitVecVal(0, enc.R)

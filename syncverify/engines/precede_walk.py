@@ -1,0 +1,244 @@
+"""What the other actors can execute before one step: the walk behind the partial-order
+reduction's lone steps (landings, first observing waits, arrive.expect_tx, named arrivals).
+
+The set computed is the least fixpoint of: a process other than the frozen one can execute the
+next operation of its fixed sequence (control flow depends only on loop variables) if that is
+not a wait, or is a wait that can pass first. docs/model.md, "Steps taken alone against what can
+come first", gives the argument; this module adds two things to the walk it describes.
+
+**Segments.** A process's sequence is walked from wait to wait: the events of the operations
+between two waits (or a wait and the end) are gathered once per starting position (process,
+pc, variables) and kept. The walk then makes one look-up per segment instead of one per
+operation, and meets the same events in the same order, so it computes the same set.
+
+**Named-barrier waits.** A `bar.sync` with an explicit count N parks its warp until the
+generation it joined completes, and exits never release such a generation (§1.6 of
+docs/model.md). Every execution that avoids the step runs, per process, a prefix inside the set
+(by induction along it): a `bar.sync` wait that passes in it passed because a generation of its
+barrier completed, which took N threads of arrivals: the threads already in the open
+generation (if it has any, its own count N applies, since a new generation opens only after it
+completes) plus arrivals made in the execution, all inside the set by induction. So a named
+wait is taken to pass only when the open generation's threads plus 32 per arrival on the
+barrier in the set reach the open generation's count, or, with none open, the smallest count
+among those arrivals. (32 per arrival: barrier operations are refused for warps split between
+roles, SV116; a warp of fewer threads only makes the test pass sooner.) All-thread barriers
+(`syncthreads`, `bar.sync` without a count) are released by exits and still always pass. Before,
+every named wait was taken to pass: on FA3's ping-pong the other warpgroup then ran on into its
+next rounds inside the set and its later `bar.arrive`s kept an arrival from being taken alone.
+
+The answer is the same kind of over-approximation as before, only smaller, so each lone-step
+condition that reads it keeps its argument.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..expr import EvalError
+from ..semantics.core import Violation
+from ..semantics.program import BAR_WAIT
+from ..semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
+from .reduction import _END, _EV_ARRIVE, _EV_BYTES, _EV_LIFE, _EV_NAMED, _EV_WAIT
+
+if TYPE_CHECKING:
+    from ..semantics.machine import Machine
+
+# a segment: (the wait it starts with or None, the events up to the next wait, the key of that
+# next wait or None, the process ends there, a position that cannot be evaluated comes there)
+Segment = tuple[tuple | None, tuple, tuple | None, bool, bool]
+_BARWAIT = "barwait"  # the head of a segment that starts at a bar.sync's wait: (_BARWAIT, index, count)
+
+
+class FreshPass(Exception):
+    """The walk met a wait that passes on the frozen barrier in phase 0 (or is a first wait)."""
+
+
+def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) -> Segment | None:
+    """The segment of process key[0]'s sequence that starts at ``key`` (module docstring), or None
+    where the position itself cannot be evaluated."""
+    seg = table.get(key, table)
+    if seg is not table:
+        return seg  # type: ignore[return-value]
+    future = machine._future
+    fut = future(key)
+    if fut is None:
+        table[key] = None
+        return None
+    events, nxt = fut
+    if events is _END:
+        seg = (None, (), None, True, False)
+        table[key] = seg
+        return seg
+    q, pc, vars_ = key
+    code = machine.programs[q].code
+    head: tuple | None = None
+    if code[pc].kind == BAR_WAIT:
+        try:
+            idx, count, _, _ = machine.named_arrival(q, code[pc].op, vars_)
+        except (EvalError, Violation):
+            table[key] = None
+            return None
+        head = (_BARWAIT, idx, count)
+    elif events and events[0][0] == _EV_WAIT:
+        head, events = events[0], events[1:]
+    gathered = list(events)
+    at = nxt
+    while True:
+        fut = future(at)
+        if fut is None:
+            seg = (head, tuple(gathered), None, False, True)
+            break
+        events, nxt = fut
+        if events is _END:
+            seg = (head, tuple(gathered), None, True, False)
+            break
+        if code[at[1]].kind == BAR_WAIT or (events and events[0][0] == _EV_WAIT):
+            seg = (head, tuple(gathered), at, False, False)
+            break
+        gathered.extend(events)
+        at = nxt
+    if len(table) >= 1 << 16:
+        table.clear()
+    table[key] = seg
+    return seg
+
+
+def named_wait_passes(state: State, idx: int, count: int | None, q: int, here: bool,
+                      arrivals: dict[int, int], least: dict[int, int | None]) -> bool:
+    """Can process q's wait at a `bar.sync` on named barrier ``idx`` (with ``count``) pass before
+    the step, given the ``arrivals`` on each named barrier in the set so far and the ``least``
+    count among them? ``here``: q stands at this wait in ``state`` (parked on a generation).
+    (Module docstring: a generation of an explicit count completes only with that many threads.)"""
+    nb = state.named[idx]
+    if count is None or (here and state.procs[q][P_TOKEN] != idx * 65536 + nb.gen):
+        return True  # an all-thread barrier (exits release it), or a generation already complete
+    if nb.arrived:
+        need = nb.count
+    elif idx in least:
+        need = least[idx]
+    else:
+        return False
+    return need is None or nb.arrived + 32 * arrivals.get(idx, 0) >= need
+
+
+def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int, agent: tuple | None,
+                forbidden: frozenset[int], freeze: bool, named: tuple[int, list] | None = None,
+                landings_ok: bool = False) -> list[bool] | None:
+    """For each process, whether it can reach its end before the step; None when some actor can
+    first reach an event on m of a kind in ``forbidden`` (or a position that cannot be
+    evaluated). The arguments are Machine._can_precede's (its docstring says what each means);
+    ``table`` keeps the segments."""
+    mbars = state.mbars
+    names = machine.mb_names
+    m_life = names[m][:2] if m >= 0 else None
+    arrivals: dict[int, int] = {}
+    bytes_move: set[int] = set()
+    free: set[int] = set()
+    lives: set[tuple[int, str]] = set()
+    named_arrivals: dict[int, int] = {}  # named barrier -> arrivals on it in the set
+    named_least: dict[int, int | None] = {}  # named barrier -> least count among them (None: all-thread)
+    skip = agent is not None
+    for b in state.agents:
+        if skip and b is agent:
+            skip = False
+            continue
+        kind = _EV_BYTES if b[0] == AG_TMA else _EV_ARRIVE
+        if b[4] == m and kind in forbidden and not (landings_ok and kind == _EV_BYTES):
+            return None
+        if kind == _EV_BYTES:
+            bytes_move.add(b[4])
+        else:
+            arrivals[b[4]] = arrivals.get(b[4], 0) + 1
+
+    def passes(m2: int, parity: int, q: int) -> bool:
+        mb = mbars[m2]
+        if not mb[M_VALID]:
+            return True
+        if mb[M_K] % 2 != parity % 2:
+            if freeze and m2 == m and (mb[M_K] == 0 or machine._jprev(mb, q) is None):
+                raise FreshPass
+            return True
+        if freeze and m2 == m:
+            return False
+        if m2 in free or names[m2][:2] in lives:
+            return True
+        pend = mb[M_PEND]
+        if pend > 0:
+            return arrivals.get(m2, 0) >= pend
+        return m2 in bytes_move
+
+    nprocs = len(machine.procs)
+    procs = state.procs
+    pos: list[tuple | None] = [None if q == frozen else (q, procs[q][P_PC], procs[q][P_VARS])
+                               for q in range(nprocs)]
+    start = list(pos)
+    if named is not None:
+        parked = named[0] * 65536 + state.named[named[0]].gen
+        for q in range(nprocs):
+            if procs[q][P_TOKEN] == parked and machine.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT:
+                pos[q] = None
+    ends = [False] * nprocs
+    try:
+        grew = True
+        while grew:
+            grew = False
+            for q in range(nprocs):
+                key = pos[q]
+                while key is not None:
+                    seg = table.get(key) or segment(machine, key, table)
+                    if seg is None:
+                        return None
+                    head, events, nxt, end, bad = seg
+                    if head is not None:
+                        if head[0] == _EV_WAIT:
+                            if not passes(head[1], head[2], q):
+                                break
+                        elif not named_wait_passes(state, head[1], head[2], q, key is start[q], named_arrivals,
+                                                   named_least):
+                            break
+                    stop = False
+                    for ev in events:
+                        kind = ev[0]
+                        grew = True
+                        if kind == _EV_NAMED:
+                            idx, count = ev[1], ev[2]
+                            named_arrivals[idx] = named_arrivals.get(idx, 0) + 1
+                            if idx not in named_least or (named_least[idx] is not None and
+                                                          (count is None or count < named_least[idx])):
+                                named_least[idx] = count
+                            if named is not None and idx == named[0]:
+                                named[1].append(ev)
+                                if ev[4]:  # a bar.sync on it waits for the generation
+                                    stop = True
+                                    break
+                            continue
+                        if kind == _EV_LIFE:
+                            if ev[1] == m_life and kind in forbidden:
+                                return None
+                            lives.add(ev[1])
+                            continue
+                        target = ev[1]
+                        if target == m and kind in forbidden:
+                            return None
+                        if kind == _EV_ARRIVE:
+                            arrivals[target] = arrivals.get(target, 0) + ev[2]
+                        elif kind == _EV_BYTES:
+                            bytes_move.add(target)
+                        else:  # _EV_FREE
+                            free.add(target)
+                    if stop:
+                        key = None
+                    elif end:
+                        ends[q] = True
+                        key = None
+                    elif bad:
+                        return None
+                    else:
+                        key = nxt
+                pos[q] = key
+    except FreshPass:
+        return None
+    return ends
+
+
+__all__ = ["FreshPass", "can_precede", "named_wait_passes", "segment"]

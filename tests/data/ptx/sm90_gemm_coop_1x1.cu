@@ -1,0 +1,5 @@
+// The GEMM of sm90_gemm_coop_2x1.cu with one CTA per cluster (no multicast): cooperative mainloop, TMA
+// epilogue, headers of nvidia-cutlass 4.2.0.0. Compiled like it:
+//   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -ptx -lineinfo -I<include> sm90_gemm_coop_1x1.cu
+#define SV_CLUSTER_M 1
+#include "sm90_gemm_coop_2x1.cu"

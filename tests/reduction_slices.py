@@ -1,0 +1,52 @@
+"""One reduction against the unreduced search, on the exhaustive programs where it acts.
+
+Shared by the tests of single reductions (test_exit_por.py, test_named_wait_walk.py): each
+counts, through a patched function of its own, where its rule acted, and only the programs on
+which it acted are compared, so that the comparison keeps exercising the rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from exhaustive_programs import SCOPES, assignments, sample
+
+from syncverify import load
+from syncverify.diagnostics import InputError
+from syncverify.engines.explicit import Budget, explore
+from syncverify.result import Verdict
+from syncverify.semantics.machine import Machine
+
+BUDGET = Budget(max_states=100_000, seconds=120)
+
+
+def error_codes(result) -> set[str]:
+    return {d.code for d in result.diagnostics if d.is_error or d.code in ("SV203", "SV204")}
+
+
+def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep: Callable[[str], bool] = bool
+                          ) -> int:
+    """Every ``every``-th program of each (scope, every) whose text ``keep`` accepts: searched with
+    every reduction, and where ``acted`` (the caller's record of the rule acting, cleared here
+    before each search) is not empty, searched without any; verdicts and error codes must agree.
+    Returns how many programs were compared."""
+    compared = 0
+    for scope, every in slices:
+        for index, text in sample(SCOPES[scope], every):
+            if not keep(text):
+                continue
+            for pinned in assignments(text):
+                try:
+                    protocol = load(text, pinned, path="x.sync")
+                except InputError:  # programs the front end rejects are not the point here
+                    continue
+                acted.clear()
+                reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+                if not acted:
+                    continue
+                full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+                if full.verdict not in (Verdict.SAFE, Verdict.VIOLATION):
+                    continue
+                assert reduced.verdict == full.verdict and error_codes(reduced) == error_codes(full), \
+                    (scope, index, pinned, text)
+                compared += 1
+    return compared

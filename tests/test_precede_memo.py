@@ -1,0 +1,56 @@
+"""The remembered answers of the reduction's walk (engines/precede_memo.py) against the walk.
+
+Every call the search makes is answered twice, from the table and by a fresh walk, and the two
+must be equal, with the named-barrier arrivals the walk collects; the table must also be hit
+(else the key holds something that tells every call apart, and nothing is gained). The
+protocols are the families at small sizes (landings, expect_tx, first waits, the FA3 ping-pong
+and its named barriers) and a spec of the cluster ring.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncverify import load
+from syncverify.engines import precede_memo
+from syncverify.engines.explicit import Budget, explore
+from syncverify.semantics.machine import Machine
+
+ROOT = Path(__file__).resolve().parent.parent
+POINTS = [
+    ("bench/families/fa3_fwd.sync", {"W": 1}),
+    ("bench/families/fa3_fwd.sync", {"W": 2, "BUG": 1}),
+    ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 1}),
+    ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 0, "BUG": 1}),
+    ("specs/cluster_multicast_ring_cta_scope.sync", {}),
+]
+
+
+@pytest.mark.parametrize(("path", "defines"), POINTS, ids=[f"{Path(p).stem}{d}" for p, d in POINTS])
+def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
+    calls = {"checked": 0}
+    remembered = precede_memo.PrecedeMemo.__call__
+
+    def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False):
+        got_named: list = []
+        got = remembered(self, state, m, frozen, agent, forbidden, freeze,
+                         None if named is None else (named[0], got_named), landings_ok)
+        fresh_named: list = []
+        fresh = self._walk(state, m, frozen, agent, forbidden, freeze,
+                           None if named is None else (named[0], fresh_named), landings_ok)
+        assert got == (None if fresh is None else tuple(fresh)), (m, frozen, agent, forbidden, freeze)
+        assert got_named == fresh_named
+        calls["checked"] += 1
+        if named is not None:
+            named[1].extend(got_named)
+        return got
+
+    monkeypatch.setattr(precede_memo.PrecedeMemo, "__call__", both)
+    protocol = load(str(ROOT / path), defines)
+    machine = Machine(protocol)
+    explore(protocol, Budget(max_states=6_000, seconds=120), machine)
+    memo = machine._precede
+    assert isinstance(memo, precede_memo.PrecedeMemo)
+    assert calls["checked"] > 100 and memo.hits > 0, (calls, memo.hits, memo.misses)

@@ -1,0 +1,167 @@
+"""The real CUTLASS sm_90 cooperative GEMM (cluster 2x1, TMA epilogue; tests/data/ptx/sm90_gemm_coop_2x1.cu)
+extracted from its committed PTX at M=256 N=128 K=128, with the launch and Params fields its host program
+(sm90_gemm_coop_2x1_fields.cu, CUTLASS's own host code) printed, and the seeded-bug builds of the same
+kernel (cutlass_seeds/make_overlay.py), each flagged at its CUTLASS line."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from syncverify.cli import main
+from syncverify.ptx.execute import Launch, ParamBytes
+from syncverify.ptx.extract import extract
+from syncverify.ptx.parse import PtxError, parse_ptx_file
+
+DATA = Path(__file__).parent / "data" / "ptx"
+FIELDS = DATA / "sm90_gemm_coop_2x1_fields_256x128x128.bin"
+# what `fields 256 128 128 132 FIELDS` prints (the Params fields that decide control flow, and the box of
+# each tensor map: A at byte 128, B (multicast to the 2 CTAs: half a tile each) at 384, C at 896, D at 1152)
+PARAM_FIELDS = [(0, 4), (4, 16), (1536, 36), (1576, 120), (640, 12), (768, 72), (1408, 4)]
+TENSOR_BYTES = {128: 16384, 384: 8192, 896: 4096, 1152: 4096}
+LAUNCH = ["--grid", "2x1x1", "--block", "384x1x1", "--cluster", "2x1x1", "--dynamic-smem", "231424"]
+
+
+def _args(fields: Path = FIELDS, tensor_bytes: dict[int, int] = TENSOR_BYTES, launch: list[str] = LAUNCH) -> list[str]:
+    out = list(launch)
+    for off, n in PARAM_FIELDS:
+        out += ["--param", f"0[{off}:{n}]=@{fields}"]
+    for off, n in tensor_bytes.items():
+        out += ["--tensor-bytes", f"0[{off}]={n}"]
+    return out
+
+
+def _launch(tensor_bytes: dict[int, int] = TENSOR_BYTES) -> Launch:
+    blob = FIELDS.read_bytes()
+    return Launch(block=(384, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=231424,
+                  params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                  tensor_bytes={("0", o): n for o, n in tensor_bytes.items()})
+
+
+def _ptx(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / name
+    out.write_bytes(gzip.decompress((DATA / f"{name}.gz").read_bytes()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return parse_ptx_file(str(_ptx(tmp_path_factory.mktemp("gemm"), "sm90_gemm_coop_2x1.ptx")))
+
+
+def test_the_gemm_extracts_with_its_tensor_maps_boxes(gemm):  # type: ignore[no-untyped-def]
+    text = extract(gemm, _launch()).text
+    # producer warp, the idle warps of its warpgroup, and the two consumer warpgroups as one role each
+    for role in ("role w0 = warp 0;", "role w1_3[3] = warp 1 + i;", "role w4_7[4] = warp 4 + i;",
+                 "role w8_11[4] = warp 8 + i;"):
+        assert role in text
+    # CUTLASS's expect_tx constant (32 KiB per stage) and the boxes: A, 16 KiB in two halves, and B,
+    # multicast by each CTA of the pair (8 KiB each): 16 + 8 + 8 KiB reach each CTA's full barrier
+    assert "arrive.expect_tx mb0[0] bytes 32768;" in text
+    assert "tma.load s32[0] bytes 8192 -> mb0[0];" in text and "tma.load s32[1] bytes 8192 -> mb0[0];" in text
+    assert "tma.load s33[0] bytes 8192 -> mb0[0] multicast 0x3;" in text
+    assert "tma.load s33[1] bytes 8192 -> mb0[0] multicast 0x3;" in text
+    # consumer_release: one warp of each consumer warpgroup signals each CTA's empty barrier
+    assert "if instance == 1 {\n      elect {\n        arrive mb0[6] @ 1;" in text
+    # the epilogue: stmatrix into shared memory, then the TMA store of the tile
+    assert "tma.store" in text and "write s4;" in text
+    assert "sm90_pipeline.hpp" in text and "copy_sm90_tma.hpp:185" in text
+
+
+def test_without_the_boxes_extraction_asks_for_them(gemm):  # type: ignore[no-untyped-def]
+    with pytest.raises(PtxError) as err:
+        extract(gemm, _launch({}))
+    assert "--tensor-bytes '0[128]=BYTES'" in err.value.message and "copy_sm90_tma.hpp:185" in err.value.note
+
+
+def test_a_box_that_disagrees_with_cutlass_expect_tx_reaches_the_protocol(gemm):  # type: ignore[no-untyped-def]
+    """The B box taken whole (16 KiB, the atom before make_tma_copy_desc slices it for the multicast): the
+    copies then bring 16 + 16 + 16 KiB to each CTA's full barrier where CUTLASS's TmaTransactionBytes
+    expects 32 KiB. Extraction keeps both numbers as they are, for the check to compare; the peer's
+    multicast lands too, so only the search can: test_bug_is_flagged_at_its_cutlass_line."""
+    text = extract(gemm, _launch({**TENSOR_BYTES, 384: 16384})).text
+    assert "arrive.expect_tx mb0[0] bytes 32768;" in text
+    # each CTA's B copy now covers both slices (and CTA 1's runs past the B stage): 8 + 8 KiB per copy
+    assert "tma.load s33[0] bytes 8192 -> mb0[0] multicast 0x3;\n      tma.load s33[1] bytes 8192 -> mb0[0] " \
+        "multicast 0x3;" in re.sub(r" *//[^\n]*", "", text)
+
+
+# ---- the same GEMM with one CTA per cluster (sm90_gemm_coop_1x1.cu): no multicast, decided ------------
+
+FIELDS_1X1 = DATA / "sm90_gemm_coop_1x1_fields_256x128x128.bin"  # `fields 256 128 128 132` built -DSV_CLUSTER_M=1
+LAUNCH_1X1 = ["--grid", "1x2x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "231424"]
+BOXES_1X1 = {128: 16384, 384: 16384, 896: 4096, 1152: 4096}  # B whole: no multicast to slice it
+
+
+def test_the_1x1_cluster_gemm_is_safe_and_a_short_box_is_not(tmp_path, capsys):
+    """The real kernel checked safe at this launch (two CTAs, one tile and two k-tiles each); SV204
+    warnings remain: the two consumer warpgroups reach CUTLASS's epilogue `bar.sync 1, 256` (inline asm,
+    barrier.h:286) at different PTX copies of it. The twin with the A box halved is SV503: the full
+    barrier's bytes never balance, a deadlock."""
+    ptx = _ptx(tmp_path, "sm90_gemm_coop_1x1.ptx")
+    assert main(["check", str(ptx), *_args(FIELDS_1X1, BOXES_1X1, LAUNCH_1X1)]) == 0
+    got = capsys.readouterr()
+    text = got.out + got.err
+    assert "1 file: 1 safe" in text and "SV204 aligned barrier 1" in text
+    assert main(["check", str(ptx), *_args(FIELDS_1X1, {**BOXES_1X1, 128: 8192}, LAUNCH_1X1)]) == 1
+    got = capsys.readouterr()
+    assert "SV503 deadlock: all arrivals are in but the transaction bytes never balance" in got.out + got.err
+
+
+# ---- seeded bugs: cutlass_seeds/make_overlay.py, compiled with -DSV_SEED=N ---------------------------
+
+def _seed(tmp_path: Path, n: int) -> Path:
+    out = tmp_path / f"sm90_gemm_coop_2x1_seed{n}.ptx"
+    out.write_bytes(gzip.decompress((DATA / "cutlass_seeds" / f"{out.name}.gz").read_bytes()))
+    return out
+
+
+def test_seeded_builds_differ_from_the_kernel_where_seeded(gemm, tmp_path):  # type: ignore[no-untyped-def]
+    """Extraction of each seeded build differs from the kernel's exactly by the seeded operations."""
+    base = [ln.split("//")[0].rstrip() for ln in extract(gemm, _launch()).text.splitlines()[4:]]
+    skipped_wait = [ln.split("//")[0].rstrip()
+                    for ln in extract(parse_ptx_file(str(_seed(tmp_path, 1))), _launch()).text.splitlines()[4:]]
+    gone = [ln for ln in base if ln not in skipped_wait or base.count(ln) != skipped_wait.count(ln)]
+    assert gone and all(ln.strip().startswith("wait mb0[") and "parity 0" in ln for ln in gone)
+    assert len(base) - len(skipped_wait) == 8  # 2 k-tiles x 2 consumer warpgroups x 2 CTAs
+
+
+# consumer_wait skipped: the wgmma reads the stage the TMA load is still writing (SV301), at the A copy in
+# copy_sm90_tma.hpp with the wgmma as the other access. The cluster arrive/wait after the barrier init
+# removed: the peer CTA's multicast copy may complete on a barrier whose init is not yet visible (SV402 at
+# the multicast copy, copy_sm90_tma.hpp:705), and a consumer may wait on a barrier not yet initialized (SV401).
+# The unseeded kernel with the B box taken whole (16 KiB instead of the 8 KiB multicast slice): the two
+# CTAs' multicast copies then overlap, a write-write race between them (SV303) at the multicast copy.
+FLAGGED = [
+    ("sm90_gemm_coop_2x1_seed1.ptx", TENSOR_BYTES,
+     ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV301 RAW race on s32[",
+      "mma_sm90_gmma.hpp:1697:14: the other access"]),
+    ("sm90_gemm_coop_2x1_seed4.ptx", TENSOR_BYTES,
+     ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:705:13: SV402 tma.load completion on mb0[0]",
+      "SV401 wait on mb0[0]"]),
+    ("sm90_gemm_coop_2x1.ptx", {**TENSOR_BYTES, 384: 16384},
+     ["cutlass_library/source/include/cute/arch/copy_sm90_tma.hpp:705:13: SV303 WAW race on s33["]),
+]
+
+
+# The search to the first two findings takes 55-80 s of CPU each (bench/RESULTS-ptx.md): run with SYNCVERIFY_SLOW=1.
+# The cluster-sync seed (about 11 s) runs always.
+_HEAVY = {"sm90_gemm_coop_2x1_seed1.ptx", "sm90_gemm_coop_2x1.ptx"}
+
+
+@pytest.mark.parametrize(("ptx", "boxes", "expected"), FLAGGED,
+                         ids=["consumer-wait-skipped", "cluster-sync-removed", "box-disagrees-with-expect-tx"])
+def test_bug_is_flagged_at_its_cutlass_line(ptx, boxes, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    if ptx in _HEAVY and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip(f"{ptx}: the search needs over a minute of CPU (bench/RESULTS-ptx.md); run with SYNCVERIFY_SLOW=1")
+    path = _seed(tmp_path, int(ptx[-5])) if "seed" in ptx else _ptx(tmp_path, ptx)
+    code = main(["check", str(path), *_args(tensor_bytes=boxes), "--fail-fast"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 1
+    for want in expected:
+        assert want in text
