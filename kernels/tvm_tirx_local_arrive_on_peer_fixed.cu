@@ -162,6 +162,10 @@ SV_DEVICE void sv_wait_acquire_cluster(const SvCtx& c, u32 bar, u32 parity, u32 
       atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
       return;
     }
+    // Lanes of one warp on different paths (a lane guard, an elected lane, a hold) share the warp's
+    // issue slots: a spin that never yields starved the other path on the H200 until the watchdog
+    // fired (docs/gpu-agreement.md, "Lanes of one warp"). The sleep lets that path run.
+    __nanosleep(200);
   }
 }
 
