@@ -117,6 +117,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV404": ("CTA exits while its shared memory is still in use", Severity.ERROR),
     "SV405": ("remote operation targets a CTA outside the cluster", Severity.ERROR),
     "SV406": ("tensor memory not deallocated before exit", Severity.ERROR),
+    "SV407": ("local-form mbarrier arrive on a peer CTA's barrier", Severity.ERROR),
     "SV501": ("parity aliasing", Severity.ERROR),
     "SV502": ("arrive-on in a phase after one no wait observed", Severity.ERROR),
     "SV503": ("tx-count out of range or never balanced", Severity.ERROR),

@@ -144,6 +144,10 @@ class MbarArrive:
     scope: Scope
     remote: Expr | None
     span: Span
+    # `mbarrier.arrive.shared::cta` (the local form) given a peer's address (`@ CTA`): PTX defines
+    # the .shared::cta form only on the executing CTA's own shared memory, so a target CTA other
+    # than the executing one is an error (SV407), not a remote arrive.
+    local_form: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +163,20 @@ class MbarTx:
 
 @dataclass(frozen=True, slots=True)
 class MbarWait:
+    bar: Ref
+    parity: Expr
+    sem: Sem
+    scope: Scope
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MbarTestWait:
+    """`test_wait B parity P` (`mbarrier.test_wait.parity`): the non-blocking probe, used once and
+    its result not branched on. It never blocks; when the phase it asks about has completed it
+    returns true with the acquire of a `wait`, otherwise it returns false and orders nothing. A
+    loop that spins on it until it returns true is a `wait`."""
+
     bar: Ref
     parity: Expr
     sem: Sem
@@ -246,20 +264,48 @@ class TmaStore:
     span: Span
 
 
+GroupUnit = Literal["bulk", "wgmma", "cp_async"]
+
+
 @dataclass(frozen=True, slots=True)
 class GroupCommit:
-    """`bulk.commit` or `wgmma.commit`."""
+    """`bulk.commit`, `wgmma.commit` or `cp.async.commit_group`."""
 
-    unit: Literal["bulk", "wgmma"]
+    unit: GroupUnit
     span: Span
 
 
 @dataclass(frozen=True, slots=True)
 class GroupWait:
-    """`bulk.wait_read n` or `wgmma.wait n`: at most n most recent groups left pending."""
+    """`bulk.wait_read n`, `wgmma.wait n` or `cp.async.wait_group n`: at most n most recent groups
+    left pending."""
 
-    unit: Literal["bulk", "wgmma"]
+    unit: GroupUnit
     pending: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class CpAsync:
+    """`cp.async B`: the non-bulk per-thread copy global -> shared::cta (`cp.async.ca/.cg.shared.global`,
+    4/8/16 bytes per thread; CUTLASS `SM80_CP_ASYNC_CACHE*`). Each executing thread's write of its
+    part of slot B is unordered with everything, its own later accesses included, until a
+    `cp.async.wait_group`/`wait_all` of that thread retires its group, or a
+    `cp.async.mbarrier.arrive` of that thread arrives (which releases it to the phase)."""
+
+    buf: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class CpAsyncArrive:
+    """`cp.async.mbarrier.arrive[.noinc] B`: an arrive-on of B by the executing thread, made
+    asynchronously once every cp.async the thread issued before it has completed. Without
+    ``noinc`` the pending count is first incremented by one (at issue), so the async arrive-on
+    leaves the phase's count unchanged; with ``noinc`` it counts towards the phase."""
+
+    bar: Ref
+    noinc: bool
     span: Span
 
 
@@ -344,6 +390,7 @@ Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
     | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence
+    | MbarTestWait | CpAsync | CpAsyncArrive
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)

@@ -484,6 +484,20 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("tmem.dealloc", "tmem.dealloc cols 512;", ("TmemAlloc", {"dealloc": True, "cta_group": 1, "cols": 512})),
     ("umma.commit", "umma.commit full[1];", ("UmmaCommit", {"bar": ("full", 1), "multicast": None})),
     ("umma.commit", "umma.commit one multicast 0b11;", ("UmmaCommit", {"bar": "one", "multicast": 3})),
+    # the non-blocking probe, non-bulk cp.async and 1-D cp.async.bulk
+    ("test_wait", "mbarrier.test_wait.parity full[0] parity 1;",
+     ("MbarTestWait", {"bar": ("full", 0), "parity": 1, "sem": "acquire", "scope": "cta"})),
+    ("cp.async", "cp.async.cg.shared.global tile[1];", ("CpAsync", {"buf": ("tile", 1)})),
+    ("cp.async.commit_group", "cp.async.commit_group;", ("GroupCommit", {"unit": "cp_async"})),
+    ("cp.async.wait_group", "cp.async.wait_group 2;", ("GroupWait", {"unit": "cp_async", "pending": 2})),
+    ("cp.async.mbarrier.arrive", "cp.async.mbarrier.arrive.noinc.shared::cta.b64 full[0];",
+     ("CpAsyncArrive", {"bar": ("full", 0), "noinc": True})),
+    ("cp.async.mbarrier.arrive", "cp.async.mbarrier.arrive one;", ("CpAsyncArrive", {"bar": "one", "noinc": False})),
+    ("cp.async.bulk", "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes tile[0] bytes 512 -> full[0] "
+                      "@ 1;",
+     ("TmaLoad", {"buf": ("tile", 0), "tx_bytes": 512, "bar": ("full", 0), "multicast": ("<<", 1, 1)})),
+    ("cp.async.bulk", "cp.async.bulk tile[0] -> full[0];",
+     ("TmaLoad", {"buf": ("tile", 0), "tx_bytes": 1024, "bar": ("full", 0), "multicast": None})),
     # tcgen05 in PTX spelling (`umma.commit` and `tmem.alloc` are the same operations)
     ("tcgen05.alloc", "tcgen05.alloc.cta_group::2.sync.aligned cols 64;",
      ("TmemAlloc", {"dealloc": False, "cta_group": 2, "cols": 64})),
@@ -511,13 +525,24 @@ def test_operation(name, stmt, expected):
     assert only(stmt) == expected
 
 
+def test_cp_async_wait_all_is_commit_then_wait_0():
+    assert body("cp.async.wait_all;") == [("GroupCommit", {"unit": "cp_async"}),
+                                          ("GroupWait", {"unit": "cp_async", "pending": 0})]
+
+
+def test_the_local_arrive_form_with_a_peer_rank_is_marked():
+    assert only("arrive.shared::cta full[0] @ 1;")[1]["local_form"] is True
+    assert "local_form" not in only("arrive.shared::cluster full[0] @ 1;")[1]  # (default False)
+    assert "local_form" not in only("arrive.shared::cta full[0];")[1]
+
+
 def test_cluster_sync_is_arrive_then_wait():
     assert body("cluster.sync;") == [("ClusterArrive", {"relaxed": False}), ("ClusterWait", {})]
     assert body("cluster.sync.aligned;") == [("ClusterArrive", {"relaxed": False}), ("ClusterWait", {})]
 
 
 def test_every_operation_is_covered():
-    assert {c[0] for c in OP_CASES} | {"cluster.sync"} == set(OPERATIONS)
+    assert {c[0] for c in OP_CASES} | {"cluster.sync", "cp.async.wait_all"} == set(OPERATIONS)
 
 
 def test_op_spans_point_at_the_statement():

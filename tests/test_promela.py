@@ -58,6 +58,12 @@ TOO_BIG = {"cutlass_ws_ring": "12 warps: millions of SPIN states without symmetr
 # the reason (docs/engines.md); the test checks that it does, and fails once one is exported but disagrees.
 TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op in ir.ops_of(load(str(s)).body))}
 
+# Specs whose operations the export refuses (docs/promela.md), with the words of the refusal: the
+# refusal itself is checked. Non-bulk cp.async has no Promela model yet.
+NOT_EXPORTED = {name: "non-bulk cp.async" for name in (
+    "cutlass_sm80_multistage_cp_async", "cutlass_sm80_multistage_cp_async_no_sync", "cp_async_mbarrier_noinc",
+    "cp_async_mbarrier_inc_hang")}
+
 # Compiling pan.c is most of the cost here and the models are small: -O0 compiles three times
 # faster than -O2 and cannot change a verdict. bench/spin_compare.py measures SPIN with -O2.
 CC_FLAGS = ("-O0",)
@@ -101,6 +107,9 @@ def test_spin_agrees_with_explicit_engine(spec: Path, spin_outcomes: dict) -> No
     ours = check_path(str(spec), Options(engine="explicit", defines=SMALL.get(spec.stem, {}), timeout=120))
     assert ours.verdict in (Verdict.SAFE, Verdict.VIOLATION), ours.coverage
     spin = spin_outcomes[spec.stem]
+    if spec.stem in NOT_EXPORTED:
+        assert isinstance(spin, ExportError) and NOT_EXPORTED[spec.stem] in str(spin), spin
+        pytest.skip(f"not exported: {spin}")
     if isinstance(spin, ExportError) and spec.stem in TCGEN05_REFUSED:
         # not exported yet (docs/engines.md): the refusal names the tcgen05 operation
         assert "tcgen05" in str(spin) or "cta_group 2" in str(spin), spin

@@ -34,6 +34,12 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
                 "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "
                 "mbarrier arrive before the peer's init is visible, as in specs/peer_init_race.sync) to run it on a "
                 "Hopper GPU")
+        cp_async = isinstance(s.op, ir.CpAsync | ir.CpAsyncArrive) or (
+            isinstance(s.op, ir.GroupCommit | ir.GroupWait) and s.op.unit == "cp_async")
+        if cp_async or isinstance(s.op, ir.MbarTestWait) or (isinstance(s.op, ir.MbarArrive) and s.op.local_form):
+            raise EmitRefused(f"{protocol.path}:{s.line}: the emitter has no form yet for this operation "
+                              "(non-bulk cp.async, its groups and mbarrier arrive, test_wait, or the .shared::cta "
+                              "arrive on a peer address)")
         if isinstance(s.op, ir.Access) and (s.op.part is not None or s.op.lo is not None):
             raise EmitRefused(
                 f"{protocol.path}:{s.line}: `{s.op.kind} {s.op.buf.name}` touches a region of its slot "

@@ -81,7 +81,7 @@ from ..semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS
 from ..semantics.families.tcgen05 import Tcgen05Encoding
 from ..semantics.machine import Machine, Violation
 from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
-from ..semantics.state import AG_TMA, AG_UMMA, FULL, LEADER
+from ..semantics.state import AG_TMA, AG_UMMA, FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA
 from .bmc_symmetry import EncodingSymmetry
 
 SEED = 0
@@ -99,6 +99,8 @@ SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._sy
 # Operations the machine has that this encoding does not model, and why.
 UNSUPPORTED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
+    ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
+    ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
     ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
     ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
     ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
@@ -391,6 +393,8 @@ class Encoding(EncodingSymmetry):
         if kind in (ir.MbarArrive, ir.MbarTx, ir.Access) and op.remote is not None:
             cta, e.error = _static(mach._target_cta, None, p, op.remote, env, ctx, op.span)  # SV405
             e.cta = proc.cta if cta is None else cta
+            if e.error is None and kind is ir.MbarArrive and op.local_form and e.cta != proc.cta:
+                _, e.error = _static(mach.check_local_form, op, e.cta, proc.cta)  # SV407
         if e.error is not None:
             pass
         elif kind is ir.MbarInit:
@@ -437,11 +441,12 @@ class Encoding(EncodingSymmetry):
             self._copy_event(e, ins, env, ctx)
         elif kind is ir.UmmaCommit:
             self._commit_event(e, ins, env, ctx)
-        elif kind in (ir.WgmmaRead, ir.TmaStore):
+        elif kind in (ir.WgmmaRead, ir.TmaStore, ir.CpAsync):
             slot, e.error = _static(mach._slot, op.buf, env, ctx)
             if e.error is None:
                 e.key = (proc.cta, *slot)
-                e.record = self._new_record(Record(DATA, e.key, 0, p, part, is_async=True, event=e))
+                kind_ = 1 if kind is ir.CpAsync else 0  # a cp.async writes its slot, the others read theirs
+                e.record = self._new_record(Record(DATA, e.key, kind_, p, part, is_async=True, event=e))
         elif kind is ir.GroupWait:
             e.pending, e.error = _static(mach._eval, op.pending, env, ctx)
         elif kind is ir.TmemAlloc and not self._no_op(op):
@@ -833,33 +838,35 @@ class Encoding(EncodingSymmetry):
         groups are shared by its warps (Machine._wgmma_wait): a wait of one warp retires the
         reads of every warp of the team in the groups before its limit."""
         team_of = self.machine.wgmma_team
-        reads: dict[int, list[tuple[Event, int, int]]] = {}  # (read event, unit, group), per process
+        # (read event or cp.async write, unit, group), per process
+        reads: dict[int, list[tuple[Event, int, int]]] = {}
         commits: dict[int, list[int]] = {}  # wgmma commit event indices, per process
         waits: list[tuple[Event, int, int]] = []  # (wait event, unit, limit)
         for p, evs in enumerate(self.events):
-            unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.GroupCommit
+            unit_ops = [e for e in evs if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync | ir.GroupCommit
                                                         | ir.GroupWait)]
             if len({e.part for e in unit_ops}) > 1:
                 raise Unsupported("async reads, commits and group waits of one process by different lanes")
-            seq = {0: 0, 1: 0}
+            seq = dict.fromkeys(UNIT_OF.values(), 0)
             reads[p], commits[p] = [], []
             for e in unit_ops:
-                if isinstance(e.op, ir.WgmmaRead | ir.TmaStore):
-                    unit = 1 if isinstance(e.op, ir.WgmmaRead) else 0
+                if isinstance(e.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync):
+                    unit = UNIT_WGMMA if isinstance(e.op, ir.WgmmaRead) else \
+                        UNIT_CPASYNC if isinstance(e.op, ir.CpAsync) else UNIT_BULK
                     if e.record >= 0:
                         reads[p].append((e, unit, seq[unit]))
                     continue
-                unit = 0 if e.op.unit == "bulk" else 1
+                unit = UNIT_OF[e.op.unit]
                 if isinstance(e.op, ir.GroupCommit):
                     seq[unit] += 1
-                    if unit == 1:
+                    if unit == UNIT_WGMMA:
                         commits[p].append(e.index)
                     continue
                 if e.error is None:
                     waits.append((e, unit, seq[unit] - e.pending))
         retired: set[int] = set()
         for e, unit, limit in waits:
-            team = team_of[e.proc] if unit == 1 and team_of[e.proc] else (e.proc,)
+            team = team_of[e.proc] if unit == UNIT_WGMMA and team_of[e.proc] else (e.proc,)
             for q in team:
                 for read, u, grp in reads[q]:
                     if u == unit and grp < limit:

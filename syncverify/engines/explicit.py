@@ -385,7 +385,7 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             cta, line = a[1], a[7]
             role = "async agent"
             iteration = ""
-            op_text = "bulk copy completes" if a[0] == 0 else "tensor-core commit arrives"
+            op_text = ("bulk copy completes", "tensor-core commit arrives", "cp.async.mbarrier.arrive arrives")[a[0]]
             note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
             barrier = ""
         res = machine.step(state, label)

@@ -448,7 +448,14 @@ class Reduction:
             return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c)) for c in dests(op.multicast))
         if isinstance(op, ir.UmmaCommit):
             return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
-        if isinstance(op, ir.MbarInit | ir.MbarInval):
+        if isinstance(op, ir.CpAsyncArrive):
+            # .noinc: an arrival per thread; otherwise the increment nets the arrival out, and a
+            # pending count that can rise bounds nothing (taken as free)
+            m2 = index(op.bar, own)
+            return ((_EV_ARRIVE, m2, ins.threads),) if op.noinc else ((_EV_FREE, m2),)
+        if isinstance(op, ir.MbarInit | ir.MbarInval | ir.MbarTestWait):
+            # (a test_wait acquires or not depending on what came first: no step on its barrier
+            # is taken alone while one can come first, as for a lifecycle change)
             return ((_EV_LIFE, (own, op.bar.name)),)
         if isinstance(op, ir.BarSync | ir.BarArrive):
             return ((_EV_NAMED, *self.named_arrival(q, op, vars_)),)

@@ -62,6 +62,7 @@ from operator import itemgetter
 
 from .. import budget as budgets
 from .. import ir
+from ..diagnose import _ops
 from ..diagnostics import Diagnostic, Severity
 from ..lang import load
 from ..result import CheckResult, Stats, Verdict
@@ -71,10 +72,13 @@ from ..semantics.program import BAR_WAIT, OP
 from ..semantics.state import (
     F_ASYNC,
     F_INFLIGHT,
+    GROUP_FIELDS,
     M_JPREV,
     M_K,
+    NUNITS,
     P_BULK,
     P_CLTOKEN,
+    P_CPASYNC,
     P_PC,
     P_TOKEN,
     P_VARS,
@@ -93,6 +97,7 @@ from ..semantics.state import (
     SPACE_DATA,
     SPACE_INIT,
     SPACE_OBS,
+    UNIT_WGMMA,
     WRITE,
     State,
 )
@@ -164,9 +169,9 @@ class _Shape:
     waiters: tuple[frozenset[int], ...]  # per mbarrier: the processes with a wait on it in their program
     all_procs: int  # knowledge bits of every lane group of every process
     all_holders: int  # knowledge bits of every holder (processes and synchronization objects)
-    # per process and unit (0 bulk, 1 wgmma): whose group numbers move together (a warpgroup's
-    # wgmma-groups are shared: program.wgmma_teams), named by the team's first process
-    group_owner: tuple[tuple[int, int], ...] = ()
+    # per process and unit (UNIT_BULK, UNIT_WGMMA, UNIT_CPASYNC): whose group numbers move together
+    # (a warpgroup's wgmma-groups are shared: program.wgmma_teams), named by the team's first process
+    group_owner: tuple[tuple[int, ...], ...] = ()
     teams: tuple[tuple[int, ...], ...] = ()  # Machine.teams: an observation's issue mark names one (R_EPOCH)
     memo: dict = field(default_factory=dict, compare=False)  # normalized record tuples, by (records, shifts)
     runs: dict = field(default_factory=dict, compare=False)  # normalized runs of one slot's records
@@ -193,7 +198,8 @@ def _shape(p: Plan, machine: Machine) -> _Shape:
     for q in range(len(machine.procs)):
         all_procs |= machine.holders.proc_mask(q)
     all_holders = (1 << (machine.holders.cl_last + 1)) - 1
-    group_owner = tuple((q, team[0] if team else q) for q, team in enumerate(machine.wgmma_team))
+    group_owner = tuple(tuple(team[0] if team and unit == UNIT_WGMMA else q for unit in range(NUNITS))
+                        for q, team in enumerate(machine.wgmma_team))
     return _Shape(p.period, p.threshold, p.procs, one_trip, min(epi) if epi else None, bar_wait, tmem_ops, waiters,
                   all_procs, all_holders, group_owner, tuple(machine.teams))
 
@@ -286,7 +292,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         if len(sh.counters) > _MEMO_LIMIT:
             sh.counters.clear()
         shifted = sh.counters[counter_key] = (*_shift_counters(sh, state, mode),
-                                              any(ps[P_BULK] or ps[P_WGMMA] for ps in procs))
+                                              any(ps[P_BULK] or ps[P_WGMMA] or ps[P_CPASYNC] for ps in procs))
     procs, mode, numbered = shifted
     # mbarrier phases (a function of the barrier states alone: remembered)
     phased = sh.phases.get(state.mbars)
@@ -345,21 +351,21 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         for r in records:
             g = r[R_GRP]
             if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
-                key = (owner[r[R_OWNER]][g % 2], g % 2)
-                low[key] = min(low.get(key, g // 2), g // 2)
+                key = (owner[r[R_OWNER]][g % NUNITS], g % NUNITS)
+                low[key] = min(low.get(key, g // NUNITS), g // NUNITS)
             elif r[R_SPACE] == SPACE_OBS and r[R_EPOCH]:  # an issue mark: a group number too
                 n = len(sh.teams)
-                key = (sh.teams[(r[R_EPOCH] - 1) % n][0], 1)
+                key = (sh.teams[(r[R_EPOCH] - 1) % n][0], UNIT_WGMMA)
                 low[key] = min(low.get(key, (r[R_EPOCH] - 1) // n), (r[R_EPOCH] - 1) // n)
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
-            for unit, field_ in ((0, P_BULK), (1, P_WGMMA)):
+            for unit, field_ in enumerate(GROUP_FIELDS):
                 key = (owner[q][unit], unit)
                 low[key] = min(low.get(key, ps[field_]), ps[field_])
         shift: dict[tuple[int, int], int] = {}
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
-            for unit, field_ in ((0, P_BULK), (1, P_WGMMA)):
+            for unit, field_ in enumerate(GROUP_FIELDS):
                 d = low[(owner[q][unit], unit)]
                 if d > 0:
                     shift[(q, unit)] = d
@@ -367,7 +373,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
             set_proc(q, ps)
         if shift:
             records = tuple(sorted(
-                (*r[:R_GRP], r[R_GRP] - 2 * shift.get((r[R_OWNER], r[R_GRP] % 2), 0), *r[R_GRP + 1:])
+                (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
                 if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records))
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
@@ -380,7 +386,7 @@ def _shift_mark(r: tuple, teams: tuple[tuple[int, ...], ...], shift: dict[tuple[
         return r
     n = len(teams)
     team, group = (r[R_EPOCH] - 1) % n, (r[R_EPOCH] - 1) // n
-    d = shift.get((teams[team][0], 1), 0)
+    d = shift.get((teams[team][0], UNIT_WGMMA), 0)
     if not d:
         return r
     return (*r[:R_EPOCH], 1 + (group - d) * n + team, *r[R_EPOCH + 1:])
@@ -781,6 +787,10 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (the protocol has `choose` values: "
                     f"{', '.join(free)}; each assignment is checked at these params)",
                     stats=Stats(seconds=time.monotonic() - start))
+    if any(isinstance(op, ir.CpAsyncArrive) for op in _ops(protocol.body)):
+        # its agents name the copies they cover by write epoch, which the lift's normalization renumbers
+        return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (cp.async.mbarrier.arrive is "
+                    "checked at the given trip counts only)", stats=Stats(seconds=time.monotonic() - start))
     reasons = []
     chosen: Plan | None = None
     for param in liftable_params(protocol):

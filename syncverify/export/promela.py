@@ -48,7 +48,7 @@ BITS = 30  # knowledge bits per Promela int: stays clear of the sign bit
 NO_JPREV = -2  # "this waiter has no history" (the engine's missing jprev entry); -1 is a real value
 ALL_THREADS = -1  # the count of a `syncthreads` generation: every thread not exited
 INT_LIMIT = (1 << 31) - 1
-CODES = ("SV201", "SV202", "SV205", "SV301", "SV302", "SV303", "SV401", "SV402", "SV403", "SV404", "SV501",
+CODES = ("SV201", "SV202", "SV205", "SV301", "SV302", "SV303", "SV401", "SV402", "SV403", "SV404", "SV407", "SV501",
          "SV502", "SV503", "SV504", "SV601", "SV602", "EXPORTCAP")
 
 F_LATEST = 16  # a record flag of the export's own (the latest write of its slot), beside semantics.state's
@@ -294,6 +294,10 @@ class _Exporter:
         if isinstance(op, ir.Syncwarp) and p in self.machine.warp_parts:
             raise ExportError(f"line {line}: `syncwarp` by part of a warp split between roles (its parts meet, a "
                               "rendezvous the model does not have)")
+        if isinstance(op, ir.CpAsync | ir.CpAsyncArrive | ir.MbarTestWait) or (
+                isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "cp_async"):
+            raise ExportError(f"line {line}: non-bulk cp.async (with its groups and mbarrier arrive) and test_wait "
+                              "are not exported")
 
         def mb_index(ref: ir.Ref) -> None:
             decl = self.protocol.mbarrier(ref.name)
@@ -923,6 +927,8 @@ class _Exporter:
                 b.append("iex[_m] = 0;   /* the init record goes */")
         elif isinstance(op, ir.MbarArrive):
             tcta = str(cta) if op.remote is None else E(op.remote)
+            if op.local_form:  # MbarrierOps.check_local_form
+                b.append(f"assert(({tcta}) == {cta} || SV407);   /* .shared::cta arrive on a peer's barrier */")
             b.append(f"_c = {tcta}; _m = {self.mb_expr(op.bar, p, '_c')};")
             b += self.usable("_m", lanes, None if op.remote is None else "_c", "arrive", cta)
             b.append("assert(mobs[_m] || SV502);   /* consumption rule: the previous phase was observed */")

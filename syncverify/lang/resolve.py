@@ -72,6 +72,14 @@ OPERATIONS: dict[str, OpSpec] = {
     "fence.mbarrier_init": _spec(".release .cluster"),
     "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
+    "test_wait": _spec(".parity .acquire .relaxed .cta .cluster .shared::cta", (1, 1), "parity", "parity"),
+    "cp.async": _spec(".ca .cg .shared .shared::cta .global", (1, 1)),
+    "cp.async.commit_group": _spec(),
+    "cp.async.wait_group": _spec("", (1, 1)),
+    "cp.async.wait_all": _spec(),
+    "cp.async.mbarrier.arrive": _spec(".noinc .shared .shared::cta .b64", (1, 1)),
+    "cp.async.bulk": _spec(".shared::cta .shared::cluster .global .mbarrier::complete_tx::bytes", (1, 1),
+                           "bytes target remote", "target"),
     "umma.commit": _spec("", (1, 1), "multicast cta_group"),
     # tcgen05 (sm_100a), PTX spelling; `tmem.alloc`/`umma.commit` are the older names
     "tcgen05.alloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .shared::cta .b32", (0, 0), "cta_group cols"),
@@ -105,11 +113,14 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
           "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
-          "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION"}
+          "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION",
+          "test_wait": "test_wait BAR parity E", "cp.async": "cp.async BUF",
+          "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",
+          "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]"}
 # First words of the operations: a bare name like this on the line after an op is a missing `;`.
 _OP_WORDS = frozenset(op.split(".")[0] for op in [*OPERATIONS, *_ALIASES])
 # Operations that PTX spells `mbarrier.NAME` (also accepted with that prefix).
-_MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "wait"}
+_MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "wait", "test_wait"}
 # Operations that must be executed by every lane of a warp (.sync.aligned forms).
 _WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "barrier.sync", "barrier.arrive",
                     "cluster.arrive", "cluster.wait",
@@ -896,7 +907,10 @@ class Resolver:
         remote = self._remote(clauses)
         if bar is None:
             return None
-        return ir.MbarArrive(bar, count, tx, drop, sem, scope, remote, span)  # type: ignore[arg-type]
+        # the local form on a mapa'd address: legal only where the target is the executing CTA (SV407)
+        local_form = ".shared::cta" in quals and remote is not None
+        return ir.MbarArrive(bar, count, tx, drop, sem, scope, remote, span,  # type: ignore[arg-type]
+                             local_form=local_form)
 
     def op_arrive(self, span, quals, operands, clauses):
         return self._arrive(span, quals, operands, clauses, drop=False)
@@ -925,6 +939,16 @@ class Resolver:
         parity = self.expr(clauses["parity"])
         sem, scope = self._sem_scope(quals, "acquire")
         return ir.MbarWait(bar, parity, sem, scope, span) if bar else None  # type: ignore[arg-type]
+
+    def op_test_wait(self, span, quals, operands, clauses):
+        """`mbarrier.test_wait.parity` used once (its result unused): see ir.MbarTestWait. A loop
+        spinning on test_wait until it returns true is written `wait`."""
+        if not self._check_sem_scope(quals, span):
+            return None
+        bar = self.ref(operands[0], "mbarrier")
+        parity = self.expr(clauses["parity"])
+        sem, scope = self._sem_scope(quals, "acquire")
+        return ir.MbarTestWait(bar, parity, sem, scope, span) if bar else None  # type: ignore[arg-type]
 
     def op_syncthreads(self, span, quals, operands, clauses):
         return ir.BarSync(ir.Const(0, span), None, span)
@@ -1103,6 +1127,41 @@ class Resolver:
 
     def op_wgmma_wait(self, span, quals, operands, clauses):
         return ir.GroupWait("wgmma", self._pending(operands, span), span)
+
+    def op_cp_async(self, span, quals, operands, clauses):
+        buf = self.ref(operands[0], "buffer")
+        return ir.CpAsync(buf, span) if buf else None
+
+    def op_cp_async_commit_group(self, span, quals, operands, clauses):
+        return ir.GroupCommit("cp_async", span)
+
+    def op_cp_async_wait_group(self, span, quals, operands, clauses):
+        return ir.GroupWait("cp_async", self._pending(operands, span), span)
+
+    def op_cp_async_wait_all(self, span, quals, operands, clauses):
+        # PTX: "cp.async.wait_all is equivalent to: cp.async.commit_group; cp.async.wait_group 0;"
+        return [ir.GroupCommit("cp_async", span), ir.GroupWait("cp_async", ir.Const(0, span), span)]
+
+    def op_cp_async_mbarrier_arrive(self, span, quals, operands, clauses):
+        bar = self.ref(operands[0], "mbarrier")
+        return ir.CpAsyncArrive(bar, ".noinc" in quals, span) if bar else None
+
+    def op_cp_async_bulk(self, span, quals, operands, clauses):
+        """1-D `cp.async.bulk.shared::cta|cluster.global.mbarrier::complete_tx::bytes`: in the model
+        a bulk copy is a bulk copy (ptx-semantics §5), so it is `tma.load`: into the executing
+        CTA, or with `@ CTA` (`.shared::cluster` on a mapa'd address) into that CTA's slot with
+        complete_tx on that CTA's barrier, which is `tma.load` with the multicast mask 1 << CTA."""
+        buf = self.ref(operands[0], "buffer")
+        bar = self.ref(clauses["target"], "mbarrier")
+        remote = self._remote(clauses)
+        if remote is not None and ".shared::cta" in quals:
+            self.error("SV108", "`cp.async.bulk.shared::cta` writes the executing CTA's shared memory; a peer's "
+                       "needs `.shared::cluster`", self.span(clauses["remote"]))
+            return None
+        if buf is None or bar is None:
+            return None
+        mask = None if remote is None else ir.BinOp("<<", ir.Const(1, span), remote, span)
+        return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span)
 
     def op_fence_proxy_async(self, span, quals, operands, clauses):
         return ir.Fence("proxy_async", span)

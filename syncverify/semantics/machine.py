@@ -56,6 +56,8 @@ from .families.async_agents import HANDLERS as ASYNC_HANDLERS
 from .families.async_agents import TMEM_COLUMNS, UNCOMMITTED, AsyncAgentOps
 from .families.barriers import HANDLERS as BARRIER_HANDLERS
 from .families.barriers import BarrierOps
+from .families.cp_async import HANDLERS as CP_ASYNC_HANDLERS
+from .families.cp_async import CpAsyncOps
 from .families.lifecycle import LifecycleOps
 from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
@@ -111,7 +113,7 @@ class Assumptions:
     dealloc_blocks: bool = True
 
 
-class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, LifecycleOps, Reduction):
+class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpAsyncOps, LifecycleOps, Reduction):
     """The transition system of one protocol."""
 
     def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
@@ -137,10 +139,13 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
-        self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval)) for prog in self.programs]
-        self.waits_ahead = [_names_ahead(prog, (ir.MbarWait,)) for prog in self.programs]
+        # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
+        self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait))
+                                for prog in self.programs]
+        self.waits_ahead = [_names_ahead(prog, (ir.MbarWait, ir.MbarTestWait)) for prog in self.programs]
         # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
-        self.tx_ahead = [_names_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit)) for prog in self.programs]
+        self.tx_ahead = [_names_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive))
+                         for prog in self.programs]
         self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in self.programs]
         # Does every cluster arrive of every program have a cluster wait after it on every path
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
@@ -218,7 +223,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
         procs = []
         for p, prog in enumerate(self.programs):
             pc, vars_ = self._run_local(p, 0, (0,) * len(prog.var_names))
-            procs.append((pc, vars_, -1, -1, 0, 0))
+            procs.append((pc, vars_, -1, -1, 0, 0, 0))
         mbars = [(0, 0, 0, 0, 0, 1, (), 0)] * len(self.mb_names)
         named = [rules.NB_FRESH] * (16 * self.ncta)
         # Each CTA's start is a record its own threads know: peers learn it from a cluster barrier.
@@ -580,4 +585,5 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, Lif
 # The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
 
 
-_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS}
+_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
+             **CP_ASYNC_HANDLERS}

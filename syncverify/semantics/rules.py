@@ -84,6 +84,13 @@ def mb_arrive(s: Mbar, n: Any, A: Arith = PY) -> Mbar:
     return mb_try_complete(Mbar(s.valid, s.k, s.pend - n, s.exp, s.tx), A)
 
 
+def mb_pending_increment(s: Mbar, n: Any) -> Mbar:
+    """`cp.async.mbarrier.arrive` without `.noinc` (§1.2 [C]): "the pending count of the mbarrier
+    object is incremented by 1 prior to the asynchronous mbarrier.arrive operation", per thread;
+    no completion can follow an increment."""
+    return Mbar(s.valid, s.k, s.pend + n, s.exp, s.tx)
+
+
 def mb_arrive_drop(s: Mbar, n: Any, A: Arith = PY) -> Mbar:
     """`mbarrier.arrive_drop` (§1.2): exp←exp−n for all later phases, then arrive(n)."""
     return mb_arrive(Mbar(s.valid, s.k, s.pend, s.exp - n, s.tx), n, A)

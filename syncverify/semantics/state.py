@@ -4,7 +4,7 @@ A state is a tuple of tuples (hashable, canonical):
 
     (procs, mbars, named, cluster, agents, records, tmem)
 
-* procs[p]  = (pc, vars, token, cl_token, bulk_seq, wgmma_seq)
+* procs[p]  = (pc, vars, token, cl_token, bulk_seq, wgmma_seq, cp_async_seq)
 * mbars[m]  = (valid, k, pend, exp, tx, observed, jprevs, rdata) — rules.Mbar plus
   whether the last completed phase was observed by a successful wait (the
   consumption rule, SV502), each waiter's last observed phase (SV501), and
@@ -56,11 +56,17 @@ F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
 F_RETIRED = 64  # a wgmma read some warp of its warpgroup saw complete (its group tag may stay: Machine._wgmma_wait)
 
 # process fields
-P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA = range(6)
+P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
+# Async groups (bulk, wgmma, cp.async): a record's group tag is R_GRP = NUNITS * group + unit, and
+# process field GROUP_FIELDS[unit] counts the groups it has committed of that unit.
+UNIT_BULK, UNIT_WGMMA, UNIT_CPASYNC = range(3)
+NUNITS = 3
+GROUP_FIELDS = (P_BULK, P_WGMMA, P_CPASYNC)
+UNIT_OF = {"bulk": UNIT_BULK, "wgmma": UNIT_WGMMA, "cp_async": UNIT_CPASYNC}
 # mbarrier fields
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 # agent kinds
-AG_TMA, AG_UMMA = 0, 1
+AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
 TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
 TMA2_SLOTS = 8  # 2-SM (cta_group 2) copies of one thread in flight at once (likewise)
 TC_BITS = 2 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)

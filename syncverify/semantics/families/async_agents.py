@@ -24,15 +24,17 @@ from ..core import (
 )
 from ..program import OP, part_lanes
 from ..state import (
+    AG_CPARRIVE,
     AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
     F_RETIRED,
     FULL,
+    GROUP_FIELDS,
     LEADER,
     M_VALID,
-    P_BULK,
+    NUNITS,
     P_PC,
     P_TOKEN,
     P_WGMMA,
@@ -52,6 +54,9 @@ from ..state import (
     SPACE_INIT,
     SPACE_OBS,
     SPACE_START,
+    UNIT_BULK,
+    UNIT_OF,
+    UNIT_WGMMA,
     WRITE,
     State,
 )
@@ -62,9 +67,9 @@ if TYPE_CHECKING:
 
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
-# The group tag (R_GRP = 2 * group + unit) of async reads that lanes 1..31 issued but have not
+# The group tag (R_GRP = NUNITS * group + unit) of async reads that lanes 1..31 issued but have not
 # committed because their leader committed alone: a group number no wait reaches (see op_commit).
-UNCOMMITTED = 2 << 40
+UNCOMMITTED = NUNITS << 40
 
 
 class AsyncAgentOps:
@@ -101,20 +106,20 @@ class AsyncAgentOps:
     def _async_read(self, w, p, proc, op: ir.TmaStore | ir.WgmmaRead, ins, env, ctx, lanes, unit: int,
                     what: str) -> bool:
         """An async-proxy read of a slot that lasts until a group wait retires it (§5, §6): it
-        belongs to the process's open group of ``unit`` (0 bulk, 1 wgmma)."""
+        belongs to the process's open group of ``unit`` (UNIT_BULK, UNIT_WGMMA)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
         part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
-        seq = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
-        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=2 * seq + unit)
+        seq = w.procs[p][GROUP_FIELDS[unit]]
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + unit)
         return True
 
     def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
-        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, 0, "tma.store source read")
+        return self._async_read(w, p, proc, op, ins, env, ctx, lanes, UNIT_BULK, "tma.store source read")
 
     def op_wgmma_read(self, w, p, proc, op: ir.WgmmaRead, ins, env, ctx, lanes) -> bool:
-        self._async_read(w, p, proc, op, ins, env, ctx, lanes, 1, "wgmma operand read")
+        self._async_read(w, p, proc, op, ins, env, ctx, lanes, UNIT_WGMMA, "wgmma operand read")
         if self.wgmma_team[p]:
             self._mark_issue(w, p, lanes, w.procs[p][P_WGMMA])
         return True
@@ -140,8 +145,9 @@ class AsyncAgentOps:
             w.records = tuple(out)
 
     def op_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> bool:
-        """`cp.async.bulk.commit_group` / `wgmma.commit_group` (§5, §6): the executing threads'
-        uncommitted async operations become one group — per thread, not per warp.
+        """`cp.async.bulk.commit_group` / `wgmma.commit_group` / `cp.async.commit_group` (§5, §6):
+        the executing threads' uncommitted async operations become one group — per thread, not per
+        warp.
 
         The process keeps one group counter, which is exact for the leader lane (it takes part
         in every commit). When the leader commits alone, lanes 1..31 commit nothing and their
@@ -150,32 +156,32 @@ class AsyncAgentOps:
         files them under the group it closes. That is never earlier than the real group, so a
         wait retires them no sooner than PTX does (sound; at worst a race is reported that a
         more exact per-lane count would rule out)."""
-        field_ = P_BULK if op.unit == "bulk" else P_WGMMA
-        unit = 0 if op.unit == "bulk" else 1
+        unit = UNIT_OF[op.unit]
+        field_ = GROUP_FIELDS[unit]
         ps = w.procs[p]
         seq = ps[field_]
         leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
         out = []
         for r in w.records:
             grp = r[R_GRP]
-            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and r[R_PART] == FULL:
+            if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and r[R_PART] == FULL:
                 if leader_alone:
                     r = (*r[:R_GRP], UNCOMMITTED + unit, *r[R_GRP + 1:])
                 elif grp == UNCOMMITTED + unit:
-                    r = (*r[:R_GRP], 2 * seq + unit, *r[R_GRP + 1:])
+                    r = (*r[:R_GRP], NUNITS * seq + unit, *r[R_GRP + 1:])
             out.append(r)
         w.records = tuple(out)
         w.procs[p] = (*ps[:field_], seq + 1, *ps[field_ + 1:])
         return True
 
     def op_group_wait(self, w, p, proc, op: ir.GroupWait, ins, env, ctx, lanes) -> bool:
-        """`cp.async.bulk.wait_group.read n` / `wgmma.wait_group n` (§5, §6): every committed
-        group but the n most recent is complete; its async reads become ordered before
-        the waiting lanes' later accesses."""
-        unit = 0 if op.unit == "bulk" else 1
-        committed = w.procs[p][P_BULK if unit == 0 else P_WGMMA]
+        """`cp.async.bulk.wait_group.read n` / `wgmma.wait_group n` / `cp.async.wait_group n`
+        (§5, §6): every committed group but the n most recent is complete; its async reads (and
+        cp.async writes) become ordered before the waiting lanes' later accesses."""
+        unit = UNIT_OF[op.unit]
+        committed = w.procs[p][GROUP_FIELDS[unit]]
         limit = committed - self._eval(op.pending, env, ctx)
-        if unit == 1 and self.wgmma_team[p]:
+        if unit == UNIT_WGMMA and self.wgmma_team[p]:
             return self._wgmma_wait(w, p, ins, lanes, limit)
         waiter = self._part(p, ins)
         leader = self.holders.leader(p)
@@ -185,7 +191,7 @@ class AsyncAgentOps:
             # Groups are per thread (PTX: "per-thread bulk async-group"): an elected lane's wait does
             # not retire the other lanes' reads, and a warp's wait orders an elected lane's read
             # before that lane alone.
-            if r[R_OWNER] == p and grp >= 0 and grp % 2 == unit and grp // 2 < limit \
+            if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and grp // NUNITS < limit \
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
                 r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
@@ -226,8 +232,8 @@ class AsyncAgentOps:
                     if out is None:
                         out = list(w.records)
                     out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | lanes, r[R_KNOWN] | lanes)
-            elif 0 <= grp < UNCOMMITTED and grp % 2 == 1 and grp // 2 < limit and r[R_OWNER] in team \
-                    and not (waiter == LEADER and r[R_PART] == FULL):
+            elif 0 <= grp < UNCOMMITTED and grp % NUNITS == UNIT_WGMMA and grp // NUNITS < limit \
+                    and r[R_OWNER] in team and not (waiter == LEADER and r[R_PART] == FULL):
                 learn = lanes & leader if r[R_PART] == LEADER else lanes
                 known = r[R_KNOWN] | learn
                 r = (*r[:R_FLAGS], r[R_FLAGS] | F_RETIRED, r[R_EPOCH], -1 if (known & everyone) == everyone else grp,
@@ -326,6 +332,8 @@ class AsyncAgentOps:
         try:
             if a[0] == AG_TMA:
                 self._complete_tma(w, a)
+            elif a[0] == AG_CPARRIVE:
+                self._complete_cp_arrive(w, a)  # families/cp_async.py
             else:
                 self._complete_umma(w, a)
         except Violation as v:
@@ -421,9 +429,14 @@ class AsyncAgentEncoding:
         return z3.BoolVal(True), False
 
     def ev_async_read(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
-        """The encoding of `WgmmaRead` and `TmaStore` (Step.event). Returns (can move, places its own pc)."""
+        """The encoding of `WgmmaRead` and `TmaStore`, and of `CpAsync`, a write that is likewise
+        known to no one until a group wait retires it (Step.event). Returns (can move, places its
+        own pc)."""
         enc = self.enc
-        hard += self.conflicts(w, e, e.key, 0, True)
+        if isinstance(e.op, ir.CpAsync):
+            hard += self.conflicts(w, e, e.key, 1, False)
+        else:
+            hard += self.conflicts(w, e, e.key, 0, True)
         w["live"] = w["live"] | enc.bit(e.record)
         self.set_record(w, e.record, (), ())
         if e.record in enc.snapped:  # Machine._mark_issue: what the issuer had observed
@@ -474,6 +487,7 @@ EVENTS: dict[type, Callable] = {
     ir.TmaLoad: AsyncAgentEncoding.ev_tma_load,
     ir.WgmmaRead: AsyncAgentEncoding.ev_async_read,
     ir.TmaStore: AsyncAgentEncoding.ev_async_read,
+    ir.CpAsync: AsyncAgentEncoding.ev_async_read,
     ir.GroupWait: AsyncAgentEncoding.ev_group_wait,
     ir.Fence: AsyncAgentEncoding.ev_fence,
 }

@@ -17,15 +17,17 @@ from ..core import (
 )
 from ..program import END
 from ..state import (
-    AG_TMA,
     F_RETIRED,
+    NUNITS,
     P_PC,
     R_CTA,
     R_FLAGS,
     R_GRP,
+    R_KNOWN,
     R_LINE,
     R_SPACE,
     SPACE_DATA,
+    UNIT_CPASYNC,
 )
 
 if TYPE_CHECKING:
@@ -70,14 +72,20 @@ class LifecycleOps:
         if self._cta_exited(w, cta):
             self._tc_exit(w, cta)  # (families/tcgen05.py)
             for r in w.records:
-                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and not r[R_FLAGS] & F_RETIRED:
-                    what = "a bulk store still reads" if r[R_GRP] % 2 == 0 else "a wgmma group still reads"
+                # (an open cp.async write that a cp.async.mbarrier.arrive released has completed:
+                # before that release no one knows it; a retired warpgroup wgmma read has completed)
+                if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and \
+                        not r[R_FLAGS] & F_RETIRED and not (r[R_GRP] % NUNITS == UNIT_CPASYNC and r[R_KNOWN]):
+                    what = ("a bulk store still reads", "a wgmma group still reads",
+                            "a cp.async still writes")[r[R_GRP] % NUNITS]
                     raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
-                                    f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait)",
+                                    f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait / "
+                                    "cp.async.wait_group)",
                                     self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
             for a in w.agents:
                 if a[1] == cta or self.mb_names[a[4]][0] == cta:
-                    what = "a bulk copy into its shared memory" if a[0] == AG_TMA else "a tensor-core commit"
+                    what = ("a bulk copy into its shared memory", "a tensor-core commit",
+                            "a cp.async.mbarrier.arrive")[a[0]]
                     raise Violation("SV404", f"CTA {cta} exits while {what} (issued at line {a[7]}) is still in "
                                     "flight", self.protocol.span, related=((a[7], "the asynchronous operation"),))
 

@@ -195,6 +195,7 @@ class MbarrierOps:
 
     def op_arrive(self, w, p, proc, op: ir.MbarArrive, ins, env, ctx, lanes) -> bool:
         cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        self.check_local_form(op, cta, proc.cta)
         m = self._mbar(w, p, op.bar, cta, env, ctx)
         what = "arrive_drop" if op.drop else "arrive"
         self._check_barrier_usable(w, p, m, lanes, op.span, what)
@@ -228,6 +229,17 @@ class MbarrierOps:
             release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
+
+    @staticmethod
+    def check_local_form(op: ir.MbarArrive, cta: int, own: int) -> None:
+        """SV407: `mbarrier.arrive.shared::cta` takes an address in the executing CTA's own shared
+        memory (PTX: a .shared::cta address); a mapa'd address of a peer CTA's barrier is outside
+        that window (TVM TIRx issue: the local form given the remote address)."""
+        if op.local_form and cta != own:
+            raise Violation("SV407", f"mbarrier.arrive.shared::cta on CTA {cta}'s barrier `{op.bar.name}` (a mapa "
+                            f"address) from CTA {own}: the .shared::cta form takes only the executing CTA's "
+                            "own shared-memory addresses (UB otherwise); use mbarrier.arrive.shared::cluster",
+                            op.span)
 
     def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
@@ -364,7 +376,16 @@ class MbarrierOps:
         return True
 
 
+    def op_test_wait(self, w, p, proc, op: ir.MbarTestWait, ins, env, ctx, lanes) -> bool:
+        """`mbarrier.test_wait.parity` whose result nothing branches on: it never blocks. When the
+        phase its parity names has completed it returns true and has the effect of a passing
+        `wait` (the acquire, the observation); otherwise it returns false and orders nothing."""
+        self.op_wait(w, p, proc, op, ins, env, ctx, lanes)
+        return True
+
+
 HANDLERS: dict[type, Callable] = {
+    ir.MbarTestWait: MbarrierOps.op_test_wait,
     ir.MbarInit: MbarrierOps.op_init,
     ir.MbarInval: MbarrierOps.op_inval,
     ir.MbarArrive: MbarrierOps.op_arrive,

@@ -191,12 +191,15 @@ class MemoryOps:
         keep.append((*key, READ, p, part, line, flags | repeat, epoch, grp, region, known, known))
         w.records = tuple(keep)
 
-    def _add_write(self, w, p, part, lanes, key, line, flags=0, region=WHOLE) -> None:
+    def _add_write(self, w, p, part, lanes, key, line, flags=0, grp=-1, region=WHOLE) -> None:
+        """A write record. ``grp`` >= 0: a cp.async write of that group tag, known to no one (not
+        even its issuer) until a group wait or its cp.async.mbarrier.arrive orders it; the older
+        records stay, since that arrive publishes the copy alone, not what its issuer knew."""
         records = w.records
         lo, hi = _key_bounds(w, key)  # only the key's run is searched and dropped
         run = records[lo:hi]
         epoch = self._epoch(run, key) + 1
-        if flags & F_INFLIGHT:
+        if flags & F_INFLIGHT or grp >= 0:
             keep = list(records)
             known = 0
         else:
@@ -214,7 +217,7 @@ class MemoryOps:
             known = lanes if part == LEADER else self.holders.lanes(p)
         # a generic write is visible to the async proxy only after its writer's fence.proxy.async
         aknown = known if flags & F_ASYNC else 0
-        keep.append((*key, WRITE, p, part, line, flags, epoch, -1, region, aknown, known))
+        keep.append((*key, WRITE, p, part, line, flags, epoch, grp, region, aknown, known))
         w.records = tuple(keep)
 
     @staticmethod

@@ -41,6 +41,7 @@ from ... import ir
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
+    AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
@@ -470,7 +471,7 @@ class Tcgen05Ops:
         snapshot slot of the thread, which the agent carries (as 1 + slot in its last field). Its
         completion lands on the pair leader's barrier, where nothing else of the issuing thread
         arrives: the causality from the issuer's waits to that completion goes through the copy."""
-        used = {a[8] - 1 for a in w.agents if a[0] != AG_UMMA and a[6] == p and a[8]}
+        used = {a[8] - 1 for a in w.agents if a[0] == AG_TMA and a[6] == p and a[8]}
         slot = next((i for i in range(TMA2_SLOTS) if i not in used), None)
         if slot is None:
             raise BudgetExceeded(f"{self.proc_label(p)} has more than {TMA2_SLOTS} 2-SM copies in flight")
@@ -483,7 +484,7 @@ class Tcgen05Ops:
         own writes only)."""
         snap = self.holders.tma2_snap(a[6], a[8] - 1)
         w.records = carry_obs(w.records, snap, self.holders.mb_cur(m))
-        if not any(b[0] != AG_UMMA and b[6] == a[6] and b[8] == a[8] for b in w.agents):
+        if not any(b[0] == AG_TMA and b[6] == a[6] and b[8] == a[8] for b in w.agents):
             w.records = clear_bits(w.records, snap)
 
     def _tc_exit(self, w, cta: int) -> None:
