@@ -14,6 +14,10 @@ loop, so that lanes of a warp left spinning on one path let the warp's other pat
 On the H200 (2026-12-02) both plain kernels hung 10/10 and both _sleep kernels completed 10/10 with clean data.
 
     PYTHONPATH=. python3 kernels/probes/unobserved_phase_order.py
+
+Since the emitter's wait and gate loops sleep themselves (docs/gpu-agreement.md, "Warpgroup wgmma, lanes and the
+wait loops' sleep"), the plain probes can no longer be regenerated without the sleep: the committed .cu files
+are the kernels that ran, and this script refuses to write over them from the current emitter.
 """
 
 from __future__ import annotations
@@ -66,7 +70,9 @@ GATE_LOOP = """  while (*turn < target) {
 
 def with_sleep(name: str, source: str) -> str:
     """The probe variant: a __nanosleep in every wait loop and in the gate's loop."""
-    assert WAIT_LOOP_END in source and GATE_LOOP in source
+    if WAIT_LOOP_END not in source or GATE_LOOP not in source:
+        raise SystemExit(f"{name}: the emitted wait/gate loops already sleep; the committed probe kernels are the "
+                         "ones that ran (see this module's docstring)")
     source = source.replace(WAIT_LOOP_END, WAIT_LOOP_END[:-4] +
                             "\n    __nanosleep(200);  // probe variant: let the warp's other lanes run\n  }")
     source = source.replace(GATE_LOOP, GATE_LOOP + "\n    __nanosleep(200);  // probe variant")
