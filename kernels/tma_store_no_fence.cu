@@ -228,15 +228,15 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         if (sv_elect_sync()) {  // line 36: elect
           {  /* line 37: tma.store d[2 * s]; */
             const bool known = dbase4 >= 0 && o4 < dcount4;
-            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase4 + o4 : 0u)) * 1024u;
-            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
+            u32* gdst = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase4 + o4 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(gdst), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)((2 * v_s))))), "r"((u32)(4096)) : "memory");
             else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o4;
           }
           {  /* line 38: tma.store d[2 * s + 1]; */
             const bool known = dbase5 >= 0 && o5 < dcount5;
-            u32* g = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase5 + o5 : 0u)) * 1024u;
-            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
+            u32* gdst = dst + ((u64)c.cluster * 8u + (known ? (u32)dbase5 + o5 : 0u)) * 1024u;
+            if (known) asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(gdst), "r"(sv_smem((sv_smem_base + 128u + 4096u * (u32)(((2 * v_s) + 1))))), "r"((u32)(4096)) : "memory");
             else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
             ++o5;
           }

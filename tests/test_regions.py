@@ -15,7 +15,6 @@ import pytest
 import syncverify
 from syncverify.check import Options, check_protocol
 from syncverify.cli import main
-from syncverify.codegen import EmitRefused, emit
 from syncverify.engines.explicit import Budget, explore
 from syncverify.result import Verdict
 from syncverify.semantics.families.regions import OWN_WARP, OWN_WARPGROUP, WHOLE, Parts, explicit
@@ -229,10 +228,6 @@ def test_bad_regions_are_input_errors(stmt, code, message, tmp_path, capsys):
     assert rc == 2 and "Traceback" not in out + err
     assert f"{path}:7:" in out and code in out and message in out and "^" in out
 
-
-def test_the_emitter_refuses_regions_with_the_reason():
-    with pytest.raises(EmitRefused, match="region of its slot"):
-        emit(syncverify.load(str(SPECS / "cutlass_epilogue_warp_parts.sync")))
 
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..collective import collective_findings, is_wgmma
 from ..semantics.program import compile_program, processes
-from . import ptx
+from . import ptx, regions
 from .kernel import KernelWriter, Layout, Shape, Tables, make_layout
 from .replay import ReplayOrder
 from .schedule import Schedule, run_schedule
@@ -51,6 +51,7 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     sched = run_schedule(protocol, site_of)
     layout = make_layout(protocol, sched.load_bytes)
     tables, expected, sources, stores = _tables(len(procs), len(sites), sched)
+    _region_records(protocol, sites, sched, layout, tables, expected, stores)
     if check_stride < 1:
         raise EmitRefused(f"check stride {check_stride}: give 1 (every word) or more")
     gated = replay is not None and not replay.why_ungated
@@ -112,6 +113,43 @@ def _tables(nprocs: int, nsites: int, sched: Schedule) -> tuple[Tables, list[int
     stores = {"regions": t.dst_regions, "region_words": t.dst_region_words, "expected": dst_expected,
               "bytes": dst_bytes, "who": dst_who}
     return t, expected, sources, stores
+
+
+def _region_records(protocol: ir.Protocol, sites: list[Site], sched: Schedule, layout: Layout, t: Tables,
+                    expected: list[int], stores: dict) -> None:
+    """Region buffers (regions.py): each read and region write of one gets, in place of its stamp, the
+    index of a record appended to the expectation list: a write's word range, a read's segments. Bulk
+    stores of one get their segments in the launch description."""
+    n = t.nsites
+    for (p, s), ranges in sorted(sched.ranges.items()):
+        name = sites[s].op.buf.name  # type: ignore[union-attr]
+        t.read_base[p * n + s], t.read_count[p * n + s] = len(expected), len(ranges)
+        first = len(expected)
+        expected.extend([0] * len(ranges))
+        for i, rng in enumerate(ranges):
+            expected[first + i] = len(expected)
+            expected.extend(regions.words(rng, layout.slot_words[name], f"{protocol.path}:{sites[s].line}"))
+    for (p, s), seen in sorted(sched.segs.items()):
+        name = sites[s].op.buf.name  # type: ignore[union-attr]
+        base = t.read_base[p * n + s]
+        for i, content in enumerate(seen):
+            if content:  # the read's own range first (a segment's inner bounds are its writers')
+                regions.words((content[0][0], content[-1][1]), layout.check_words[name],
+                              f"{protocol.path}:{sites[s].line}")
+            expected[base + i] = len(expected)
+            expected.append(len(content))
+            for lo, hi, st in content:
+                expected.extend([*regions.words((lo, hi), layout.check_words[name],
+                                                f"{protocol.path}:{sites[s].line}"), st])
+    if sched.store_segs:
+        segments: list[list[list[int]] | None] = []
+        for (p, s), stored in sorted(sched.stores.items()):
+            seen = sched.store_segs.get((p, s))
+            for i, (_, nbytes) in enumerate(stored):
+                segments.append(None if seen is None else
+                                [[*regions.words((lo, hi), nbytes // 4, f"{protocol.path}:{sites[s].line}"), st]
+                                 for lo, hi, st in seen[i]])
+        stores["segments"] = segments
 
 
 def _c_array(ctype: str, name: str, values: list[int]) -> str:
@@ -258,6 +296,8 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
     ]
     for name, asm in sorted(writer.wait_variants.items()):
         out.append(WAIT_FN.replace("NAME", name).replace("ASM", asm))
+    if writer.parted:
+        out.append(regions.DEVICE_FNS)
     if writer.replay:
         out.append(GATE_FNS)
     if writer.holds:

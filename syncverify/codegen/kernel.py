@@ -24,6 +24,8 @@ from .. import ir
 from ..expr import EvalError, evaluate, fold, free_names
 from ..semantics.program import first_threads, with_lane
 from . import ptx
+from .cp_async import CpAsyncWriter
+from .regions import RegionWriter, region_buffers
 from .replay import ANY, Hold
 from .sites import Site, comment_safe
 from .support import EmitRefused
@@ -93,7 +95,7 @@ class Shape:
     procs_per_cta: int
 
 
-class KernelWriter:
+class KernelWriter(CpAsyncWriter, RegionWriter):
     def __init__(self, protocol: ir.Protocol, sites: list[Site], site_of: dict[int, int], layout: Layout,
                  tables: Tables, shape: Shape, replay: bool, check_stride: int = 1,
                  holds: tuple[Hold, ...] = ()):
@@ -113,6 +115,7 @@ class KernelWriter:
         self.lag: str | None = None  # the late-lanes condition of the read being emitted
         self.late_done: set[int] = set()  # late-lanes holds whose deferred read has been emitted
         self.wgmma_sites = [s.index for s in sites if isinstance(s.op, ir.WgmmaRead)]
+        self.parted = region_buffers(protocol)  # buffers accessed by region: stamped by word range (regions.py)
         self.holds: dict[int, list[Hold]] = {}
         for h in holds:
             self.holds.setdefault(h.site, []).append(h)
@@ -450,7 +453,9 @@ class KernelWriter:
         if op.kind == "write":
             stamp = f"SV_STAMP(c.proc, {site}u, o{site})"
             late = self.hold_cond(site, "late-write")
-            if late is None:
+            if name in self.parted and (op.part is not None or op.lo is not None):
+                self.region_write(site, stamp, part, late)
+            elif late is None:
                 self.line(f"sv_stamp(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
             else:  # bank-conflicted stores: still in flight when the warp moves on (see sv_stamp_late)
                 self.line(f"if ({late}) sv_stamp_late(slot, {self.layout.slot_words[name]}u, {stamp}, {part});")
@@ -482,6 +487,8 @@ class KernelWriter:
         """A read's check as a block; `slot` must be in scope. `occ` names the occurrence checked."""
         n = self.tables.nsites
         sid = slot_id if slot_id is not None else self.slot_id(op.buf, target)
+        if op.buf.name in self.parted:
+            return self.region_read_lines(site, part, occ, slot, sid)
         return [f"{{ const int base = sv_read_base[c.proc * {n}u + {site}u];",
                 f"  const bool known = base >= 0 && {occ} < sv_read_count[c.proc * {n}u + {site}u];",
                 f"  if (known) sv_check(c, {slot}, {self.layout.check_words[op.buf.name]}u, expect[base + {occ}], "
@@ -533,9 +540,10 @@ class KernelWriter:
         to show)."""
         t = self.tables
         self.line(f"const bool known = dbase{site} >= 0 && o{site} < dcount{site};")
-        self.line(f"u32* g = dst + ((u64)c.cluster * {t.dst_regions}u + (known ? (u32)dbase{site} + o{site} : 0u)) * "
-                  f"{t.dst_region_words}u;")
-        self.line(f'if (known) asm volatile("{ptx.TMA_STORE}" :: "l"(g), "r"(sv_smem({self.slot_ptr(op.buf)})), '
+        # `gdst`, not `g`: a gated replay names its turn `g` in the same scope
+        self.line(f"u32* gdst = dst + ((u64)c.cluster * {t.dst_regions}u + (known ? (u32)dbase{site} + o{site} : 0u)) "
+                  f"* {t.dst_region_words}u;")
+        self.line(f'if (known) asm volatile("{ptx.TMA_STORE}" :: "l"(gdst), "r"(sv_smem({self.slot_ptr(op.buf)})), '
                   f'"r"((u32)({self.expr(op.tx_bytes)})) : "memory");')
         self.line("else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
 
@@ -552,11 +560,10 @@ class KernelWriter:
         return out
 
     def op_GroupCommit(self, op: ir.GroupCommit, site: int, part: str, leader: bool) -> None:
-        asm = ptx.BULK_COMMIT if op.unit == "bulk" else ptx.WGMMA_COMMIT
-        self.line(f'asm volatile("{asm}" ::: "memory");')
+        self.line(f'asm volatile("{ptx.GROUP_COMMIT[op.unit]}" ::: "memory");')
 
     def op_GroupWait(self, op: ir.GroupWait, site: int, part: str, leader: bool) -> None:
-        asm = ptx.BULK_WAIT_READ if op.unit == "bulk" else ptx.WGMMA_WAIT
+        asm = ptx.GROUP_WAIT[op.unit]
         if not free_names(op.pending):
             self.line(f'asm volatile("{asm}" :: "n"({self.expr(op.pending)}) : "memory");')
         else:  # the immediate must be a constant: dispatch on the value (PTX allows 0..7 pending groups here)

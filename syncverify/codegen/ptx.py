@@ -84,6 +84,24 @@ TMA_STORE = "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
 BULK_COMMIT = "cp.async.bulk.commit_group;"
 BULK_WAIT_READ = "cp.async.bulk.wait_group.read %0;"
 
+# --------------------------------------------------------------------------- non-bulk cp.async (sm_80+)
+# SM80_CP_ASYNC_CACHEGLOBAL: 16 bytes per instruction, global -> shared::cta, completed by the thread's
+# cp.async.wait_group or signalled by its cp.async.mbarrier.arrive (PTX "cp.async", "cp.async.mbarrier.arrive")
+CP_ASYNC = "cp.async.cg.shared.global [%0], [%1], 16;"
+CP_ASYNC_COMMIT = "cp.async.commit_group;"
+CP_ASYNC_WAIT = "cp.async.wait_group %0;"
+# CUTLASS cpasync_barrier_arrive / cpasync_barrier_arrive_noinc (include/cutlass/arch/barrier.h)
+CP_ASYNC_ARRIVE = "cp.async.mbarrier.arrive.shared::cta.b64 [%0];"
+CP_ASYNC_ARRIVE_NOINC = "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];"
+
+
+def test_wait_asm(op: ir.MbarTestWait) -> str:
+    """One `mbarrier.test_wait.parity` (never blocks): %0 = result, %1 = bar, %2 = parity."""
+    ss = _semscope(op.sem, op.scope, "acquire")
+    return ("{ .reg .pred P1; mbarrier.test_wait.parity" + ss +
+            ".shared::cta.b64 P1, [%1], %2; selp.b32 %0, 1, 0, P1; }")
+
+
 # --------------------------------------------------------------------------- wgmma
 WGMMA_FENCE = "wgmma.fence.sync.aligned;"
 WGMMA_COMMIT = "wgmma.commit_group.sync.aligned;"
@@ -91,6 +109,10 @@ WGMMA_WAIT = "wgmma.wait_group.sync.aligned %0;"
 # D = A x B with A (64x32) and B (32x8) u8 read from shared memory through descriptors; scale-d = 0.
 WGMMA_MMA = ("{ .reg .pred p; setp.ne.b32 p, %6, 0; "
              "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.u8 {%0, %1, %2, %3}, %4, %5, p; }")
+
+# the group operations of each unit (ir.GroupCommit / ir.GroupWait); every wait takes its N as an immediate
+GROUP_COMMIT = {"bulk": BULK_COMMIT, "wgmma": WGMMA_COMMIT, "cp_async": CP_ASYNC_COMMIT}
+GROUP_WAIT = {"bulk": BULK_WAIT_READ, "wgmma": WGMMA_WAIT, "cp_async": CP_ASYNC_WAIT}
 
 
 def wgmma_wide_n(slot_bytes: int) -> int:

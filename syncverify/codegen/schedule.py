@@ -23,6 +23,7 @@ from .. import ir
 from ..expr import evaluate
 from ..semantics.machine import Machine, StepResult
 from ..semantics.state import P_PC, P_VARS, State
+from . import regions
 
 MAX_STEPS = 5_000_000
 
@@ -42,6 +43,11 @@ class Schedule:
     reads: dict[tuple[int, int], list[int]] = field(default_factory=lambda: defaultdict(list))
     loads: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
     stores: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    # region buffers (codegen/regions.py): the segments each read and bulk store observed, the bytes each
+    # region write covered, keyed and listed like `reads`
+    segs: dict[tuple[int, int], list[regions.Content]] = field(default_factory=lambda: defaultdict(list))
+    store_segs: dict[tuple[int, int], list[regions.Content]] = field(default_factory=lambda: defaultdict(list))
+    ranges: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
     # bytes every TMA copy into a buffer wrote: reads check only what every writer covers
     load_bytes: dict[str, int] = field(default_factory=dict)
     complete: bool = True  # every process ran to its end
@@ -68,7 +74,7 @@ def _is_write(m: Machine, state: State, res: StepResult) -> bool:
         return False
     p = res.label[1]
     op = m.programs[p].code[state.procs[p][P_PC]].op
-    return isinstance(op, ir.TmaLoad) or (isinstance(op, ir.Access) and op.kind == "write")
+    return isinstance(op, ir.TmaLoad | ir.CpAsync) or (isinstance(op, ir.Access) and op.kind == "write")
 
 
 def run_schedule(protocol: ir.Protocol, site_of: dict[int, int]) -> Schedule:
@@ -88,6 +94,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
     inflight: dict[tuple, deque[int]] = defaultdict(deque)
     s = m.initial()
     nprocs = len(m.procs)
+    parted = regions.region_buffers(m.protocol)
     while out.steps < MAX_STEPS:
         results = list(m.successors(s))
         ok = [r for r in results if r.state is not None]
@@ -103,7 +110,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
             return out
         res = ok[0]
         if res.label[0] == "p":
-            _observe_process(m, s, res.label[1], site_of, nsites, occ, last, inflight, out)
+            _observe_process(m, s, res.label[1], site_of, nsites, occ, last, inflight, out, parted)
         elif res.label[1][0] == 0:  # a bulk copy completes: its write lands now
             a = res.label[1]
             queue = inflight[(a[1], a[2], a[3], a[6], a[7])]
@@ -117,7 +124,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
 
 
 def _observe_process(m: Machine, s: State, p: int, site_of: dict[int, int], nsites: int,
-                     occ: Counter, last: dict, inflight: dict, out: Schedule) -> None:
+                     occ: Counter, last: dict, inflight: dict, out: Schedule, parted: frozenset[str]) -> None:
     ins = m.programs[p].code[s.procs[p][P_PC]]
     op = ins.op
     if op is None or id(op) not in site_of:
@@ -132,16 +139,29 @@ def _observe_process(m: Machine, s: State, p: int, site_of: dict[int, int], nsit
         if op.remote is not None:
             cta = evaluate(op.remote, env, ctx)
         buf, slot = _slot(m, op.buf, env, ctx)
-        if op.kind == "write":
+        if op.buf.name in parted:
+            _observe_region(m, p, site, n, nsites, op, (cta, buf, slot), env, ctx, last, out)
+        elif op.kind == "write":
             last[(cta, buf, slot)] = stamp(p, site, n, nsites)
         else:
             out.reads[(p, site)].append(last.get((cta, buf, slot), 0))
     elif isinstance(op, ir.WgmmaRead):
         buf, slot = _slot(m, op.buf, env, ctx)
-        out.reads[(p, site)].append(last.get((cta, buf, slot), 0))
+        out.reads[(p, site)].append(_first(last.get((cta, buf, slot), 0)))
     elif isinstance(op, ir.TmaStore):
         buf, slot = _slot(m, op.buf, env, ctx)
-        out.stores[(p, site)].append((last.get((cta, buf, slot), 0), evaluate(op.tx_bytes, env, ctx)))
+        nbytes = evaluate(op.tx_bytes, env, ctx)
+        out.stores[(p, site)].append((_first(last.get((cta, buf, slot), 0)), nbytes))
+        if op.buf.name in parted:
+            content = _content(last.get((cta, buf, slot), 0), m.protocol.buffer(op.buf.name).bytes)
+            out.store_segs[(p, site)].append(regions.view(content, 0, nbytes))
+    elif isinstance(op, ir.CpAsync):
+        # every executing thread copies its part, together the whole slot (families/cp_async.py); the
+        # write is recorded at issue: in a race-free protocol nothing reads the slot before it is retired
+        buf, slot = _slot(m, op.buf, env, ctx)
+        word = stamp(p, site, n, nsites)
+        out.loads[(p, site)].append((word, m.protocol.buffer(op.buf.name).bytes))
+        last[(cta, buf, slot)] = word
     elif isinstance(op, ir.TmaLoad):
         buf, slot = _slot(m, op.buf, env, ctx)
         nbytes = evaluate(op.tx_bytes, env, ctx)
@@ -156,3 +176,27 @@ def _observe_process(m: Machine, s: State, p: int, site_of: dict[int, int], nsit
         for dest in dests:
             for _ in range(ins.threads):
                 inflight[(dest, buf, slot, p, op.span.line)].append(word)
+
+
+def _content(value: int | regions.Content, size: int) -> regions.Content:
+    """A slot's content as segments: a whole-slot write (an int stamp) covers every byte."""
+    return regions.whole(size, value) if isinstance(value, int) else value
+
+
+def _first(value: int | regions.Content) -> int:
+    return value if isinstance(value, int) else value[0][2]
+
+
+def _observe_region(m: Machine, p: int, site: int, n: int, nsites: int, op: ir.Access, key: tuple[int, int, int],
+                    env: dict, ctx, last: dict, out: Schedule) -> None:
+    """An access to a region buffer: its bytes are the model's (Machine._region, Parts.bytes)."""
+    size = m.protocol.buffer(op.buf.name).bytes
+    lo, hi = m.parts.bytes(m._region(op, key[1], env, ctx), p, size)
+    content = _content(last.get(key, 0), size)
+    if op.kind == "write":
+        last[key] = regions.paint(content, lo, hi, stamp(p, site, n, nsites))
+        out.ranges[(p, site)].append((lo, hi))
+    else:
+        seen = regions.view(content, lo, hi)
+        out.reads[(p, site)].append(seen[0][2] if seen else 0)
+        out.segs[(p, site)].append(seen)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..lang.choices import open_choices
+from .regions import region_buffers
 from .sites import Site
 
 
@@ -26,6 +27,7 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
     if several:
         raise EmitRefused(f"{protocol.path}: {several}; a kernel is emitted for one assignment: pin each with "
                           "-D NAME=VALUE")
+    parted = region_buffers(protocol)
     for s in sites:
         what = ir.blackwell_op_name(s.op)
         if what is not None:
@@ -34,19 +36,15 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
                 "sm_90a. Write the Hopper analog of the protocol (for a cta_group 2 allocation race: a remote "
                 "mbarrier arrive before the peer's init is visible, as in specs/peer_init_race.sync) to run it on a "
                 "Hopper GPU")
-        cp_async = isinstance(s.op, ir.CpAsync | ir.CpAsyncArrive) or (
-            isinstance(s.op, ir.GroupCommit | ir.GroupWait) and s.op.unit == "cp_async")
-        if cp_async or isinstance(s.op, ir.MbarTestWait) or (isinstance(s.op, ir.MbarArrive) and s.op.local_form):
-            raise EmitRefused(f"{protocol.path}:{s.line}: the emitter has no form yet for this operation "
-                              "(non-bulk cp.async, its groups and mbarrier arrive, test_wait, or the .shared::cta "
-                              "arrive on a peer address)")
-        if isinstance(s.op, ir.Access) and (s.op.part is not None or s.op.lo is not None):
-            raise EmitRefused(
-                f"{protocol.path}:{s.line}: `{s.op.kind} {s.op.buf.name}` touches a region of its slot "
-                "(`part ...` / `bytes LO..HI`); the emitted kernel stamps and checks whole slots, so it cannot "
-                "tell which write a read of another part should see. Check the protocol with the explicit or "
-                "bmc engine; to run it, give each warp a slot of its own")
+        if isinstance(s.op, ir.MbarArrive) and s.op.local_form:
+            raise EmitRefused(f"{protocol.path}:{s.line}: the `.shared::cta` arrive on a peer's address is an "
+                              "error on a peer (SV407): PTX defines the form on the executing CTA's own barrier only, "
+                              "so the kernel would be undefined; write the remote form (`arrive B @ CTA`) to run it")
         if isinstance(s.op, ir.WgmmaRead):
+            if s.op.buf.name in parted:
+                raise EmitRefused(f"{protocol.path}:{s.line}: `wgmma.read {s.op.buf.name}`: the buffer is also "
+                                  "accessed by region, and a wgmma is checked by one sum over the slot, not by "
+                                  "the segments the regions leave in it")
             decl = protocol.buffer(s.op.buf.name)
             if decl.bytes < WGMMA_TILE_BYTES:
                 raise EmitRefused(f"{protocol.path}:{s.line}: `wgmma.read {s.op.buf.name}` is emitted as a "

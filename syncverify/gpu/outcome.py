@@ -172,9 +172,15 @@ def check_stores(launch: dict, dst: list[int], grid: int) -> dict[str, Any]:
     words, regions = st["region_words"], st["regions"]
     bad, first = 0, None
     for g in range(grid):
-        for r, (want, nbytes) in enumerate(zip(st["expected"], st["bytes"], strict=True)):
+        segments = st.get("segments") or [None] * len(st["expected"])
+        for r, (stamp, nbytes) in enumerate(zip(st["expected"], st["bytes"], strict=True)):
             base = (g * regions + r) * words
+            # a store of a region buffer: each segment of its source holds the stamp of its own writer
+            want_of = [stamp] * (nbytes // 4)
+            for lo, hi, seg_stamp in segments[r] or ():
+                want_of[lo:hi] = [seg_stamp] * (hi - lo)
             for w in range(nbytes // 4):
+                want = want_of[w]
                 if dst[base + w] != want:
                     bad += 1
                     if first is None:

@@ -1,0 +1,99 @@
+"""Non-bulk cp.async, its groups and mbarrier arrive, 1-D cp.async.bulk and test_wait in the emitted kernel.
+
+Each spec of the family emits the PTX its semantics names (docs/language.md §8: `.noinc` exactly where
+the spec writes it, the wait_group immediate of the spec), the copies read the pre-stamped source of
+their own (process, site, occurrence), and what the reads expect is the stamp of the copy the model
+says they observe.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from nvcc import ptxas_clean_cubin
+
+import syncverify
+from syncverify.codegen import emit
+from syncverify.codegen import ptx as P
+from syncverify.codegen.schedule import stamp
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+def _load(name: str) -> syncverify.ir.Protocol:
+    return syncverify.load(str(SPECS / f"{name}.sync"))
+
+
+def test_noinc_arrive_is_emitted_noinc_and_its_twin_without():
+    noinc = emit(_load("cp_async_mbarrier_noinc")).source
+    inc = emit(_load("cp_async_mbarrier_inc_hang")).source
+    assert P.CP_ASYNC_ARRIVE_NOINC in noinc and P.CP_ASYNC_ARRIVE not in noinc
+    assert P.CP_ASYNC_ARRIVE in inc and P.CP_ASYNC_ARRIVE_NOINC not in inc
+    # the elected thread copies the whole 512-byte slot, 16 bytes at a time
+    assert "const u32 sv_p[2] = {0u, 1u};" in noinc and "ch < 32u" in noinc
+
+
+def test_multistage_groups_take_the_specs_immediate_and_every_lane_copies_its_chunks():
+    em = emit(_load("cutlass_sm80_multistage_cp_async"))
+    src = em.source
+    assert P.CP_ASYNC_COMMIT in src and P.CP_ASYNC in src
+    assert f'asm volatile("{P.CP_ASYNC_WAIT}" :: "n"(1)' in src  # STAGES - 2
+    assert f'asm volatile("{P.CP_ASYNC_WAIT}" :: "n"(0)' in src  # wait_all
+    assert "const u32 sv_p[2] = {c.pidx, c.pn};" in src and "ch < 64u" in src
+
+
+def test_reads_expect_the_copy_the_model_retired_and_the_source_holds_its_stamp():
+    em = emit(_load("cutlass_sm80_multistage_cp_async"))
+    n = em.launch["nsites"]
+    sites = em.launch["sites"]
+    copy = next(s["index"] for s in sites if s["op"].startswith("cp.async tile[2 * s"))
+    reads = [s["index"] for s in sites if s["op"].startswith("read")]
+    # k = 0 reads tile[0] (warp 0's first copy) and tile[1] (warp 1's first copy), in both warps
+    for proc in (0, 1):
+        assert em.schedule.reads[(proc, reads[0])][0] == stamp(0, copy, 0, n)
+        assert em.schedule.reads[(proc, reads[1])][0] == stamp(1, copy, 0, n)
+    assert stamp(1, copy, 0, n) in em.launch["sources"]["stamps"]
+
+
+def test_the_no_sync_twin_loses_the_barrier_and_its_expectations_are_marked_intended():
+    """The safe kernel's expectations are the model's; the twin's race stops the model, so they follow
+    the intended order and say so (reports must not present them as the model's)."""
+    safe = emit(_load("cutlass_sm80_multistage_cp_async"))
+    bug = emit(_load("cutlass_sm80_multistage_cp_async_no_sync"))
+    assert safe.source.count("syncthreads; */") == 1 and bug.source.count("syncthreads; */") == 0
+    assert not safe.schedule.intended and safe.schedule.complete
+    assert bug.schedule.intended and bug.launch["schedule"]["intended"]
+
+
+TEST_WAIT = """protocol tw {
+  cta threads 64;
+  role prod = warp 0;
+  role cons = warp 1;
+  smem buf bytes 1024;
+  mbarrier full count 1;
+  first thread { init full; fence.mbarrier_init; }
+  syncthreads;
+  if prod { elect { arrive.expect_tx full bytes 1024; cp.async.bulk buf bytes 1024 -> full; } }
+  if cons {
+    test_wait.relaxed full parity 0;
+    wait full parity 0;
+    read buf;
+  }
+}
+"""
+
+
+def test_test_wait_is_one_probe_and_a_1d_bulk_copy_is_the_bulk_form():
+    src = emit(syncverify.load(TEST_WAIT, path="tw.sync")).source
+    probe = next(line for line in src.splitlines() if "mbarrier.test_wait" in line)
+    assert "mbarrier.test_wait.parity.relaxed.cta.shared::cta.b64" in probe
+    body = src[src.index("line 11: test_wait"):src.index("line 12: wait")]
+    assert "for (" not in body and "while" not in body  # never blocks: no loop around it
+    assert P.TMA_LOAD in src
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_test_wait_kernel_compiles_without_ptxas_warnings(tmp_path):
+    ptxas_clean_cubin(emit(syncverify.load(TEST_WAIT, path="tw.sync")).source, tmp_path)
