@@ -52,6 +52,7 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     layout = make_layout(protocol, sched.load_bytes)
     tables, expected, sources, stores = _tables(len(procs), len(sites), sched)
     _region_records(protocol, sites, sched, layout, tables, expected, stores)
+    _lane_records(sched, tables, expected)
     if check_stride < 1:
         raise EmitRefused(f"check stride {check_stride}: give 1 (every word) or more")
     gated = replay is not None and not replay.why_ungated
@@ -152,6 +153,19 @@ def _region_records(protocol: ir.Protocol, sites: list[Site], sched: Schedule, l
         stores["segments"] = segments
 
 
+def _lane_records(sched: Schedule, t: Tables, expected: list[int]) -> None:
+    """Per-lane reads (semantics.program.per_lane): each occurrence's entry is the index of 32 stamps, the
+    one each lane must observe in the slot it reads."""
+    n = t.nsites
+    for (p, s), seen in sorted(sched.lane_reads.items()):
+        t.read_base[p * n + s], t.read_count[p * n + s] = len(expected), len(seen)
+        first = len(expected)
+        expected.extend([0] * len(seen))
+        for i, stamps in enumerate(seen):
+            expected[first + i] = len(expected)
+            expected.extend(stamps)
+
+
 def _c_array(ctype: str, name: str, values: list[int]) -> str:
     body = ", ".join(str(v) for v in values) if values else "0"
     return f"__constant__ {ctype} {name}[{max(len(values), 1)}] = {{{body}}};"
@@ -249,6 +263,17 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
 }
 """
 
+LANE_GATE_FN = r"""
+// A gated step inside a guard on `lane`: the lanes the guard let in (`lanes`, their ballot) take it together,
+// and the lowest of them hands the turn on once.
+SV_DEVICE void sv_gate_done_lanes(const SvCtx& c, bool mine, u32& cur, u32 lanes) {
+  if (!mine) return;
+  __syncwarp(lanes);
+  if ((c.tid & 31u) == (u32)(__ffs(lanes) - 1)) { __threadfence(); atomicAdd(&c.ctl[SV_CTL_TURN], 1u); }
+  ++cur;
+}
+"""
+
 HOLD_FN = r"""
 // A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
 // more for it to land; the held access comes after.
@@ -300,6 +325,8 @@ def _source(protocol: ir.Protocol, sites: list[Site], layout: Layout, tables: Ta
         out.append(regions.DEVICE_FNS)
     if writer.replay:
         out.append(GATE_FNS)
+    if writer.lane_gates:
+        out.append(LANE_GATE_FN)
     if writer.holds:
         out.append(HOLD_FN)
     ctype = "unsigned char" if shape.procs_per_cta < 256 else "unsigned short"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..expr import EvalError, evaluate, fold, free_names
-from ..semantics.program import first_threads, with_lane
+from ..semantics.program import first_threads, per_lane, with_lane
 from . import ptx
 from .cp_async import CpAsyncWriter
 from .regions import RegionWriter, region_buffers
@@ -113,6 +113,8 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         self.site_loops: dict[int, list[str]] = {}
         self.wait_variants: dict[str, str] = {}
         self.lag: str | None = None  # the late-lanes condition of the read being emitted
+        self.lane_mask: str | None = None  # in a gated replay, inside a guard on `lane`: its ballot (lane_guard_mask)
+        self.lane_gates = False  # sv_gate_done_lanes is used
         self.late_done: set[int] = set()  # late-lanes holds whose deferred read has been emitted
         self.wgmma_sites = [s.index for s in sites if isinstance(s.op, ir.WgmmaRead)]
         self.parted = region_buffers(protocol)  # buffers accessed by region: stamped by word range (regions.py)
@@ -236,16 +238,21 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             self.depth -= 1
             self.line("}")
         elif isinstance(s, ir.If):
+            outer = self.lane_mask
+            lm = None if self.lane_zero_only(s.cond, s.then) else self.lane_guard_mask(s, leader)
             self.line(f"if ({self.expr(s.cond)}) {{  // line {s.span.line}")
             self.depth += 1
             # a guard that leaves lane 0 alone runs its block as the elected lane does (program.lane_part)
+            self.lane_mask = lm or outer
             self.block(s.then, leader or self.lane_zero_only(s.cond, s.then))
             self.depth -= 1
             if s.orelse:
                 self.line("} else {")
                 self.depth += 1
+                self.lane_mask = f"({outer or 'c.seg_mask'} & ~{lm})" if lm else outer
                 self.block(s.orelse, leader)
                 self.depth -= 1
+            self.lane_mask = outer
             self.line("}")
         elif isinstance(s, ir.Elect):
             self.line(f"if ({self.elect_cond(s)}) {{  // line {s.span.line}: "
@@ -256,6 +263,16 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             self.line("}")
         else:
             self.op(s, leader)
+
+    def lane_guard_mask(self, s: ir.If, leader: bool) -> str | None:
+        """In a gated replay, the lanes a guard on `lane` lets in, as a ballot taken before the branch by
+        every lane that reaches it: a gated step inside the guard hands its turn on once those lanes have
+        all taken it (sv_gate_done_lanes), where a whole-warp step would wait on lanes that never come."""
+        if not self.replay or leader or "lane" not in free_names(s.cond):
+            return None
+        name = f"lm{len(self.out)}"
+        self.line(f"const u32 {name} = __ballot_sync({self.lane_mask or 'c.seg_mask'}, {self.expr(s.cond)});")
+        return name
 
     def lane_zero_only(self, cond: ir.Expr, body: tuple[ir.Stmt, ...]) -> bool:
         """Does a condition on `lane` hold for lane 0 alone? Decided for each lane as the compiled
@@ -295,7 +312,8 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         text = comment_safe(self.sites[site].text)
         self.line(f"{{  /* line {op.span.line}: {text} */")
         self.depth += 1
-        part = "0u, 1u" if leader else "c.pidx, c.pn"
+        # an access once per lane (an operand uses `lane`) is each lane's access to the whole of its slot
+        part = "0u, 1u" if leader or (isinstance(op, ir.Access) and per_lane(op)) else "c.pidx, c.pn"
         whole = "false" if leader else "true"
         gate_first = isinstance(op, ir.BarSync)  # a bar.sync blocks: give the turn away before it
         if self.replay:
@@ -313,7 +331,10 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             self.line(f"const bool lag = c.pidx != 0u && ({self.lag});  // these lanes read after lane 0's step")
         handler = getattr(self, "op_" + type(op).__name__)
         handler(op, site, part, leader)
-        if self.replay and not gate_first:
+        if self.replay and not gate_first and self.lane_mask and not leader:
+            self.lane_gates = True
+            self.line(f"sv_gate_done_lanes(c, g, rcur, {self.lane_mask});")
+        elif self.replay and not gate_first:
             self.line(f"sv_gate_done(c, g, rcur, {whole});")
         self.lag = None
         self.line(f"++o{site};")
@@ -489,9 +510,11 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         sid = slot_id if slot_id is not None else self.slot_id(op.buf, target)
         if op.buf.name in self.parted:
             return self.region_read_lines(site, part, occ, slot, sid)
+        # a per-lane read's entry indexes the 32 stamps its lanes observe (emit._lane_records)
+        want = f"expect[expect[base + {occ}] + (c.tid & 31u)]" if per_lane(op) else f"expect[base + {occ}]"
         return [f"{{ const int base = sv_read_base[c.proc * {n}u + {site}u];",
                 f"  const bool known = base >= 0 && {occ} < sv_read_count[c.proc * {n}u + {site}u];",
-                f"  if (known) sv_check(c, {slot}, {self.layout.check_words[op.buf.name]}u, expect[base + {occ}], "
+                f"  if (known) sv_check(c, {slot}, {self.layout.check_words[op.buf.name]}u, {want}, "
                 f"{site}u, {occ}, {sid}, {part}, {self.check_stride}u);",
                 "  else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }"]
 
@@ -506,7 +529,8 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
                   f"// hold: the line {line} read of the lanes lane 0's step does not cover")
         self.depth += 1
         self.line(f"sv_hold(c, {h.until_turn}u, {h.window_ns}ull, {h.site}u, {h.occurrence}u);")
-        code = self.read_lines(op, h.site, "c.pidx, c.pn", f"{h.occurrence}u", "c.cta", "held_slot", "held_id")
+        part = "0u, 1u" if per_lane(op) else "c.pidx, c.pn"  # a per-lane read covers its lane's whole slot
+        code = self.read_lines(op, h.site, part, f"{h.occurrence}u", "c.cta", "held_slot", "held_id")
         self.line(f"if (c.pidx != 0u) {code[0]}")
         for text in code[1:]:
             self.line(text)

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..semantics.machine import Machine
 from ..semantics.state import P_PC, P_VARS
+from .sites import collect_sites, lane_site_index, site_of_instr
 from .support import EmitRefused
 
 HOLD_WINDOW_NS = 100_000  # a 16 KiB bulk copy lands in a few microseconds; hold the read open far longer
@@ -72,6 +73,7 @@ SAFE_WINDOW_NS = 20_000  # late-read on safe protocols: every read waits this lo
 LATE_WRITE_GRID = 4 * 132
 WGMMA_CHAIN = 64  # wide accumulating wgmmas queued before a held one (probe wgmma_war: 8 or more showed it)
 ANY = -1  # a hold's process or occurrence: every one
+LEADER, LANES = 1, 2  # a gated step taken by the leader lane alone, or by the lanes of a guard on `lane`
 RACE_CODES = ("SV301", "SV302")  # the races a hold can keep open (see _holds)
 
 
@@ -98,7 +100,7 @@ class Hold:
 class ReplayOrder:
     code: str
     message: str
-    steps: tuple[tuple[int, int, int, int], ...]  # gated steps: (process, site, occurrence, leader-only)
+    steps: tuple[tuple[int, int, int, int], ...]  # gated steps: (process, site, occurrence, LEADER/LANES/0)
     trace: tuple[str, ...]  # one line per step of the counterexample, for reports
     holds: tuple[Hold, ...] = ()
     # (process, site, occurrence) of every line of `trace`; equals steps[:, :3] when every step is gated
@@ -151,23 +153,42 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
     events: list[tuple[int, int, int]] = []
     kinds: list[ir.Op] = []
     trace: list[str] = []
+    lane_sites = lane_site_index(collect_sites(protocol))
+    step_lanes: list[int] = []  # the lanes that take each step
+    lane_pc: dict[int, int] = {}  # process -> pc of the lane copy its last step took
+    just_before: tuple[int, int] | None = None  # (process, pc) of the previous label, when a lane copy
     for label in labels:
+        here = None
         if label[0] == "p":
             p = label[1]
-            ins = machine.programs[p].code[state.procs[p][P_PC]]
-            if id(ins.op) not in site_of:
-                # an operand that uses `lane` runs as one operation per lane (program.lane_part); the
-                # emitted kernel has one site for all of them, so a per-lane order cannot be gated there
-                raise EmitRefused(f"{protocol.path}:{ins.line}: the counterexample orders the lanes of an operation "
-                                  "whose operand uses `lane`; the replay gates whole sites, not single lanes")
-            site = site_of[id(ins.op)]
-            n = occ[(p, site)]
-            occ[(p, site)] += 1
-            steps.append((p, site, n, int(ins.leader_only)))
-            events.append((p, site, n))
-            kinds.append(ins.op)
+            pc = state.procs[p][P_PC]
+            ins = machine.programs[p].code[pc]
+            site, lane_copy = site_of_instr(site_of, lane_sites, ins.op)
+            assert site is not None, "every operation of the body has a site"
+            if lane_copy and just_before == (p, pc - 1):
+                # the next lane's copy of the operation the previous step began (program.with_lane: one
+                # operation per lane, in lane order): the kernel runs them as one execution of the site
+                step_lanes[-1] |= ins.lanes
+                steps[-1] = (*steps[-1][:3], _gate_kind(machine, p, step_lanes[-1], False))
+                events.append(steps[-1][:3])
+            elif lane_copy and lane_pc.get(p) == pc - 1:
+                raise EmitRefused(f"{protocol.path}:{ins.line}: the counterexample puts other steps between the "
+                                  "lanes of an operation whose operand uses `lane`; the replay gates whole sites, "
+                                  "not single lanes")
+            else:
+                n = occ[(p, site)]
+                occ[(p, site)] += 1
+                steps.append((p, site, n, _gate_kind(machine, p, ins.lanes, ins.leader_only)))
+                step_lanes.append(ins.lanes)
+                events.append((p, site, n))
+                kinds.append(ins.op)
+            lane_pc.pop(p, None)
+            if lane_copy:
+                lane_pc[p] = pc
+                here = (p, pc)
             it = _iteration(machine, p, state.procs[p][P_VARS], state.procs[p][P_PC])
             trace.append(f"{machine.proc_label(p)} line {ins.line}{' ' + it if it else ''}")
+        just_before = here
         res = machine.step(state, label)
         if res is None or res.state is None:
             break
@@ -181,6 +202,15 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
     gated = () if why_ungated else tuple(steps)
     return ReplayOrder(violation.code, violation.message, gated, tuple(trace), holds, tuple(events), why_ungated,
                        _grid(holds))
+
+
+def _gate_kind(machine: Machine, p: int, lanes: int, leader_only: bool) -> int:
+    """A step's fourth field: LEADER (the process's leader lane alone), LANES (some lanes of the warp, in a
+    guard on `lane`) or 0 (every lane). The kernel's gate lets a lane that is at another site pass over a
+    step of the first two kinds: that lane does not take it."""
+    if leader_only:
+        return LEADER
+    return LANES if lanes and lanes != machine.procs[p].lane_mask else 0
 
 
 def _grid(holds: tuple[Hold, ...]) -> int:
@@ -219,13 +249,13 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
                 "wgmma.mma_async is warpgroup-collective, so its warps cannot be gated one by one; the "
                 "protocol's own barriers give the counterexample's order up to the release, and the held "
                 "wgmma reads the slot late")
-    if isinstance(op, ir.Access) and op.kind == "read" and not leader_only:
+    if isinstance(op, ir.Access) and op.kind == "read" and leader_only != LEADER:
         later = [i for i in range(idx + 1, len(steps)) if steps[i][0] == p]
         # Only a step of one lane leaves lanes uncovered: a release by lane 0 (the per-warp release), or the
         # overwrite itself when lane 0 of the reading warp issues it (a copy with no acquire before it).
         # In the second shape the warp's own arrivals may come between; see _lanes_step_ahead.
-        own = steps[-1][0] == p and bool(steps[-1][3])
-        if later and all(steps[i][3] or (own and _lanes_step_ahead(steps, kinds, i)) for i in later):
+        own = steps[-1][0] == p and steps[-1][3] == LEADER
+        if later and all(steps[i][3] == LEADER or (own and _lanes_step_ahead(steps, kinds, i)) for i in later):
             return (Hold("late-lanes", site, p, n, until_turn=len(steps), after_site=steps[later[-1]][1]),), ""
     return (), ""
 

@@ -24,6 +24,7 @@ from ..expr import evaluate
 from ..semantics.machine import Machine, StepResult
 from ..semantics.state import P_PC, P_VARS, State
 from . import regions
+from .sites import collect_sites, lane_site_index, site_of_instr
 
 MAX_STEPS = 5_000_000
 
@@ -48,6 +49,9 @@ class Schedule:
     segs: dict[tuple[int, int], list[regions.Content]] = field(default_factory=lambda: defaultdict(list))
     store_segs: dict[tuple[int, int], list[regions.Content]] = field(default_factory=lambda: defaultdict(list))
     ranges: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    # per-lane reads (an operand uses `lane`: one read per lane, each of its own slot): per occurrence, the
+    # stamp each lane observes (0 for a lane that does not read)
+    lane_reads: dict[tuple[int, int], list[list[int]]] = field(default_factory=lambda: defaultdict(list))
     # bytes every TMA copy into a buffer wrote: reads check only what every writer covers
     load_bytes: dict[str, int] = field(default_factory=dict)
     complete: bool = True  # every process ran to its end
@@ -95,6 +99,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
     s = m.initial()
     nprocs = len(m.procs)
     parted = regions.region_buffers(m.protocol)
+    lane_sites = lane_site_index(collect_sites(m.protocol))
     while out.steps < MAX_STEPS:
         results = list(m.successors(s))
         ok = [r for r in results if r.state is not None]
@@ -110,7 +115,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
             return out
         res = ok[0]
         if res.label[0] == "p":
-            _observe_process(m, s, res.label[1], site_of, nsites, occ, last, inflight, out, parted)
+            _observe_process(m, s, res.label[1], (site_of, lane_sites), nsites, occ, last, inflight, out, parted)
         elif res.label[1][0] == 0:  # a bulk copy completes: its write lands now
             a = res.label[1]
             queue = inflight[(a[1], a[2], a[3], a[6], a[7])]
@@ -123,15 +128,20 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
     return out
 
 
-def _observe_process(m: Machine, s: State, p: int, site_of: dict[int, int], nsites: int,
+def _observe_process(m: Machine, s: State, p: int, sites: tuple[dict, dict], nsites: int,
                      occ: Counter, last: dict, inflight: dict, out: Schedule, parted: frozenset[str]) -> None:
     ins = m.programs[p].code[s.procs[p][P_PC]]
     op = ins.op
-    if op is None or id(op) not in site_of:
+    if op is None:
         return
-    site = site_of[id(op)]
-    n = occ[(p, site)]
-    occ[(p, site)] += 1
+    site, lane_copy = site_of_instr(*sites, op)
+    if site is None or (lane_copy and not isinstance(op, ir.Access)):
+        return  # per-lane arrivals and tx counts carry no data
+    # one lane's copy of a per-lane operation: its occurrence is the kernel's o<site> (every lane of the
+    # warp's mask runs each execution of the site once), counted per lane
+    key = (p, site, ins.lanes.bit_length() - 1) if lane_copy else (p, site)
+    n = occ[key]
+    occ[key] += 1
     env = m.env(p, s.procs[p][P_VARS])
     ctx = m.ctx[p]
     cta = m.procs[p].cta
@@ -143,6 +153,11 @@ def _observe_process(m: Machine, s: State, p: int, site_of: dict[int, int], nsit
             _observe_region(m, p, site, n, nsites, op, (cta, buf, slot), env, ctx, last, out)
         elif op.kind == "write":
             last[(cta, buf, slot)] = stamp(p, site, n, nsites)
+        elif lane_copy:
+            seen = out.lane_reads[(p, site)]
+            while len(seen) <= n:
+                seen.append([0] * 32)
+            seen[n][ins.lanes.bit_length() - 1] = last.get((cta, buf, slot), 0)
         else:
             out.reads[(p, site)].append(last.get((cta, buf, slot), 0))
     elif isinstance(op, ir.WgmmaRead):

@@ -60,3 +60,19 @@ def collect_sites(protocol: ir.Protocol) -> list[Site]:
 def site_index(sites: list[Site]) -> dict[int, int]:
     """id(op) -> site number: the compiled programs share the IR's op objects."""
     return {id(s.op): s.index for s in sites}
+
+
+def lane_site_index(sites: list[Site]) -> dict[tuple[type, ir.Span], int]:
+    """(operation type, span) -> site, for the per-lane copies of an operation whose operand uses
+    `lane` (``semantics.program.with_lane``): they are new objects with the original's span."""
+    return {(type(s.op), s.op.span): s.index for s in sites}
+
+
+def site_of_instr(site_of: dict[int, int], lane_sites: dict[tuple[type, ir.Span], int],
+                  op: ir.Op) -> tuple[int | None, bool]:
+    """The site of a compiled operation, and whether it is one lane's copy of a per-lane operation."""
+    site = site_of.get(id(op))
+    if site is not None:
+        return site, False
+    site = lane_sites.get((type(op), op.span))
+    return site, site is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..lang.choices import open_choices
+from ..semantics.program import per_lane
 from .regions import region_buffers
 from .sites import Site
 
@@ -40,6 +41,9 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
             raise EmitRefused(f"{protocol.path}:{s.line}: the `.shared::cta` arrive on a peer's address is an "
                               "error on a peer (SV407): PTX defines the form on the executing CTA's own barrier only, "
                               "so the kernel would be undefined; write the remote form (`arrive B @ CTA`) to run it")
+        if isinstance(s.op, ir.Access) and s.op.buf.name in parted and per_lane(s.op):
+            raise EmitRefused(f"{protocol.path}:{s.line}: `{s.text}` runs once per lane (an operand uses `lane`) "
+                              "on a buffer accessed by region; the kernel checks regions per warp, not per lane")
         if isinstance(s.op, ir.WgmmaRead):
             if s.op.buf.name in parted:
                 raise EmitRefused(f"{protocol.path}:{s.line}: `wgmma.read {s.op.buf.name}`: the buffer is also "

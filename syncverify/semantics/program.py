@@ -227,7 +227,7 @@ class _Compiler:
                                    "lane guard only data accesses, mbarrier arrivals and tx counts, bulk copies "
                                    "and fence.proxy.async are modelled (let the whole warp, or its elected lane, "
                                    "wait, sync and run collectives)", op.span)])
-        if any("lane" in free_names(e) for e in _exprs(op)):
+        if per_lane(op):
             # an operand that differs per lane: one operation per lane, in lane order (the lanes of
             # a warp are not ordered with one another; their operations reach the objects in some
             # order, and the search covers every order of the other processes' steps around them)
@@ -337,6 +337,12 @@ def _exprs(node: object) -> list[ir.Expr]:
         elif isinstance(value, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
             out.append(value)
     return out
+
+
+def per_lane(op: ir.Op) -> bool:
+    """Does an operand of ``op`` use `lane`? Then every executing lane runs it as an operation of its
+    own (``with_lane``), in lane order; the emitter and the replay read the same rule here."""
+    return any("lane" in free_names(e) for e in _exprs(op))
 
 
 def with_lane(node: _T, lane: int) -> _T:
