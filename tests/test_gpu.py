@@ -49,14 +49,18 @@ def test_cluster_multicast_ring_completes():
     assert all(r.status == oc.COMPLETED for r in res.reps), runner_text(res)
 
 
-def test_deadlock_hangs_where_the_counterexample_says():
-    res = _run("tilelang_bar_h_deadlock", repeat=2)
+def _hangs_where_the_counterexample_says(name: str) -> None:
+    res = _run(name, repeat=2)
     from syncverify.check import check_path
 
-    verdict = check_path(str(ROOT / "specs/tilelang_bar_h_deadlock.sync"))
+    verdict = check_path(str(ROOT / f"specs/{name}.sync"))
     blocked = set().union(*(oc.model_blocked_lines(d.message) for d in verdict.diagnostics if d.code == "SV201"))
     agree, why = oc.agreement({"SV201"}, blocked, res.reps)
     assert agree, why + "\n" + runner_text(res)
+
+
+def test_deadlock_hangs_where_the_counterexample_says():
+    _hangs_where_the_counterexample_says("tilelang_bar_h_deadlock")
 
 
 def test_peer_init_race_replay_shows_the_bug():
@@ -109,6 +113,32 @@ def test_tma_store_without_fence_replay_shows_stale_data():
     res = _run("replay/tma_store_no_fence", repeat=3)
     for rep in res.reps:
         assert rep.status == oc.CORRUPT and rep.corrupt.get("stores"), runner_text(res)
+
+
+# The region, cp.async and per-lane kernels (docs/gpu-agreement.md, "Sub-slot regions and cp.async in the
+# emitter"): a part write that lands in another warp's part, a copy read before it is retired, or a lane
+# checked against another lane's stamp would each show here as corrupt data on a safe spec.
+NEW_SAFE = ["cutlass_epilogue_warp_parts", "cp_async_mbarrier_noinc", "cutlass_sm80_multistage_cp_async",
+            "lane_reduction_reads"]
+
+
+@pytest.mark.parametrize("name", NEW_SAFE)
+def test_safe_region_cp_async_and_lane_kernels_complete_with_clean_data(name):
+    res = _run(name)
+    assert [r.status for r in res.reps] == [oc.COMPLETED] * 3, runner_text(res)
+
+
+def test_cp_async_arrive_without_noinc_hangs_where_the_counterexample_says():
+    _hangs_where_the_counterexample_says("cp_async_mbarrier_inc_hang")
+
+
+def test_one_release_replay_shows_lane_1_reading_the_next_write():
+    """Lanes 1..3 read red[lane] after lane 0's release and the worker's next write (the late-lanes hold)."""
+    res = _run("replay/lane_reduction_reads_one_release", repeat=3)
+    for rep in res.reps:
+        assert rep.status == oc.CORRUPT, runner_text(res)
+        first = rep.corrupt["first"][0]
+        assert first["line"] == 36 and first["occurrence"] == 0 and "line 27" in first["seen"], runner_text(res)
 
 
 def _sanitize(name: str, tool: str):

@@ -171,15 +171,19 @@ def check_stores(launch: dict, dst: list[int], grid: int) -> dict[str, Any]:
     st = launch["stores"]
     words, regions = st["region_words"], st["regions"]
     bad, first = 0, None
+    # each store's word-by-word expectation; a store of a region buffer: each segment of its source holds
+    # the stamp of its own writer
+    segments = st.get("segments") or [None] * len(st["expected"])
+    wants = []
+    for r, (stamp, nbytes) in enumerate(zip(st["expected"], st["bytes"], strict=True)):
+        want_of = [stamp] * (nbytes // 4)
+        for lo, hi, seg_stamp in segments[r] or ():
+            want_of[lo:hi] = [seg_stamp] * (hi - lo)
+        wants.append(want_of)
     for g in range(grid):
-        segments = st.get("segments") or [None] * len(st["expected"])
-        for r, (stamp, nbytes) in enumerate(zip(st["expected"], st["bytes"], strict=True)):
+        for r, want_of in enumerate(wants):
             base = (g * regions + r) * words
-            # a store of a region buffer: each segment of its source holds the stamp of its own writer
-            want_of = [stamp] * (nbytes // 4)
-            for lo, hi, seg_stamp in segments[r] or ():
-                want_of[lo:hi] = [seg_stamp] * (hi - lo)
-            for w in range(nbytes // 4):
+            for w in range(len(want_of)):
                 want = want_of[w]
                 if dst[base + w] != want:
                     bad += 1
