@@ -15,7 +15,7 @@ import pytest
 from nvcc import ptxas_clean_cubin
 
 import syncverify
-from syncverify.codegen import emit
+from syncverify.codegen import EmitRefused, emit
 from syncverify.codegen import ptx as P
 from syncverify.codegen.schedule import stamp
 
@@ -97,3 +97,12 @@ def test_test_wait_is_one_probe_and_a_1d_bulk_copy_is_the_bulk_form():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_test_wait_kernel_compiles_without_ptxas_warnings(tmp_path):
     ptxas_clean_cubin(emit(syncverify.load(TEST_WAIT, path="tw.sync")).source, tmp_path)
+
+
+def test_the_local_form_arrive_on_a_peer_is_refused_and_its_remote_twin_emits():
+    text = (SPECS / "tvm_tirx_local_arrive_on_peer.sync").read_text()
+    with pytest.raises(EmitRefused, match=r"tvm.sync:31: .*SV407"):
+        emit(syncverify.load(text, path="tvm.sync"))
+    fixed = text.replace("arrive.release.cluster.shared::cta empty @ 0;", "arrive.release.cluster empty @ 0;")
+    assert fixed != text
+    assert "mapa.shared::cluster" in emit(syncverify.load(fixed, path="tvm.sync")).source

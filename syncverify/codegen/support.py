@@ -38,9 +38,10 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
                 "mbarrier arrive before the peer's init is visible, as in specs/peer_init_race.sync) to run it on a "
                 "Hopper GPU")
         if isinstance(s.op, ir.MbarArrive) and s.op.local_form:
-            raise EmitRefused(f"{protocol.path}:{s.line}: the `.shared::cta` arrive on a peer's address is an "
-                              "error on a peer (SV407): PTX defines the form on the executing CTA's own barrier only, "
-                              "so the kernel would be undefined; write the remote form (`arrive B @ CTA`) to run it")
+            raise EmitRefused(f"{protocol.path}:{s.line}: `{s.text}` is the `.shared::cta` arrive given a "
+                              "`mapa`'d address; on a peer's barrier it is SV407 (PTX defines the form on the "
+                              "executing CTA's own barrier only), so the kernel would be undefined; write the remote "
+                              "form (`arrive B @ CTA`) to run it")
         if isinstance(s.op, ir.Access) and s.op.buf.name in parted and per_lane(s.op):
             raise EmitRefused(f"{protocol.path}:{s.line}: `{s.text}` runs once per lane (an operand uses `lane`) "
                               "on a buffer accessed by region; the kernel checks regions per warp, not per lane")
