@@ -106,3 +106,24 @@ def test_the_local_form_arrive_on_a_peer_is_refused_and_its_remote_twin_emits():
     fixed = text.replace("arrive.release.cluster.shared::cta empty @ 0;", "arrive.release.cluster empty @ 0;")
     assert fixed != text
     assert "mapa.shared::cluster" in emit(syncverify.load(fixed, path="tvm.sync")).source
+
+
+def test_the_no_sync_replay_reads_after_the_other_warps_copy():
+    """The counterexample reads warp 1's part (line 22) and then warp 1 copies into it (line 15): the read
+    is warp 0's last step, so the replay hands its turn on first and reads after the copy (late-process)."""
+    from syncverify.codegen.replay import replay_order
+    from syncverify.codegen.sites import collect_sites, site_index
+
+    protocol = _load("cutlass_sm80_multistage_cp_async_no_sync")
+    sites = collect_sites(protocol)
+    order = replay_order(protocol, site_index(sites))
+    (hold,) = order.holds
+    read = next(s.index for s in sites if s.text.startswith("read tile[2 * (k % STAGES) + 1]"))
+    assert (hold.kind, hold.site, hold.process, hold.occurrence) == ("late-process", read, 0, 0)
+    assert hold.until_turn == len(order.steps) and order.steps[-1][0] == 1  # warp 1's copy ends the order
+    src = emit(protocol, replay=order).source
+    assert (f"if (defer) {{ sv_gate_done(c, g, rcur, true); sv_hold(c, {len(order.steps)}u, 100000ull, {read}u, "
+            f"o{read}); }}") in src
+    assert "if (!defer) sv_gate_done(c, g, rcur, true);" in src
+    # the read expects what the model's intended order gives it: nothing written yet
+    assert emit(protocol).schedule.reads[(0, read)][0] == 0

@@ -141,6 +141,15 @@ def test_one_release_replay_shows_lane_1_reading_the_next_write():
         assert first["line"] == 36 and first["occurrence"] == 0 and "line 27" in first["seen"], runner_text(res)
 
 
+def test_no_sync_replay_shows_the_other_warps_copy_in_the_read():
+    """Warp 0 reads warp 1's part of stage 0 after warp 1's cp.async into it (the late-process hold)."""
+    res = _run("replay/cutlass_sm80_multistage_cp_async_no_sync", repeat=3)
+    for rep in res.reps:
+        assert rep.status == oc.CORRUPT, runner_text(res)
+        first = rep.corrupt["first"][0]
+        assert first["line"] == 22 and first["occurrence"] == 0 and "line 15" in first["seen"], runner_text(res)
+
+
 def _sanitize(name: str, tool: str):
     _gpu_or_skip()
     import shutil

@@ -320,6 +320,13 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             self.line(f"bool g = sv_gate(c, replay, replay_len, rcur, {site}u, o{site});")
             if gate_first:
                 self.line(f"sv_gate_done(c, g, rcur, {whole});")
+        # a late-process hold (replay.py): the read comes after its turn is handed on and the order has run
+        defer = self.hold_cond(site, "late-process") if self.replay and not gate_first else None
+        if defer is not None:
+            h = max((h for h in self.holds[site] if h.kind == "late-process"), key=lambda h: h.until_turn)
+            self.line(f"const bool defer = {defer};")
+            self.line(f"if (defer) {{ sv_gate_done(c, g, rcur, {whole}); "
+                      f"sv_hold(c, {h.until_turn}u, {h.window_ns}ull, {site}u, o{site}); }}")
         self.lag = None
         if isinstance(op, ir.Access) and op.kind == "read" and not leader:
             self.lag = self.hold_cond(site, "late-lanes")
@@ -335,7 +342,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             self.lane_gates = True
             self.line(f"sv_gate_done_lanes(c, g, rcur, {self.lane_mask});")
         elif self.replay and not gate_first:
-            self.line(f"sv_gate_done(c, g, rcur, {whole});")
+            self.line(f"{'if (!defer) ' if defer is not None else ''}sv_gate_done(c, g, rcur, {whole});")
         self.lag = None
         self.line(f"++o{site};")
         self.depth -= 1

@@ -35,6 +35,10 @@ the first access open until the second has landed:
   barrier; only the writer's fence.proxy.async would wait for them. The protocol's
   own barriers give the counterexample's order (write, barrier, bulk store), so
   these steps are not gated: a gate's __threadfence would itself drain the stores.
+- ``late-process`` (a whole-warp read that is its warp's last step, overwritten by another process's
+  write that ends the order, e.g. a cp.async with no wait or barrier between): the warp hands its
+  turn on at the read site, waits until the order has been replayed and a window has passed, then
+  reads. The write it then sees is one the model leaves unordered with the read.
 - ``slow-wgmma``: wgmma.mma_async is warpgroup-collective, so its warps cannot be
   gated one by one; the protocol's own barriers give the order up to the release,
   and the hold queues a chain of wide accumulating wgmmas (m64n256k32, reading the
@@ -81,7 +85,7 @@ RACE_CODES = ("SV301", "SV302")  # the races a hold can keep open (see _holds)
 class Hold:
     """Keep one access of the racing pair open until the other has landed (see the module docstring)."""
 
-    kind: str  # "late-lanes" | "late-write" | "slow-wgmma" | "late-read"
+    kind: str  # "late-lanes" | "late-write" | "slow-wgmma" | "late-read" | "late-process"
     site: int
     process: int = ANY  # the process whose access is held (ANY: every process executing the site)
     occurrence: int = ANY  # which execution of the site by that process (ANY: every one)
@@ -257,6 +261,10 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
         own = steps[-1][0] == p and steps[-1][3] == LEADER
         if later and all(steps[i][3] == LEADER or (own and _lanes_step_ahead(steps, kinds, i)) for i in later):
             return (Hold("late-lanes", site, p, n, until_turn=len(steps), after_site=steps[later[-1]][1]),), ""
+        if not later and not leader_only and steps[-1][0] != p:
+            # the read is its warp's last step and another process's write ends the order: nothing orders
+            # the read before that write, so the warp reads after it (and a window), its turn handed on first
+            return (Hold("late-process", site, p, n, until_turn=len(steps)),), ""
     return (), ""
 
 
