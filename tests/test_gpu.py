@@ -88,15 +88,19 @@ def test_safe_specs_stay_clean_under_the_replay_instrumentation(name):
     assert [r.status for r in res.reps] == [oc.COMPLETED] * 2, runner_text(res)
 
 
+def _corrupt_reads(name: str) -> list[tuple[dict, str]]:
+    """Run a replay kernel 3 times; each run must be corrupt: its first wrong read, with the runner's text."""
+    res = _run(name, repeat=3)
+    assert [r.status for r in res.reps] == [oc.CORRUPT] * 3, runner_text(res)
+    return [(rep.corrupt["first"][0], runner_text(res)) for rep in res.reps]
+
+
 def test_per_warp_release_replay_shows_the_overwriting_write():
-    res = _run("replay/cutlass_ws_ring_per_warp_release", repeat=3)
-    for rep in res.reps:
-        assert rep.status == oc.CORRUPT, runner_text(res)
-        first = rep.corrupt["first"][0]
+    for first, res_text in _corrupt_reads("replay/cutlass_ws_ring_per_warp_release"):
         # the read the trace names (consumer[0], line 49, k=0) saw the producer's next copy into the stage
-        assert first["line"] == 49 and first["occurrence"] == 0 and "line 41" in first["seen"], runner_text(res)
-        assert first["seen"].endswith("#2"), runner_text(res)
-        assert "step" in first.get("trace_step", ""), runner_text(res)
+        assert first["line"] == 49 and first["occurrence"] == 0 and "line 41" in first["seen"], res_text
+        assert first["seen"].endswith("#2"), res_text
+        assert "step" in first.get("trace_step", ""), res_text
 
 
 def test_wgmma_release_before_wait_replay_shows_the_overwriting_copy():
@@ -134,20 +138,14 @@ def test_cp_async_arrive_without_noinc_hangs_where_the_counterexample_says():
 
 def test_one_release_replay_shows_lane_1_reading_the_next_write():
     """Lanes 1..3 read red[lane] after lane 0's release and the worker's next write (the late-lanes hold)."""
-    res = _run("replay/lane_reduction_reads_one_release", repeat=3)
-    for rep in res.reps:
-        assert rep.status == oc.CORRUPT, runner_text(res)
-        first = rep.corrupt["first"][0]
-        assert first["line"] == 36 and first["occurrence"] == 0 and "line 27" in first["seen"], runner_text(res)
+    for first, text in _corrupt_reads("replay/lane_reduction_reads_one_release"):
+        assert first["line"] == 36 and first["occurrence"] == 0 and "line 27" in first["seen"], text
 
 
 def test_no_sync_replay_shows_the_other_warps_copy_in_the_read():
     """Warp 0 reads warp 1's part of stage 0 after warp 1's cp.async into it (the late-process hold)."""
-    res = _run("replay/cutlass_sm80_multistage_cp_async_no_sync", repeat=3)
-    for rep in res.reps:
-        assert rep.status == oc.CORRUPT, runner_text(res)
-        first = rep.corrupt["first"][0]
-        assert first["line"] == 22 and first["occurrence"] == 0 and "line 15" in first["seen"], runner_text(res)
+    for first, text in _corrupt_reads("replay/cutlass_sm80_multistage_cp_async_no_sync"):
+        assert first["line"] == 22 and first["occurrence"] == 0 and "line 15" in first["seen"], text
 
 
 def _sanitize(name: str, tool: str):
