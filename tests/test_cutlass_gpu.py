@@ -60,15 +60,51 @@ def test_the_host_record_is_the_last_json_line() -> None:
     assert cr.parse_record("no record\n{broken") is None
 
 
-def test_where_warps_wait_reads_the_innermost_frame_of_each_warp() -> None:
-    log = ("@@ cta 0 warp 0\n[Switching focus to CUDA kernel 0, grid 1, block (0,0,0), thread (0,0,0)]\n"
-           "#0  0x00007f in cutlass::arch::ClusterBarrier::wait () at cutlass/arch/barrier.h:470\n"
-           "#1  0x00007e in consumer_wait () at cutlass/pipeline/sm90_pipeline.hpp:613\n"
-           "@@ cta 0 warp 5\nInvalid coordinates requested. CUDA focus unchanged.\n")
-    assert cr.where_warps_wait(log) == {"cta 0 warp 0": "cutlass/arch/barrier.h:470",
-                                        "cta 0 warp 5": "Invalid coordinates requested. CUDA focus unchanged."}
+# `info cuda threads` as cuda-gdb 13.0 printed it on the H200 for seed 3 at K=512 (columns trimmed)
+THREADS = """  BlockIdx ThreadIdx To BlockIdx ThreadIdx Count    PC    Filename  Line
+Kernel 0
+*  (0,0,0)   (0,0,0)     (0,0,0)   (0,0,0)     1 0x00007ffddb7a95a0     cutlass_seeded/cutlass/arch/barrier.h   424
+   (0,0,0)   (1,0,0)     (0,0,0)  (31,0,0)    31 0x00007ffddb7a95f0 cutlass_seeded/cute/arch/cluster_sm90.hpp   194
+   (0,0,0) (128,0,0)     (0,0,0) (383,0,0)   256 0x00007ffddb7a90a0     cutlass_seeded/cutlass/arch/barrier.h   424
+   (1,0,0)   (0,0,0)     (1,0,0)   (0,0,0)     1 0x00007ffddb7a95a0     cutlass_seeded/cutlass/arch/barrier.h   424
+"""
+
+
+def test_thread_ranges_are_read_from_info_cuda_threads() -> None:
+    rows = cr.thread_ranges(THREADS)
+    assert [(r["cta"], r["threads"], r["count"], r["line"]) for r in rows] == [
+        (0, "0", 1, "cutlass_seeded/cutlass/arch/barrier.h:424"),
+        (0, "1-31", 31, "cutlass_seeded/cute/arch/cluster_sm90.hpp:194"),
+        (0, "128-383", 256, "cutlass_seeded/cutlass/arch/barrier.h:424"),
+        (1, "0", 1, "cutlass_seeded/cutlass/arch/barrier.h:424")]
+
+
+def test_pc_offsets_follow_from_one_x_i_in_the_same_function() -> None:
+    log = THREADS + "=> 0x7ffddb7a95a0 <_ZN7cutlass13device_kernelIN_E+38304>:\tSYNCS.PHASECHK...\n"
+    offs = cr.pc_offsets(log)
+    assert offs["0x00007ffddb7a95a0"] == ("_ZN7cutlass13device_kernelIN_E", 38304)
+    assert offs["0x00007ffddb7a90a0"] == ("_ZN7cutlass13device_kernelIN_E", 38304 - 0x500)
+    # without the x/i line no offset can be known: none is guessed
+    assert cr.pc_offsets(THREADS) == {}
+
+
+def test_inline_chains_take_the_line_info_in_force_at_each_offset() -> None:
+    sass = ("\t.section\t.text.kern,\"ax\",@progbits\n"
+            "\t//## File \"barrier.h\", line 424 inlined at \"sm90_pipeline.hpp\", line 513\n"
+            "        /*90a0*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R4+URZ], R5 ;\n"
+            "        /*90b0*/                   @!P0 BRA 0x90a0 ;\n"
+            "\t//## File \"barrier.h\", line 424 inlined at \"sm90_pipeline.hpp\", line 613\n"
+            "        /*95a0*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R6+URZ], R7 ;\n")
+    chains = cr.inline_chains(sass)
+    assert chains[("kern", 0x90b0)].endswith('"sm90_pipeline.hpp", line 513')
+    assert chains[("kern", 0x95a0)].endswith('"sm90_pipeline.hpp", line 613')
+    ex = cr.disasm_excerpts(sass, {("kern", 0x95a0)})
+    assert list(ex) == [("kern", 0x95a0)] and "line 613" in ex[("kern", 0x95a0)]
+
+
+def test_the_debugger_script_runs_first_then_asks_every_warp() -> None:
     script = cr.gdb_script(2, 12)
-    assert script.index("run") < script.index("info cuda threads")
+    assert script.index("run") < script.index("info cuda threads") < script.index("x/i $pc")
     assert sum(c.startswith("cuda block") for c in script) == 24
 
 
@@ -91,3 +127,15 @@ def test_the_unseeded_gemm_completes_with_the_right_result(name: str) -> None:
     rec = cr.run_variant(str(BUILD), v, runs=3, deadline_s=10.0)
     assert rec["outcome"] == "completed", json.dumps(rec)
     assert rec["completed_runs"] == 3 and all(r["wrong"] == 0 and r["max_err"] == 0 for r in rec["runs"])
+    assert rec["M"] == v.mnk[0] and rec["K"] == v.mnk[2] and rec["cluster"] == v.cluster
+
+
+def test_summarize_folds_the_launches_and_keeps_the_bad_ones() -> None:
+    rec = {"variant": "v", "runs": [{"outcome": "completed", "wrong": 0, "max_err": 0, "ms": 0.3},
+                                    {"outcome": "corrupt", "wrong": 7, "max_err": 4.0, "ms": 0.5},
+                                    {"outcome": "completed", "wrong": 0, "max_err": 0, "ms": 0.2}]}
+    out = cr.summarize(rec)
+    assert "runs" not in out and out["median_ms"] == 0.3 and out["max_err"] == 4.0 and out["max_wrong"] == 7
+    assert out["first_corrupt"] == [{"outcome": "corrupt", "wrong": 7, "max_err": 4.0, "ms": 0.5, "run": 2}]
+    clean = cr.summarize({"runs": [{"outcome": "completed", "wrong": 0, "max_err": 0, "ms": 0.3}]})
+    assert "first_corrupt" not in clean

@@ -11,8 +11,9 @@ It imports only the standard library (no z3, no lark), so it runs on a GPU machi
 Each variant runs in its own process with a deadline of its own: a hung kernel poisons its CUDA context, and
 the host program exits at its deadline without waiting for the GPU. With --gdb, each variant that hung is
 run once more under cuda-gdb, which stops it at the deadline (the host program raises SIGINT there) and
-prints, for each warp of each CTA, the source line it is at (`info cuda threads`, then `bt` per warp), so the
-place each warp waits can be compared with the checker's counterexample. Prints one JSON line per variant
+prints, for each range of threads of each CTA, the source line it is at (`info cuda threads`), so the
+place each warp waits can be compared with the checker's counterexample (the PCs are looked up in
+nvdisasm's inlined line table, which names the CUTLASS call site of each wait). Prints one JSON line per variant
 (and writes them, with the debugger logs, under --out).
 """
 
@@ -64,6 +65,12 @@ VARIANTS: tuple[Variant, ...] = (
             "checker: SV402 at copy_sm90_tma.hpp:705, SV401 at barrier.h:470 (peer's init may come late)"),
     Variant("seed5_release_before_wait", "2x1", GOOD + "_seed5", (256, 128, 512), "race",
             "the stage is released while the wgmma reading it may still run; needs a reused stage"),
+    # K=2048 (32 k-tiles: each stage reused five times) gives the races more chances; not checked at this size
+    Variant("coop_2x1_k2048", "2x1", GOOD, (256, 128, 2048), "none", "the unseeded twin at K=2048"),
+    Variant("seed2_producer_acquire_skipped_k2048", "2x1", GOOD + "_seed2", (256, 128, 2048), "race",
+            "seed 2 with more stage reuse (not checked at this size)"),
+    Variant("seed5_release_before_wait_k2048", "2x1", GOOD + "_seed5", (256, 128, 2048), "race",
+            "seed 5 with more stage reuse (not checked at this size)"),
 )
 
 
@@ -85,6 +92,22 @@ def host_command(build: str, v: Variant, runs: int, deadline_s: float) -> list[s
             str(m), str(n), str(k), str(runs), str(deadline_s)]
 
 
+def summarize(rec: dict) -> dict:
+    """The host record with its per-launch list folded: launch times, the largest error and wrong count, and
+    the first few launches that were not clean (the whole list stays in the raw record)."""
+    runs = rec.pop("runs", None)
+    if not runs:
+        return rec
+    ms = sorted(r["ms"] for r in runs)
+    rec["median_ms"] = ms[len(ms) // 2]
+    rec["max_err"] = max(r["max_err"] for r in runs)
+    rec["max_wrong"] = max(r["wrong"] for r in runs)
+    bad = [dict(r, run=i + 1) for i, r in enumerate(runs) if r["outcome"] != "completed"]
+    if bad:
+        rec["first_corrupt"] = bad[:3]
+    return rec
+
+
 def run_variant(build: str, v: Variant, runs: int, deadline_s: float) -> dict:
     """Runs the variant in a child process killed at a deadline of its own (startup allowed for)."""
     cmd = host_command(build, v, runs, deadline_s)
@@ -102,33 +125,116 @@ def run_variant(build: str, v: Variant, runs: int, deadline_s: float) -> dict:
     return rec
 
 
-GDB_WARP_RE = re.compile(r"^#0\s+.*?\bat\s+(\S+):(\d+)", re.M)
+THREADS_RE = re.compile(
+    r"^\*?\s*\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+(\d+)\s+"
+    r"(0x[0-9a-f]+)\s+(\S+)\s+(\d+)\s*$", re.M)
+XI_RE = re.compile(r"=> (0x[0-9a-f]+) <([^+>]+)\+(\d+)>")
+SECTION_RE = re.compile(r"^\s*\.section\s+\.text\.(\S+?),", re.M)
+OFFSET_RE = re.compile(r"/\*([0-9a-f]{4,})\*/")
 
 
 def gdb_script(ctas: int, warps: int) -> list[str]:
-    """cuda-gdb commands: run to the host's SIGINT at the deadline, then where every warp is."""
+    """cuda-gdb commands: run to the host's SIGINT at the deadline, then where every thread is.
+
+    `info cuda threads` gives each range of threads with the same PC and its innermost source line;
+    `x/i $pc` in each warp gives the PC as function + offset, from which the offset of every PC follows,
+    to be looked up in nvdisasm's inlined line table (with -lineinfo, cuda-gdb's own backtrace shows one
+    inlined level only: all waits are the same ClusterBarrier::wait loop there)."""
     cmds = ["set pagination off", "set confirm off", "set print frame-arguments none", "run",
-            "info cuda kernels", "info cuda threads", "info cuda warps"]
+            "info cuda kernels", "info cuda threads", "x/i $pc", "info cuda warps"]
     for b in range(ctas):
         for w in range(warps):
-            cmds += [f"echo @@ cta {b} warp {w}\\n", f"cuda block ({b},0,0) thread ({32 * w},0,0)", "bt 6"]
-    cmds += ["info cuda lanes", "kill", "quit"]
+            cmds += [f"echo @@ cta {b} warp {w}\\n", f"cuda block ({b},0,0) thread ({32 * w},0,0)", "x/i $pc"]
+    cmds += ["echo @@ end\\n", "kill", "quit"]
     return cmds
 
 
-def where_warps_wait(log: str) -> dict[str, str]:
-    """From the cuda-gdb log: for each `cta B warp W` the innermost file:line of its backtrace."""
-    out: dict[str, str] = {}
-    for part in log.split("@@ ")[1:]:
-        head, _, body = part.partition("\n")
-        m = GDB_WARP_RE.search(body)
-        first = body.strip().splitlines()[0][:160] if body.strip() else ""
-        out[head.strip()] = f"{m.group(1)}:{m.group(2)}" if m else first
+def thread_ranges(log: str) -> list[dict]:
+    """The rows of `info cuda threads`: CTA, thread range, count, PC and innermost file:line."""
+    rows = []
+    for m in THREADS_RE.finditer(log):
+        b0, t0, b1, t1, count, pc, file, line = m.groups()
+        rows.append({"cta": int(b0), "threads": f"{t0}-{t1}" if (b0, t0) != (b1, t1) else t0,
+                     "count": int(count), "pc": pc, "line": f"{file}:{line}"})
+    return rows
+
+
+def pc_offsets(log: str) -> dict[str, tuple[str, int]]:
+    """PC -> (function, offset) for each `x/i $pc` the log shows, and for every PC of `info cuda threads` in
+    the same function (same base address)."""
+    known = {pc: (fn, int(off)) for pc, fn, off in XI_RE.findall(log)}
+    bases = {fn: int(pc, 16) - off for pc, (fn, off) in known.items()}
+    if len(bases) == 1:
+        (fn, base), = bases.items()
+        for row in thread_ranges(log):
+            known.setdefault(row["pc"], (fn, int(row["pc"], 16) - base))
+    return known
+
+
+def inline_chains(disasm: str) -> dict[tuple[str, int], str]:
+    """From `nvdisasm -c -gi`: (function, offset) -> the line-info comment in force there, which with -gi
+    names every inlined call site ("File a, line N inlined at File b, line M ...")."""
+    out: dict[tuple[str, int], str] = {}
+    fn, info = "", ""
+    for line in disasm.splitlines():
+        sec = SECTION_RE.match(line)
+        if sec:
+            fn, info = sec.group(1), ""
+            continue
+        if line.lstrip().startswith("//##"):
+            info = line.strip()[4:].strip()
+            continue
+        off = OFFSET_RE.search(line)
+        if off and fn:
+            out[(fn, int(off.group(1), 16))] = info
     return out
 
 
+def disasm_excerpts(disasm: str, wanted: set[tuple[str, int]], before: int = 12) -> dict[tuple[str, int], str]:
+    """The nvdisasm lines up to and including each wanted instruction (its line-info comments among them),
+    for the record: the comment format is nvdisasm's, not parsed beyond `//##`."""
+    lines = disasm.splitlines()
+    out: dict[tuple[str, int], str] = {}
+    fn = ""
+    for i, line in enumerate(lines):
+        sec = SECTION_RE.match(line)
+        if sec:
+            fn = sec.group(1)
+            continue
+        off = OFFSET_RE.search(line)
+        if off and (fn, int(off.group(1), 16)) in wanted:
+            out[(fn, int(off.group(1), 16))] = "\n".join(lines[max(0, i - before):i + 1])
+    return out
+
+
+def where_threads_wait(log: str, cubin: str, out_dir: str, name: str) -> list[dict]:
+    """Each range of threads of `info cuda threads` with its innermost line and, where nvdisasm is there,
+    the line info of its PC with every inlined call site (which CUTLASS function's wait it is); the
+    disassembly around each PC is written to NAME.sass.txt."""
+    rows = thread_ranges(log)
+    offsets = pc_offsets(log)
+    nvdisasm = shutil.which("nvdisasm")
+    if not (nvdisasm and rows):
+        return rows
+    p = subprocess.run([nvdisasm, "-c", "-gi", cubin], capture_output=True, text=True, timeout=120)
+    chains = inline_chains(p.stdout)
+    excerpts = disasm_excerpts(p.stdout, set(offsets.values()))
+    with open(os.path.join(out_dir, f"{name}.sass.txt"), "w", encoding="utf-8") as fh:
+        for (fn, off), text in sorted(excerpts.items(), key=lambda kv: kv[0][1]):
+            fh.write(f"==== {hex(off)} in {fn[:60]}...\n{text}\n")
+        if p.returncode:
+            fh.write(f"nvdisasm exit {p.returncode}: {p.stderr[-2000:]}\n")
+    for row in rows:
+        fn_off = offsets.get(row["pc"])
+        if fn_off:
+            row["offset"] = hex(fn_off[1])
+            if fn_off in chains:
+                row["inlined"] = chains[fn_off]
+    return rows
+
+
 def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> dict:
-    """Runs one launch of the variant under cuda-gdb; at the deadline, where each warp of the cluster is."""
+    """Runs one launch of the variant under cuda-gdb; at the deadline, where each thread of the cluster is."""
     gdb = shutil.which("cuda-gdb")
     if gdb is None:
         return {"gdb": "cuda-gdb not found on PATH"}
@@ -136,12 +242,13 @@ def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> di
     args = [gdb, "-batch", "-nx"]
     for c in gdb_script(ctas, 12):
         args += ["-ex", c]
-    args += ["--args", *host_command(build, v, 1, deadline_s)]
+    cmd = host_command(build, v, 1, deadline_s)
+    args += ["--args", *cmd]
     env = dict(os.environ, SV_SIGINT_ON_HANG="1")
     t0 = time.monotonic()
     try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=150, env=env)
-        log = p.stdout + "\n--- stderr ---\n" + p.stderr
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=150, env=env)
+        log = p.stdout
     except subprocess.TimeoutExpired as e:
         so = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         log = so + "\n--- killed after 150 s ---"
@@ -149,7 +256,7 @@ def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> di
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(log)
     return {"gdb_log": os.path.basename(path), "gdb_s": round(time.monotonic() - t0, 1),
-            "warps": where_warps_wait(log)}
+            "threads": where_threads_wait(log, cmd[1], out_dir, v.name)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for v in chosen:
         rec = run_variant(a.build, v, a.runs, a.deadline)
+        with open(os.path.join(a.out, f"{v.name}.host.json"), "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        rec = summarize(rec)
         if a.gdb and rec.get("outcome") == "hung":
             rec.update(run_under_gdb(a.build, v, a.deadline, a.out))
         rec["bug"], rec["note"] = v.bug, v.note
