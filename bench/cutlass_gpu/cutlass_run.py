@@ -171,23 +171,77 @@ def pc_offsets(log: str) -> dict[str, tuple[str, int]]:
     return known
 
 
-def inline_chains(disasm: str) -> dict[tuple[str, int], str]:
-    """From `nvdisasm -c -gi`: (function, offset) -> the line-info comment in force there, which with -gi
-    names every inlined call site ("File a, line N inlined at File b, line M ...")."""
-    out: dict[tuple[str, int], str] = {}
-    fn, info = "", ""
+LINEINFO_RE = re.compile(r'//##\s*File "([^"]+)", line (\d+)')
+LABEL_RE = re.compile(r"^\s*(\.L_\w+):")
+BRANCH_RE = re.compile(r"BRA\s+`\((\.L_\w+)\)")
+
+
+@dataclass(frozen=True)
+class Insn:
+    """One instruction of `nvdisasm -c -gi`: its offset and text, the call sites of the line info in force
+    there (innermost first, one per `//##` line of the block nvdisasm printed last), whether that block was
+    printed right before it, and the labels that name it."""
+
+    offset: int
+    text: str
+    sites: tuple[str, ...]
+    fresh: bool
+    labels: tuple[str, ...]
+
+
+def parse_sass(disasm: str) -> dict[str, list[Insn]]:
+    """The instructions of each function (`.text.NAME` section) of an nvdisasm -c -gi listing."""
+    out: dict[str, list[Insn]] = {}
+    fn, sites, block, fresh, labels = "", (), [], False, []  # type: ignore[var-annotated]
     for line in disasm.splitlines():
         sec = SECTION_RE.match(line)
         if sec:
-            fn, info = sec.group(1), ""
+            fn, sites, block, fresh, labels = sec.group(1), (), [], False, []
+            out.setdefault(fn, [])
             continue
-        if line.lstrip().startswith("//##"):
-            info = line.strip()[4:].strip()
+        info = LINEINFO_RE.search(line)
+        if info:
+            block.append(f"{info.group(1)}:{info.group(2)}")
+            continue
+        lab = LABEL_RE.match(line)
+        if lab:
+            labels.append(lab.group(1))
             continue
         off = OFFSET_RE.search(line)
         if off and fn:
-            out[(fn, int(off.group(1), 16))] = info
+            if block:
+                sites, block, fresh = tuple(block), [], True
+            out[fn].append(Insn(int(off.group(1), 16), line.split("*/", 1)[-1].strip(), sites, fresh,
+                                tuple(labels)))
+            fresh, labels = False, []
     return out
+
+
+def call_sites(insns: list[Insn], offset: int) -> tuple[tuple[str, ...], str]:
+    """The CUTLASS call sites of the instruction at OFFSET, innermost first, and how they were found.
+
+    ptxas moves the slow path of a wait loop (the retry after a failed try_wait) out of line, to the end of
+    the function, where nvdisasm prints no line info of its own: the line in force there belongs to whatever
+    came before. So a PC in such a block (no line info printed since the previous unconditional branch or
+    exit) takes the call sites of the branch that jumps to it from elsewhere -- the wait it retries."""
+    idx = next((i for i, x in enumerate(insns) if x.offset == offset), None)
+    if idx is None:
+        return (), "offset not in the disassembly"
+    j = idx
+    while j > 0 and not re.match(r"^(BRA|EXIT)\b", insns[j - 1].text):
+        j -= 1
+    if any(x.fresh for x in insns[j:idx + 1]):
+        return insns[idx].sites, "line info at the PC"
+    k = idx  # the block runs on to its unconditional branch back (the retry loop's own branches are in it)
+    while k + 1 < len(insns) and not re.match(r"^(BRA|EXIT)\b", insns[k].text):
+        k += 1
+    names = {lab for x in insns[j:idx + 1] for lab in x.labels}
+    inside = {x.offset for x in insns[j:k + 1]}
+    for x in insns:
+        m = BRANCH_RE.search(x.text)
+        if m and m.group(1) in names and x.offset not in inside:
+            return x.sites, f"out-of-line retry of the wait branching at {hex(x.offset)}"
+    return insns[idx].sites, "line info in force (no branch into the block found)"
 
 
 def disasm_excerpts(disasm: str, wanted: set[tuple[str, int]], before: int = 12) -> dict[tuple[str, int], str]:
@@ -210,26 +264,26 @@ def disasm_excerpts(disasm: str, wanted: set[tuple[str, int]], before: int = 12)
 def where_threads_wait(log: str, cubin: str, out_dir: str, name: str) -> list[dict]:
     """Each range of threads of `info cuda threads` with its innermost line and, where nvdisasm is there,
     the line info of its PC with every inlined call site (which CUTLASS function's wait it is); the
-    disassembly around each PC is written to NAME.sass.txt."""
+    disassembly around each PC is appended to sass.txt."""
     rows = thread_ranges(log)
     offsets = pc_offsets(log)
     nvdisasm = shutil.which("nvdisasm")
     if not (nvdisasm and rows):
         return rows
     p = subprocess.run([nvdisasm, "-c", "-gi", cubin], capture_output=True, text=True, timeout=120)
-    chains = inline_chains(p.stdout)
+    sass = parse_sass(p.stdout)
     excerpts = disasm_excerpts(p.stdout, set(offsets.values()))
-    with open(os.path.join(out_dir, f"{name}.sass.txt"), "w", encoding="utf-8") as fh:
+    with open(os.path.join(out_dir, "sass.txt"), "a", encoding="utf-8") as fh:
         for (fn, off), text in sorted(excerpts.items(), key=lambda kv: kv[0][1]):
-            fh.write(f"==== {hex(off)} in {fn[:60]}...\n{text}\n")
+            fh.write(f"==== {name}: {hex(off)} in {fn[:60]}...\n{text}\n")
         if p.returncode:
-            fh.write(f"nvdisasm exit {p.returncode}: {p.stderr[-2000:]}\n")
+            fh.write(f"==== {name}: nvdisasm exit {p.returncode}: {p.stderr[-2000:]}\n")
     for row in rows:
         fn_off = offsets.get(row["pc"])
         if fn_off:
             row["offset"] = hex(fn_off[1])
-            if fn_off in chains:
-                row["inlined"] = chains[fn_off]
+            if fn_off[0] in sass:
+                row["sites"], row["how"] = call_sites(sass[fn_off[0]], fn_off[1])
     return rows
 
 
@@ -252,9 +306,9 @@ def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> di
     except subprocess.TimeoutExpired as e:
         so = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         log = so + "\n--- killed after 150 s ---"
-    path = os.path.join(out_dir, f"{v.name}.gdb.log")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(log)
+    path = os.path.join(out_dir, "gdb.log")  # one file for all variants: few files come back from a device
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"==== {v.name}\n{log}\n")
     return {"gdb_log": os.path.basename(path), "gdb_s": round(time.monotonic() - t0, 1),
             "threads": where_threads_wait(log, cmd[1], out_dir, v.name)}
 
@@ -283,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for v in chosen:
         rec = run_variant(a.build, v, a.runs, a.deadline)
-        with open(os.path.join(a.out, f"{v.name}.host.json"), "w", encoding="utf-8") as fh:
+        with open(os.path.join(a.out, "host_raw.jsonl"), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec) + "\n")
         rec = summarize(rec)
         if a.gdb and rec.get("outcome") == "hung":
