@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         records.append(rec)
     with open(os.path.join(a.out, "cutlass_run.jsonl"), "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in records)
-    return 0 if all(r.get("outcome") in ("completed", "corrupt", "hung") for r in records) else 1
+    return 0 if all(r.get("outcome") in ("completed", "corrupt", "hung", "fault") for r in records) else 1
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@
 //        -I<tools/util/include> -I tests/data/ptx -o gemm_run bench/cutlass_gpu/gemm_run.cu
 // (runtime API only -- the cubin is loaded with cudaLibraryLoadFromFile -- so it links without libcuda here)
 // Usage: gemm_run CUBIN VARIANT M N K [RUNS] [DEADLINE_S]
-// Prints one JSON line: the variant, the outcome (completed, corrupt, hung or error), and per launch the
+// Prints one JSON line: the variant, the outcome (completed, corrupt, hung, fault -- the kernel ended with a
+// CUDA error -- or error), and per launch the
 // outcome, the number of wrong outputs, the largest error and the time.
 #include <cuda_runtime.h>
 
@@ -178,7 +179,15 @@ int main(int argc, char** argv) {
       }
       std::_Exit(3);  // never wait for the GPU
     }
-    if (q != cudaSuccess) fail("kernel", cudaGetErrorString(q));
+    if (q != cudaSuccess) {  // a fault: which launch, after how many clean ones
+      std::printf("{\"variant\": \"%s\", \"cluster\": \"%dx1\", \"M\": %d, \"N\": %d, \"K\": %d, "
+                  "\"outcome\": \"fault\", \"error\": \"%s\", \"fault_at_run\": %d, \"completed_runs\": %d, "
+                  "\"corrupt_runs\": %d, \"runs\": [%s]}\n",
+                  g_variant.c_str(), int(size<0>(ClusterShape{})), M, N, K, cudaGetErrorString(q), r + 1,
+                  n_completed, n_corrupt, per_run.c_str());
+      std::fflush(stdout);
+      std::_Exit(5);
+    }
     check_rt(cudaMemcpy(hD.data(), d, sizeof(ElementC) * nD, cudaMemcpyDeviceToHost), "copy D");
     long wrong = 0, nan = 0;
     double max_err = 0;
