@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds, on a machine without a GPU, everything bench/cutlass_gpu/cutlass_run.py runs on the H200 for the
+# CUTLASS sm_90 cooperative GEMM (tests/data/ptx/sm90_gemm_coop_2x1.cu) and its seeded bugs:
+#   - a cubin of each PTX the checker verified: the committed PTX of the 1x1 and 2x1 kernels and of seeds 1-4
+#     (tests/data/ptx/, tests/data/ptx/cutlass_seeds/), and seed 5 compiled here from the seeded headers
+#     (cutlass_seeds/make_overlay.py), its PTX kept beside its cubin for the checker;
+#   - the host programs gemm_run_1x1 and gemm_run_2x1 (gemm_run.cu: CUTLASS's host code makes the Params
+#     and the TMA descriptors on the device machine, at run time);
+#   - fields_2x1 (tests/data/ptx/sm90_gemm_coop_2x1_fields.cu): the --param options of the check at any size.
+# Usage: bench/cutlass_gpu/build.sh [OUT]   (default build/cutlass; CUTLASS=<.../cutlass_library/source>)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${1:-$ROOT/build/cutlass}
+if [ -z "${CUTLASS:-}" ]; then
+  CUTLASS=$(python3 -c 'import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), "source"))' 2>/dev/null) || {
+    echo "build.sh: set CUTLASS to nvidia-cutlass's cutlass_library/source (pip install nvidia-cutlass==4.2.0.0)" >&2
+    exit 2
+  }
+fi
+DATA=$ROOT/tests/data/ptx
+NVCC="nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr"
+mkdir -p "$OUT"
+cd "$OUT"
+
+# the PTX: committed where it is, seed 5 compiled from the seeded headers
+for v in sm90_gemm_coop_1x1 sm90_gemm_coop_2x1; do
+  [ -f $v.ptx ] || gunzip -c "$DATA/$v.ptx.gz" > $v.ptx
+done
+for n in 1 2 3 4; do
+  v=sm90_gemm_coop_2x1_seed$n
+  [ -f $v.ptx ] || gunzip -c "$DATA/cutlass_seeds/$v.ptx.gz" > $v.ptx
+done
+[ -d cutlass_seeded ] || python3 "$DATA/cutlass_seeds/make_overlay.py" "$CUTLASS/include" cutlass_seeded
+[ -f sm90_gemm_coop_2x1_seed5.ptx ] ||
+  $NVCC -ptx -lineinfo -DSV_SEED=5 -Icutlass_seeded -o sm90_gemm_coop_2x1_seed5.ptx "$DATA/sm90_gemm_coop_2x1.cu"
+
+# a cubin of each, with the line table of its .loc directives (for cuda-gdb)
+for p in sm90_gemm_coop_*.ptx; do
+  c=${p%.ptx}.cubin
+  # (ptxas's C7510 notes -- wgmma serialized across a call -- go to the log, as for any build of this PTX)
+  [ "$c" -nt "$p" ] || ptxas -arch=sm_90a -lineinfo -o "$c" "$p" 2> "${p%.ptx}.ptxas.log" ||
+    { cat "${p%.ptx}.ptxas.log" >&2; exit 1; }
+done
+
+# the host programs
+HOST="$NVCC -DSV_HOST_ONLY -I$CUTLASS/include -I$CUTLASS/tools/util/include -I$DATA"
+[ gemm_run_2x1 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
+  $HOST -o gemm_run_2x1 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+[ gemm_run_1x1 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
+  $HOST -DSV_CLUSTER_M=1 -o gemm_run_1x1 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+[ -f fields_2x1 ] || $HOST -o fields_2x1 "$DATA/sm90_gemm_coop_2x1_fields.cu"
+ls -la "$OUT"

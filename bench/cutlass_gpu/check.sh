@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The checker's verdict on one variant run by cutlass_run.py, at the launch the GPU runs (the fields of the
+# Params that decide control flow computed by CUTLASS's host code, fields_2x1 from build.sh), as JSON beside
+# the hardware record: bench/cutlass_gpu/checks/NAME.json.
+# Usage: bench/cutlass_gpu/check.sh NAME PTX_STEM M N K [TIMEOUT_S]   (e.g. seed3_arrival_count_plus_one
+#        sm90_gemm_coop_2x1_seed3 256 128 512 600)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build/cutlass}
+NAME=$1 STEM=$2 M=$3 N=$4 K=$5 TIMEOUT=${6:-600}
+cd "$BUILD"
+read -r -a OPTS <<< "$(./fields_2x1 "$M" "$N" "$K" 132 "fields_${M}x${N}x${K}.bin" 2>/dev/null | tr -d "'")"
+mkdir -p "$ROOT/bench/cutlass_gpu/checks"
+start=$(date +%s)
+set +e
+PYTHONPATH=$ROOT python3 -m syncverify check "$STEM.ptx" "${OPTS[@]}" --fail-fast --format json -q \
+  --timeout "$TIMEOUT" > "$ROOT/bench/cutlass_gpu/checks/$NAME.json"
+rc=$?
+set -e
+echo "$NAME: exit $rc after $(( $(date +%s) - start )) s: python3 -m syncverify check $STEM.ptx ${OPTS[*]} --fail-fast --format json -q --timeout $TIMEOUT" \
+  | tee -a "$ROOT/bench/cutlass_gpu/checks/commands.txt"

@@ -1,0 +1,354 @@
+"""Run the CUTLASS sm_90 cooperative GEMM and its seeded bugs on a Hopper GPU, from the checked PTX.
+
+    python3 bench/cutlass_gpu/cutlass_run.py [--build build/cutlass] [--only NAME,...] [--runs N]
+                                             [--deadline S] [--gdb] [--out DIR]
+
+Everything it runs is built beforehand on any machine by bench/cutlass_gpu/build.sh: a cubin of each PTX
+the checker verified (ptxas of that very PTX, so the GPU runs what was checked) and the host programs
+gemm_run_1x1/gemm_run_2x1, whose Params and TMA descriptors come from CUTLASS's own host code at run time.
+It imports only the standard library (no z3, no lark), so it runs on a GPU machine that lacks the checker.
+
+Each variant runs in its own process with a deadline of its own: a hung kernel poisons its CUDA context, and
+the host program exits at its deadline without waiting for the GPU. With --gdb, each variant that hung is
+run once more under cuda-gdb, which stops it at the deadline (the host program raises SIGINT there) and
+prints, for each range of threads of each CTA, the source line it is at (`info cuda threads`), so the
+place each warp waits can be compared with the checker's counterexample (the PCs are looked up in
+nvdisasm's inlined line table, which names the CUTLASS call site of each wait). Prints one JSON line per variant
+(and writes them, with the debugger logs, under --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kernel build at one problem size, and what the checker says of it (for the reader of the record)."""
+
+    name: str
+    cluster: str  # "1x1" or "2x1": which host program (the Params type differs)
+    ptx: str  # the stem of the PTX/cubin in the build directory
+    mnk: tuple[int, int, int]
+    bug: str  # "none", "race" or "deadlock": what the seeded edit can do
+    note: str
+
+
+GOOD = "sm90_gemm_coop_2x1"
+VARIANTS: tuple[Variant, ...] = (
+    Variant("coop_1x1", "1x1", "sm90_gemm_coop_1x1", (256, 128, 128), "none",
+            "the checked launch: 1x1 cluster, one 128x128 tile per CTA, two k-tiles"),
+    Variant("coop_2x1", "2x1", GOOD, (256, 128, 128), "none", "the checked launch: cluster 2x1, two k-tiles"),
+    Variant("coop_2x1_k512", "2x1", GOOD, (256, 128, 512), "none",
+            "the unseeded twin of the seeds at K=512 (8 k-tiles, 6 stages: stages reused)"),
+    Variant("seed1_consumer_wait_skipped", "2x1", GOOD + "_seed1", (256, 128, 128), "race",
+            "checker: SV301 at copy_sm90_tma.hpp:185 at this launch"),
+    Variant("seed1_consumer_wait_skipped_k512", "2x1", GOOD + "_seed1", (256, 128, 512), "race", "as above, K=512"),
+    Variant("seed2_producer_acquire_skipped", "2x1", GOOD + "_seed2", (256, 128, 512), "race",
+            "a stage is overwritten while the consumers read it; needs a reused stage (K >= 448)"),
+    Variant("seed3_arrival_count_plus_one", "2x1", GOOD + "_seed3", (256, 128, 512), "deadlock",
+            "the empty barriers never complete: the producer's first reuse of a stage waits forever"),
+    Variant("seed3_arrival_count_plus_one_k128", "2x1", GOOD + "_seed3", (256, 128, 128), "deadlock",
+            "at the checked launch: no stage is reused, the deadlock is at the producer's load_tail"),
+    Variant("seed4_cluster_sync_removed", "2x1", GOOD + "_seed4", (256, 128, 128), "race",
+            "checker: SV402 at copy_sm90_tma.hpp:705, SV401 at barrier.h:470 (peer's init may come late)"),
+    Variant("seed5_release_before_wait", "2x1", GOOD + "_seed5", (256, 128, 512), "race",
+            "the stage is released while the wgmma reading it may still run; needs a reused stage"),
+    # K=2048 (32 k-tiles: each stage reused five times) gives the races more chances; not checked at this size
+    Variant("coop_2x1_k2048", "2x1", GOOD, (256, 128, 2048), "none", "the unseeded twin at K=2048"),
+    Variant("seed2_producer_acquire_skipped_k2048", "2x1", GOOD + "_seed2", (256, 128, 2048), "race",
+            "seed 2 with more stage reuse (not checked at this size)"),
+    Variant("seed5_release_before_wait_k2048", "2x1", GOOD + "_seed5", (256, 128, 2048), "race",
+            "seed 5 with more stage reuse (not checked at this size)"),
+)
+
+
+def parse_record(stdout: str) -> dict | None:
+    """The last JSON object line the host program printed (it prints one), or None."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def host_command(build: str, v: Variant, runs: int, deadline_s: float) -> list[str]:
+    m, n, k = v.mnk
+    return [os.path.join(build, f"gemm_run_{v.cluster}"), os.path.join(build, v.ptx + ".cubin"), v.name,
+            str(m), str(n), str(k), str(runs), str(deadline_s)]
+
+
+def summarize(rec: dict) -> dict:
+    """The host record with its per-launch list folded: launch times, the largest error and wrong count, and
+    the first few launches that were not clean (the whole list stays in the raw record)."""
+    runs = rec.pop("runs", None)
+    if not runs:
+        return rec
+    ms = sorted(r["ms"] for r in runs)
+    rec["median_ms"] = ms[len(ms) // 2]
+    rec["max_err"] = max(r["max_err"] for r in runs)
+    rec["max_wrong"] = max(r["wrong"] for r in runs)
+    bad = [dict(r, run=i + 1) for i, r in enumerate(runs) if r["outcome"] != "completed"]
+    if bad:
+        rec["first_corrupt"] = bad[:3]
+    return rec
+
+
+def run_variant(build: str, v: Variant, runs: int, deadline_s: float) -> dict:
+    """Runs the variant in a child process killed at a deadline of its own (startup allowed for)."""
+    cmd = host_command(build, v, runs, deadline_s)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60 + runs * (deadline_s + 2))
+    except subprocess.TimeoutExpired as e:  # the host program's own deadline did not fire: record, never wait
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rec = parse_record(out) or {"variant": v.name, "outcome": "hung", "note": "killed by the runner"}
+        rec["wall_s"] = round(time.monotonic() - t0, 2)
+        return rec
+    rec = parse_record(p.stdout) or {"variant": v.name, "outcome": "error", "error": p.stderr[-2000:]}
+    rec["rc"] = p.returncode
+    rec["wall_s"] = round(time.monotonic() - t0, 2)
+    return rec
+
+
+THREADS_RE = re.compile(
+    r"^\*?\s*\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+(\d+)\s+"
+    r"(0x[0-9a-f]+)\s+(\S+)\s+(\d+)\s*$", re.M)
+XI_RE = re.compile(r"=> (0x[0-9a-f]+) <([^+>]+)\+(\d+)>")
+SECTION_RE = re.compile(r"^\s*\.section\s+\.text\.(\S+?),", re.M)
+OFFSET_RE = re.compile(r"/\*([0-9a-f]{4,})\*/")
+
+
+def gdb_script(ctas: int, warps: int) -> list[str]:
+    """cuda-gdb commands: run to the host's SIGINT at the deadline, then where every thread is.
+
+    `info cuda threads` gives each range of threads with the same PC and its innermost source line;
+    `x/i $pc` in each warp gives the PC as function + offset, from which the offset of every PC follows,
+    to be looked up in nvdisasm's inlined line table (with -lineinfo, cuda-gdb's own backtrace shows one
+    inlined level only: all waits are the same ClusterBarrier::wait loop there)."""
+    cmds = ["set pagination off", "set confirm off", "set print frame-arguments none", "run",
+            "info cuda kernels", "info cuda threads", "x/i $pc", "info cuda warps"]
+    for b in range(ctas):
+        for w in range(warps):
+            cmds += [f"echo @@ cta {b} warp {w}\\n", f"cuda block ({b},0,0) thread ({32 * w},0,0)", "x/i $pc"]
+    cmds += ["echo @@ end\\n", "kill", "quit"]
+    return cmds
+
+
+def thread_ranges(log: str) -> list[dict]:
+    """The rows of `info cuda threads`: CTA, thread range, count, PC and innermost file:line."""
+    rows = []
+    for m in THREADS_RE.finditer(log):
+        b0, t0, b1, t1, count, pc, file, line = m.groups()
+        rows.append({"cta": int(b0), "threads": f"{t0}-{t1}" if (b0, t0) != (b1, t1) else t0,
+                     "count": int(count), "pc": pc, "line": f"{file}:{line}"})
+    return rows
+
+
+def pc_offsets(log: str) -> dict[str, tuple[str, int]]:
+    """PC -> (function, offset) for each `x/i $pc` the log shows, and for every PC of `info cuda threads` in
+    the same function (same base address)."""
+    known = {pc: (fn, int(off)) for pc, fn, off in XI_RE.findall(log)}
+    bases = {fn: int(pc, 16) - off for pc, (fn, off) in known.items()}
+    if len(bases) == 1:
+        (fn, base), = bases.items()
+        for row in thread_ranges(log):
+            known.setdefault(row["pc"], (fn, int(row["pc"], 16) - base))
+    return known
+
+
+LINEINFO_RE = re.compile(r'//##\s*File "([^"]+)", line (\d+)')
+LABEL_RE = re.compile(r"^\s*(\.L_\w+):")
+BRANCH_RE = re.compile(r"BRA\s+`\((\.L_\w+)\)")
+
+
+@dataclass(frozen=True)
+class Insn:
+    """One instruction of `nvdisasm -c -gi`: its offset and text, the call sites of the line info in force
+    there (innermost first, one per `//##` line of the block nvdisasm printed last), whether that block was
+    printed right before it, and the labels that name it."""
+
+    offset: int
+    text: str
+    sites: tuple[str, ...]
+    fresh: bool
+    labels: tuple[str, ...]
+
+
+def parse_sass(disasm: str) -> dict[str, list[Insn]]:
+    """The instructions of each function (`.text.NAME` section) of an nvdisasm -c -gi listing."""
+    out: dict[str, list[Insn]] = {}
+    fn, sites, block, fresh, labels = "", (), [], False, []  # type: ignore[var-annotated]
+    for line in disasm.splitlines():
+        sec = SECTION_RE.match(line)
+        if sec:
+            fn, sites, block, fresh, labels = sec.group(1), (), [], False, []
+            out.setdefault(fn, [])
+            continue
+        info = LINEINFO_RE.search(line)
+        if info:
+            block.append(f"{info.group(1)}:{info.group(2)}")
+            continue
+        lab = LABEL_RE.match(line)
+        if lab:
+            labels.append(lab.group(1))
+            continue
+        off = OFFSET_RE.search(line)
+        if off and fn:
+            if block:
+                sites, block, fresh = tuple(block), [], True
+            out[fn].append(Insn(int(off.group(1), 16), line.split("*/", 1)[-1].strip(), sites, fresh,
+                                tuple(labels)))
+            fresh, labels = False, []
+    return out
+
+
+def call_sites(insns: list[Insn], offset: int) -> tuple[tuple[str, ...], str]:
+    """The CUTLASS call sites of the instruction at OFFSET, innermost first, and how they were found.
+
+    ptxas moves the slow path of a wait loop (the retry after a failed try_wait) out of line, to the end of
+    the function, where nvdisasm prints no line info of its own: the line in force there belongs to whatever
+    came before. So a PC in such a block (no line info printed since the previous unconditional branch or
+    exit) takes the call sites of the branch that jumps to it from elsewhere -- the wait it retries."""
+    idx = next((i for i, x in enumerate(insns) if x.offset == offset), None)
+    if idx is None:
+        return (), "offset not in the disassembly"
+    j = idx
+    while j > 0 and not re.match(r"^(BRA|EXIT)\b", insns[j - 1].text):
+        j -= 1
+    if any(x.fresh for x in insns[j:idx + 1]):
+        return insns[idx].sites, "line info at the PC"
+    k = idx  # the block runs on to its unconditional branch back (the retry loop's own branches are in it)
+    while k + 1 < len(insns) and not re.match(r"^(BRA|EXIT)\b", insns[k].text):
+        k += 1
+    names = {lab for x in insns[j:idx + 1] for lab in x.labels}
+    inside = {x.offset for x in insns[j:k + 1]}
+    for x in insns:
+        m = BRANCH_RE.search(x.text)
+        if m and m.group(1) in names and x.offset not in inside:
+            return x.sites, f"out-of-line retry of the wait branching at {hex(x.offset)}"
+    return insns[idx].sites, "line info in force (no branch into the block found)"
+
+
+def disasm_excerpts(disasm: str, wanted: set[tuple[str, int]], before: int = 12) -> dict[tuple[str, int], str]:
+    """The nvdisasm lines up to and including each wanted instruction (its line-info comments among them),
+    for the record: the comment format is nvdisasm's, not parsed beyond `//##`."""
+    lines = disasm.splitlines()
+    out: dict[tuple[str, int], str] = {}
+    fn = ""
+    for i, line in enumerate(lines):
+        sec = SECTION_RE.match(line)
+        if sec:
+            fn = sec.group(1)
+            continue
+        off = OFFSET_RE.search(line)
+        if off and (fn, int(off.group(1), 16)) in wanted:
+            out[(fn, int(off.group(1), 16))] = "\n".join(lines[max(0, i - before):i + 1])
+    return out
+
+
+def where_threads_wait(log: str, cubin: str, out_dir: str, name: str) -> list[dict]:
+    """Each range of threads of `info cuda threads` with its innermost line and, where nvdisasm is there,
+    the line info of its PC with every inlined call site (which CUTLASS function's wait it is); the
+    disassembly around each PC is appended to sass.txt."""
+    rows = thread_ranges(log)
+    offsets = pc_offsets(log)
+    nvdisasm = shutil.which("nvdisasm")
+    if not (nvdisasm and rows):
+        return rows
+    p = subprocess.run([nvdisasm, "-c", "-gi", cubin], capture_output=True, text=True, timeout=120)
+    sass = parse_sass(p.stdout)
+    excerpts = disasm_excerpts(p.stdout, set(offsets.values()))
+    with open(os.path.join(out_dir, "sass.txt"), "a", encoding="utf-8") as fh:
+        for (fn, off), text in sorted(excerpts.items(), key=lambda kv: kv[0][1]):
+            fh.write(f"==== {name}: {hex(off)} in {fn[:60]}...\n{text}\n")
+        if p.returncode:
+            fh.write(f"==== {name}: nvdisasm exit {p.returncode}: {p.stderr[-2000:]}\n")
+    for row in rows:
+        fn_off = offsets.get(row["pc"])
+        if fn_off:
+            row["offset"] = hex(fn_off[1])
+            if fn_off[0] in sass:
+                row["sites"], row["how"] = call_sites(sass[fn_off[0]], fn_off[1])
+    return rows
+
+
+def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> dict:
+    """Runs one launch of the variant under cuda-gdb; at the deadline, where each thread of the cluster is."""
+    gdb = shutil.which("cuda-gdb")
+    if gdb is None:
+        return {"gdb": "cuda-gdb not found on PATH"}
+    ctas = 2  # M=256 N=128 in 128x128 tiles: two CTAs (one 2x1 cluster, or two 1x1 clusters)
+    args = [gdb, "-batch", "-nx"]
+    for c in gdb_script(ctas, 12):
+        args += ["-ex", c]
+    cmd = host_command(build, v, 1, deadline_s)
+    args += ["--args", *cmd]
+    env = dict(os.environ, SV_SIGINT_ON_HANG="1")
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=150, env=env)
+        log = p.stdout
+    except subprocess.TimeoutExpired as e:
+        so = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        log = so + "\n--- killed after 150 s ---"
+    path = os.path.join(out_dir, "gdb.log")  # one file for all variants: few files come back from a device
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"==== {v.name}\n{log}\n")
+    return {"gdb_log": os.path.basename(path), "gdb_s": round(time.monotonic() - t0, 1),
+            "threads": where_threads_wait(log, cmd[1], out_dir, v.name)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "cutlass"))
+    ap.add_argument("--only", default="", help="comma-separated variant names (default: all)")
+    ap.add_argument("--runs", type=int, default=20, help="launches per variant, in one process (default 20)")
+    ap.add_argument("--deadline", type=float, default=5.0, help="seconds a launch may take (default 5)")
+    ap.add_argument("--gdb", action="store_true", help="rerun each hung variant under cuda-gdb")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where the records and logs go")
+    ap.add_argument("--list", action="store_true", help="print the variants and exit")
+    a = ap.parse_args(argv)
+    chosen = [v for v in VARIANTS if not a.only or v.name in a.only.split(",")]
+    if a.list:
+        for v in chosen:
+            print(f"{v.name}: {v.ptx} {v.cluster} MNK={v.mnk} ({v.bug}) {v.note}")
+        return 0
+    missing = [p for v in chosen for p in host_command(a.build, v, 1, 1)[:2] if not os.path.exists(p)]
+    if missing:
+        print(f"cutlass_run: not built: {', '.join(sorted(set(missing)))} (run bench/cutlass_gpu/build.sh)",
+              file=sys.stderr)
+        return 2
+    os.makedirs(a.out, exist_ok=True)
+    records = []
+    for v in chosen:
+        rec = run_variant(a.build, v, a.runs, a.deadline)
+        with open(os.path.join(a.out, "host_raw.jsonl"), "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        rec = summarize(rec)
+        if a.gdb and rec.get("outcome") == "hung":
+            rec.update(run_under_gdb(a.build, v, a.deadline, a.out))
+        rec["bug"], rec["note"] = v.bug, v.note
+        print(json.dumps(rec), flush=True)
+        records.append(rec)
+    with open(os.path.join(a.out, "cutlass_run.jsonl"), "w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in records)
+    return 0 if all(r.get("outcome") in ("completed", "corrupt", "hung", "fault") for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
