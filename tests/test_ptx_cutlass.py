@@ -236,3 +236,24 @@ def test_the_k_tile_loop_with_k_unbound_is_refused_at_its_line(tmp_path):  # typ
     assert "gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp:372" in err.value.note
     bound = replace(launch, params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in [*fields, (12, 4)]))})
     assert "tma.load" in extract(mod, bound).text
+
+
+def test_the_unseeded_constant_build_extracts_as_the_pristine_kernel(tmp_path):  # type: ignore[no-untyped-def]
+    """sm90_gemm_coop_1x1.cu built -DSV_STAGES=2 from the shipped headers (sm90_gemm_coop_1x1_s2.ptx.gz)
+    and the seeds build with sv_seed = 9 give the same protocol but for PTX line numbers and header paths:
+    the branches on the __constant__ seed change nothing when no seed is chosen, so the safe verdict above is
+    the shipped kernel's. Seed 2 differs from it."""
+    blob = FIELDS_S2.read_bytes()
+    launch = Launch(block=(384, 1, 1), grid=(1, 2, 1), dynamic_smem=100352,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES_1X1.items()})
+
+    def body(ptx: Path) -> list[str]:
+        text = extract(parse_ptx_file(str(ptx)), launch).text
+        text = text.replace("cutlass_seeded/", "cutlass_library/source/include/")
+        return [re.sub(r", ptx:\d+( \(\+\d+ unrolled cop(y|ies)\))?", "", ln) for ln in text.splitlines()[1:]]
+
+    pristine = body(_ptx(tmp_path, "sm90_gemm_coop_1x1_s2.ptx"))
+    assert len(pristine) > 300
+    assert body(_seeded_1x1(tmp_path, 9)) == pristine
+    assert body(_seeded_1x1(tmp_path, 2)) != pristine
