@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,94 @@ def test_bug_is_flagged_at_its_cutlass_line(ptx, boxes, expected, tmp_path, caps
     assert code == 1
     for want in expected:
         assert want in text
+
+
+
+# ---- seeds that need a stage reused: the 1x1 GEMM with 2 stages at K=192 (3 k-tiles) ------------------
+# sm90_gemm_coop_1x1_seeds.cu built -DSV_STAGES=2: one PTX, the seed a __constant__ whose initializer the
+# test rewrites, so each branch on it is decided as a -DSV_SEED=N build decides it (every other PTX line
+# is the same). With CUTLASS's own 6 stages a stage is first reused at K=448, where the unseeded kernel's
+# search is not decided in 600 s (bench/RESULTS-ptx.md).
+
+FIELDS_S2 = DATA / "sm90_gemm_coop_1x1_s2_fields_256x128x192.bin"  # `fields 256 128 192 132`, -DSV_STAGES=2
+LAUNCH_S2 = ["--grid", "1x2x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "100352"]
+SEED_CONST = ".const .align 4 .u32 sv_seed = 9;"
+
+
+def _seeded_1x1(tmp_path: Path, n: int) -> Path:
+    src = gzip.decompress((DATA / "cutlass_seeds" / "sm90_gemm_coop_1x1_s2_seeds.ptx.gz").read_bytes()).decode()
+    assert src.count(SEED_CONST) == 1
+    out = tmp_path / f"sm90_gemm_coop_1x1_s2_seed{n}.ptx"
+    out.write_text(src.replace(SEED_CONST, SEED_CONST.replace("9;", f"{n};")))
+    return out
+
+
+# seed 2, producer acquire skipped: the third k-tile's copy refills stage 0 while the wgmma of the first
+# still reads it (SV302 at the copy, the wgmma the other access), and its expect_tx lands on a full barrier
+# whose phase no consumer has waited out (SV502 at arrive_and_expect_tx). Seed 3, the empty barriers'
+# count one too high (sm90_pipeline.hpp:321): the producer's wait for stage 0 to be released never ends,
+# 256 of 257 arrivals in (SV201 at the wait). Seed 5, the release before warpgroup_wait: the refill of
+# stage 0 may start while the first k-tile's wgmma is still in flight (SV302 at the copy).
+SEEDS_S2 = [
+    (9, 0, ["1 file: 1 safe"]),
+    (2, 1, ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV302 WAR race on s32[0]: tma.load write",
+            "mma_sm90_gmma.hpp:1697:14: the other access",
+            "cutlass_seeded/cutlass/arch/barrier.h:588:15: SV502 arrive on mb0[0]"]),
+    (3, 1, ["cutlass_seeded/cutlass/arch/barrier.h:424:15: SV201 deadlock", "phase 0 pending 1/257"]),
+    (5, 1, ["cutlass_seeded/cute/arch/copy_sm90_tma.hpp:185:13: SV302 WAR race on s32[0]: tma.load write",
+            "mma_sm90_gmma.hpp:1697:14: the other access"]),
+]
+
+
+@pytest.mark.parametrize(("seed", "code", "expected"), SEEDS_S2,
+                         ids=["unseeded-safe", "producer-acquire-skipped", "arrival-count-plus-one",
+                              "release-before-warpgroup-wait"])
+def test_a_seed_that_needs_a_stage_reused_is_flagged(seed, code, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """Each run searches about 10,000 states (7-8 s of CPU); the unseeded kernel at the same size is safe."""
+    args = [*LAUNCH_S2]
+    for off, n in PARAM_FIELDS:
+        args += ["--param", f"0[{off}:{n}]=@{FIELDS_S2}"]
+    for off, n in BOXES_1X1.items():
+        args += ["--tensor-bytes", f"0[{off}]={n}"]
+    assert main(["check", str(_seeded_1x1(tmp_path, seed)), *args, *(["--fail-fast"] if code else [])]) == code
+    got = capsys.readouterr()
+    for want in expected:
+        assert want in got.out + got.err
+
+
+def test_the_k_tile_loop_with_k_unbound_is_refused_at_its_line(tmp_path):  # type: ignore[no-untyped-def]
+    """The problem shape bound but for K (bytes 12..15): the producer's k-tile loop, whose trip count is
+    computed from K, is refused at its CUTLASS line, never run with a guessed count. Bound, it extracts."""
+    blob = FIELDS_S2.read_bytes()
+    fields = [f for f in PARAM_FIELDS if f != (4, 16)] + [(4, 8), (16, 4)]  # M, N and L; K left unknown
+    launch = Launch(block=(384, 1, 1), grid=(1, 2, 1), dynamic_smem=100352,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in fields))},
+                    tensor_bytes={("0", o): n for o, n in BOXES_1X1.items()})
+    mod = parse_ptx_file(str(_seeded_1x1(tmp_path, 9)))
+    with pytest.raises(PtxError) as err:
+        extract(mod, launch)
+    assert err.value.line == 1040 and "a branch is decided by a value that is not known" in err.value.message
+    assert "gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp:372" in err.value.note
+    bound = replace(launch, params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in [*fields, (12, 4)]))})
+    assert "tma.load" in extract(mod, bound).text
+
+
+def test_the_unseeded_constant_build_extracts_as_the_pristine_kernel(tmp_path):  # type: ignore[no-untyped-def]
+    """sm90_gemm_coop_1x1.cu built -DSV_STAGES=2 from the shipped headers (sm90_gemm_coop_1x1_s2.ptx.gz)
+    and the seeds build with sv_seed = 9 give the same protocol but for PTX line numbers and header paths:
+    the branches on the __constant__ seed change nothing when no seed is chosen, so the safe verdict above is
+    the shipped kernel's. Seed 2 differs from it."""
+    blob = FIELDS_S2.read_bytes()
+    launch = Launch(block=(384, 1, 1), grid=(1, 2, 1), dynamic_smem=100352,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES_1X1.items()})
+
+    def body(ptx: Path) -> list[str]:
+        text = extract(parse_ptx_file(str(ptx)), launch).text
+        text = text.replace("cutlass_seeded/", "cutlass_library/source/include/")
+        return [re.sub(r", ptx:\d+( \(\+\d+ unrolled cop(y|ies)\))?", "", ln) for ln in text.splitlines()[1:]]
+
+    pristine = body(_ptx(tmp_path, "sm90_gemm_coop_1x1_s2.ptx"))
+    assert len(pristine) > 300
+    assert body(_seeded_1x1(tmp_path, 9)) == pristine
+    assert body(_seeded_1x1(tmp_path, 2)) != pristine

@@ -39,6 +39,10 @@ CONST_GEN = 0x7E00_0000_0000
 LOCAL_GEN = 0x7D00_0000_0000
 ZERO_BASE = 0x1000_0000_0000
 PARAM_BASE = 0x2000_0000_0000  # kernel parameter k (its address taken, e.g. a by-value Params) at + (k << 32)
+# the same parameter's address in the .param state space, as `mov.b32 %r, PARAM` takes it (Triton does,
+# then `cvt.u64.u32` and `cvta.param.u64`): 32 bits, kernel parameter k at + (k << 16) (a kernel's
+# parameters take at most 32,764 bytes, PTX ISA "Kernel Function Parameters")
+PARAM_SPACE = 0x4000_0000
 MAX_STEPS = 4_000_000
 
 
@@ -432,6 +436,11 @@ class WarpRun:
         if base in ("membar", "fence", "nanosleep", "prefetch", "pmevent", "griddepcontrol") or not ops:
             return
         bits = _bits(mods)
+        if base == "mov" and bits == 32 and len(ops) == 2 and isinstance(ops[1], Name) and ops[1].name in self.params:
+            k = self.param_names.index(ops[1].name)  # the parameter's .param-space address
+            for lane in _lanes(lanes):
+                self.write(ops[0], lane, PARAM_SPACE + (k << 16), 32)
+            return
         if base == "mov" and len(ops) == 2 and (isinstance(ops[0], Vec) or isinstance(ops[1], Vec)):
             self._pack(ops[0], ops[1], bits, lanes)
             return
@@ -506,8 +515,18 @@ class WarpRun:
             v = self.read(ins.operands[1], lane)
             if v is UNKNOWN:
                 self.write(ins.operands[0], lane, UNKNOWN)
+            elif space == "param":
+                self.write(ins.operands[0], lane, UNKNOWN if to else self._param_generic(v))
             else:
                 self.write(ins.operands[0], lane, v - off if to else v + off)
+
+    def _param_generic(self, v: int) -> Value:
+        """The generic address of a kernel parameter's byte from its .param-space address (`cvta.param`);
+        an address already generic (`mov.b64 %rd, PARAM`) stays; anything else is unknown."""
+        if PARAM_BASE <= v < PARAM_BASE + (len(self.param_names) << 32):
+            return v
+        k, off = divmod(v - PARAM_SPACE, 1 << 16)
+        return PARAM_BASE + (k << 32) + off if 0 <= k < len(self.param_names) else UNKNOWN
 
     def address(self, op: Operand, lane: int) -> Value:
         if not isinstance(op, Addr):

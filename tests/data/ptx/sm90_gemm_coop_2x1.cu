@@ -23,11 +23,15 @@ using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBui
     cutlass::epilogue::collective::EpilogueTileAuto, float, float,
     ElementC, LayoutC, 8, ElementC, LayoutC, 8,
     cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
+#ifdef SV_STAGES  // a fixed number of mainloop stages (-DSV_STAGES=2: a stage is reused from the third k-tile on)
+using SvStageCount = cutlass::gemm::collective::StageCount<SV_STAGES>;
+#else  // as many stages as shared memory holds beside the epilogue (6)
+using SvStageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>;
+#endif
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, 8, ElementB, LayoutB, 8, float,
     TileShape, ClusterShape,
-    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+    SvStageCount, cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<Shape<int,int,int,int>, CollectiveMainloop, CollectiveEpilogue>;
 #ifndef SV_HOST_ONLY  // the host programs beside it include this file for its types
 template __global__ void cutlass::device_kernel<GemmKernel>(CUTLASS_GRID_CONSTANT typename GemmKernel::Params const);

@@ -15,7 +15,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include "sm90_gemm_coop_2x1.cu"  // the kernel, for its types (-DSV_CLUSTER_M=1: the 1x1 cluster GEMM)
+// the kernel, for its types (-DSV_CLUSTER_M=1: the 1x1 cluster GEMM; -DSV_GEMM_TU='"sm90_gemm_pingpong_1x1.cu"':
+// the ping-pong GEMM, whose Params have the same fields)
+#ifndef SV_GEMM_TU
+#define SV_GEMM_TU "sm90_gemm_coop_2x1.cu"
+#endif
+#include SV_GEMM_TU
 
 // Bytes one TMA instruction of this copy moves: the box of its tensor map. make_tma_copy_atom
 // (cute/atom/copy_traits_sm90_tma.hpp) sizes the atom by the whole CTA tile (num_bits_per_tma) and

@@ -1,0 +1,93 @@
+"""The real CUTLASS sm_90 ping-pong GEMM (KernelTmaWarpSpecializedPingpong, tile 64x128x64, cluster 1x1,
+TMA epilogue; tests/data/ptx/sm90_gemm_pingpong_1x1.cu) extracted from its committed PTX at M=128 N=128
+K=128 on one CTA (`fields 128 128 128 1`: both tiles in one CTA, one per consumer warpgroup), with the
+Params fields CUTLASS's own host code computes (sm90_gemm_coop_2x1_fields.cu built with
+-DSV_GEMM_TU='"sm90_gemm_pingpong_1x1.cu"').
+
+The two consumer warpgroups take turns through the kernel's OrderedSequenceBarrier<2, 2>
+(sm90_pipeline.hpp, `math_wg_order_barrier`): group 0 starts with the opposite phase, so its first wait
+passes on the fresh barrier and group 1's waits for group 0's arrive; one stage orders the mainloops, the
+other the epilogues, which share the named barrier 1 and the epilogue's shared memory."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+from syncverify.cli import main
+from syncverify.ptx.execute import Launch, ParamBytes
+from syncverify.ptx.extract import extract
+from syncverify.ptx.parse import parse_ptx_file
+
+DATA = Path(__file__).parent / "data" / "ptx"
+FIELDS = DATA / "sm90_gemm_pingpong_1x1_fields_128x128x128.bin"
+# what `fields 128 128 128 1 FIELDS` prints: A's box (64x64 halves) at byte 128, B's at 384, C and D
+PARAM_FIELDS = [(0, 4), (4, 16), (1536, 36), (1576, 120), (640, 12), (768, 72), (1408, 4)]
+BOXES = {128: 8192, 384: 16384, 896: 4096, 1152: 4096}
+# the epilogue's order wait (math_wg_order_barrier.wait() before the epilogue, pingpong.hpp:882)
+EPILOGUE_ORDER_WAIT = "\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%r43], %r1196, %r544; "
+
+
+def _ptx(tmp_path: Path, patch: str | None = None) -> Path:
+    text = gzip.decompress((DATA / "sm90_gemm_pingpong_1x1.ptx.gz").read_bytes()).decode()
+    if patch is not None:
+        lines = text.split("\n")
+        assert lines[2455] == EPILOGUE_ORDER_WAIT  # PTX line 2456
+        lines[2455] = patch
+        text = "\n".join(lines)
+    out = tmp_path / "sm90_gemm_pingpong_1x1.ptx"
+    out.write_text(text)
+    return out
+
+
+def _args() -> list[str]:
+    out = ["--grid", "1x1x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "215040"]
+    for off, n in PARAM_FIELDS:
+        out += ["--param", f"0[{off}:{n}]=@{FIELDS}"]
+    for off, n in BOXES.items():
+        out += ["--tensor-bytes", f"0[{off}]={n}"]
+    return out
+
+
+def _strip(text: str) -> str:
+    return re.sub(r" *//[^\n]*", "", text)
+
+
+def test_the_order_barrier_extracts_as_cutlass_sequences_the_warpgroups(tmp_path):  # type: ignore[no-untyped-def]
+    blob = FIELDS.read_bytes()
+    launch = Launch(block=(384, 1, 1), grid=(1, 1, 1), dynamic_smem=215040,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES.items()})
+    text = extract(parse_ptx_file(str(_ptx(tmp_path))), launch).text
+    body = _strip(text)
+    # OrderedSequenceBarrier<2, 2>: 2 stages x 2 groups, each barrier counting a warpgroup's 128 threads
+    assert "for k3 in 0..4 {\n      elect {\n        init mb0[24 + k3] count 128;" in body
+    assert "OrderedSequenceBarrier" not in text and "sm90_pipeline.hpp:1328" in text  # its constructor
+    consumers = body.split("if w4_7 {")[1]
+    group0, group1 = consumers.split("if w8_11 {")
+    # group 0 waits on its own barrier with the opposite phase (passes at once), then signals group 1
+    assert group0.index("wait mb0[24] parity 1;") < group0.index("wgmma.read") < group0.index("arrive mb0[25];")
+    # group 1 first waits for that signal, and after its mainloop signals group 0
+    assert group1.index("wait mb0[25] parity 0;") < group1.index("wgmma.read") < group1.index("arrive mb0[24];")
+    # the epilogue stage: group 0 waits on mb0[26] (passes), stores, and releases group 1 through mb0[27]
+    assert group0.index("wait mb0[26] parity 1;") < group0.index("tma.store") < group0.index("arrive mb0[27];")
+    assert group1.index("wait mb0[27] parity 0;") < group1.index("tma.store") < group1.index("arrive mb0[26];")
+    # both epilogues use named barrier 1 for their 128 threads: only the order barrier keeps them apart
+    assert "bar.sync 1, 128;" in group0 and "bar.sync 1, 128;" in group1
+
+
+def test_the_pingpong_gemm_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    assert main(["check", str(_ptx(tmp_path)), *_args()]) == 0
+    got = capsys.readouterr()
+    assert "1 file: 1 safe" in got.out + got.err
+
+
+def test_without_the_epilogue_order_wait_the_epilogues_race(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """The spin on the order barrier before the epilogue replaced by a predicate that is already true (one
+    PTX line): the second warpgroup writes the epilogue's shared memory while the first one's TMA store
+    still reads it, SV302 at the stmatrix (copy_sm90.hpp:153)."""
+    ptx = _ptx(tmp_path, "\tsetp.eq.u32 P1, 0, 0;")
+    assert main(["check", str(ptx), *_args(), "--fail-fast"]) == 1
+    got = capsys.readouterr()
+    assert "cute/arch/copy_sm90.hpp:153:15: SV302 WAR race on s" in got.out + got.err
