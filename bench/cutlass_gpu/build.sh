@@ -69,4 +69,11 @@ HOST="$NVCC -DSV_HOST_ONLY -I$CUTLASS/include -I$CUTLASS/tools/util/include -I$D
   $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o gemm_run_1x1_s2 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
 [ -f fields_1x1_s2 ] || $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o fields_1x1_s2 "$DATA/sm90_gemm_coop_2x1_fields.cu"
 [ -f fields_2x1 ] || $HOST -o fields_2x1 "$DATA/sm90_gemm_coop_2x1_fields.cu"
-ls -la "$OUT"
+
+# what the two-stage variants need on the GPU machine, alone (about 3 MiB, to carry there by itself):
+#   cutlass_run.py --build build/cutlass/s2 --only s2_
+mkdir -p s2
+for f in gemm_run_1x1_s2 sm90_gemm_coop_1x1_s2.cubin sm90_gemm_coop_1x1_s2_seed{2,3,5}.cubin; do
+  [ s2/$f -nt $f ] || cp -p $f s2/$f
+done
+ls -la "$OUT" "$OUT/s2"
