@@ -7,7 +7,8 @@ Everything it runs is built beforehand on any machine by bench/cutlass_gpu/build
 the checker verified (ptxas of that very PTX, so the GPU runs what was checked) and the host programs
 gemm_run_1x1/gemm_run_2x1/gemm_run_1x1_s2, whose Params and TMA descriptors come from CUTLASS's own host
 code at run time. `--only` takes names, or prefixes ending in `_` (`--only s2_`: the two-stage 1x1 kernel and
-its seeds).
+its seeds); build.sh puts what those need alone in build/cutlass/s2, so the GPU machine can be given just that:
+    python3 bench/cutlass_gpu/cutlass_run.py --build build/cutlass/s2 --only s2_ --gdb --out "$OUT"
 It imports only the standard library (no z3, no lark), so it runs on a GPU machine that lacks the checker.
 
 Each variant runs in its own process with a deadline of its own: a hung kernel poisons its CUDA context, and
