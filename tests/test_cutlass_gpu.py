@@ -3,9 +3,11 @@ unseeded kernel run from its checked PTX on a Hopper GPU (marker `gpu`; skipped 
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,11 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "cutlass_gpu"
 BUILD = Path(os.environ.get("SV_CUTLASS_BUILD", ROOT / "build" / "cutlass"))
 
-_spec = importlib.util.spec_from_file_location("cutlass_run", BENCH / "cutlass_run.py")
-assert _spec and _spec.loader
-cr = importlib.util.module_from_spec(_spec)
-sys.modules["cutlass_run"] = cr
-_spec.loader.exec_module(cr)
+def _load(name: str):  # type: ignore[no-untyped-def]
+    """A script of bench/cutlass_gpu/ as a module (it is not a package: it runs on the GPU machine as is)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cr = _load("cutlass_run")
 
 
 def test_the_runner_imports_neither_z3_nor_lark() -> None:
@@ -40,13 +48,139 @@ def test_the_runner_imports_neither_z3_nor_lark() -> None:
 
 
 def test_every_variant_runs_a_checked_ptx() -> None:
-    """Each variant's PTX is committed (the checker's input) or, for seed 5, built from the seeded headers."""
+    """Each variant's PTX is committed (the checker's input) or, for seed 5, built from the seeded headers;
+    the two-stage seeds are the one committed seeds PTX with its constant rewritten."""
+    data = ROOT / "tests" / "data" / "ptx"
     for v in cr.VARIANTS:
-        data = ROOT / "tests" / "data" / "ptx"
+        if v.cluster == "1x1_s2":
+            assert v.ptx == "sm90_gemm_coop_1x1_s2" or v.ptx in {f"sm90_gemm_coop_1x1_s2_seed{n}" for n in (2, 3, 5)}
+            assert (data / "cutlass_seeds" / "sm90_gemm_coop_1x1_s2_seeds.ptx.gz").exists()
+            assert (data / "sm90_gemm_coop_1x1_s2.ptx.gz").exists()
+            continue
         committed = [data / f"{v.ptx}.ptx.gz", data / "cutlass_seeds" / f"{v.ptx}.ptx.gz"]
         assert any(p.exists() for p in committed) or v.ptx.endswith("_seed5"), v.ptx
         assert v.cluster == ("1x1" if "1x1" in v.ptx else "2x1")
     assert "-DSV_SEED=5" in (BENCH / "build.sh").read_text()
+
+
+# ---- the two-stage 1x1 kernel and its seeds 2, 3, 5 (decided by the checker at K=192) --------------------
+
+S2 = [v for v in cr.VARIANTS if v.name.startswith("s2_")]
+SEEDS_PTX = ROOT / "tests" / "data" / "ptx" / "cutlass_seeds" / "sm90_gemm_coop_1x1_s2_seeds.ptx.gz"
+
+
+def test_only_with_a_trailing_underscore_is_a_prefix() -> None:
+    assert [v.name for v in cr.VARIANTS if cr.selected(v.name, "s2_")] == [v.name for v in S2]
+    assert len(S2) == 7 and {v.mnk[2] for v in S2} == {192, 2048}
+    # without the underscore a partial name picks nothing; a full name picks itself only
+    assert not any(cr.selected(v.name, "s2") for v in cr.VARIANTS)
+    assert [v.name for v in cr.VARIANTS if cr.selected(v.name, "coop_2x1")] == ["coop_2x1"]
+    # the 2x1 seeds' prefix does not reach the two-stage seeds
+    picked = [v.name for v in cr.VARIANTS if cr.selected(v.name, "seed2_,s2_seed3_")]
+    assert picked == ["seed2_producer_acquire_skipped", "seed2_producer_acquire_skipped_k2048",
+                      "s2_seed3_arrival_count_plus_one"]
+
+
+def test_each_two_stage_variant_carries_the_checkers_decided_verdict() -> None:
+    """The recorded check (check.sh, FIELDS=fields_1x1_s2) of each variant decided it, as the seed predicts:
+    the unseeded kernel safe, each race an SV302 at the TMA copy, the hang an SV201 at the wait."""
+    for v in S2:
+        got = cr.checker_says(v)
+        assert got is not None, v.name
+        assert got["verdict"] == ("safe" if v.bug == "none" else "violation"), (v.name, got)
+        codes = {d.split()[0] for d in got["diagnostics"]}
+        if v.bug == "race":
+            assert "SV302" in codes and "SV201" not in codes, (v.name, codes)
+        if v.bug == "deadlock":
+            assert codes == {"SV201"}, (v.name, codes)
+        launch = cr.checked_launch(v)
+        assert launch == {"grid": [1, 2, 1], "block": 384, "smem": 100352}, (v.name, launch)
+    # a variant without a recorded check says so, and guesses nothing
+    assert cr.checker_says(cr.VARIANTS[0]) is None and cr.checked_launch(cr.VARIANTS[0]) is None
+
+
+def test_a_launch_other_than_the_checked_one_is_flagged() -> None:
+    v = next(v for v in S2 if v.name == "s2_seed3_arrival_count_plus_one")
+    rec = {"grid": [1, 2, 1], "block": 384, "smem": 100352}
+    assert cr.launch_as_checked(rec, v) is True
+    assert cr.launch_as_checked(dict(rec, smem=231424), v) is False  # six stages' shared memory
+    assert cr.launch_as_checked(dict(rec, grid=[2, 1, 1]), v) is False
+    assert cr.launch_as_checked({"outcome": "fault"}, v) is None
+
+
+def test_build_rewrites_the_seed_constant_as_the_tests_do() -> None:
+    """build.sh's rewrite of `sv_seed` is the one tests/test_ptx_cutlass.py checks; where built, each seed's
+    PTX is that rewrite byte for byte and its cubin holds the two-stage kernel the PTX declares."""
+    from tests.test_ptx_cutlass import SEED_CONST
+
+    assert f"SEED_CONST='{SEED_CONST}'" in (BENCH / "build.sh").read_text()
+    src = gzip.decompress(SEEDS_PTX.read_bytes()).decode()
+    entry = re.search(r"^\.entry (\S+)\(", src, re.M)
+    assert entry and "MainloopSm90TmaGmmaWarpSpecializedILi2E" in entry.group(1)  # StageCount<2>
+    assert re.search(r"^\.maxntid 384, 1, 1$", src, re.M)  # the host program's 384 threads
+    if not (BUILD / "sm90_gemm_coop_1x1_s2_seed3.cubin").exists():
+        pytest.skip(f"not built: run bench/cutlass_gpu/build.sh (looked in {BUILD})")
+    for n in (2, 3, 5):
+        built = (BUILD / f"sm90_gemm_coop_1x1_s2_seed{n}.ptx").read_text()
+        assert built == src.replace(SEED_CONST, SEED_CONST.replace("9;", f"{n};")), n
+        assert (b".text." + entry.group(1).encode()) in (BUILD / f"sm90_gemm_coop_1x1_s2_seed{n}.cubin").read_bytes()
+    assert (BUILD / "gemm_run_1x1_s2").exists()
+
+
+# The hung waits of the seed-3 counterexample, as hung_waits.py reads them (checks/*.waits.json), and rows of
+# `info cuda threads` with their nvdisasm call sites, as where_threads_wait gives them.
+WAITS = [{"wait": "wait on mb0[2] for parity 0", "warps": [0],
+          "sites": ["cutlass_seeded/cutlass/arch/barrier.h:424", "cutlass_seeded/cutlass/arch/barrier.h:371"]},
+         {"wait": "wait on mb0[0] for parity 1", "warps": [4, 5, 6, 7, 8, 9, 10, 11],
+          "sites": ["cutlass_seeded/cutlass/arch/barrier.h:470", "cutlass_seeded/cutlass/arch/barrier.h:366"]}]
+PRODUCER = ["cutlass/arch/barrier.h:424", "cutlass/arch/barrier.h:371", "cutlass/pipeline/sm90_pipeline.hpp:513"]
+CONSUMER = ["cutlass/arch/barrier.h:470", "cutlass/arch/barrier.h:366", "cutlass/pipeline/sm90_pipeline.hpp:621"]
+
+
+def _rows(consumer: list[str]) -> list[dict]:
+    rows = []
+    for cta in (0, "0,1,0"):
+        rows += [{"cta": cta, "threads": "0", "line": "barrier.h:424", "sites": PRODUCER},
+                 {"cta": cta, "threads": "1-31", "line": "cluster_sm90.hpp:194", "sites": ["x.hpp:1"]},
+                 {"cta": cta, "threads": "128-383", "line": "barrier.h:470", "sites": consumer}]
+    return rows
+
+
+def test_the_hung_warps_are_set_beside_the_counterexamples_waits() -> None:
+    got = cr.compare_waits(_rows(CONSUMER), WAITS)
+    assert got["agree"] and got["ctas"] == ["0", "0,1,0"]
+    assert [w["seen_in_ctas"] for w in got["waits"]] == [["0", "0,1,0"], ["0", "0,1,0"]]
+    assert [(e["cta"], e["threads"]) for e in got["elsewhere"]] == [(0, "1-31"), ("0,1,0", "1-31")]
+
+
+def test_consumers_at_another_wait_do_not_agree() -> None:
+    """The near twin: the consumers stopped at the producer's kind of wait (barrier.h:424), not the full
+    barrier's: that wait is not seen, and the rows are listed elsewhere."""
+    got = cr.compare_waits(_rows(PRODUCER), WAITS)
+    assert not got["agree"]
+    assert got["waits"][1]["seen_in_ctas"] == [] and got["waits"][0]["seen_in_ctas"] == ["0", "0,1,0"]
+    assert ("0,1,0", "128-383") in [(e["cta"], e["threads"]) for e in got["elsewhere"]]
+    # a site on another line of the same file is no match, nor a file whose name merely ends alike
+    assert not cr._site_matches("cutlass_seeded/cutlass/arch/barrier.h:470", "cutlass/arch/barrier.h:471")
+    assert not cr._site_matches("cutlass/arch/barrier.h:470", "cutlass/arch/xbarrier.h:470")
+    assert cr.compare_waits([], WAITS)["agree"] is False
+
+
+def test_the_recorded_hung_waits_are_read_from_the_deadlock() -> None:
+    hw = _load("hung_waits")
+    v = next(v for v in S2 if v.bug == "deadlock")
+    waits = cr.hung_waits_of(v)
+    assert waits is not None
+    assert [(w["warps"], w["sites"][0].rsplit("/", 1)[-1]) for w in waits] == [
+        ([0], "barrier.h:424"), ([4, 5, 6, 7], "barrier.h:470"), ([8, 9, 10, 11], "barrier.h:470")]
+    # the reader itself, on a two-line protocol: a wait with its sites; no SV201, no waits
+    check = {"results": [{"diagnostics": [{"code": "SV201", "message":
+             "deadlock: w0 can never move again. Blocked: w0.w0 line 2: wait on mb0[1] for parity 1 — x"}]}]}
+    sync = "protocol p {\n  wait mb0[1] parity 1;  // a/b.h:7 (inlined at a/c.h:9), ptx:12\n"
+    assert hw.hung_waits(check, sync) == [{"protocol_line": 2, "wait": "wait on mb0[1] for parity 1",
+                                           "warps": [0], "sites": ["a/b.h:7", "a/c.h:9"], "ptx_line": 12}]
+    check["results"][0]["diagnostics"][0]["code"] = "SV302"
+    assert hw.hung_waits(check, sync) == []
 
 
 def test_a_missing_build_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,9 +281,19 @@ def test_an_out_of_line_retry_takes_the_call_sites_of_the_wait_that_branches_to_
 
 
 def test_the_debugger_script_runs_first_then_asks_every_warp() -> None:
-    script = cr.gdb_script(2, 12)
+    script = cr.gdb_script(cr.grid_blocks([2, 1, 1]), 12)
     assert script.index("run") < script.index("info cuda threads") < script.index("x/i $pc")
     assert sum(c.startswith("cuda block") for c in script) == 24
+    # the two-stage 1x1 kernel's grid is 1x2x1: its second CTA is (0,1,0), not (1,0,0)
+    blocks = cr.grid_blocks([1, 2, 1])
+    assert blocks == [(0, 0, 0), (0, 1, 0)]
+    assert "cuda block (0,1,0) thread (352,0,0)" in cr.gdb_script(blocks, 12)
+    assert cr.grid_blocks(None) == [(0, 0, 0), (1, 0, 0)]
+
+
+def test_a_cta_off_the_x_axis_keeps_its_coordinates() -> None:
+    rows = cr.thread_ranges(THREADS.replace("(1,0,0)   (0,0,0)     (1,0,0)", "(0,1,0)   (0,0,0)     (0,1,0)"))
+    assert [r["cta"] for r in rows] == [0, 0, 0, "0,1,0"]
 
 
 def _gpu_or_skip() -> None:
@@ -164,14 +308,16 @@ def _gpu_or_skip() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["coop_1x1", "coop_2x1", "coop_2x1_k512"])
+@pytest.mark.parametrize("name", ["coop_1x1", "coop_2x1", "coop_2x1_k512", "s2_coop_1x1", "s2_coop_1x1_k2048"])
 def test_the_unseeded_gemm_completes_with_the_right_result(name: str) -> None:
     _gpu_or_skip()
     v = next(v for v in cr.VARIANTS if v.name == name)
     rec = cr.run_variant(str(BUILD), v, runs=3, deadline_s=10.0)
     assert rec["outcome"] == "completed", json.dumps(rec)
     assert rec["completed_runs"] == 3 and all(r["wrong"] == 0 and r["max_err"] == 0 for r in rec["runs"])
-    assert rec["M"] == v.mnk[0] and rec["K"] == v.mnk[2] and rec["cluster"] == v.cluster
+    assert rec["M"] == v.mnk[0] and rec["K"] == v.mnk[2] and rec["cluster"] == v.cluster.split("_")[0]
+    if v.check:  # the two-stage kernel: launched as the checker was told it is
+        assert cr.launch_as_checked(rec, v) is True, json.dumps(rec)
 
 
 def test_summarize_folds_the_launches_and_keeps_the_bad_ones() -> None:

@@ -6,7 +6,13 @@
 #     (cutlass_seeds/make_overlay.py), its PTX kept beside its cubin for the checker;
 #   - the host programs gemm_run_1x1 and gemm_run_2x1 (gemm_run.cu: CUTLASS's host code makes the Params
 #     and the TMA descriptors on the device machine, at run time);
-#   - fields_2x1 (tests/data/ptx/sm90_gemm_coop_2x1_fields.cu): the --param options of the check at any size.
+#   - fields_2x1 (tests/data/ptx/sm90_gemm_coop_2x1_fields.cu): the --param options of the check at any size;
+#   - the two-stage 1x1 GEMM (-DSV_STAGES=2: a stage is reused from the third k-tile on): a cubin of the
+#     committed unseeded PTX (sm90_gemm_coop_1x1_s2.ptx.gz) and of seeds 2, 3 and 5 of the one seeds PTX
+#     (cutlass_seeds/sm90_gemm_coop_1x1_s2_seeds.ptx.gz), the `sv_seed` constant's initializer rewritten
+#     exactly as tests/test_ptx_cutlass.py rewrites it, so each cubin is the PTX the checker decided; the
+#     host program gemm_run_1x1_s2 and fields_1x1_s2, built with the same -DSV_STAGES=2 so that the Params,
+#     grid and shared-memory size are that kernel's.
 # Usage: bench/cutlass_gpu/build.sh [OUT]   (default build/cutlass; CUTLASS=<.../cutlass_library/source>)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,6 +37,17 @@ for n in 1 2 3 4; do
   [ -f $v.ptx ] || gunzip -c "$DATA/cutlass_seeds/$v.ptx.gz" > $v.ptx
 done
 [ -d cutlass_seeded ] || python3 "$DATA/cutlass_seeds/make_overlay.py" "$CUTLASS/include" cutlass_seeded
+# the two-stage 1x1 kernel and its seeds: one line of the seeds PTX differs, the constant's initializer
+[ -f sm90_gemm_coop_1x1_s2.ptx ] || gunzip -c "$DATA/sm90_gemm_coop_1x1_s2.ptx.gz" > sm90_gemm_coop_1x1_s2.ptx
+SEED_CONST='.const .align 4 .u32 sv_seed = 9;'
+for n in 2 3 5; do
+  v=sm90_gemm_coop_1x1_s2_seed$n
+  [ -f $v.ptx ] && continue
+  gunzip -c "$DATA/cutlass_seeds/sm90_gemm_coop_1x1_s2_seeds.ptx.gz" > $v.tmp
+  [ "$(grep -cxF "$SEED_CONST" $v.tmp)" = 1 ] || { echo "build.sh: $SEED_CONST not once in the seeds PTX" >&2; exit 1; }
+  sed "s/^${SEED_CONST%9;}9;\$/${SEED_CONST%9;}$n;/" $v.tmp > $v.ptx && rm $v.tmp
+  [ "$(grep -cxF "${SEED_CONST%9;}$n;" $v.ptx)" = 1 ] || { echo "build.sh: seed $n not set in $v.ptx" >&2; exit 1; }
+done
 [ -f sm90_gemm_coop_2x1_seed5.ptx ] ||
   $NVCC -ptx -lineinfo -DSV_SEED=5 -Icutlass_seeded -o sm90_gemm_coop_2x1_seed5.ptx "$DATA/sm90_gemm_coop_2x1.cu"
 
@@ -48,5 +65,15 @@ HOST="$NVCC -DSV_HOST_ONLY -I$CUTLASS/include -I$CUTLASS/tools/util/include -I$D
   $HOST -o gemm_run_2x1 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
 [ gemm_run_1x1 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
   $HOST -DSV_CLUSTER_M=1 -o gemm_run_1x1 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+[ gemm_run_1x1_s2 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
+  $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o gemm_run_1x1_s2 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+[ -f fields_1x1_s2 ] || $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o fields_1x1_s2 "$DATA/sm90_gemm_coop_2x1_fields.cu"
 [ -f fields_2x1 ] || $HOST -o fields_2x1 "$DATA/sm90_gemm_coop_2x1_fields.cu"
-ls -la "$OUT"
+
+# what the two-stage variants need on the GPU machine, alone (about 3 MiB, to carry there by itself):
+#   cutlass_run.py --build build/cutlass/s2 --only s2_
+mkdir -p s2
+for f in gemm_run_1x1_s2 sm90_gemm_coop_1x1_s2.cubin sm90_gemm_coop_1x1_s2_seed{2,3,5}.cubin; do
+  [ s2/$f -nt $f ] || cp -p $f s2/$f
+done
+ls -la "$OUT" "$OUT/s2"

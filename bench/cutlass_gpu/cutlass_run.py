@@ -5,7 +5,10 @@
 
 Everything it runs is built beforehand on any machine by bench/cutlass_gpu/build.sh: a cubin of each PTX
 the checker verified (ptxas of that very PTX, so the GPU runs what was checked) and the host programs
-gemm_run_1x1/gemm_run_2x1, whose Params and TMA descriptors come from CUTLASS's own host code at run time.
+gemm_run_1x1/gemm_run_2x1/gemm_run_1x1_s2, whose Params and TMA descriptors come from CUTLASS's own host
+code at run time. `--only` takes names, or prefixes ending in `_` (`--only s2_`: the two-stage 1x1 kernel and
+its seeds); build.sh puts what those need alone in build/cutlass/s2, so the GPU machine can be given just that:
+    python3 bench/cutlass_gpu/cutlass_run.py --build build/cutlass/s2 --only s2_ --gdb --out "$OUT"
 It imports only the standard library (no z3, no lark), so it runs on a GPU machine that lacks the checker.
 
 Each variant runs in its own process with a deadline of its own: a hung kernel poisons its CUDA context, and
@@ -13,8 +16,10 @@ the host program exits at its deadline without waiting for the GPU. With --gdb, 
 run once more under cuda-gdb, which stops it at the deadline (the host program raises SIGINT there) and
 prints, for each range of threads of each CTA, the source line it is at (`info cuda threads`), so the
 place each warp waits can be compared with the checker's counterexample (the PCs are looked up in
-nvdisasm's inlined line table, which names the CUTLASS call site of each wait). Prints one JSON line per variant
-(and writes them, with the debugger logs, under --out).
+nvdisasm's inlined line table, which names the CUTLASS call site of each wait). Prints one JSON line per variant,
+with the checker's verdict on that build at that size beside it (from bench/cutlass_gpu/checks/, made by
+check.sh) and, for a hang, which of the counterexample's blocked waits each warp's call sites name; it writes
+the same lines and the debugger logs under --out, in at most four files.
 """
 
 from __future__ import annotations
@@ -38,14 +43,16 @@ class Variant:
     """One kernel build at one problem size, and what the checker says of it (for the reader of the record)."""
 
     name: str
-    cluster: str  # "1x1" or "2x1": which host program (the Params type differs)
+    cluster: str  # "1x1", "2x1" or "1x1_s2": which host program, gemm_run_<cluster> (the Params type differs)
     ptx: str  # the stem of the PTX/cubin in the build directory
     mnk: tuple[int, int, int]
     bug: str  # "none", "race" or "deadlock": what the seeded edit can do
     note: str
+    check: str = ""  # bench/cutlass_gpu/checks/<check>.json: the checker on this PTX at this size, if run
 
 
 GOOD = "sm90_gemm_coop_2x1"
+S2 = "sm90_gemm_coop_1x1_s2"
 VARIANTS: tuple[Variant, ...] = (
     Variant("coop_1x1", "1x1", "sm90_gemm_coop_1x1", (256, 128, 128), "none",
             "the checked launch: 1x1 cluster, one 128x128 tile per CTA, two k-tiles"),
@@ -71,6 +78,27 @@ VARIANTS: tuple[Variant, ...] = (
             "seed 2 with more stage reuse (not checked at this size)"),
     Variant("seed5_release_before_wait_k2048", "2x1", GOOD + "_seed5", (256, 128, 2048), "race",
             "seed 5 with more stage reuse (not checked at this size)"),
+    # The 1x1 GEMM with two mainloop stages (sm90_gemm_coop_1x1.cu -DSV_STAGES=2): a stage is reused from the
+    # third k-tile on, so at K=192 the seeds that need a reused stage are decided by the checker
+    # (tests/test_ptx_cutlass.py). The seeds are one PTX with the `sv_seed` constant rewritten (build.sh).
+    Variant("s2_coop_1x1", "1x1_s2", S2, (256, 128, 192), "none",
+            "two stages, three k-tiles: the checked launch of the seeds' unseeded twin", "s2_coop_1x1"),
+    Variant("s2_seed2_producer_acquire_skipped", "1x1_s2", S2 + "_seed2", (256, 128, 192), "race",
+            "the third k-tile's copy refills stage 0 while the first k-tile's wgmma reads it",
+            "s2_seed2_producer_acquire_skipped"),
+    Variant("s2_seed3_arrival_count_plus_one", "1x1_s2", S2 + "_seed3", (256, 128, 192), "deadlock",
+            "the producer's wait for stage 0 to be released never ends (256 of 257 arrivals)",
+            "s2_seed3_arrival_count_plus_one"),
+    Variant("s2_seed5_release_before_wait", "1x1_s2", S2 + "_seed5", (256, 128, 192), "race",
+            "stage 0 is released before warpgroup_wait: its refill may start under the wgmma still reading it",
+            "s2_seed5_release_before_wait"),
+    # K=2048: 32 k-tiles, each of the two stages reused 15 times, so the races have more chances to show
+    Variant("s2_coop_1x1_k2048", "1x1_s2", S2, (256, 128, 2048), "none", "the unseeded twin at K=2048",
+            "s2_coop_1x1_k2048"),
+    Variant("s2_seed2_producer_acquire_skipped_k2048", "1x1_s2", S2 + "_seed2", (256, 128, 2048), "race",
+            "seed 2 with every stage reused 15 times", "s2_seed2_producer_acquire_skipped_k2048"),
+    Variant("s2_seed5_release_before_wait_k2048", "1x1_s2", S2 + "_seed5", (256, 128, 2048), "race",
+            "seed 5 with every stage reused 15 times", "s2_seed5_release_before_wait_k2048"),
 )
 
 
@@ -84,6 +112,12 @@ def parse_record(stdout: str) -> dict | None:
             except json.JSONDecodeError:
                 return None
     return None
+
+
+def selected(name: str, only: str) -> bool:
+    """Whether --only picks the variant: every one when empty, else a listed name, or a prefix ending in `_`."""
+    picks = [p for p in only.split(",") if p]
+    return not picks or any(name == p or (p.endswith("_") and name.startswith(p)) for p in picks)
 
 
 def host_command(build: str, v: Variant, runs: int, deadline_s: float) -> list[str]:
@@ -126,14 +160,14 @@ def run_variant(build: str, v: Variant, runs: int, deadline_s: float) -> dict:
 
 
 THREADS_RE = re.compile(
-    r"^\*?\s*\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+\((\d+),\d+,\d+\)\s+(\d+)\s+"
+    r"^\*?\s*\((\d+,\d+,\d+)\)\s+\((\d+),\d+,\d+\)\s+\((\d+,\d+,\d+)\)\s+\((\d+),\d+,\d+\)\s+(\d+)\s+"
     r"(0x[0-9a-f]+)\s+(\S+)\s+(\d+)\s*$", re.M)
 XI_RE = re.compile(r"=> (0x[0-9a-f]+) <([^+>]+)\+(\d+)>")
 SECTION_RE = re.compile(r"^\s*\.section\s+\.text\.(\S+?),", re.M)
 OFFSET_RE = re.compile(r"/\*([0-9a-f]{4,})\*/")
 
 
-def gdb_script(ctas: int, warps: int) -> list[str]:
+def gdb_script(blocks: list[tuple[int, int, int]], warps: int) -> list[str]:
     """cuda-gdb commands: run to the host's SIGINT at the deadline, then where every thread is.
 
     `info cuda threads` gives each range of threads with the same PC and its innermost source line;
@@ -142,19 +176,22 @@ def gdb_script(ctas: int, warps: int) -> list[str]:
     inlined level only: all waits are the same ClusterBarrier::wait loop there)."""
     cmds = ["set pagination off", "set confirm off", "set print frame-arguments none", "run",
             "info cuda kernels", "info cuda threads", "x/i $pc", "info cuda warps"]
-    for b in range(ctas):
+    for x, y, z in blocks:
         for w in range(warps):
-            cmds += [f"echo @@ cta {b} warp {w}\\n", f"cuda block ({b},0,0) thread ({32 * w},0,0)", "x/i $pc"]
+            cmds += [f"echo @@ cta {x},{y},{z} warp {w}\\n", f"cuda block ({x},{y},{z}) thread ({32 * w},0,0)",
+                     "x/i $pc"]
     cmds += ["echo @@ end\\n", "kill", "quit"]
     return cmds
 
 
 def thread_ranges(log: str) -> list[dict]:
-    """The rows of `info cuda threads`: CTA, thread range, count, PC and innermost file:line."""
+    """The rows of `info cuda threads`: CTA (x, or "x,y,z" where y or z is not 0: the 1x1 GEMM's grid is
+    1x2x1), thread range, count, PC and innermost file:line."""
     rows = []
     for m in THREADS_RE.finditer(log):
         b0, t0, b1, t1, count, pc, file, line = m.groups()
-        rows.append({"cta": int(b0), "threads": f"{t0}-{t1}" if (b0, t0) != (b1, t1) else t0,
+        cta: int | str = int(b0.split(",")[0]) if b0.endswith(",0,0") else b0
+        rows.append({"cta": cta, "threads": f"{t0}-{t1}" if (b0, t0) != (b1, t1) else t0,
                      "count": int(count), "pc": pc, "line": f"{file}:{line}"})
     return rows
 
@@ -287,14 +324,119 @@ def where_threads_wait(log: str, cubin: str, out_dir: str, name: str) -> list[di
     return rows
 
 
-def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str) -> dict:
-    """Runs one launch of the variant under cuda-gdb; at the deadline, where each thread of the cluster is."""
+def grid_blocks(grid: list[int] | None) -> list[tuple[int, int, int]]:
+    """Every CTA of the grid the host program reported (M=256 N=128 in 128x128 tiles: two CTAs, 2x1x1 for
+    the 2x1 cluster, 1x2x1 for the two-stage 1x1 kernel); two along x where the record has no grid."""
+    gx, gy, gz = grid if grid and len(grid) == 3 else (2, 1, 1)
+    return [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+
+
+CHECKS = os.path.join(HERE, "checks")
+
+
+def checker_says(v: Variant, checks: str = CHECKS) -> dict | None:
+    """The checker's verdict on the variant's PTX at its size (check.sh's JSON): verdict, search time, and
+    each diagnostic's code and the start of its message; None where no check was recorded."""
+    path = os.path.join(checks, v.check + ".json") if v.check else ""
+    if not (path and os.path.exists(path)):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        res = json.load(fh)["results"][0]
+    out = {"verdict": res["verdict"], "seconds": (res.get("stats") or {}).get("seconds")}
+    if res.get("stopped_by"):
+        out["stopped_by"] = res["stopped_by"]
+    out["diagnostics"] = [f"{d['code']} line {d['line']}: {d['message'][:120]}" for d in res.get("diagnostics", [])]
+    return out
+
+
+LAUNCH_RE = re.compile(r"--grid (\d+)x(\d+)x(\d+) --block (\d+)x1x1 .*--dynamic-smem (\d+)")
+
+
+def checked_launch(v: Variant, checks: str = CHECKS) -> dict | None:
+    """The launch the checker was given for the variant (its check.sh line in checks/commands.txt: grid,
+    block, dynamic shared memory, all from CUTLASS's host code with the kernel's own defines); the last
+    line of the check wins. None where there is none."""
+    path = os.path.join(checks, "commands.txt")
+    if not (v.check and os.path.exists(path)):
+        return None
+    found = None
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            m = LAUNCH_RE.search(line) if line.startswith(v.check + ": ") else None
+            if m:
+                gx, gy, gz, block, smem = (int(x) for x in m.groups())
+                found = {"grid": [gx, gy, gz], "block": block, "smem": smem}
+    return found
+
+
+def launch_as_checked(rec: dict, v: Variant, checks: str = CHECKS) -> bool | None:
+    """Whether the host program launched the grid, block and shared memory the checker verified (so the
+    Params type, and with it the stage count, is the checked kernel's); None where either is unknown."""
+    want = checked_launch(v, checks)
+    if want is None or "grid" not in rec:
+        return None
+    return rec["grid"] == want["grid"] and rec.get("block") == want["block"] and rec.get("smem") == want["smem"]
+
+
+def hung_waits_of(v: Variant, checks: str = CHECKS) -> list[dict] | None:
+    """The waits the checker's deadlock counterexample leaves blocked (checks/<check>.waits.json, made by
+    check.sh with hung_waits.py), or None."""
+    path = os.path.join(checks, v.check + ".waits.json") if v.check else ""
+    if not (path and os.path.exists(path)):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _site_matches(expected: str, got: str) -> bool:
+    """file:line of the extracted protocol against file:line of nvdisasm: the same line, and one path the
+    other's suffix at a path boundary (the two tools may print the include path differently)."""
+    (ef, _, el), (gf, _, gl) = expected.rpartition(":"), got.rpartition(":")
+    if el != gl:
+        return False
+    short, long_ = sorted((ef, gf), key=len)
+    return long_ == short or long_.endswith("/" + short)
+
+
+def _row_warps(row: dict) -> set[int]:
+    first, _, last = str(row["threads"]).partition("-")
+    return set(range(int(first) // 32, int(last or first) // 32 + 1))
+
+
+def _at_wait(row: dict, wait: dict) -> bool:
+    """Whether the range of threads is of the wait's warps and its call sites begin with the wait's."""
+    got = list(row.get("sites", ()))
+    return bool(_row_warps(row) & set(wait["warps"])) and len(got) >= len(wait["sites"]) and all(
+        _site_matches(e, g) for e, g in zip(wait["sites"], got[:len(wait["sites"])], strict=True))
+
+
+def compare_waits(rows: list[dict], expected: list[dict]) -> dict:
+    """Which of the counterexample's blocked waits cuda-gdb finds, CTA by CTA: a wait is seen in a CTA when
+    some range of threads of its warps sits at a PC whose call sites begin (innermost first) with the wait's
+    sites. Ranges of those warps elsewhere (for example the lanes of an elected warp that did not wait) are
+    listed as `elsewhere`; `agree` holds when every wait is seen in every CTA cuda-gdb showed."""
+    ctas = sorted({str(r["cta"]) for r in rows})
+    waits = []
+    for w in expected:
+        seen = []
+        for cta in ctas:
+            if any(str(r["cta"]) == cta and _at_wait(r, w) for r in rows):
+                seen.append(cta)
+        waits.append({"wait": w["wait"], "warps": w["warps"], "sites": w["sites"], "seen_in_ctas": seen})
+    claimed = {id(r) for r in rows if any(_at_wait(r, w) for w in expected)}
+    elsewhere = [{"cta": r["cta"], "threads": r["threads"], "line": r["line"], "sites": list(r.get("sites", ()))[:3]}
+                 for r in rows if id(r) not in claimed]
+    return {"agree": bool(ctas) and all(len(w["seen_in_ctas"]) == len(ctas) for w in waits), "ctas": ctas,
+            "waits": waits, "elsewhere": elsewhere}
+
+
+def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str, grid: list[int] | None = None) -> dict:
+    """Runs one launch of the variant under cuda-gdb; at the deadline, where each thread of the grid is."""
     gdb = shutil.which("cuda-gdb")
     if gdb is None:
         return {"gdb": "cuda-gdb not found on PATH"}
-    ctas = 2  # M=256 N=128 in 128x128 tiles: two CTAs (one 2x1 cluster, or two 1x1 clusters)
     args = [gdb, "-batch", "-nx"]
-    for c in gdb_script(ctas, 12):
+    for c in gdb_script(grid_blocks(grid), 12):
         args += ["-ex", c]
     cmd = host_command(build, v, 1, deadline_s)
     args += ["--args", *cmd]
@@ -323,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where the records and logs go")
     ap.add_argument("--list", action="store_true", help="print the variants and exit")
     a = ap.parse_args(argv)
-    chosen = [v for v in VARIANTS if not a.only or v.name in a.only.split(",")]
+    chosen = [v for v in VARIANTS if selected(v.name, a.only)]
     if a.list:
         for v in chosen:
             print(f"{v.name}: {v.ptx} {v.cluster} MNK={v.mnk} ({v.bug}) {v.note}")
@@ -341,7 +483,12 @@ def main(argv: list[str] | None = None) -> int:
             fh.write(json.dumps(rec) + "\n")
         rec = summarize(rec)
         if a.gdb and rec.get("outcome") == "hung":
-            rec.update(run_under_gdb(a.build, v, a.deadline, a.out))
+            rec.update(run_under_gdb(a.build, v, a.deadline, a.out, rec.get("grid")))
+            expected = hung_waits_of(v)
+            if expected is not None and rec.get("threads"):
+                rec["waits_vs_counterexample"] = compare_waits(rec["threads"], expected)
+        rec["checker"] = checker_says(v)
+        rec["launch_as_checked"] = launch_as_checked(rec, v)
         rec["bug"], rec["note"] = v.bug, v.note
         print(json.dumps(rec), flush=True)
         records.append(rec)
