@@ -601,13 +601,20 @@ class _Exporter:
             "static void k_rel_lanes(int me, int lw, int lm, int lb, unsigned rel, int t) {",
             "  int q, i, src;",
             f"  {recs} {{",
-            "    src = (now.R[i].owner == me && !(now.R[i].flags & 1) && now.R[i].part != 0",
+            "    src = (now.R[i].owner == me && !(now.R[i].flags & 129) && now.R[i].part != 0",
             "           && (part_lanes(me, now.R[i].part) & ~rel)) ? (lm & lb) : lm;",
             f"    {both('if (now.R[i].{x}[lw] & src) k_set(now.R[i].{x}, t);')} }}",
             "  for (i = 0; i < NMB; i++) if (now.iex[i]) {",
             "    if (now.ikn[i].w[lw] & lm) k_set(now.ikn[i].w, t);",
             "    if (now.iakn[i].w[lw] & lm) k_set(now.iakn[i].w, t); }",
             "  for (i = 0; i < NCTA; i++) if (now.skn[i].w[lw] & lm) k_set(now.skn[i].w, t);",
+            "}",
+            "/* barriers._mark_warpsynced: after me's syncwarp, its own generic accesses that its lanes know",
+            "   are held whole by every lane (state.F_WARPSYNCED = 128) */",
+            "static void k_warpsync(int me, int lw, int lm) {",
+            "  int q, i;",
+            f"  {recs} if (now.R[i].owner == me && now.R[i].part != 0 && !(now.R[i].flags & 1)",
+            "      && (now.R[i].kn[lw] & lm) == lm) now.R[i].flags |= 128;",
             "}",
             "/* state.release(relaxed=True): only inits published by fence.mbarrier_init and CTA starts */",
             "static void k_rel_relaxed(int lw, int lm, int t) {",
@@ -1010,7 +1017,8 @@ class _Exporter:
             guard = "cltok >= 0 && cgen > cltok"
             b.append(f"_a = lw; _b = {lanes}; _c = {self.cl_last}; c_code {{ k_acq(_c, _a, _b); }}; cltok = -1;")
         elif isinstance(op, ir.Syncwarp):
-            b.append("_a = lw; _b = lb | wb; _c = hl; c_code { k_acq(_c, _a, _b); k_acq(_c + 1, _a, _b); };")
+            b.append("_a = lw; _b = lb | wb; _c = hl; c_code { k_acq(_c, _a, _b); k_acq(_c + 1, _a, _b); "
+                     "k_warpsync({me}, _a, _b); };")
         elif isinstance(op, ir.Access):
             tcta = str(cta) if op.remote is None else E(op.remote)
             b.append(f"_c = {tcta}; _q = {self.key_expr(op.buf, p, '_c')};")

@@ -25,6 +25,7 @@ from ..core import (
 from ..program import own_part_hidden
 from ..state import (
     F_ASYNC,
+    F_WARPSYNCED,
     LANES,
     M_JPREV,
     M_K,
@@ -225,7 +226,8 @@ class MbarrierOps:
             w.records = release_partial(
                 w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
                 lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
-                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing))
+                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing,
+                                                                       bool(r[R_FLAGS] & F_WARPSYNCED)))
             release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
