@@ -127,6 +127,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
         self.mb_index: dict[tuple[int, str, int], int] = {}
         self.mb_decl: dict[str, ir.Mbarrier] = {b.name: b for b in protocol.mbarriers}
         self._wait_targets: dict[tuple, tuple[int, int] | bool] = {}  # see _wait_target
+        # the remote arrives by line, for the SV602 an acquiring wait reports at them (_check_cta_scope_data)
+        self._arrive_spans = {ins.op.span.line: ins.op.span for prog in self.programs for ins in prog.code
+                              if isinstance(ins.op, ir.MbarArrive) and ins.op.remote is not None}
         self.mb_names: list[tuple[int, str, int]] = []
         for cta in range(self.ncta):
             for mb in protocol.mbarriers:
