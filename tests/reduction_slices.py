@@ -23,12 +23,16 @@ def error_codes(result) -> set[str]:
     return {d.code for d in result.diagnostics if d.is_error or d.code in ("SV203", "SV204")}
 
 
-def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep: Callable[[str], bool] = bool
-                          ) -> int:
+def _same(reduced, full) -> bool:
+    return reduced.verdict == full.verdict and error_codes(reduced) == error_codes(full)
+
+
+def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep: Callable[[str], bool] = bool,
+                          agree: Callable[[object, object], bool] = _same) -> int:
     """Every ``every``-th program of each (scope, every) whose text ``keep`` accepts: searched with
     every reduction, and where ``acted`` (the caller's record of the rule acting, cleared here
-    before each search) is not empty, searched without any; verdicts and error codes must agree.
-    Returns how many programs were compared."""
+    before each search) is not empty, searched without any; ``agree`` (by default: the same verdict
+    and error codes) must hold of the two results. Returns how many programs were compared."""
     compared = 0
     for scope, every in slices:
         for index, text in sample(SCOPES[scope], every):
@@ -46,7 +50,6 @@ def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep
                 full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
                 if full.verdict not in (Verdict.SAFE, Verdict.VIOLATION):
                     continue
-                assert reduced.verdict == full.verdict and error_codes(reduced) == error_codes(full), \
-                    (scope, index, pinned, text)
+                assert agree(reduced, full), (scope, index, pinned, text)
                 compared += 1
     return compared

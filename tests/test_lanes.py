@@ -149,12 +149,24 @@ protocol own_part {
     ("", 1, Verdict.VIOLATION),          # lane 1 releases only its own part of the warp's write
     ("", 0, Verdict.VIOLATION),          # so does lane 0
     ("syncwarp;", 0, Verdict.SAFE),      # after __syncwarp lane 0 holds every lane's part
+    ("syncwarp;", 1, Verdict.SAFE),      # ... and so does every other lane (PTX bar.warp.sync)
 ])
 def test_a_lane_publishes_its_own_part_only(engine, sync, who, verdict):
     r = check(OWN_PART.replace("SYNC", sync).replace("WHO", str(who)), engine)
     assert r.verdict is verdict, (r.verdict, errors(r))
     if verdict is Verdict.VIOLATION:
         assert errors(r) == {"SV301"}
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+def test_a_syncwarp_orders_only_the_accesses_before_it(engine):
+    """A write by the whole warp after the syncwarp is again published lane by lane: lane 1's
+    release covers its own part only (SV301), while the same write before the syncwarp is covered
+    (the syncwarp marks the records it ordered, not the process)."""
+    after = OWN_PART.replace("    write buf;\n    SYNC\n", "    syncwarp;\n    write buf;\n").replace("WHO", "1")
+    assert errors(check(after, engine)) == {"SV301"}
+    before = OWN_PART.replace("SYNC", "syncwarp;").replace("WHO", "1")
+    assert check(before, engine).verdict is Verdict.SAFE
 
 
 def test_lanes_that_made_an_access_publish_it_together():
@@ -171,7 +183,8 @@ def test_lanes_that_made_an_access_publish_it_together():
 NEW_SPECS = ["cutlass_consumer_release_warpgroup", "cutlass_consumer_release_warpgroup_early",
              "cutlass_consumer_release_multicast", "cutlass_consumer_release_multicast_early",
              "deepgemm_lane_rank_release", "deepgemm_lane_rank_release_wrong_rank",
-             "lane_reduction_reads", "lane_reduction_reads_one_release"]
+             "lane_reduction_reads", "lane_reduction_reads_one_release",
+             "lane_last_release_syncwarp", "lane_last_release_no_syncwarp"]
 
 
 @pytest.mark.parametrize("name", NEW_SPECS)
@@ -216,6 +229,8 @@ CROSS = [("cutlass_consumer_release_warpgroup", {"ITERS": 2, "STAGES": 1}),
          ("cutlass_consumer_release_warpgroup_early", {"ITERS": 2, "STAGES": 1}),
          ("lane_reduction_reads", {"ITERS": 2}),
          ("lane_reduction_reads_one_release", {"ITERS": 2}),
+         ("lane_last_release_syncwarp", {"ITERS": 2, "STAGES": 1}),
+         ("lane_last_release_no_syncwarp", {"ITERS": 2, "STAGES": 1}),
          ("deepgemm_lane_rank_release", {"ITERS": 1, "STAGES": 1}),
          ("deepgemm_lane_rank_release_wrong_rank", {"ITERS": 2, "STAGES": 1})]
 
@@ -234,7 +249,7 @@ def test_bmc_agrees_on_the_new_specs(name, defines):
 
 
 @needs_spin
-@pytest.mark.parametrize("name, defines", CROSS[:4], ids=[c[0] for c in CROSS[:4]])
+@pytest.mark.parametrize("name, defines", CROSS[:6], ids=[c[0] for c in CROSS[:6]])
 def test_spin_agrees_on_the_new_specs(name, defines, tmp_path):
     protocol = syncverify.load(str(SPECS / f"{name}.sync"), defines)
     ref = check_protocol(protocol, Options(engine="explicit", timeout=300))

@@ -6,10 +6,13 @@ from __future__ import annotations
 import pytest
 import z3
 from test_engine_regressions import DSMEM_CTA_SCOPE
+from test_promela import CC_FLAGS, needs_spin
 
 from syncverify import load
 from syncverify.check import Options, check_protocol
 from syncverify.diagnostics import Severity
+from syncverify.export import export_model
+from syncverify.export.spin import run_spin
 from syncverify.result import CheckResult
 from syncverify.semantics import rules
 
@@ -229,6 +232,60 @@ def test_cta_scope_release_of_data_stays_an_error():
                          ids=["cluster-release", "cta-release"])
 def test_bmc_agrees_on_the_scope_reading(text, expected):
     assert errors(check(text, engine="bmc")) == expected
+
+
+# A .cta-scope remote arrive whose data a cluster barrier already published: the waiter knows the data
+# before its acquire (both sides passed the barrier.cluster.arrive (.release) / barrier.cluster.wait
+# (.acquire)), so the unpaired .cta release carries nothing it needs. The reproducer is the clearing prologue
+# of the emitted cluster_multicast_ring_cta_scope kernel (tests/test_ptx.py, round trip).
+
+PUBLISHED_BY_CLUSTER_BARRIER = DSMEM_CTA_SCOPE.replace(
+    "  if cta == 1 { elect { write buf @ 0; arrive m @ 0; } }   // .release.cta by default\n",
+    "  if cta == 1 { elect { write buf @ 0; } }\n  cluster.arrive;\n  cluster.wait;\n"
+    "  if cta == 1 { elect { arrive m @ 0; } }\n").replace("wait m parity 0", "wait.acquire.cluster m parity 0")
+assert "cluster.wait;" in PUBLISHED_BY_CLUSTER_BARRIER and "wait.acquire.cluster" in PUBLISHED_BY_CLUSTER_BARRIER
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+def test_cta_scope_arrive_of_data_a_cluster_barrier_published_only_warns(engine):
+    r = check(PUBLISHED_BY_CLUSTER_BARRIER, engine)
+    assert r.verdict.value == "safe" and not errors(r)
+    if engine == "explicit":
+        # the reuse warning, at the arrive
+        assert {(d.code, d.span.line) for d in r.diagnostics} == {("SV602", _line(PUBLISHED_BY_CLUSTER_BARRIER))}
+
+
+@pytest.mark.parametrize("engine", ["explicit", "bmc"])
+@pytest.mark.parametrize("twin", [
+    ("cluster.arrive;\n", "cluster.arrive.relaxed;\n"),                   # the barrier orders no earlier access
+    ("  if cta == 1 { elect { write buf @ 0; } }\n  cluster.arrive;\n  cluster.wait;\n  if cta == 1 { elect { ",
+     "  cluster.arrive;\n  cluster.wait;\n  if cta == 1 { elect { write buf @ 0; "),  # the store after it
+], ids=["relaxed-arrive", "store-after-barrier"])
+def test_cta_scope_arrive_of_data_no_barrier_published_stays_sv602(engine, twin):
+    old, new = twin
+    assert old in PUBLISHED_BY_CLUSTER_BARRIER
+    text = PUBLISHED_BY_CLUSTER_BARRIER.replace(old, new)
+    r = check(text, engine)
+    assert errors(r) == {"SV602"}
+    if engine == "explicit":
+        assert {d.span.line for d in r.diagnostics if d.is_error} == {_line(text)}  # at the arrive
+
+
+@needs_spin
+@pytest.mark.parametrize("relaxed, verdict", [(False, "safe"), (True, "violation")], ids=["published", "relaxed"])
+def test_spin_agrees_on_the_cluster_barrier_reading(relaxed, verdict, tmp_path):
+    text = PUBLISHED_BY_CLUSTER_BARRIER.replace("cluster.arrive;\n", "cluster.arrive.relaxed;\n") if relaxed else \
+        PUBLISHED_BY_CLUSTER_BARRIER
+    model = export_model(load(text, path="t.sync"))
+    spin = run_spin(model.text, tmp_path / "m", timeout=300, memlim_mb=1024, depth=model.max_depth,
+                    cc_flags=CC_FLAGS)
+    assert spin.verdict == verdict, spin.detail
+    if relaxed:
+        assert "SV602" in spin.detail
+
+
+def _line(text: str, what: str = "arrive m @ 0") -> int:
+    return next(n for n, t in enumerate(text.splitlines(), start=1) if what in t)
 
 
 # ============================================================ aligned and unaligned named barriers

@@ -890,8 +890,11 @@ class Encoding(EncodingSymmetry):
             for e in evs:
                 if isinstance(e.op, ir.MbarArrive) and e.part > FULL:
                     releasing = part_lanes(proc, e.part)
+                    syncs = [x.index for x in evs[:e.index] if isinstance(x.op, ir.Syncwarp)]
                     e.hide = self._mask(r for r, rec in enumerate(self.records) if rec.space == DATA and
-                                        own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing))
+                                        own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing,
+                                                        rec.event is not None and rec.owner == p and
+                                                        any(i > rec.event.index for i in syncs)))
 
     # ------------------------------------------------------------------ symmetry
     def fresh(self, i: int) -> dict:

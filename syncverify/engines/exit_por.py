@@ -72,4 +72,55 @@ def lone_final_exit(machine: Machine, state: State, p: int) -> bool:
     return True
 
 
-__all__ = ["lone_final_exit"]
+def lone_early_exit(machine: Machine, state: State, p: int) -> bool:
+    """May process p's passing final `cluster.wait`, which ends p, be taken alone while other
+    processes still run (an idle warp leaving after the prologue's cluster barrier)?
+
+    Conditions (docs/model.md, "Exits taken alone"): p stands at a `cluster.wait` after which it
+    ends; some other process of p's CTA has not ended; p shares no state with other processes (not
+    part of a warp split between roles, nor of a wgmma team); every cluster arrive of every program
+    is waited on before that warp's next arrive and its end (Machine.cluster_arrivals_waited); and
+    no program of p's CTA uses an all-thread named barrier (`syncthreads`, `bar.sync` without a
+    count), whose generations an exit re-evaluates.
+
+    Why: the step passes the wait (p's token names generation g, which completed; it stays
+    enabled) and ends p. It reads the cluster barrier's last-generation holder, which only the
+    completion of generation g+1 changes, and g+1 cannot complete before p ends (p never arrives
+    at it). It writes p's own knowledge bits and token, which no other step reads once p has
+    ended. Its exit can complete the open cluster generation; with p gone first, the same
+    procedure (_cb_try_complete) completes it at its last arrival, and since every arrival is
+    waited on before the warp arrives again or ends, no step of another process can tell when the
+    generation completed, except a wait, which is enabled no later. So every path of the
+    unreduced search from this state has a counterpart that starts with p's step and performs the
+    same steps with the same results, with one exception: the exit of p's CTA, which happens at the
+    last of its processes to end, may come earlier (at the end of the last other process, where p
+    could also have left first). There a copy or an unretired read in flight is SV404 on that
+    path, a finding of an interleaving the kernel allows; the unreduced search finds it as well,
+    and may find further findings on paths where p stays longer. So the verdict is preserved, the
+    reduced findings are among the unreduced ones, and they differ only where the reduced ones
+    include that SV404 (tests/test_exit_por.py checks both on exhaustive programs)."""
+    if machine.loop_hook is not None or not machine.cluster_arrivals_waited:
+        return False
+    if p in machine.warp_parts or machine.wgmma_team[p]:
+        return False
+    cta = machine.procs[p].cta
+    if not _no_all_thread_named_barrier(machine)[cta]:
+        return False
+    if not _at_final_cluster_wait(machine, state, p):
+        return False
+    code = machine.programs
+    return any(q != p and code[q].code[state.procs[q][P_PC]].kind != END for q in machine.procs_of_cta[cta])
+
+
+def _no_all_thread_named_barrier(machine: Machine) -> list[bool]:
+    """Per CTA: no program of it has a named-barrier operation without a thread count (remembered)."""
+    memo = getattr(machine, "_early_exit_ctas", None)
+    if memo is None:
+        memo = [not any(ins.kind == OP and isinstance(ins.op, ir.BarSync | ir.BarArrive) and ins.op.count is None
+                        for q in machine.procs_of_cta[c] for ins in machine.programs[q].code)
+                for c in range(machine.ncta)]
+        machine._early_exit_ctas = memo
+    return memo
+
+
+__all__ = ["lone_early_exit", "lone_final_exit"]

@@ -316,7 +316,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         complete=not queue and not stop, states=len(visited), transitions=transitions,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
-        warnings=[(v, path(sid, lab)) for v, sid, lab in warnings.values()],
+        # a finding that is an error on some path is not also a warning at the same operation (the
+        # SV602 of a .cta-scope remote arrive is decided per acquiring wait: data on one, reuse on another)
+        warnings=[(v, path(sid, lab)) for (code, line), (v, sid, lab) in warnings.items()
+                  if not any(k[0] == code and k[1] == line for k in errors)],
         stop_reason=stop, stopped_by=kind,
     )
 

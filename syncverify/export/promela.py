@@ -601,13 +601,20 @@ class _Exporter:
             "static void k_rel_lanes(int me, int lw, int lm, int lb, unsigned rel, int t) {",
             "  int q, i, src;",
             f"  {recs} {{",
-            "    src = (now.R[i].owner == me && !(now.R[i].flags & 1) && now.R[i].part != 0",
+            "    src = (now.R[i].owner == me && !(now.R[i].flags & 129) && now.R[i].part != 0",
             "           && (part_lanes(me, now.R[i].part) & ~rel)) ? (lm & lb) : lm;",
             f"    {both('if (now.R[i].{x}[lw] & src) k_set(now.R[i].{x}, t);')} }}",
             "  for (i = 0; i < NMB; i++) if (now.iex[i]) {",
             "    if (now.ikn[i].w[lw] & lm) k_set(now.ikn[i].w, t);",
             "    if (now.iakn[i].w[lw] & lm) k_set(now.iakn[i].w, t); }",
             "  for (i = 0; i < NCTA; i++) if (now.skn[i].w[lw] & lm) k_set(now.skn[i].w, t);",
+            "}",
+            "/* barriers._mark_warpsynced: after me's syncwarp, its own generic accesses that its lanes know",
+            "   are held whole by every lane (state.F_WARPSYNCED = 128) */",
+            "static void k_warpsync(int me, int lw, int lm) {",
+            "  int q, i;",
+            f"  {recs} if (now.R[i].owner == me && now.R[i].part != 0 && !(now.R[i].flags & 1)",
+            "      && (now.R[i].kn[lw] & lm) == lm) now.R[i].flags |= 128;",
             "}",
             "/* state.release(relaxed=True): only inits published by fence.mbarrier_init and CTA starts */",
             "static void k_rel_relaxed(int lw, int lm, int t) {",
@@ -742,6 +749,14 @@ class _Exporter:
             "      && now.R[i].owner / ppc != cta) return 1;",
             "  return 0;",
             "}",
+            "/* MbarrierOps._check_cta_scope_data: does the waiter (lanes lm of word lw) learn from holder t",
+            "   a generic write made outside its CTA that it does not already know? */",
+            "static int learns(int t, int lw, int lm, int cta, int ppc) {",
+            "  int q, i;",
+            f"  {recs} if (now.R[i].kind == 1 && !(now.R[i].flags & 1) && k_has(now.R[i].kn, t)",
+            "      && (now.R[i].kn[lw] & lm) != lm && now.R[i].owner / ppc != cta) return 1;",
+            "  return 0;",
+            "}",
             "/* a bulk copy completes: its record is no longer in flight and is known only by the phase",
             "   holder cur (the .release.cluster of complete_tx covers the copy's own write) */",
             "static void copy_lands(int q, int iss, int site, int cur) {",
@@ -811,7 +826,7 @@ class _Exporter:
             "   current phase's knowledge to the last one and must be observed again (consumption rule) */",
             "inline mb_after() {",
             f"  if :: mk[_m] != _t -> _c = {self.mb_base} + 2 * _m; _n = _c + 1; c_code {{ k_shift(_c, _n); }};",
-            "        mobs[_m] = 0; mrd[_m] = (mrd[_m] & 1) * 2",
+            "        mobs[_m] = 0; mrd[_m] = (mrd[_m] & 5) * 2",
             "  :: else -> skip fi",
             "}",
             "/* machine._cb_try_complete: every thread not exited has arrived (rules.cb_completes) */",
@@ -948,10 +963,8 @@ class _Exporter:
             if op.sem == "release":
                 if op.remote is not None:
                     b.append(f"_a = lw; _b = {lanes}; c_code {{ _r = carries(_a, _b, _c, {self.ppc}); }};")
-                    if op.scope == "cta":
-                        b.append("assert(_r == 0 || SV602);   /* generic data published to another CTA at .cta "
-                                 "scope */")
-                    b.append("mrd[_m] = mrd[_m] | _r;")
+                    # a .cta-scope one is judged at the acquiring waits of the phase (bit 2: learns)
+                    b.append(f"mrd[_m] = mrd[_m] | _r{' * 5' if op.scope == 'cta' else ''};")
                 if part > FULL:  # some lanes: each publishes its own part only (program.own_part_hidden)
                     b.append(f"_a = lw; _b = {lanes}; _l = lb; _c = {self.mb_base} + 2 * _m; "
                              f"c_code {{ k_rel_lanes({{me}}, _a, _b, _l, {self.lane_sets[part - 2]:#x}u, _c); }};")
@@ -988,7 +1001,11 @@ class _Exporter:
             b.append("if :: _n == _x -> mobs[_m] = 1 :: else -> skip fi;")
             if op.sem == "acquire":
                 # (a .cta-scope acquire of cross-CTA data is the SV602 warning: not modelled)
-                b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m + 1; c_code {{ k_acq(_c, _a, _b); }};")
+                b.append(f"_a = lw; _b = {lanes}; _c = {self.mb_base} + 2 * _m + 1;")
+                b.append(f"if :: mrd[_m] & 8 -> c_code {{ _r = learns(_c, _a, _b, {cta}, {self.ppc}); }}; "
+                         "assert(_r == 0 || SV602)   /* .cta-scope release of data the waiter learns only here */"
+                         " :: else -> skip fi;")
+                b.append("c_code { k_acq(_c, _a, _b); };")
         elif isinstance(op, ir.BarSync | ir.BarArrive):
             nbi = f"({cta * self.nids} + ({E(op.bar_id)}) - {self.id_min})"
             count = str(ALL_THREADS) if op.count is None else E(op.count)
@@ -1010,7 +1027,8 @@ class _Exporter:
             guard = "cltok >= 0 && cgen > cltok"
             b.append(f"_a = lw; _b = {lanes}; _c = {self.cl_last}; c_code {{ k_acq(_c, _a, _b); }}; cltok = -1;")
         elif isinstance(op, ir.Syncwarp):
-            b.append("_a = lw; _b = lb | wb; _c = hl; c_code { k_acq(_c, _a, _b); k_acq(_c + 1, _a, _b); };")
+            b.append("_a = lw; _b = lb | wb; _c = hl; c_code { k_acq(_c, _a, _b); k_acq(_c + 1, _a, _b); "
+                     "k_warpsync({me}, _a, _b); };")
         elif isinstance(op, ir.Access):
             tcta = str(cta) if op.remote is None else E(op.remote)
             b.append(f"_c = {tcta}; _q = {self.key_expr(op.buf, p, '_c')};")

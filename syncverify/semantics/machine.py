@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from .. import ir
-from ..engines.exit_por import lone_final_exit
+from ..engines.exit_por import lone_early_exit, lone_final_exit
 from ..engines.named_por import lone_named_arrival
 from ..engines.precede_memo import PrecedeMemo
 from ..engines.precede_walk import can_precede
@@ -127,6 +127,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
         self.mb_index: dict[tuple[int, str, int], int] = {}
         self.mb_decl: dict[str, ir.Mbarrier] = {b.name: b for b in protocol.mbarriers}
         self._wait_targets: dict[tuple, tuple[int, int] | bool] = {}  # see _wait_target
+        # the remote arrives by line, for the SV602 an acquiring wait reports at them (_check_cta_scope_data)
+        self._arrive_spans = {ins.op.span.line: ins.op.span for prog in self.programs for ins in prog.code
+                              if isinstance(ins.op, ir.MbarArrive) and ins.op.remote is not None}
         self.mb_names: list[tuple[int, str, int]] = []
         for cta in range(self.ncta):
             for mb in protocol.mbarriers:
@@ -396,17 +399,23 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
                         naming.append(p)
                     continue
                 res = tried[p] = self.step_process(state, p)
-                if res is None or res.violation is not None or res.warnings or res.soft or \
-                        (self.programs[p].code[res.state.procs[p][P_PC]].kind == END and
-                         not (cls is _POR_CLUSTER and lone_final_exit(self, state, p))):
+                if res is None or res.violation is not None or res.warnings or res.soft:
                     continue
+                early = False  # an exit taken alone while others run (exit_por.lone_early_exit)
+                if self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
+                    if cls is not _POR_CLUSTER:
+                        continue
+                    if not lone_final_exit(self, state, p):
+                        early = lone_early_exit(self, state, p)
+                        if not early:
+                            continue
                 if lone_wait:
                     if not res.lone:
                         observing.append(p)
                         continue
                     if not self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name):
                         continue
-                elif cls is _POR_CLUSTER and not res.lone:
+                elif cls is _POR_CLUSTER and not res.lone and not early:
                     continue
                 if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
                     continue

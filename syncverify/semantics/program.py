@@ -287,13 +287,20 @@ def part_lanes(proc: Process, part: int) -> int:
     return part - LANES
 
 
-def own_part_hidden(proc: Process, owner: int, part: int, is_async: bool, releasing: int) -> bool:
+def own_part_hidden(proc: Process, owner: int, part: int, is_async: bool, releasing: int,
+                    synced: bool = False) -> bool:
     """Is a record that ``proc``'s other-lanes holder knows NOT published by a release of the
     lanes ``releasing`` (a partial set)? True for the process's own generic accesses made by some
     lane that does not release: the other-lanes holder knows them as each lane knows its own
     part, so only the lanes that made them can publish them. Everything else the holder knows it
-    learnt by an acquire or a group wait, which every lane of it made."""
-    if owner != proc.index or is_async or part == LEADER:
+    learnt by an acquire or a group wait, which every lane of it made.
+
+    ``synced``: a `syncwarp` of the process came after the access (PTX bar.warp.sync "also
+    guarantee[s] memory ordering among threads participating in barrier"): every lane is then
+    ordered after every lane's part of it, so any lane's release publishes it (docs/model.md,
+    Lanes). The explicit machine marks such records (state.F_WARPSYNCED); bmc reads it from
+    program order."""
+    if owner != proc.index or is_async or part == LEADER or synced:
         return False
     return bool(part_lanes(proc, part) & ~releasing)
 

@@ -54,6 +54,8 @@ F_SUPERSEDED = 8  # an older write kept only to name races by intent; never chec
 F_TC = 16  # an asynchronous tcgen05.mma/cp access, complete when a tcgen05.commit tracking it arrives
 F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
 F_RETIRED = 64  # a wgmma read some warp of its warpgroup saw complete (its group tag may stay: Machine._wgmma_wait)
+F_WARPSYNCED = 128  # an own generic access of some/all lanes that a later syncwarp of its warp ordered before every
+#                     lane: each lane then holds the whole access, not only its own part (program.own_part_hidden)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
@@ -65,6 +67,24 @@ GROUP_FIELDS = (P_BULK, P_WGMMA, P_CPASYNC)
 UNIT_OF = {"bulk": UNIT_BULK, "wgmma": UNIT_WGMMA, "cp_async": UNIT_CPASYNC}
 # mbarrier fields
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
+# M_RDATA: bit 0 / bit 1: a cross-CTA release carried generic data into the current / last phase
+# (the .cta-scope acquire warning); from bit RD_CUR_LINE / RD_LAST_LINE, 20 bits each: the line of
+# a .cta-scope remote arrive that carried such data into that phase, 0 for none (SV602 is decided
+# at the acquiring wait: MbarrierOps._check_cta_scope_data)
+RD_CUR_LINE, RD_LAST_LINE = 2, 22
+_RD_LINE = 0xFFFFF
+
+
+def rdata_shift(rd: int) -> int:
+    """The rdata of a barrier whose current phase just completed: current becomes last."""
+    return ((rd & 1) << 1) | (((rd >> RD_CUR_LINE) & _RD_LINE) << RD_LAST_LINE)
+
+
+def rdata_cta_line(rd: int, current: bool) -> int:
+    """The line of the .cta-scope data-carrying remote arrive of the current (or last) phase, or 0."""
+    return (rd >> (RD_CUR_LINE if current else RD_LAST_LINE)) & _RD_LINE
+
+
 # agent kinds
 AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
 TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)

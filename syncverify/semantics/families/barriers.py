@@ -26,10 +26,17 @@ from ..program import (
     Process,
 )
 from ..state import (
+    F_ASYNC,
+    F_WARPSYNCED,
+    LEADER,
     P_CLTOKEN,
     P_PC,
     P_TOKEN,
     P_VARS,
+    R_FLAGS,
+    R_KNOWN,
+    R_OWNER,
+    R_PART,
     acquire,
     clear_bits,
     release,
@@ -194,6 +201,7 @@ class BarrierOps:
         mask = self.holders.proc_mask(p)
         w.records = acquire(w.records, self.holders.leader(p), mask)
         w.records = acquire(w.records, self.holders.lanes(p), mask)
+        w.records = _mark_warpsynced(w.records, {p: mask})
         return True
 
     def _syncwarp_parts(self, w: _Work, p: int):
@@ -218,6 +226,7 @@ class BarrierOps:
         for q in parts:
             mask |= self.holders.proc_mask(q)
         w.records = acquire(w.records, mask, mask)
+        w.records = _mark_warpsynced(w.records, {q: self.holders.proc_mask(q) for q in parts})
         for q in waiting:
             qs = w.procs[q]
             pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
@@ -225,6 +234,27 @@ class BarrierOps:
             if code[q].code[pc].kind == END:
                 self._exit(w, q)
         return True
+
+
+def _mark_warpsynced(records: tuple, owners: dict[int, int]) -> tuple:
+    """After a `syncwarp`: the own generic accesses of each process in ``owners`` (process ->
+    its holder bits) that its holders know are now held by every lane whole, not lane by lane
+    (F_WARPSYNCED, read by program.own_part_hidden). PTX bar.warp.sync "also guarantee[s] memory
+    ordering among threads participating in barrier": each lane's accesses before it are ordered
+    before every participating lane's operations after it. Only records the holders know at the
+    syncwarp are marked (an access a lane learns of later, e.g. by a group wait, is not covered
+    by this syncwarp); the leader's own accesses (LEADER) need no mark, and async records are
+    never hidden."""
+    out = None
+    for i, r in enumerate(records):
+        holders = owners.get(r[R_OWNER])
+        if holders is None or r[R_PART] == LEADER or r[R_FLAGS] & (F_ASYNC | F_WARPSYNCED) or \
+                (r[R_KNOWN] & holders) != holders:
+            continue
+        if out is None:
+            out = list(records)
+        out[i] = (*r[:R_FLAGS], r[R_FLAGS] | F_WARPSYNCED, *r[R_FLAGS + 1:])
+    return records if out is None else tuple(out)
 
 
 HANDLERS: dict[type, Callable] = {

@@ -25,6 +25,7 @@ from ..core import (
 from ..program import own_part_hidden
 from ..state import (
     F_ASYNC,
+    F_WARPSYNCED,
     LANES,
     M_JPREV,
     M_K,
@@ -35,7 +36,6 @@ from ..state import (
     P_VARS,
     R_CTA,
     R_FLAGS,
-    R_KIND,
     R_KNOWN,
     R_LINE,
     R_OBJ,
@@ -52,17 +52,19 @@ from ..state import (
     acquire,
     carry_obs,
     clear_bits,
+    rdata_shift,
     release,
     release_partial,
     shift_phase,
 )
 from .encoding import Z3A
+from .scopes import ScopeEncoding, ScopeOps
 
 if TYPE_CHECKING:
     from ...engines.bmc import Event, Work
 
 
-class MbarrierOps:
+class MbarrierOps(ScopeOps):
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
     def _mbar(self, w: _Work, p: int, ref: ir.Ref, cta: int, env, ctx) -> int:
@@ -116,7 +118,7 @@ class MbarrierOps:
             self._check_observations(w, m, old[M_K])
             w.records = shift_phase(w.records, self.holders.mb_cur(m), self.holders.mb_last(m))
             observed = 0
-            rd = (rd & 1) << 1
+            rd = rdata_shift(rd)
         w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, observed, old[M_JPREV], rd)
 
     def _check_observations(self, w: _Work, m: int, phase: int) -> None:
@@ -225,7 +227,8 @@ class MbarrierOps:
             w.records = release_partial(
                 w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
                 lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
-                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing))
+                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing,
+                                                                       bool(r[R_FLAGS] & F_WARPSYNCED)))
             release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
@@ -240,25 +243,6 @@ class MbarrierOps:
                             f"address) from CTA {own}: the .shared::cta form takes only the executing CTA's "
                             "own shared-memory addresses (UB otherwise); use mbarrier.arrive.shared::cluster",
                             op.span)
-
-    def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
-        """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata bits."""
-        # data crosses CTAs when the release publishes a generic write made outside the barrier's CTA
-        bar_cta = self.mb_names[m][0]
-        carries_data = any(r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC
-                           and r[R_KNOWN] & lanes and r[R_OWNER] >= 0 and self.procs[r[R_OWNER]].cta != bar_cta
-                           for r in w.records)
-        if op.scope == "cta":
-            if carries_data:
-                w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
-                                        "to another CTA with a .cta-scope release; use arrive.release.cluster",
-                                        op.span))
-            else:
-                w.warnings.append(Violation(
-                    "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards "
-                    "buffer reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)",
-                    op.span, severity=Severity.WARNING))
-        return w.mbars[m][M_RDATA] | (1 if carries_data else 0)
 
     def op_tx(self, w, p, proc, op: ir.MbarTx, ins, env, ctx, lanes) -> bool:
         cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
@@ -363,6 +347,7 @@ class MbarrierOps:
         if op.sem != "acquire":
             w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
         if op.sem == "acquire":
+            self._check_cta_scope_data(w, m, proc.cta, lanes, op.span.line)
             if op.scope == "cta" and mb[M_RDATA] & 2:
                 # A warning, not an error: the release side is at .cluster scope here (a .cta one is
                 # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
@@ -394,7 +379,7 @@ HANDLERS: dict[type, Callable] = {
 }
 
 
-class MbarrierEncoding:
+class MbarrierEncoding(ScopeEncoding):
     """The bmc engine's Z3 encoding of this family (a mixin of engines.bmc.Step)."""
 
     def tx_check(self, tx: Any) -> Any:
@@ -493,6 +478,7 @@ class MbarrierEncoding:
         w.cond(means_it, ("phase", r), observed_phase)
         self.set_record(w, r, e.lanes, e.lanes, means_it)
         if e.op.sem == "acquire":
+            soft.append(("SV602", self.cta_scope_data(w, e)))
             self.acquire(w, self.enc.last(m), e.lanes)
         else:
             self.carry_obs(w, (self.enc.last(m),), e.lanes)
@@ -533,9 +519,7 @@ class MbarrierEncoding:
         release = e.lanes if op.sem == "release" else ()
         carries = None
         if e.cross_release:
-            carries = self.carries_data(w, e)
-            if op.scope == "cta":  # an error when it publishes data; a warning (not modelled) otherwise
-                soft.append(("SV602", carries))
+            carries = self.carries_data(w, e)  # (a .cta-scope one is judged at the acquiring waits: wait)
         hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries,
                             hide=(enc.lanes_holder(e.proc), e.hide))
         dynamic.append((("m", m), new.pend <= 0))

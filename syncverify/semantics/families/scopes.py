@@ -1,0 +1,114 @@
+"""Scopes across CTAs (SV602): when a `.cta`-scope remote arrive carries data another CTA needs.
+
+A remote `arrive` with the default `.release.cta` into a peer CTA's barrier is not morally strong with
+the peer's acquire (PTX ISA §8.7), so it publishes nothing to that CTA. Whether that matters is decided
+at each acquiring wait of the phase it fed, from what the waiting lanes already know (docs/model.md,
+"Scopes across CTAs"): the explicit handlers (ScopeOps, a mixin of MbarrierOps) and the bmc encoding
+(ScopeEncoding, a mixin of MbarrierEncoding) read the same rule.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import z3
+
+from ... import ir
+from ...diagnostics import Severity
+from .. import rules
+from ..core import Violation
+from ..state import (
+    F_ASYNC,
+    M_RDATA,
+    R_FLAGS,
+    R_KIND,
+    R_KNOWN,
+    R_OWNER,
+    R_SPACE,
+    RD_CUR_LINE,
+    SPACE_DATA,
+    WRITE,
+    rdata_cta_line,
+)
+from .encoding import Z3A
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Event, Work
+
+
+class ScopeOps:
+    """Explicit-state SV602 handling (a mixin of MbarrierOps)."""
+
+    def _crosses(self, r: tuple, bar_cta: int) -> bool:
+        """Is record r a generic write made outside ``bar_cta`` (data that would cross CTAs)?"""
+        return r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC and r[R_OWNER] >= 0 \
+            and self.procs[r[R_OWNER]].cta != bar_cta
+
+    def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
+        """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata.
+
+        A .cta-scope release that publishes generic data made outside the barrier's CTA is not
+        reported here: the phase records the arrive's line (rdata_cta_line), and each acquiring
+        wait of the phase decides (_check_cta_scope_data): only data a waiter learns through this
+        phase, not already ordered before it by other synchronization, depends on the release
+        that PTX does not pair with the waiter's acquire (docs/model.md, "Scopes across CTAs")."""
+        bar_cta = self.mb_names[m][0]
+        carries_data = any(r[R_KNOWN] & lanes and self._crosses(r, bar_cta) for r in w.records)
+        rd = w.mbars[m][M_RDATA] | (1 if carries_data else 0)
+        if op.scope == "cta":
+            if carries_data:
+                if not rdata_cta_line(rd, current=True):
+                    rd |= op.span.line << RD_CUR_LINE
+            else:
+                w.warnings.append(self._reuse_warning(m, op.span))
+        return rd
+
+    def _reuse_warning(self, m: int, span) -> Violation:
+        return Violation("SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards "
+                         "buffer reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)",
+                         span, severity=Severity.WARNING)
+
+    def _check_cta_scope_data(self, w, m: int, cta: int, lanes: int, wait_line: int) -> None:
+        """SV602 at an acquiring wait of a phase that a .cta-scope remote release fed with data made
+        outside this CTA: an error (at that arrive) when the waiting lanes learn some such write
+        from the phase that they did not already know — no other happens-before path (a cluster
+        barrier both sides passed, a cluster-scope release/acquire chain) orders it before them,
+        so only the unpaired .cta release would; otherwise the warning that the arrive only
+        guards reuse. The phase's knowledge is the union of its arrivals', so the test is
+        conservative where a cluster-scope release into the same phase carried the data."""
+        line = rdata_cta_line(w.mbars[m][M_RDATA], current=False)
+        if not line:
+            return
+        span = self._arrive_spans[line]
+        last = self.holders.mb_last(m)
+        if any(r[R_KNOWN] & last and (r[R_KNOWN] & lanes) != lanes and self._crosses(r, cta) for r in w.records):
+            w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
+                                    "to another CTA with a .cta-scope release; use arrive.release.cluster (the wait "
+                                    f"at line {wait_line} learns it through no other synchronization)", span,
+                                    related=((wait_line, "the wait that acquires it"),)))
+        else:
+            w.warnings.append(self._reuse_warning(m, span))
+
+
+class ScopeEncoding:
+    """The bmc engine's SV602 at the acquiring wait (a mixin of MbarrierEncoding)."""
+
+    def cta_scope_data(self, w: Work, e: Event) -> Any:
+        """Machine._check_cta_scope_data: the observed phase got data from another CTA (rd_last) on
+        a barrier some .cta-scope remote arrive targets, and the waiting lanes learn such a write
+        from it that they do not all know yet. rd_last does not tell the scope of the release that
+        brought the data, so on a barrier targeted by remote arrives of both scopes this reports
+        more than the machine does (bmc's counterexample is then not reproduced: inconclusive)."""
+        enc = self.enc
+        if not enc.track_rdata or not any(x.cross_release and x.op.scope == "cta" and x.m == e.m
+                                          for evs in enc.events for x in evs):
+            return z3.BoolVal(False)
+        mask = enc._mask(enc.published(e))
+        if not mask:
+            return z3.BoolVal(False)
+        everyone = z3.BitVecVal(-1, enc.R)
+        for h in e.lanes:
+            everyone = everyone & w["K", h]
+        new = w["K", enc.last(e.m)] & ~everyone & (w["live"] | w["sup"]) & z3.BitVecVal(mask, enc.R)
+        passes = rules.mb_wait_passes(self.mbar(w, e.m), e.parity, Z3A)
+        return z3.And(passes, w["rd_last", e.m], new != 0)
