@@ -4,7 +4,8 @@ async_agents.py) and `cp.async.mbarrier.arrive[.noinc]`, the asynchronous arrive
 the thread's prior copies.
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
-operation type (see Machine._exec). The bmc engine refuses these operations (engines/bmc.py).
+operation type (see Machine._exec). The bmc engine encodes `cp.async` with the other asynchronous
+accesses (async_agents.py) and refuses `cp.async.mbarrier.arrive` (``REFUSED``).
 """
 
 from __future__ import annotations
@@ -123,4 +124,10 @@ class CpAsyncOps:
 HANDLERS: dict[type, Callable] = {
     ir.CpAsync: CpAsyncOps.op_cp_async,
     ir.CpAsyncArrive: CpAsyncOps.op_cp_async_arrive,
+}
+
+
+# operations the bmc encoding refuses, and why
+REFUSED: dict[type, str] = {
+    ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
 }

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from ...engines.bmc_events import Copy, Record, Unsupported, static_value
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
@@ -74,10 +75,10 @@ from ..state import (
     clear_bits,
     release,
 )
-from .encoding import DATA, INIT, OBS, START, Z3A
+from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Copy, Effect, Event, Work
+    from ...engines.bmc import Effect, Encoding, Event, Work
 from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
@@ -553,7 +554,7 @@ class Tcgen05Encoding:
         arrival with one pending (SV504); the snapshot is released into the current phase, then
         arrive(1). With in-order delivery (Machine._agent_enabled) it waits for the thread's
         earlier commits' arrivals."""
-        from ...engines.bmc import Effect, Work
+        from ...engines.bmc_step import Effect, Work
 
         enc = self.enc
         w = Work(self.S)
@@ -578,4 +579,36 @@ class Tcgen05Encoding:
 
 EVENTS: dict[type, Callable] = {
     ir.UmmaCommit: Tcgen05Encoding.ev_umma_commit,
+}
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+def setup_commit(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_umma_commit where it tracks nothing: one arrival (an actor, its in-flight flag a
+    record) on the CTA's own barrier. Anything the encoding cannot follow exactly is refused:
+    other tcgen05 operations (what a commit tracks and publishes), several threads committing at
+    once, a multicast commit."""
+    op = e.op
+    others = [type(o).__name__ for o in ir.ops_of(enc.machine.protocol.body)
+              if ir.tensor_core_async(o) and not isinstance(o, ir.UmmaCommit)]
+    if others:
+        raise Unsupported(f"`tcgen05.commit` in a protocol with other tcgen05 operations ({others[0]}: what a "
+                          f"commit tracks and publishes is not encoded), line {e.line}")
+    if e.threads != 1 or op.multicast is not None:
+        raise Unsupported(f"`tcgen05.commit` by {e.threads} threads or with a multicast mask (only one "
+                          f"thread's commit on its own CTA's barrier is encoded), line {e.line}")
+    e.m, e.error = static_value(enc.machine._mbar, None, e.proc, op.bar, e.own, env, ctx)
+    if e.error is None:
+        r = enc._new_record(Record(COMMIT, (e.m,), 1, e.proc, e.part, event=e))
+        e.copies.append(Copy(e, e.own, e.m, (), r, commit=True))
+        e.m = -1  # (the barrier is the arrival's: the issue only checks it, as a copy's issue does)
+
+
+SETUP: dict[type, Callable] = {ir.UmmaCommit: setup_commit}
+# operations the bmc encoding refuses, and why
+REFUSED: dict[type, str] = {
+    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
+    ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
+    ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
+    ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
 }
