@@ -344,6 +344,26 @@ class AsyncAgentOps:
     def _agent_span(self, line: int) -> ir.Span:
         return ir.Span(self.protocol.path, line, 1, line, 2)
 
+    def _agent_arrive(self, w: _Work, m: int, span: ir.Span, names: tuple[str, str, str],
+                      publish: Callable[[], None]) -> None:
+        """An asynchronous agent's completion arrives once on barrier m and publishes its writes:
+        the arrive-on of a `cp.async.mbarrier.arrive` (families/cp_async.py) and of a
+        `tcgen05.commit` (families/tcgen05.py). Both are an arrive(1) on a valid barrier (SV401),
+        under the consumption rule (SV502), with an arrival pending (SV504); ``publish`` makes
+        the agent's writes (and what else its arrival carries) known in the barrier's current
+        phase, before the arrival that may complete it. ``names``: the operation, its arrival as
+        the consumption rule names it, and as the over-arrival names it (the messages)."""
+        what, landing, arrival = names
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a {what} arrives on {self.mb_label(m)}, which is not initialized", span)
+        self._check_consumption(w, m, span, landing)
+        s = self._rule_state(old)
+        if rules.arrive_overflows(s, 1):
+            raise Violation("SV504", f"{arrival} on {self.mb_label(m)} with nothing pending", span)
+        publish()
+        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
     def _complete_tma(self, w: _Work, a: tuple) -> None:
         """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
         barrier with .release at .cluster scope — covering the copy's own write only."""

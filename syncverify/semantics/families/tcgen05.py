@@ -49,7 +49,6 @@ from ..state import (
     F_TC,
     F_TCCP,
     LEADER,
-    M_VALID,
     R_AKNOWN,
     R_CTA,
     R_EPOCH,
@@ -389,34 +388,28 @@ class Tcgen05Ops:
     def _complete_umma(self, w, a: tuple) -> None:
         """A commit's arrival: the operations it tracks (and those of the thread's earlier commits
         still in flight: it tracks every prior one) are complete and published on its barrier,
-        with what the thread had observed when it committed."""
+        with what the thread had observed when it committed, then arrive(1)
+        (AsyncAgentOps._agent_arrive)."""
         m, tag, p, line = a[4], a[5], a[6], a[7]
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a tcgen05.commit arrives on {self.mb_label(m)}, which is not initialized",
-                            span)
-        self._check_consumption(w, m, span, "tcgen05.commit arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"tcgen05.commit arrival on {self.mb_label(m)} with nothing pending", span)
-        cur = self.holders.mb_cur(m)
         live = {b[5] for b in w.agents if b[0] == AG_UMMA and b[6] == p}  # (this one is removed already)
-        latest = max(live, default=-1)
-        out = []
-        for r in w.records:
-            t = _committed_tag(r[R_GRP]) if r[R_OWNER] == p else -1
-            if 0 <= t <= tag:
-                # complete; it keeps its tag while a commit that also tracks it is in flight
-                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], r[R_GRP] if latest >= t else -1,
-                     r[R_REGION], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
-            out.append(r)
-        w.records = tuple(out)
-        snap = self.holders.tc_snap(p, tag)
-        w.records = release(w.records, snap, cur)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
+        def publish() -> None:
+            cur = self.holders.mb_cur(m)
+            latest = max(live, default=-1)
+            out = []
+            for r in w.records:
+                t = _committed_tag(r[R_GRP]) if r[R_OWNER] == p else -1
+                if 0 <= t <= tag:
+                    # complete; it keeps its tag while a commit that also tracks it is in flight
+                    r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], r[R_GRP] if latest >= t else -1,
+                         r[R_REGION], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
+                out.append(r)
+            w.records = release(tuple(out), self.holders.tc_snap(p, tag), cur)
+
+        self._agent_arrive(w, m, self._agent_span(line),
+                           ("tcgen05.commit", "tcgen05.commit arrive", "tcgen05.commit arrival"), publish)
         if tag not in live:
-            w.records = clear_bits(w.records, snap)
+            w.records = clear_bits(w.records, self.holders.tc_snap(p, tag))
             self._tc_renumber(w, p, sorted(live))
 
     def _tc_renumber(self, w, p: int, live: list[int]) -> None:
