@@ -115,9 +115,9 @@ ALPHABET: tuple[Atom, ...] = (
     # tcgen05: an MMA into a tensor-memory accumulator, its commit, loads and stores with their waits, the fences
     Atom("tc.mma", "tcgen05.mma acc, buf, buf;", decl=(TMEM,), opt_in=True),
     Atom("tc.commit", "tcgen05.commit mb;", mbarrier=True, opt_in=True),
-    Atom("tc.ld", "tcgen05.ld acc; tcgen05.wait::ld;", decl=(TMEM,), opt_in=True),
-    Atom("tc.st", "tcgen05.st acc;", decl=(TMEM,), opt_in=True),
-    Atom("tc.wait_st", "tcgen05.wait::st;", opt_in=True),
+    Atom("tc.ld", "tcgen05.ld acc; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.st", "tcgen05.st acc;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.wait_st", "tcgen05.wait::st;", collective=True, opt_in=True),
     Atom("tc.before", "tcgen05.fence::before_thread_sync;", opt_in=True),
     Atom("tc.after", "tcgen05.fence::after_thread_sync;", opt_in=True),
 )
