@@ -1,8 +1,10 @@
 """Bounded-exhaustive cross-checking: every program of the small scopes of
-tests/exhaustive_programs.py, checked by the explicit engine with and without its reductions, the bmc engine and SPIN.
+tests/exhaustive_programs.py, checked by the explicit engine with and without its reductions, the z3 engine, the bmc
+engine and SPIN.
 
 The reference is the explicit engine with partial-order reduction and symmetry; the explicit
-engine without either runs on every program, the bmc engine on every ``--bmc-every``-th and SPIN
+engine without either runs on every program, the z3 engine (``symbolic``) on every ``--z3-every``-th
+(none unless asked), the bmc engine on every ``--bmc-every``-th and SPIN
 (through the Promela export) on every ``--spin-every``-th program of each scope — a
 deterministic slice, since one SPIN run costs seconds. Verdicts are compared with
 tests/diff_engines.py's rules; every disagreement is listed with the program's text, and so is
@@ -40,7 +42,7 @@ from exhaustive_programs import (  # noqa: E402
 import syncverify  # noqa: E402
 from syncverify.diagnostics import InputError  # noqa: E402
 
-ENGINES = {e.name: e for e in engines() if e.name in ("explicit", "explicit-unreduced", "bmc", "spin")}
+ENGINES = {e.name: e for e in engines() if e.name in ("explicit", "explicit-unreduced", "symbolic", "bmc", "spin")}
 DEADLOCKS = frozenset({"SV201", "SV503"})  # one family for SPIN: its deadlock monitor cannot tell them apart
 
 
@@ -64,6 +66,8 @@ def _check_pinned(scope: str, index: int, text: str, pinned: dict[str, int], arg
         row["rejected"] = sorted({d.code for d in err.diagnostics})
         return row
     chosen = ["explicit", "explicit-unreduced"]
+    if args.z3_every and index % args.z3_every == 0:
+        chosen.append("symbolic")
     if args.bmc_every and index % args.bmc_every == 0:
         chosen.append("bmc")
     if args.spin_every and index % args.spin_every == 0:
@@ -138,6 +142,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scopes", default=",".join(SCOPES), help="comma-separated scope names")
     ap.add_argument("--bmc-every", type=int, default=25, help="bmc on every k-th program of a scope (0: never)")
+    ap.add_argument("--z3-every", type=int, default=0, help="the z3 engine (every trip count) on every k-th "
+                    "program of a scope (0: never)")
     ap.add_argument("--spin-every", type=int, default=250, help="SPIN on every k-th program of a scope (0: never)")
     ap.add_argument("--max-states", type=int, default=200_000)
     ap.add_argument("--seconds", type=float, default=60.0, help="budget per engine and program")
@@ -239,7 +245,7 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
               + ".", "", "## Agreement with the reference", "",
               "| scope | engine | run | agree | disagree | not compared |", "|---|---|---:|---:|---:|---:|"]
     for s in scopes:
-        for name in ("explicit-unreduced", "bmc", "spin"):
+        for name in ("explicit-unreduced", "symbolic", "bmc", "spin"):
             c = per_engine.get((s, name))
             if not c:
                 continue

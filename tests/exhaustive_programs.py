@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 CHOOSE = "choose C in 0..3;"  # a value the kernel reads: 0, 1 or 2, every one checked
 PAIR = "smem pair[2] bytes 64;"
+TMEM = "tmem acc cols 32;"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Atom:
     cluster_only: bool = False  # needs a cluster of 2 (remote operations, cluster-wide rendezvous)
     in_loop: bool = False  # uses the loop variable: only inside a loop
     decl: tuple[str, ...] = ()  # declarations the atom needs (added to the protocol when a statement uses it)
+    opt_in: bool = False  # only in scopes that name it (the scopes enumerating every atom stay as they were)
 
 
 # The operation alphabet, in one place: every barrier kind, the mbarrier operations with their
@@ -99,13 +101,38 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("wait_kc", "wait mb parity {k} == 0 ? 1 : 0;", mbarrier=True, in_loop=True),
     Atom("write_kc", "write pair[{k} > 0 ? 1 : 0];", in_loop=True, decl=(PAIR,)),
     Atom("read_c", "read pair[C > 1 ? 1 : 0];", decl=(CHOOSE, PAIR)),
+    # sub-slot regions: a warp's own part of the slot, and two halves by byte range
+    Atom("write.part", "write buf part warp;", opt_in=True),
+    Atom("read.part", "read buf part warp;", opt_in=True),
+    Atom("write.lo", "write buf bytes 0..32;", opt_in=True),
+    Atom("read.hi", "read buf bytes 32..64;", opt_in=True),
+    # non-bulk cp.async with its groups and its mbarrier arrive-on (counted and .noinc)
+    Atom("cp.async", "cp.async buf;", opt_in=True),
+    Atom("cp.async.commit", "cp.async.commit_group;", opt_in=True),
+    Atom("cp.async.wait", "cp.async.wait_group 0;", opt_in=True),
+    Atom("cp.async.arrive", "cp.async.mbarrier.arrive mb;", mbarrier=True, opt_in=True),
+    Atom("cp.async.arrive.noinc", "cp.async.mbarrier.arrive.noinc mb;", mbarrier=True, opt_in=True),
+    # tcgen05: an MMA into a tensor-memory accumulator, its commit, loads and stores with their waits, the fences
+    Atom("tc.mma", "tcgen05.mma acc, buf, buf;", decl=(TMEM,), opt_in=True),
+    Atom("tc.commit", "tcgen05.commit mb;", mbarrier=True, opt_in=True),
+    Atom("tc.ld", "tcgen05.ld acc; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.st", "tcgen05.st acc;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.wait_st", "tcgen05.wait::st;", collective=True, opt_in=True),
+    Atom("tc.before", "tcgen05.fence::before_thread_sync;", opt_in=True),
+    Atom("tc.after", "tcgen05.fence::after_thread_sync;", opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
 # instance) select threads, so warp-collective atoms stay out of them; ``if C > 0`` is a branch on
 # a `choose` value, which any atom may sit in.
 WRAPPERS = ("", "elect", "per warp")
-SELECTING = frozenset({"elect", "per warp", "first thread"})
+LANES = "if lane < 16"  # a lane guard: half of each warp (lanes 0..15, the leader among them)
+# what a lane guard may hold (docs/language.md §6.1; anything else is SV116): data accesses, mbarrier
+# arrivals and tx counts, bulk copies, fence.proxy.async
+LANE_GUARDED = frozenset({"arrive", "arrive.expect_tx", "expect_tx", "complete_tx", "read", "write", "tma.load",
+                          "fence.proxy.async", "write.part", "read.part", "write.lo", "read.hi", "arrive.remote",
+                          "read.remote", "write.remote"})
+SELECTING = frozenset({"elect", "per warp", "first thread", LANES})
 LOOP_TRIPS: tuple[int | str, ...] = (1, 2)  # "C": a loop of `choose` C trips
 
 
@@ -195,19 +222,36 @@ SCOPES: dict[str, Scope] = {
     "cluster2-seq": Scope("cluster2-seq", 2, 1, ((2, 2), (2, 1), (3, 1)),
                           atoms=("cluster.arrive", "cluster.arrive.relaxed", "cluster.wait", "cluster.sync",
                                  "read.remote", "write.remote"), wrappers=("",), trips=()),
+    # chosen lanes of a warp (a lane guard) beside `elect` and the whole warp: the per-lane release rule
+    "lanes": Scope("lanes", 1, 2, ((1, 1), (2, 0), (2, 1)),
+                   atoms=("arrive", "wait0", "read", "write", "syncwarp", "syncthreads"),
+                   wrappers=("", "elect", LANES), trips=()),
+    # sub-slot regions beside whole-slot accesses and the barriers that order them
+    "regions": Scope("regions", 1, 2, ((1, 1), (2, 0), (2, 1)),
+                     atoms=("write.part", "read.part", "write.lo", "read.hi", "read", "write", "syncthreads"),
+                     wrappers=("",), trips=()),
+    # non-bulk cp.async: its groups and its arrive-on, against reads, waits and a barrier
+    "cpasync": Scope("cpasync", 1, 2, ((2, 1), (3, 0)),
+                     atoms=("cp.async", "cp.async.commit", "cp.async.wait", "cp.async.arrive", "cp.async.arrive.noinc",
+                            "read", "wait0", "syncthreads"), wrappers=("", "elect"), trips=()),
+    # tcgen05: MMA, commit, tensor-memory loads and stores, the fence pair around the thread synchronization
+    "tcgen05": Scope("tcgen05", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                     atoms=("tc.mma", "tc.commit", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after", "wait0",
+                            "syncthreads"), wrappers=("", "elect"), trips=()),
 }
 
 
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
     if scope.atoms is not None:
-        chosen = [a for a in chosen if a.name in scope.atoms]
-    return chosen
+        return [a for a in chosen if a.name in scope.atoms]
+    return [a for a in chosen if not a.opt_in]
 
 
 def statements(scope: Scope) -> list[Stmt]:
     """Every statement of the scope, in a fixed order."""
-    wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers if not (w in SELECTING and a.collective)]
+    wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers
+               if not (w in SELECTING and a.collective) and (w != LANES or a.name in LANE_GUARDED)]
     plain = [x for x in wrapped if not x[0].in_loop]
     out = [Stmt((x,)) for x in plain]
     out += [Stmt((x,), t) for t in scope.trips for x in wrapped]

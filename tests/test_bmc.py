@@ -217,7 +217,7 @@ BMC_REFUSES = {"cp_async_mbarrier_noinc": "cp.async.mbarrier.arrive",
                "cp_async_mbarrier_inc_hang": "cp.async.mbarrier.arrive"}
 
 
-# Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (UNSUPPORTED in engines/bmc.py)
+# Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (REFUSED in the family modules)
 # (a commit is encoded where it is the protocol's only tcgen05 operation: Tcgen05Encoding)
 TCGEN05_UNENCODED = {p.stem for p in SPECS.glob("*.sync")
                      if any(ir.tensor_core_async(op) and not isinstance(op, ir.UmmaCommit)

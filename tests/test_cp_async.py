@@ -172,6 +172,20 @@ def test_cp_async_mbarrier_arrive(issue, count, codes):
     assert found >= codes[0] if isinstance(codes, tuple) else found == codes
 
 
+def test_a_second_arrive_on_lands_unobserved():
+    """Two .noinc arrive-ons on a barrier of count 1: the second lands in phase 1 before any wait
+    observed phase 0 — the arrival's own SV502, named after the operation (the completion is the
+    asynchronous agents' shared arrive, AsyncAgentOps._agent_arrive). Its twin with one arrive-on
+    is safe."""
+    twice = mbar("elect { cp.async tile[k % 2]; cp.async.mbarrier.arrive.noinc full[k % 2]; "
+                 "cp.async.mbarrier.arrive.noinc full[k % 2]; }")
+    res = check(twice)
+    messages = [d.message for d in res.diagnostics if d.code == "SV502"]
+    assert messages and all(m.startswith("cp.async.mbarrier.arrive on full[") for m in messages), messages
+    assert errors(check(mbar("elect { cp.async tile[k % 2]; cp.async.mbarrier.arrive.noinc full[k % 2]; }"))) \
+        == set()
+
+
 def test_the_arrive_covers_only_the_copies_issued_before_it():
     """A copy issued after the arrive is not released by it: the consumer's read of it races."""
     text = mbar("elect { cp.async.mbarrier.arrive.noinc full[k % 2]; cp.async tile[k % 2]; }")

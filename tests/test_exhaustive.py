@@ -33,9 +33,15 @@ ENGINES = {e.name: e for e in engines()}
 # Every k-th program of a scope, per engine: the slice stays well under a minute (2-CTA programs
 # and bmc queries cost the most).
 EVERY = {"explicit-unreduced": {"cta2": 300, "cta3": 300, "cta2-seq": 300, "cluster2": 1000, "new2": 300,
-                                "pairs2": 60, "halves": 100, "phases": 53, "cluster2-seq": 200},
+                                "pairs2": 60, "halves": 100, "phases": 53, "cluster2-seq": 200, "lanes": 80,
+                                "regions": 14, "cpasync": 225, "tcgen05": 100},
          "bmc": {"cta2": 5000, "cta3": 2000, "cta2-seq": 2000, "cluster2": 8000, "new2": 2000, "pairs2": 400,
-                 "halves": 101, "phases": 1000, "cluster2-seq": 1000}}
+                 "halves": 101, "phases": 1000, "cluster2-seq": 1000, "lanes": 400, "regions": 84, "cpasync": 1350,
+                 "tcgen05": 600},
+         "symbolic": {"lanes": 240, "regions": 42, "cpasync": 675, "tcgen05": 300}}
+# The scopes of lanes, regions, cp.async and tcgen05, where the z3 engine is compared too (the full pass over
+# them: bench/exhaustive.py --z3-every 1, bench/RESULTS-families.md).
+NEWER = ("lanes", "regions", "cpasync", "tcgen05")
 
 
 def _answers(text: str, names: list[str], pinned: dict[str, int] | None = None) -> dict:
@@ -78,6 +84,14 @@ def test_bmc_agrees_on_a_slice(scope):
     assert tally["bmc agrees"] >= 1, tally
     if scope == "halves":  # a split warp's syncwarp: refused with its reason, never answered differently
         assert any(k.startswith("bmc refuses") and "syncwarp" in k for k in tally), tally
+
+
+@pytest.mark.parametrize("scope", NEWER)
+def test_z3_agrees_on_a_slice(scope):
+    """The all-iterations engine against the reference on a slice of the newer scopes (loop-free: it
+    runs the explicit search without the reductions it cannot apply, docs/engines.md)."""
+    tally = _slice(scope, EVERY["symbolic"][scope], ["symbolic"])
+    assert tally["symbolic agrees"] >= 5, tally
 
 
 @pytest.mark.skipif(ENGINES["bmc"].unavailable is not None, reason="the bmc engine is not available")

@@ -62,6 +62,17 @@ def test_commit_ring_without_the_epilogue_wait_is_flagged():
     assert verdict is Verdict.VIOLATION and "SV502" in codes
 
 
+def test_a_second_commit_arrival_lands_unobserved():
+    """Two commits per iteration on `full` (count 1): the second arrival lands in the next phase
+    before the epilogue observed this one — SV502 named after the commit's arrival (the shared
+    completion of asynchronous agents, AsyncAgentOps._agent_arrive). The ring with one commit is
+    safe (test_commit_arrival_carries_the_committing_threads_observations)."""
+    text = COMMIT_RING.replace("elect { COMMIT full; }", "elect { tcgen05.commit full; tcgen05.commit full; }")
+    res = check_protocol(syncverify.load(text, path="t.sync"), Options(engine="explicit", timeout=60))
+    messages = [d.message for d in res.diagnostics if d.code == "SV502"]
+    assert messages and all(m.startswith("tcgen05.commit arrive on full") for m in messages), messages
+
+
 # An MMA warp and an epilogue warp around one accumulator region; variants below edit it.
 HANDOFF = """
 protocol handoff {

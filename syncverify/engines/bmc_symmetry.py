@@ -12,11 +12,11 @@ import z3
 from ..semantics.symmetry import symmetry_groups
 
 if TYPE_CHECKING:
-    from .bmc import Event
+    from .bmc_events import Event
 
 
 def _components() -> dict[str, str]:
-    from .bmc import STATE_COMPONENTS  # (bmc imports this module)
+    from .bmc_layout import STATE_COMPONENTS  # (bmc_layout imports this module)
 
     return STATE_COMPONENTS
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from ...engines.bmc_events import Copy, Record, Unsupported, no_operands, static_value
 from .. import rules
 from ..core import (
     STAY,
@@ -63,7 +64,7 @@ from ..state import (
 from .encoding import DATA, INIT, Z3A
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Event, Work
+    from ...engines.bmc import Encoding, Event, Work
 
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)
@@ -343,6 +344,26 @@ class AsyncAgentOps:
     def _agent_span(self, line: int) -> ir.Span:
         return ir.Span(self.protocol.path, line, 1, line, 2)
 
+    def _agent_arrive(self, w: _Work, m: int, span: ir.Span, names: tuple[str, str, str],
+                      publish: Callable[[], None]) -> None:
+        """An asynchronous agent's completion arrives once on barrier m and publishes its writes:
+        the arrive-on of a `cp.async.mbarrier.arrive` (families/cp_async.py) and of a
+        `tcgen05.commit` (families/tcgen05.py). Both are an arrive(1) on a valid barrier (SV401),
+        under the consumption rule (SV502), with an arrival pending (SV504); ``publish`` makes
+        the agent's writes (and what else its arrival carries) known in the barrier's current
+        phase, before the arrival that may complete it. ``names``: the operation, its arrival as
+        the consumption rule names it, and as the over-arrival names it (the messages)."""
+        what, landing, arrival = names
+        old = w.mbars[m]
+        if not old[M_VALID]:
+            raise Violation("SV401", f"a {what} arrives on {self.mb_label(m)}, which is not initialized", span)
+        self._check_consumption(w, m, span, landing)
+        s = self._rule_state(old)
+        if rules.arrive_overflows(s, 1):
+            raise Violation("SV504", f"{arrival} on {self.mb_label(m)} with nothing pending", span)
+        publish()
+        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
     def _complete_tma(self, w: _Work, a: tuple) -> None:
         """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
         barrier with .release at .cluster scope — covering the copy's own write only."""
@@ -491,3 +512,85 @@ EVENTS: dict[type, Callable] = {
     ir.GroupWait: AsyncAgentEncoding.ev_group_wait,
     ir.Fence: AsyncAgentEncoding.ev_fence,
 }
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+def setup_tma_load(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_tma_load: its operands (SV107, SV405), then one copy (actor and write record)
+    per destination CTA — the issuer's own, or every CTA of the multicast mask."""
+    mach = enc.machine
+    op = e.op
+    if op.cta_group == 2:
+        raise Unsupported(f"`tma.load cta_group 2` (a 2-SM copy signalled on the pair leader's barrier: not "
+                          f"encoded), line {e.line}")
+    if e.threads != 1:
+        raise Unsupported(f"a bulk copy issued by {e.threads} threads at once (line {e.line})")
+    slot, e.error = static_value(mach._slot, op.buf, env, ctx)
+    if e.error is None:
+        e.nbytes, e.error = static_value(mach._eval, op.tx_bytes, env, ctx)
+    if e.error is None and (e.nbytes <= 0 or e.nbytes % 16):
+        e.error = Violation("SV107", f"copy of {e.nbytes} bytes: bulk copies need a positive multiple "
+                            "of 16", op.span)
+    dests = [e.own]
+    if e.error is None and op.multicast is not None:
+        mask, e.error = static_value(mach._eval, op.multicast, env, ctx)
+        if e.error is None and (mask <= 0 or mask >= 1 << enc.ncta):
+            e.error = Violation("SV405", f"multicast mask {mask:#b} names CTAs outside the cluster", op.span)
+        dests = [c for c in range(enc.ncta) if (mask or 0) >> c & 1]
+    bars = []
+    for c in dests:
+        if e.error is None:
+            m, e.error = static_value(mach._mbar, None, e.proc, op.bar, c, env, ctx)
+            bars.append(m)
+    if e.error is None:
+        for c, m in zip(dests, bars, strict=True):
+            key = (c, *slot)
+            r = enc._new_record(Record(DATA, key, 1, e.proc, e.part, is_async=True, event=e))
+            e.copies.append(Copy(e, c, m, key, r))
+
+
+def setup_async_access(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """A wgmma read, a bulk store's read or a cp.async write of a slot of the CTA's own shared
+    memory: its record, asynchronous (known by nobody until a group wait retires it)."""
+    slot, e.error = static_value(enc.machine._slot, e.op.buf, env, ctx)
+    if e.error is None:
+        e.key = (e.own, *slot)
+        kind = 1 if isinstance(e.op, ir.CpAsync) else 0  # a cp.async writes its slot, the others read theirs
+        e.record = enc._new_record(Record(DATA, e.key, kind, e.proc, e.part, is_async=True, event=e))
+
+
+def setup_group_wait(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """The number of groups a wait leaves pending (which reads it retires: Encoding._static_groups)."""
+    e.pending, e.error = static_value(enc.machine._eval, e.op.pending, env, ctx)
+
+
+def tmem_no_op(machine: Any, op: ir.TmemAlloc) -> bool:
+    """Machine.op_tmem does nothing but move on for a cta_group 1 allocation, and for a
+    deallocation when the machine does not assume that it waits for the peer warp."""
+    return op.cta_group == 1 or (op.dealloc and not machine.assume.dealloc_blocks)
+
+
+def setup_tmem(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_tmem: the warp pair of CTAs rank and rank ^ 1 meets at one rendezvous per pair,
+    one for allocations and one for deallocations (its index: ``e.tm``)."""
+    if not tmem_no_op(enc.machine, e.op):
+        tm, e.error = static_value(enc.machine.tmem_rendezvous, e.own, e.op)
+        e.tm = -1 if tm is None else tm
+
+
+def uses_async_access(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """An asynchronous access uses its slot as a read (Encoding.objects)."""
+    return [(("key", e.key), "r")] if e.key else []
+
+
+def uses_tmem(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """A cta_group 2 allocation or deallocation writes its rendezvous."""
+    return [(("tm", e.tm), "w")] if e.tm >= 0 else []
+
+
+SETUP: dict[type, Callable] = {ir.TmaLoad: setup_tma_load, ir.WgmmaRead: setup_async_access,
+                               ir.TmaStore: setup_async_access, ir.CpAsync: setup_async_access,
+                               ir.GroupWait: setup_group_wait, ir.TmemAlloc: setup_tmem, ir.Fence: no_operands,
+                               ir.GroupCommit: no_operands}
+USES: dict[type, Callable] = {ir.WgmmaRead: uses_async_access, ir.TmaStore: uses_async_access,
+                              ir.CpAsync: uses_async_access, ir.TmemAlloc: uses_tmem}

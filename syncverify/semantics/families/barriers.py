@@ -13,6 +13,7 @@ import z3
 
 from ... import ir
 from ...diagnostics import Severity
+from ...engines.bmc_events import Unsupported, no_operands, static_value
 from .. import rules
 from ..core import (
     PLACED,
@@ -45,7 +46,7 @@ from ..state import (
 from .encoding import Z3A, Z3Arith
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Event, Work
+    from ...engines.bmc import Encoding, Event, Work
 
 
 class BarrierOps:
@@ -391,3 +392,66 @@ EVENTS: dict[type, Callable] = {
     ir.ClusterWait: BarrierEncoding.ev_cluster_wait,
     ir.Syncwarp: BarrierEncoding.ev_syncwarp,
 }
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+SPLIT_SYNCWARP = ("`syncwarp` by part of a warp split between roles (Machine._syncwarp_parts: its parts meet, a "
+                  "rendezvous that is not encoded)")
+
+
+def setup_named(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_bar_sync / op_bar_arrive's operands: the barrier id and count (SV203/SV204),
+    and the named barrier of the CTA it is (Encoding.nbs, numbered as first used)."""
+    mach = enc.machine
+    op = e.op
+    bar_id, e.error = static_value(mach._bar_id, op.bar_id, env, ctx, op.span)
+    if e.error is None:
+        count, e.error = static_value(mach._bar_count, op.count, env, ctx, op.span)
+        e.nb_count = -1 if count is None else count
+        if (e.own, bar_id) not in enc.nbs:
+            enc.nbs.append((e.own, bar_id))
+        e.nb = enc.nbs.index((e.own, bar_id))
+
+
+def setup_syncwarp(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """A syncwarp has no operands; one by part of a split warp is refused."""
+    if e.proc in enc.machine.warp_parts:
+        raise Unsupported(f"{SPLIT_SYNCWARP}, line {e.line}")
+
+
+def uses_named(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """An arrival that only adds to its barrier (Encoding.adds_to) adds to it, and writes the
+    waiters it restarts only when it completes the generation (Effect.dynamic); any other
+    writes the barrier, every process that may be parked on it, and what the exits of those it
+    ends change (Encoding.ending)."""
+    if e.nb < 0:
+        return []
+    if enc.adds_to(e):
+        return [(("nb", e.nb), "a")]
+    out = [(("nb", e.nb), "w")] + [(("proc", q), "w") for q in enc.nb_waiters(e.nb)]
+    return out + list(enc.ending(enc.ends_parked_on(e.nb)).items())
+
+
+def uses_cluster_arrive(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """An arrival adds to the open generation (its count and released knowledge: ("cl_open",));
+    it writes the generation and its published knowledge (("cl",)) only when it completes it
+    (Effect.dynamic). Encoding.objects gives the argument."""
+    return [(("cl_open",), "a")]
+
+
+def uses_cluster_wait(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """A wait reads the generation number and what the last completion published."""
+    return [(("cl",), "r")]
+
+
+def adds_named(enc: Encoding, e: Event) -> bool:
+    """A syncthreads arrival (a bar.sync on a barrier every arrival syncs on with every
+    non-exited thread) adds to its generation (Encoding.adds_to gives the argument)."""
+    return isinstance(e.op, ir.BarSync) and e.nb in enc.all_thread_nbs
+
+
+SETUP: dict[type, Callable] = {ir.BarSync: setup_named, ir.BarArrive: setup_named, ir.Syncwarp: setup_syncwarp,
+                               ir.ClusterArrive: no_operands, ir.ClusterWait: no_operands}
+USES: dict[type, Callable] = {ir.BarSync: uses_named, ir.BarArrive: uses_named,
+                              ir.ClusterArrive: uses_cluster_arrive, ir.ClusterWait: uses_cluster_wait}
+ADDS: dict[type, Callable] = {ir.BarSync: adds_named}

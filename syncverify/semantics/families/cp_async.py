@@ -4,7 +4,8 @@ async_agents.py) and `cp.async.mbarrier.arrive[.noinc]`, the asynchronous arrive
 the thread's prior copies.
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
-operation type (see Machine._exec). The bmc engine refuses these operations (engines/bmc.py).
+operation type (see Machine._exec). The bmc engine encodes `cp.async` with the other asynchronous
+accesses (async_agents.py) and refuses `cp.async.mbarrier.arrive` (``REFUSED``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from ..state import (
     F_ASYNC,
     FULL,
     LEADER,
-    M_VALID,
     NUNITS,
     P_CPASYNC,
     R_AKNOWN,
@@ -98,14 +98,13 @@ class CpAsyncOps:
         """The asynchronous arrive-on of one thread of a `cp.async.mbarrier.arrive`: its copies
         have completed, and PTX makes them "performed and visible" to the threads that observe
         the phase (ptx-semantics §1.4). The copies of a whole-warp record are released with the
-        warp's last agent (before it, some lanes' parts may still be in flight), then arrive(1)."""
+        warp's last agent (before it, some lanes' parts may still be in flight), then arrive(1)
+        (AsyncAgentOps._agent_arrive)."""
         _, _, _, _, m, _, issuer, line, covered = a
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a cp.async.mbarrier.arrive arrives on {self.mb_label(m)}, which is not "
-                            "initialized", span)
-        if a not in w.agents and covered:
+
+        def publish() -> None:
+            if a in w.agents or not covered:
+                return
             cur = self.holders.mb_cur(m)
             out = []
             for r in w.records:
@@ -113,14 +112,17 @@ class CpAsyncOps:
                     r = (*r[:R_AKNOWN], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
                 out.append(r)
             w.records = tuple(out)
-        self._check_consumption(w, m, span, "cp.async.mbarrier.arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"cp.async.mbarrier.arrive on {self.mb_label(m)} with nothing pending", span)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
 
+        what = "cp.async.mbarrier.arrive"
+        self._agent_arrive(w, m, self._agent_span(line), (what, what, what), publish)
 
 HANDLERS: dict[type, Callable] = {
     ir.CpAsync: CpAsyncOps.op_cp_async,
     ir.CpAsyncArrive: CpAsyncOps.op_cp_async_arrive,
+}
+
+
+# operations the bmc encoding refuses, and why
+REFUSED: dict[type, str] = {
+    ir.CpAsyncArrive: "`cp.async.mbarrier.arrive` (its asynchronous arrivals are not encoded)",
 }

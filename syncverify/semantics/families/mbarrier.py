@@ -14,6 +14,7 @@ import z3
 
 from ... import ir
 from ...diagnostics import Severity
+from ...engines.bmc_events import Record, remote_target, static_value
 from ...expr import EvalError, evaluate
 from .. import rules
 from ..core import (
@@ -57,11 +58,11 @@ from ..state import (
     release_partial,
     shift_phase,
 )
-from .encoding import Z3A
+from .encoding import INIT, OBS, Z3A
 from .scopes import ScopeEncoding, ScopeOps
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Event, Work
+    from ...engines.bmc import Encoding, Event, Work
 
 
 class MbarrierOps(ScopeOps):
@@ -553,4 +554,85 @@ EVENTS: dict[type, Callable] = {
     ir.MbarArrive: MbarrierEncoding.ev_arrive,
     ir.MbarTx: MbarrierEncoding.ev_tx,
     ir.MbarWait: MbarrierEncoding.ev_wait,
+}
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+def setup_init(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_init's operands, evaluated once (the same helpers, so the same errors): the
+    count (SV105) and the barrier or every element of it, each with its init record."""
+    mach = enc.machine
+    op = e.op
+    decl = mach.mb_decl[op.bar.name]
+    count, e.error = (decl.count, None) if op.count is None else static_value(mach._eval, op.count, env, ctx)
+    if e.error is None and not 1 <= count <= rules.MAX_COUNT:
+        e.error = Violation("SV105", f"init count {count} is outside 1..2^20-1", op.span)
+    e.count = count or 0
+    if op.bar.every:
+        e.targets = tuple(mach.mb_index[(e.own, op.bar.name, i)] for i in range(decl.size or 1))
+    elif e.error is None:
+        m, e.error = static_value(mach._mbar, None, e.proc, op.bar, e.own, env, ctx)
+        e.targets = (m,) if m is not None else ()
+    if e.error is None:
+        e.inits = tuple(enc._new_record(Record(INIT, (m,), 1, e.proc, e.part, event=e)) for m in e.targets)
+
+
+def setup_use(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_arrive / op_tx / op_wait's operands: the target CTA of a remote form (SV405, and
+    the local form on a peer's barrier, SV407), the barrier, the count and bytes scaled by the
+    executing threads, a wait's parity with its observation record."""
+    mach = enc.machine
+    op = e.op
+    if not isinstance(op, ir.MbarWait):
+        remote_target(enc, e, env, ctx)
+        if e.error is None and isinstance(op, ir.MbarArrive) and op.local_form and e.remote:
+            _, e.error = static_value(mach.check_local_form, op, e.cta, e.own)  # SV407
+        if e.error is not None:
+            return
+    e.m, e.error = static_value(mach._mbar, None, e.proc, op.bar, e.cta, env, ctx)
+    if e.error is None and isinstance(op, ir.MbarArrive):
+        count, e.error = static_value(mach._eval, op.count, env, ctx)
+        e.count = (count or 0) * e.threads
+    if e.error is None and not isinstance(op, ir.MbarWait) and op.tx_bytes is not None:
+        nbytes, e.error = static_value(mach._eval, op.tx_bytes, env, ctx)
+        e.nbytes = (nbytes or 0) * e.threads
+    if e.error is None and isinstance(op, ir.MbarWait):
+        e.parity, e.error = static_value(mach._eval, op.parity, env, ctx)
+        e.record = enc._new_record(Record(OBS, (e.m,), 0, e.proc, e.part, event=e))
+
+
+def uses_init(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """An init writes each barrier it initializes (Encoding.objects)."""
+    return [(("m", m), "w") for m in e.targets]
+
+
+def uses_barrier(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """A wait reads its barrier, an arrive or tx operation adds to it or writes it
+    (Encoding.adds_to); a release on a peer's barrier reads every slot whose writes it may
+    publish (SV602)."""
+    if e.m < 0:
+        return []
+    mode = "r" if isinstance(e.op, ir.MbarWait) else "a" if enc.adds_to(e) else "w"
+    out = [(("m", e.m), mode)]
+    if e.cross_release:
+        out += [(("key", enc.records[r].key), "r") for r in enc.published(e)]
+    return out
+
+
+def adds(enc: Encoding, e: Event) -> bool:
+    """An arrive (not a drop) or a tx operation adds to its barrier while the tx-count cannot
+    leave its range (Encoding.adds_to gives the argument)."""
+    return not (isinstance(e.op, ir.MbarArrive) and e.op.drop) and not enc.tx_can_overflow
+
+
+# per operation type: its set-up, its uses of shared objects, whether it only adds to them
+SETUP: dict[type, Callable] = {ir.MbarInit: setup_init, ir.MbarArrive: setup_use, ir.MbarTx: setup_use,
+                               ir.MbarWait: setup_use}
+USES: dict[type, Callable] = {ir.MbarInit: uses_init, ir.MbarArrive: uses_barrier, ir.MbarTx: uses_barrier,
+                              ir.MbarWait: uses_barrier}
+ADDS: dict[type, Callable] = {ir.MbarArrive: adds, ir.MbarTx: adds}
+# operations the bmc encoding refuses, and why
+REFUSED: dict[type, str] = {
+    ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
+    ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
 }

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from ...engines.bmc_events import Record, remote_target, static_value
 from ..core import (
     Violation,
     _key_bounds,
@@ -49,7 +50,7 @@ from .encoding import DATA
 from .regions import WHOLE, explicit, region_of
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Event, Work
+    from ...engines.bmc import Encoding, Event, Work
 
 
 class MemoryOps:
@@ -348,3 +349,30 @@ class MemoryEncoding:
 EVENTS: dict[type, Callable] = {
     ir.Access: MemoryEncoding.ev_access,
 }
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+def setup_access(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_access's operands: the target CTA of a DSMEM access (SV405), the slot, the
+    region of it (SV104 and the region checks), and the access's record."""
+    mach = enc.machine
+    op = e.op
+    remote_target(enc, e, env, ctx)
+    if e.error is not None:
+        return
+    slot, e.error = static_value(mach._slot, op.buf, env, ctx)
+    if e.error is None:
+        region, e.error = static_value(mach._region, op, slot[0], env, ctx)
+    if e.error is None:
+        e.key = (e.cta, *slot)
+        e.record = enc._new_record(Record(DATA, e.key, 1 if op.kind == "write" else 0, e.proc, e.part, event=e,
+                                          region=region))
+
+
+def uses_access(enc: Encoding, e: Event) -> list[tuple[tuple, str]]:
+    """A write writes its slot; a read reads it (reads are checked against writes only)."""
+    return [(("key", e.key), "w" if e.op.kind == "write" else "r")] if e.key else []
+
+
+SETUP: dict[type, Callable] = {ir.Access: setup_access}
+USES: dict[type, Callable] = {ir.Access: uses_access}

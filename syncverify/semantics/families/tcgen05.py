@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from ...engines.bmc_events import Copy, Record, Unsupported, static_value
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
@@ -48,7 +49,6 @@ from ..state import (
     F_TC,
     F_TCCP,
     LEADER,
-    M_VALID,
     R_AKNOWN,
     R_CTA,
     R_EPOCH,
@@ -74,10 +74,10 @@ from ..state import (
     clear_bits,
     release,
 )
-from .encoding import DATA, INIT, OBS, START, Z3A
+from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Copy, Effect, Event, Work
+    from ...engines.bmc import Effect, Encoding, Event, Work
 from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
@@ -388,34 +388,28 @@ class Tcgen05Ops:
     def _complete_umma(self, w, a: tuple) -> None:
         """A commit's arrival: the operations it tracks (and those of the thread's earlier commits
         still in flight: it tracks every prior one) are complete and published on its barrier,
-        with what the thread had observed when it committed."""
+        with what the thread had observed when it committed, then arrive(1)
+        (AsyncAgentOps._agent_arrive)."""
         m, tag, p, line = a[4], a[5], a[6], a[7]
-        span = self._agent_span(line)
-        old = w.mbars[m]
-        if not old[M_VALID]:
-            raise Violation("SV401", f"a tcgen05.commit arrives on {self.mb_label(m)}, which is not initialized",
-                            span)
-        self._check_consumption(w, m, span, "tcgen05.commit arrive")
-        s = self._rule_state(old)
-        if rules.arrive_overflows(s, 1):
-            raise Violation("SV504", f"tcgen05.commit arrival on {self.mb_label(m)} with nothing pending", span)
-        cur = self.holders.mb_cur(m)
         live = {b[5] for b in w.agents if b[0] == AG_UMMA and b[6] == p}  # (this one is removed already)
-        latest = max(live, default=-1)
-        out = []
-        for r in w.records:
-            t = _committed_tag(r[R_GRP]) if r[R_OWNER] == p else -1
-            if 0 <= t <= tag:
-                # complete; it keeps its tag while a commit that also tracks it is in flight
-                r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], r[R_GRP] if latest >= t else -1,
-                     r[R_REGION], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
-            out.append(r)
-        w.records = tuple(out)
-        snap = self.holders.tc_snap(p, tag)
-        w.records = release(w.records, snap, cur)
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+
+        def publish() -> None:
+            cur = self.holders.mb_cur(m)
+            latest = max(live, default=-1)
+            out = []
+            for r in w.records:
+                t = _committed_tag(r[R_GRP]) if r[R_OWNER] == p else -1
+                if 0 <= t <= tag:
+                    # complete; it keeps its tag while a commit that also tracks it is in flight
+                    r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], r[R_GRP] if latest >= t else -1,
+                         r[R_REGION], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
+                out.append(r)
+            w.records = release(tuple(out), self.holders.tc_snap(p, tag), cur)
+
+        self._agent_arrive(w, m, self._agent_span(line),
+                           ("tcgen05.commit", "tcgen05.commit arrive", "tcgen05.commit arrival"), publish)
         if tag not in live:
-            w.records = clear_bits(w.records, snap)
+            w.records = clear_bits(w.records, self.holders.tc_snap(p, tag))
             self._tc_renumber(w, p, sorted(live))
 
     def _tc_renumber(self, w, p: int, live: list[int]) -> None:
@@ -553,7 +547,7 @@ class Tcgen05Encoding:
         arrival with one pending (SV504); the snapshot is released into the current phase, then
         arrive(1). With in-order delivery (Machine._agent_enabled) it waits for the thread's
         earlier commits' arrivals."""
-        from ...engines.bmc import Effect, Work
+        from ...engines.bmc_step import Effect, Work
 
         enc = self.enc
         w = Work(self.S)
@@ -578,4 +572,36 @@ class Tcgen05Encoding:
 
 EVENTS: dict[type, Callable] = {
     ir.UmmaCommit: Tcgen05Encoding.ev_umma_commit,
+}
+
+
+# ------------------------------------------------------------------ bmc: the unrolled events
+def setup_commit(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
+    """Machine.op_umma_commit where it tracks nothing: one arrival (an actor, its in-flight flag a
+    record) on the CTA's own barrier. Anything the encoding cannot follow exactly is refused:
+    other tcgen05 operations (what a commit tracks and publishes), several threads committing at
+    once, a multicast commit."""
+    op = e.op
+    others = [type(o).__name__ for o in ir.ops_of(enc.machine.protocol.body)
+              if ir.tensor_core_async(o) and not isinstance(o, ir.UmmaCommit)]
+    if others:
+        raise Unsupported(f"`tcgen05.commit` in a protocol with other tcgen05 operations ({others[0]}: what a "
+                          f"commit tracks and publishes is not encoded), line {e.line}")
+    if e.threads != 1 or op.multicast is not None:
+        raise Unsupported(f"`tcgen05.commit` by {e.threads} threads or with a multicast mask (only one "
+                          f"thread's commit on its own CTA's barrier is encoded), line {e.line}")
+    e.m, e.error = static_value(enc.machine._mbar, None, e.proc, op.bar, e.own, env, ctx)
+    if e.error is None:
+        r = enc._new_record(Record(COMMIT, (e.m,), 1, e.proc, e.part, event=e))
+        e.copies.append(Copy(e, e.own, e.m, (), r, commit=True))
+        e.m = -1  # (the barrier is the arrival's: the issue only checks it, as a copy's issue does)
+
+
+SETUP: dict[type, Callable] = {ir.UmmaCommit: setup_commit}
+# operations the bmc encoding refuses, and why
+REFUSED: dict[type, str] = {
+    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
+    ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
+    ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
+    ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
 }
