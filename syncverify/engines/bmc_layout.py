@@ -305,13 +305,22 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                 if e.error is None:
                     waits.append((e, unit, seq[unit] - e.pending))
         retired: set[int] = set()
+        # cp.async records of some/all lanes -> the index of the own wait that retires them
+        self.lanewise: dict[int, int] = {}
         for e, unit, limit in waits:
             team = team_of[e.proc] if unit == UNIT_WGMMA and team_of[e.proc] else (e.proc,)
             for q in team:
                 for read, u, grp in reads[q]:
                     if u == unit and grp < limit:
-                        learn = tuple(h for h in e.lanes if h == self.leader(e.proc)) if read.part == LEADER \
-                            else e.lanes
+                        if read.part == LEADER:
+                            learn = tuple(h for h in e.lanes if h == self.leader(e.proc))
+                        elif unit == UNIT_CPASYNC:
+                            # one copy per thread, retired by each thread's own wait: known lane by
+                            # lane, as an own generic write (Machine.op_group_wait, F_LANEWISE)
+                            learn = tuple(h for h in e.lanes if h == self.lanes_holder(e.proc))
+                            self.lanewise.setdefault(read.record, e.index)
+                        else:
+                            learn = e.lanes
                         e.retires.append((read.record, learn))
                         retired.add(read.record)
                         if len(team) > 1:
@@ -332,7 +341,8 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                     releasing = part_lanes(proc, e.part)
                     syncs = [x.index for x in evs[:e.index] if isinstance(x.op, ir.Syncwarp)]
                     e.hide = self._mask(r for r, rec in enumerate(self.records) if rec.space == DATA and
-                                        own_part_hidden(proc, rec.owner, rec.part, rec.is_async, releasing,
+                                        own_part_hidden(proc, rec.owner, rec.part,
+                                                        rec.is_async and r not in self.lanewise, releasing,
                                                         rec.event is not None and rec.owner == p and
                                                         any(i > rec.event.index for i in syncs)))
 

@@ -30,6 +30,7 @@ from ..state import (
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
+    F_LANEWISE,
     F_RETIRED,
     FULL,
     GROUP_FIELDS,
@@ -56,6 +57,7 @@ from ..state import (
     SPACE_OBS,
     SPACE_START,
     UNIT_BULK,
+    UNIT_CPASYNC,
     UNIT_OF,
     UNIT_WGMMA,
     WRITE,
@@ -194,7 +196,16 @@ class AsyncAgentOps:
             # before that lane alone.
             if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and grp // NUNITS < limit \
                     and not (waiter == LEADER and r[R_PART] == FULL):
-                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                if r[R_PART] == LEADER:
+                    learn = lanes & leader
+                elif unit == UNIT_CPASYNC:
+                    # A non-bulk cp.async is one copy per thread, and each thread's wait retires its
+                    # own: the lanes know the copy lane by lane, as their own generic writes
+                    # (F_LANEWISE, program.own_part_hidden); only a syncwarp lets one lane publish it.
+                    learn = lanes & self.holders.lanes(p)
+                    r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
+                else:
+                    learn = lanes
                 r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)

@@ -26,6 +26,7 @@ from ..core import (
 from ..program import own_part_hidden
 from ..state import (
     F_ASYNC,
+    F_LANEWISE,
     F_WARPSYNCED,
     LANES,
     M_JPREV,
@@ -228,7 +229,8 @@ class MbarrierOps(ScopeOps):
             w.records = release_partial(
                 w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
                 lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
-                                                                       bool(r[R_FLAGS] & F_ASYNC), releasing,
+                                                                       (r[R_FLAGS] & (F_ASYNC | F_LANEWISE)) == F_ASYNC,
+                                                                       releasing,
                                                                        bool(r[R_FLAGS] & F_WARPSYNCED)))
             release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)

@@ -24,6 +24,7 @@ from ..core import (
 from ..state import (
     F_ASYNC,
     F_INFLIGHT,
+    F_LANEWISE,
     F_REPEAT,
     F_SUPERSEDED,
     FULL,
@@ -126,8 +127,10 @@ class MemoryOps:
     def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
         if r[R_FLAGS] & F_INFLIGHT:
             return False
-        if r[R_OWNER] == p and not r[R_FLAGS] & F_ASYNC and r[R_PART] == part:
-            return True  # program order (lanes of a whole-warp access touch their own part: language doc)
+        if r[R_OWNER] == p and (r[R_FLAGS] & (F_ASYNC | F_LANEWISE)) != F_ASYNC and r[R_PART] == part:
+            # program order (lanes of a whole-warp access touch their own part: language doc); a
+            # cp.async copy its lanes' own waits retired is ordered as their own write (F_LANEWISE)
+            return True
         return (r[R_KNOWN] & lanes) == lanes
 
     def _raise_race(self, w, p, lanes, key, kind, r, span, what) -> None:
@@ -297,7 +300,9 @@ class MemoryEncoding:
                 continue
             if mine is not None and self._apart(mine, rec):
                 continue
-            po = rec.owner == e.proc and not rec.is_async and rec.part == e.part
+            # program order; a cp.async copy is ordered so for its lanes after their own wait retired it
+            po = rec.owner == e.proc and rec.part == e.part and \
+                (not rec.is_async or self.enc.lanewise.get(r, e.index) < e.index)
             ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
             out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
             if async_op and rec.kind == 1 and not rec.is_async:
