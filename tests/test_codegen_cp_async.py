@@ -108,22 +108,20 @@ def test_the_local_form_arrive_on_a_peer_is_refused_and_its_remote_twin_emits():
     assert "mapa.shared::cluster" in emit(syncverify.load(fixed, path="tvm.sync")).source
 
 
-def test_the_no_sync_replay_reads_after_the_other_warps_copy():
-    """The counterexample reads warp 1's part (line 22) and then warp 1 copies into it (line 15): the read
-    is warp 0's last step, so the replay hands its turn on first and reads after the copy (late-process)."""
+def test_the_no_sync_replay_reads_before_the_other_warps_copy():
+    """The counterexample reads warp 1's part (line 22) and then warp 1 copies into it (line 15): a RAW race,
+    the read was due to see that copy. The gated order already reads first; no hold defers the read past the
+    copy (a late-process hold did, and the read then saw the copy it wanted: never wrong on the H200)."""
     from syncverify.codegen.replay import replay_order
     from syncverify.codegen.sites import collect_sites, site_index
 
     protocol = _load("cutlass_sm80_multistage_cp_async_no_sync")
     sites = collect_sites(protocol)
     order = replay_order(protocol, site_index(sites))
-    (hold,) = order.holds
     read = next(s.index for s in sites if s.text.startswith("read tile[2 * (k % STAGES) + 1]"))
-    assert (hold.kind, hold.site, hold.process, hold.occurrence) == ("late-process", read, 0, 0)
-    assert hold.until_turn == len(order.steps) and order.steps[-1][0] == 1  # warp 1's copy ends the order
+    assert order.holds == () and order.steps[-2][:3] == (0, read, 0) and order.steps[-1][0] == 1
     src = emit(protocol, replay=order).source
-    assert (f"if (defer) {{ sv_gate_done(c, g, rcur, true); sv_hold(c, {len(order.steps)}u, 100000ull, {read}u, "
-            f"o{read}); }}") in src
-    assert "if (!defer) sv_gate_done(c, g, rcur, true);" in src
-    # the read expects what the model's intended order gives it: nothing written yet
+    assert "defer" not in src and "sv_hold(" not in src
+    # the schedule's walk reads before any copy of warp 1 (0); the replay checks the read against the copy
     assert emit(protocol).schedule.reads[(0, read)][0] == 0
+    assert emit(protocol, replay=order).schedule.reads[(0, read)][0] == order.expect[0][3] != 0

@@ -142,14 +142,30 @@ def test_one_release_replay_shows_lane_1_reading_the_next_write():
         assert first["line"] == 36 and first["occurrence"] == 0 and "line 27" in first["seen"], text
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "H200, 2026-12-02 03:46 UTC: the replay is corrupt 10/10, but the first wrong read is warp 1's line 21 at k=0, "
-    "which saw warp 0's prologue copy where the schedule expected its k=4 refill: the late-process hold does not "
-    "yet force the counterexample's line-22 read (docs/gpu-agreement.md)"))
-def test_no_sync_replay_shows_the_other_warps_copy_in_the_read():
-    """Warp 0 reads warp 1's part of stage 0 after warp 1's cp.async into it (the late-process hold)."""
+def test_no_sync_replay_shows_the_read_before_the_other_warps_copy():
+    """Warp 0's line-22 read of warp 1's part of stage 0 comes before warp 1's cp.async into it (the gated
+    order, no hold), and is checked against that copy, which it was due to see (replay._raw_read).
+
+    Prediction, written before the kernel ran: corrupt in every run, the first wrong read warp 0's line 22
+    #0 at step 7/8 of the counterexample, expected mma[1]'s line-15 copy #0, seen the initial content.
+    (The H200 run of 2026-12-02 03:46 UTC was of the earlier late-process hold, which read after the copy
+    and was never wrong at line 22: docs/gpu-agreement.md.)"""
     for first, text in _corrupt_reads("replay/cutlass_sm80_multistage_cp_async_no_sync"):
-        assert first["line"] == 22 and first["occurrence"] == 0 and "line 15" in first["seen"], text
+        assert first["line"] == 22 and first["occurrence"] == 0 and first["reader"].startswith("mma[0]"), text
+        assert "line 15" in first["expected"] and first["seen"] == "nobody (initial content)", text
+        assert "step 7/8" in first.get("trace_step", ""), text
+
+
+def test_unobserved_phase_replay_is_reported_not_forced():
+    """SV502 leaves the data right and no wait blocked: the clean replay is "not forced", not agreement.
+
+    Prediction, written before the kernel ran: completed 10/10 with clean data."""
+    name = "replay/nvfuser_cb_prologue_unobserved_phase"
+    res = _run(name)
+    replay = json.loads((KERNELS / f"{name}.json").read_text())["replay"]
+    agree, why = oc.agreement({"SV502"}, set(), res.reps, replay)
+    assert [r.status for r in res.reps] == [oc.COMPLETED] * 3 and not agree and "not forced" in why, \
+        runner_text(res)
 
 
 def _sanitize(name: str, tool: str):

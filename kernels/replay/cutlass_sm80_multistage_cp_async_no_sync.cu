@@ -176,35 +176,6 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
   ++cur;
 }
 
-
-// A hold: wait until the order has been replayed up to `until` (the overwrite is issued), then `window_ns`
-// more for it to land; the held access comes after.
-SV_DEVICE void sv_hold(const SvCtx& c, u32 until, u64 window_ns, u32 site, u32 occ) {
-  volatile u32* turn = &c.ctl[SV_CTL_TURN];
-  const u64 t0 = sv_now();
-  while (*turn < until) {
-    if (sv_aborted(c)) return;
-    if (sv_now() - t0 > c.watchdog_ns) {
-      sv_status(c, SV_STATE_REPLAY_STUCK, 0u, site, until, 0u, occ, 0, 0, 0, 0u);
-      atomicExch(&c.ctl[SV_CTL_ABORT], 1u);
-      return;
-    }
-    __nanosleep(256);
-  }
-  const u64 t1 = sv_now();
-  while (sv_now() - t1 < window_ns) __nanosleep(1024);
-}
-
-// A late write: each lane stores one contiguous run of the slot, so the lanes of a warp hit the same banks
-// together and the stores drain slowly; the warp issues them and moves on while they are still in flight.
-SV_DEVICE void sv_stamp_late(void* slot, u32 words, u32 value, u32 part, u32 nparts) {
-  uint4* v = (uint4*)slot;
-  const uint4 x = make_uint4(value, value, value, value);
-  const u32 n = words / 4, per = (n + nparts - 1) / nparts;
-  for (u32 j = 0; j < per; ++j)
-    if (part * per + j < n) v[part * per + j] = x;
-}
-
 __constant__ unsigned char sv_proc_of_tid[64] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 __constant__ unsigned short sv_proc_lo[2] = {0, 32};
 __constant__ unsigned char sv_proc_n[2] = {32, 32};
@@ -295,14 +266,12 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       {  /* line 22: read tile[2 * (k % STAGES) + 1]; */
         bool g = sv_gate(c, replay, replay_len, rcur, 4u, o4);
-        const bool defer = (c.proc == 0u && o4 == 0u);
-        if (defer) { sv_gate_done(c, g, rcur, true); sv_hold(c, 8u, 100000ull, 4u, o4); }
         unsigned char* slot = (sv_smem_base + 128u + 1024u * (u32)(((2 * (v_k % 3)) + 1)));
         { const int base = sv_read_base[c.proc * 9u + 4u];
           const bool known = base >= 0 && o4 < sv_read_count[c.proc * 9u + 4u];
           if (known) sv_check(c, slot, 256u, expect[base + o4], 4u, o4, (((c.cta) << 24) | (0u << 16) | (u32)(((2 * (v_k % 3)) + 1))), c.pidx, c.pn, 1u);
           else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
-        if (!defer) sv_gate_done(c, g, rcur, true);
+        sv_gate_done(c, g, rcur, true);
         ++o4;
       }
       {  /* line 24: cp.async tile[2 * ((k + STAGES - 1) % STAGES) + instance]; */

@@ -199,6 +199,16 @@ SV_DEVICE void sv_gate_done(const SvCtx& c, bool mine, u32& cur, bool whole) {
   ++cur;
 }
 
+
+// A gated step inside a guard on `lane`: the lanes the guard let in (`lanes`, their ballot) take it together,
+// and the lowest of them hands the turn on once.
+SV_DEVICE void sv_gate_done_lanes(const SvCtx& c, bool mine, u32& cur, u32 lanes) {
+  if (!mine) return;
+  __syncwarp(lanes);
+  if ((c.tid & 31u) == (u32)(__ffs(lanes) - 1)) { __threadfence(); atomicAdd(&c.ctl[SV_CTL_TURN], 1u); }
+  ++cur;
+}
+
 __constant__ unsigned char sv_proc_of_tid[96] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
 __constant__ unsigned short sv_proc_lo[3] = {0, 32, 64};
 __constant__ unsigned char sv_proc_n[3] = {32, 32, 32};
@@ -330,11 +340,12 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         sv_gate_done(c, g, rcur, true);
         ++o8;
       }
+      const u32 lm84 = __ballot_sync(c.seg_mask, ((int)(c.tid & 31u) == 31));
       if (((int)(c.tid & 31u) == 31)) {  // line 40
         {  /* line 40: arrive empty[s]; */
           bool g = sv_gate(c, replay, replay_len, rcur, 9u, o9);
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
-          sv_gate_done(c, g, rcur, true);
+          sv_gate_done_lanes(c, g, rcur, lm84);
           ++o9;
         }
       }

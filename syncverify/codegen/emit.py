@@ -49,6 +49,12 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
         proc_of_tid=[next(i for i, p in enumerate(per_cta) if p.lo <= t < p.hi) for t in range(protocol.threads)],
         proc_lo=[p.lo for p in per_cta], proc_n=[p.hi - p.lo for p in per_cta], procs_per_cta=len(per_cta))
     sched = run_schedule(protocol, site_of)
+    for p, site, occ, word in replay.expect if replay is not None else ():
+        # the racing read of a forced RAW order is due to see the write the order puts after it
+        # (replay._raw_read): that, not what the schedule saw, is its expected stamp
+        seen = sched.reads[(p, site)]
+        if occ <= len(seen):
+            seen[occ:occ + 1] = [word]
     layout = make_layout(protocol, sched.load_bytes)
     tables, expected, sources, stores = _tables(len(procs), len(sites), sched)
     _region_records(protocol, sites, sched, layout, tables, expected, stores)

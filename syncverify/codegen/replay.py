@@ -35,10 +35,21 @@ the first access open until the second has landed:
   barrier; only the writer's fence.proxy.async would wait for them. The protocol's
   own barriers give the counterexample's order (write, barrier, bulk store), so
   these steps are not gated: a gate's __threadfence would itself drain the stores.
-- ``late-process`` (a whole-warp read that is its warp's last step, overwritten by another process's
-  write that ends the order, e.g. a cp.async with no wait or barrier between): the warp hands its
-  turn on at the read site, waits until the order has been replayed and a window has passed, then
-  reads. The write it then sees is one the model leaves unordered with the read.
+- ``late-process`` (a WAR race: a whole-warp read that is its warp's last step, overwritten by another
+  process's write that ends the order): the warp hands its turn on at the read site, waits until the
+  order has been replayed and a window has passed, then reads. The write it then sees is one the model
+  leaves unordered with the read, and one it was not due to see.
+
+A RAW race (SV301) whose order ends with the write needs no hold: the read was due to see that write, and
+the gate already has it read before the write is issued. The schedule's expectation for that read is not
+the protocol's intent (it walks its own order), so the replay names the write's stamp as the read's
+expected value (``ReplayOrder.expect``, ``_raw_read``). Holding such a read past the write, as the
+late-process hold once did for cutlass_sm80_multistage_cp_async_no_sync, gives it the very value it wants:
+on the H200 that read was never wrong.
+
+Some violations leave the data right and every wait satisfied (SV502, a phase no wait observed): the replay
+gates their order, but nothing the kernel checks can show them. ``ReplayOrder.not_forced`` says why, and
+the batch reports a clean run of such a replay as "not forced", not as a disagreement or an agreement.
 - ``slow-wgmma``: wgmma.mma_async is warpgroup-collective, so its warps cannot be
   gated one by one; the protocol's own barriers give the order up to the release,
   and the hold queues a chain of wide accumulating wgmmas (m64n256k32, reading the
@@ -64,7 +75,10 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..semantics.machine import Machine
+from ..semantics.program import per_lane
 from ..semantics.state import P_PC, P_VARS
+from . import regions
+from .schedule import stamp
 from .sites import collect_sites, lane_site_index, site_of_instr
 from .support import EmitRefused
 
@@ -79,6 +93,15 @@ WGMMA_CHAIN = 64  # wide accumulating wgmmas queued before a held one (probe wgm
 ANY = -1  # a hold's process or occurrence: every one
 LEADER, LANES = 1, 2  # a gated step taken by the leader lane alone, or by the lanes of a guard on `lane`
 RACE_CODES = ("SV301", "SV302")  # the races a hold can keep open (see _holds)
+# Violations that leave the data right and every wait satisfied: the replay gates their order, but nothing it
+# can check shows them. The run is reported as "not forced" with this reason, never as a disagreement or as
+# agreement.
+NOT_FORCED = {
+    "SV502": "a phase completed that no wait observed (PTX, mbarrier phase completion: a test_wait or try_wait "
+             "must return True for it before an arrive-on of the next phase); the data hand-off is right and no "
+             "wait blocks, so the kernel's data and watchdog cannot show it: compute-sanitizer synccheck's "
+             "\"Missing wait\" is the hardware's witness",
+}
 
 
 @dataclass(frozen=True)
@@ -111,11 +134,15 @@ class ReplayOrder:
     events: tuple[tuple[int, int, int], ...] = ()
     why_ungated: str = ""  # set when the steps are not gated (the protocol itself gives the order)
     grid: int = 1  # clusters to launch at least (a late write needs several CTAs per SM: see LATE_WRITE_GRID)
+    # (process, site, occurrence, stamp): a read whose expected stamp is not the schedule's (see _raw_read)
+    expect: tuple[tuple[int, int, int, int], ...] = ()
+    not_forced: str = ""  # why no run of this replay can show the violation as wrong data or a hang
 
     def to_json(self) -> dict:
         return {"code": self.code, "message": self.message, "steps": [list(s) for s in self.steps],
                 "trace": list(self.trace), "events": [list(e) for e in self.events],
-                "holds": [h.to_json() for h in self.holds], "why_ungated": self.why_ungated, "grid": self.grid}
+                "holds": [h.to_json() for h in self.holds], "why_ungated": self.why_ungated, "grid": self.grid,
+                "expect": [list(e) for e in self.expect], "not_forced": self.not_forced}
 
 
 def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | None = None,
@@ -204,8 +231,39 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
                           "warps of a warpgroup around `wgmma.read`, but wgmma.mma_async is "
                           "warpgroup-collective: the GPU cannot be forced into a per-warp order there")
     gated = () if why_ungated else tuple(steps)
+    expect = () if why_ungated else _raw_read(protocol, violation, steps, kinds, len(site_of))
     return ReplayOrder(violation.code, violation.message, gated, tuple(trace), holds, tuple(events), why_ungated,
-                       _grid(holds))
+                       _grid(holds), expect, NOT_FORCED.get(violation.code, "") if not holds else "")
+
+
+def _raw_read(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]], kinds: list[ir.Op],
+              nsites: int) -> tuple[tuple[int, int, int, int], ...]:
+    """A RAW race (SV301) whose order ends with the write: the read was waiting for that write.
+
+    The gated order issues the read before the write, so on hardware the read sees the slot's older content:
+    that is the race shown, deterministically, with no hold. The schedule cannot say so (it does not follow
+    the order, and in the order the read observes the older content too), so the read's expected stamp is
+    the write's: the value the protocol means it to see. Only a plain read of another process's write of a
+    whole slot (an Access write, a cp.async, a TMA copy) is named; a per-lane or region read keeps the
+    schedule's expectation."""
+    if violation.code != "SV301" or not violation.related or not steps:
+        return ()
+    wp, wsite, wocc, _ = steps[-1]
+    parted = regions.region_buffers(protocol)
+    if not _is_write(kinds[-1]) or kinds[-1].buf.name in parted:
+        return ()
+    line = violation.related[0][0]
+    for i in range(len(steps) - 2, -1, -1):
+        op = kinds[i]
+        if (isinstance(op, ir.Access) and op.kind == "read" and op.span.line == line and steps[i][0] != wp
+                and steps[i][3] == 0 and not per_lane(op) and op.buf.name not in parted):
+            return ((*steps[i][:3], stamp(wp, wsite, wocc, nsites)),)
+    return ()
+
+
+def _is_write(op: ir.Op) -> bool:
+    """A step that writes a whole slot: a generic write, a cp.async or a TMA copy."""
+    return isinstance(op, ir.CpAsync | ir.TmaLoad) or (isinstance(op, ir.Access) and op.kind == "write")
 
 
 def _gate_kind(machine: Machine, p: int, lanes: int, leader_only: bool) -> int:
@@ -240,6 +298,10 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
                 "the protocol's own barriers give the counterexample's order (generic writes, barrier, bulk "
                 "store); a gate's __threadfence would drain the held stores")
     if violation.code not in ("SV301", "SV302"):
+        return (), ""
+    if violation.code == "SV301" and _is_write(kinds[-1]):
+        # RAW ending with the write: the read was due to see it, and the gate already puts the read first
+        # (_raw_read). Holding the read back past the write would give it the value it wants.
         return (), ""
     idx = next((i for i in range(len(steps) - 1, -1, -1)
                 if kinds[i].span.line == line and (not owners or steps[i][0] in owners)

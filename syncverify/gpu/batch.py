@@ -72,7 +72,8 @@ def run_kernels(kernels: str, verdicts: dict, repeat: int, deadline: float, log:
             log.write(f"==== {entry['name']} ({kind})\n")
             t0 = time.monotonic()
             res = runner.run(os.path.join(kernels, cu), launch, repeat, deadline, log=log)
-            agree, why = oc.agreement(errors, blocked, res.reps) if res.reps else (False, res.error)
+            agree, why = (oc.agreement(errors, blocked, res.reps, launch.get("replay") if kind == "replay" else None)
+                          if res.reps else (False, res.error))
             text = runner.format_result(res)
             shown = [r for r in res.reps if r.status in (oc.HANG, oc.CORRUPT, oc.FAULT)]
             at = [oc.traced(r) for r in shown if oc.traced(r)]

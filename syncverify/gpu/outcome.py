@@ -275,12 +275,22 @@ def model_blocked_lines(message: str) -> set[int]:
     return {int(m.group(2)) for m in _BLOCKED.finditer(message.split("Blocked:", 1)[-1])}
 
 
-def agreement(errors: set[str], blocked: set[int], reps: list[Rep]) -> tuple[bool, str]:
+RACES = ("SV301", "SV302", "SV303", "SV601")  # races: the replay's wrong data must be at a step of the order
+
+
+def agreement(errors: set[str], blocked: set[int], reps: list[Rep], replay: dict | None = None) -> tuple[bool, str]:
     """Does the hardware behave as the verdict says? (design §5)
 
     safe: completed with clean data in every repetition. SV201: every repetition hangs, at the lines the
     counterexample names. Any other violation: it must show as a hang, corruption or fault at least once;
-    a violation that never shows is reported as not reproduced (timing hid it), not as agreement."""
+    a violation that never shows is reported as not reproduced (timing hid it), not as agreement.
+
+    ``replay`` is the launch's replay description, for a replay kernel. When it forces a race's order (its
+    counterexample is a race and its steps are gated),
+    wrong data counts as the bug only where it is at a step of that order: the expected data
+    of the other reads follows one intended schedule, which the free steps after the order need not take,
+    so wrong data elsewhere is no evidence of the race the report names. A replay the emitter marks
+    ``not_forced`` (no hold makes the violation visible as data) is not counted as agreement when clean."""
     if not reps:
         return False, "no runs"
     counts = Counter(r.status for r in reps)
@@ -307,6 +317,13 @@ def agreement(errors: set[str], blocked: set[int], reps: list[Rep]) -> tuple[boo
         return True, f"hang {n}/{n}"
     bad = [r for r in reps if r.status in (HANG, CORRUPT, FAULT)]
     codes = ", ".join(sorted(errors))
+    forced = bool(replay and replay.get("steps")) and (replay or {}).get("code") in RACES
+    if forced and bad and not any(traced(r) for r in bad):
+        return False, (f"{codes}: {summary(reps)}, but not at the counterexample's step (the first wrong data is "
+                       "at a step the replay does not force): no evidence of the race it names")
     if bad:
         return True, f"{codes}: the bug showed ({summary(reps)})"
+    why = (replay or {}).get("not_forced")
+    if why:
+        return False, f"{codes}: not forced, completed with clean data {n}/{n} ({why})"
     return False, f"{codes}: not reproduced, completed with clean data {n}/{n} (timing hid it)"
