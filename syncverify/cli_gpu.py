@@ -147,7 +147,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         details[first_label] = free.to_json()
         if free.error and not free.reps:
             return free.exit_code or 3
-        agree, why = oc.agreement(errors, blocked, free.reps)
+        agree, why = oc.agreement(errors, blocked, free.reps,
+                                  emission.launch.get("replay") if args.replay is not None else None)
         replayable = bool(errors) and "SV201" not in errors and args.replay is None and not args.no_replay \
             and not args.sanitize
         if not agree and replayable:
@@ -161,7 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 again = _run_one(runner, em, tmp, "replay", args)
                 print(runner.format_result(again))
                 details["replay"] = again.to_json()
-                ok, why_replay = oc.agreement(errors, blocked, again.reps)
+                ok, why_replay = oc.agreement(errors, blocked, again.reps, em.launch.get("replay"))
                 if ok:
                     agree, why = True, f"{why_replay} when the counterexample's order is replayed; free runs: {why}"
     print(f"agreement: {'yes' if agree else 'NO'} — {why}")
