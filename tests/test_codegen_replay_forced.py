@@ -83,3 +83,24 @@ def test_a_clean_run_of_an_unforceable_replay_is_not_forced():
     assert not agree and "not forced" in why and "no data shows it" in why
     agree, why = oc.agreement({"SV502"}, set(), clean, {"code": "SV502", "steps": [[0, 1, 0, 0]]})
     assert not agree and "not reproduced" in why
+
+
+def test_a_war_race_with_no_hold_is_not_forced_and_one_ending_with_the_read_is():
+    """lane 31's release covers only its own read: no hold keeps lanes 0..30's reads open, so the gated order
+    completes them before the refill. The twin ends with the read (the write came first): forced as it is."""
+    from syncverify import ir
+    from syncverify.codegen.replay import Hold, _not_forced
+
+    _, order = _order("lane_last_release_no_syncwarp")
+    assert order.code == "SV302" and order.holds == () and "no hold" in order.not_forced
+    tma = next(k for k in _kinds("lane_last_release_no_syncwarp") if isinstance(k, ir.TmaLoad))
+    acc = next(k for k in _kinds("lane_last_release_no_syncwarp") if isinstance(k, ir.Access) and k.kind == "read")
+    assert _not_forced("SV302", (), [acc, tma]) and not _not_forced("SV302", (), [tma, acc])
+    assert not _not_forced("SV302", (Hold("late-lanes", 0),), [acc, tma])
+
+
+def _kinds(name: str) -> list:
+    from syncverify.codegen.sites import collect_sites
+
+    protocol, _ = _order(name)
+    return [s.op for s in collect_sites(protocol)]

@@ -101,6 +101,10 @@ NOT_FORCED = {
              "must return True for it before an arrive-on of the next phase); the data hand-off is right and no "
              "wait blocks, so the kernel's data and watchdog cannot show it: compute-sanitizer synccheck's "
              "\"Missing wait\" is the hardware's witness",
+    # a WAR race whose read no hold keeps open (e.g. a release by lanes of a guard on `lane` other than the
+    # leader: late-lanes defers the lanes other than lane 0 only)
+    "SV302": "a WAR race whose read no hold of the replay keeps open: the gated order completes the read before "
+             "the overwrite is issued, so the read sees the value it was due to see",
 }
 
 
@@ -233,7 +237,17 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
     gated = () if why_ungated else tuple(steps)
     expect = () if why_ungated else _raw_read(protocol, violation, steps, kinds, len(site_of))
     return ReplayOrder(violation.code, violation.message, gated, tuple(trace), holds, tuple(events), why_ungated,
-                       _grid(holds), expect, NOT_FORCED.get(violation.code, "") if not holds else "")
+                       _grid(holds), expect, _not_forced(violation.code, holds, kinds))
+
+
+def _not_forced(code: str, holds: tuple[Hold, ...], kinds: list[ir.Op]) -> str:
+    """Why a run of this replay cannot show the violation (NOT_FORCED), or "" when it can or may.
+
+    A WAR race counts only when the order ends with the overwrite (the read came first): one that ends with
+    the read has the read after the write in the gated order, which shows it."""
+    if holds or (code == "SV302" and not (kinds and _is_write(kinds[-1]))):
+        return ""
+    return NOT_FORCED.get(code, "")
 
 
 def _raw_read(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]], kinds: list[ir.Op],
