@@ -39,17 +39,6 @@ the first access open until the second has landed:
   process's write that ends the order): the warp hands its turn on at the read site, waits until the
   order has been replayed and a window has passed, then reads. The write it then sees is one the model
   leaves unordered with the read, and one it was not due to see.
-
-A RAW race (SV301) whose order ends with the write needs no hold: the read was due to see that write, and
-the gate already has it read before the write is issued. The schedule's expectation for that read is not
-the protocol's intent (it walks its own order), so the replay names the write's stamp as the read's
-expected value (``ReplayOrder.expect``, ``_raw_read``). Holding such a read past the write, as the
-late-process hold once did for cutlass_sm80_multistage_cp_async_no_sync, gives it the very value it wants:
-on the H200 that read was never wrong.
-
-Some violations leave the data right and every wait satisfied (SV502, a phase no wait observed): the replay
-gates their order, but nothing the kernel checks can show them. ``ReplayOrder.not_forced`` says why, and
-the batch reports a clean run of such a replay as "not forced", not as a disagreement or an agreement.
 - ``slow-wgmma``: wgmma.mma_async is warpgroup-collective, so its warps cannot be
   gated one by one; the protocol's own barriers give the order up to the release,
   and the hold queues a chain of wide accumulating wgmmas (m64n256k32, reading the
@@ -60,6 +49,18 @@ the batch reports a clean run of such a replay as "not forced", not as a disagre
   (KernelWriter.early_copies), so the overwrite lands inside that window.
   (A chain of m64n8k32 on the checked wgmma's accumulator was tried first: ptxas
   removed it, since the checked wgmma's scale-d 0 discards its results.)
+
+A RAW race (SV301) whose order ends with the write needs no hold: the read was due to see that write, and
+the gate already has it read before the write is issued. The schedule's expectation for that read is not
+the protocol's intent (it walks its own order), so the replay names the write's stamp as the read's
+expected value (``ReplayOrder.expect``, ``_raw_read``). Holding such a read past the write, as the
+late-process hold once did for cutlass_sm80_multistage_cp_async_no_sync, gives it the very value it wants:
+on the H200 that read was never wrong.
+
+Some violations leave the data right and every wait satisfied (SV502, a phase no wait observed), and a WAR
+race whose read no hold keeps open has its read done before the overwrite in the gated order: the replay
+gates their order, but nothing the kernel checks can show them. ``ReplayOrder.not_forced`` says why, and
+the batch reports a clean run of such a replay as "not forced", never as agreement.
 
 A replay of a safe protocol (``instrumented_order``) has no order to force; it
 applies, wherever they apply, the holds that keep the protocol's program order:
