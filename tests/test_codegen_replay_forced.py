@@ -104,3 +104,11 @@ def _kinds(name: str) -> list:
 
     protocol, _ = _order(name)
     return [s.op for s in collect_sites(protocol)]
+
+
+def test_the_batch_prints_not_forced_apart_from_a_disagreement():
+    clean = [oc.Rep(oc.COMPLETED)] * 2
+    replay = {"code": "SV502", "steps": [[0, 1, 0, 0]], "not_forced": "why"}
+    assert oc.agreement_word(*oc.agreement({"SV502"}, set(), clean, replay)) == "NOT FORCED"
+    assert oc.agreement_word(*oc.agreement({"SV502"}, set(), clean, {**replay, "not_forced": ""})) == "DISAGREES"
+    assert oc.agreement_word(*oc.agreement(set(), set(), clean)) == "AGREES"

@@ -95,8 +95,8 @@ ANY = -1  # a hold's process or occurrence: every one
 LEADER, LANES = 1, 2  # a gated step taken by the leader lane alone, or by the lanes of a guard on `lane`
 RACE_CODES = ("SV301", "SV302")  # the races a hold can keep open (see _holds)
 # Violations that leave the data right and every wait satisfied: the replay gates their order, but nothing it
-# can check shows them. The run is reported as "not forced" with this reason, never as a disagreement or as
-# agreement.
+# can check shows them. A clean run is reported as "not forced" with this reason (gpu/outcome.py), not as
+# agreement, and not as timing hiding the bug.
 NOT_FORCED = {
     "SV502": "a phase completed that no wait observed (PTX, mbarrier phase completion: a test_wait or try_wait "
              "must return True for it before an arrive-on of the next phase); the data hand-off is right and no "

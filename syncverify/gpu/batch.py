@@ -80,7 +80,7 @@ def run_kernels(kernels: str, verdicts: dict, repeat: int, deadline: float, log:
             where = f"; {len(at)} of them at a step of the counterexample ({at[0]})" if at else ""
             shows = f"\n  the bug showed in {len(shown)}/{len(res.reps)}{where}" if errors and shown else ""
             print(f"[{kind}] {text}{shows}\n  verdict {verdict} {sorted(errors) or ''}: "
-                  f"{'AGREES' if agree else 'DISAGREES'} — {why}  ({time.monotonic() - t0:.1f} s)", flush=True)
+                  f"{oc.agreement_word(agree, why)} — {why}  ({time.monotonic() - t0:.1f} s)", flush=True)
             rows.append({"spec": spec, "name": entry["name"], "run": kind, "verdict": verdict,
                          "errors": sorted(errors), "summary": oc.summary(res.reps) if res.reps else res.error,
                          "agrees": agree, "why": why, "text": text, "result": res.to_json()})

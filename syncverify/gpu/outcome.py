@@ -278,6 +278,14 @@ def model_blocked_lines(message: str) -> set[int]:
 RACES = ("SV301", "SV302", "SV303", "SV601")  # races: the replay's wrong data must be at a step of the order
 
 
+NOT_FORCED = "not forced"  # agreement's reason for a clean run of a replay that cannot show its violation
+
+
+def agreement_word(agree: bool, why: str) -> str:
+    """How a report prints an agreement: a replay that cannot show its violation neither agrees nor disagrees."""
+    return "AGREES" if agree else "NOT FORCED" if f": {NOT_FORCED}," in why else "DISAGREES"
+
+
 def agreement(errors: set[str], blocked: set[int], reps: list[Rep], replay: dict | None = None) -> tuple[bool, str]:
     """Does the hardware behave as the verdict says? (design §5)
 
@@ -325,5 +333,5 @@ def agreement(errors: set[str], blocked: set[int], reps: list[Rep], replay: dict
         return True, f"{codes}: the bug showed ({summary(reps)})"
     why = (replay or {}).get("not_forced")
     if why:
-        return False, f"{codes}: not forced, completed with clean data {n}/{n} ({why})"
+        return False, f"{codes}: {NOT_FORCED}, completed with clean data {n}/{n} ({why})"
     return False, f"{codes}: not reproduced, completed with clean data {n}/{n} (timing hid it)"
