@@ -108,9 +108,12 @@ def test_wgmma_release_before_wait_replay_shows_the_overwriting_copy():
     for rep in res.reps:
         assert rep.status == oc.CORRUPT, runner_text(res)
         first = rep.corrupt["first"][0]
-        # the wgmma the trace names (line 45, k=0) read the producer's next copy into the stage (line 37, #2)
-        assert first["line"] == 45 and first["occurrence"] == 0 and "line 37" in first["seen"], runner_text(res)
-        assert first["seen"].endswith("#2"), runner_text(res)
+        # the wgmma the trace names (line 45, k=0) read the producer's next copy into the stage (line 37, #2),
+        # whole or torn: on the H200 (2026-12-02 04:32 UTC) one run of three read half of it ("a mix of two
+        # writes", 24216 between the first copy's 24200 and the next copy's 24232), the copy landing mid-read
+        assert first["line"] == 45 and first["occurrence"] == 0, runner_text(res)
+        assert ("line 37" in first["seen"] and first["seen"].endswith("#2")) or \
+            "a mix of two writes" in first["seen"], runner_text(res)
 
 
 def test_tma_store_without_fence_replay_shows_stale_data():
