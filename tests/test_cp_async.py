@@ -376,3 +376,64 @@ def test_the_lanes_read_their_own_copies_after_their_wait():
     text = lane_release("read buf; syncwarp; elect { arrive b; }")
     assert errors(check(text)) == set()
     assert errors(check(text.replace("read buf;", "elect { read buf; }"))) == {"SV301"}  # lane 0 reads all lanes' bytes
+
+
+# The same holds for bulk stores (PTX cp.async.bulk.wait_group: "prior bulk async-groups committed
+# by the executing thread"): a store group issued by every lane is retired lane by lane, and each
+# lane's store reads the whole slot.
+
+STORE_RELEASE = """\
+protocol bulk_lane_release {
+  cta threads 64;
+  role epi = warp 0;
+  role other = warp 1;
+  smem buf bytes 512;
+  mbarrier b count 1;
+  first thread { init b; }
+  syncthreads;
+  if epi {
+    write buf;
+    fence.proxy.async;
+    syncwarp;
+    STORE
+    RELEASE
+  }
+  if other {
+    wait b parity 0;
+    write buf;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("store, release, codes", [
+    ("tma.store buf; bulk.commit; bulk.wait_read 0;", "elect { arrive b; }", {"SV302"}),
+    ("tma.store buf; bulk.commit; bulk.wait_read 0;", "syncwarp; elect { arrive b; }", set()),
+    ("elect { tma.store buf; bulk.commit; bulk.wait_read 0; }", "elect { arrive b; }", set()),
+])
+def test_one_lanes_release_after_a_warps_bulk_wait_publishes_its_own_store_only(store, release, codes):
+    text = STORE_RELEASE.replace("STORE", store).replace("RELEASE", release)
+    for engine in ("explicit", "z3", "bmc"):
+        assert errors(check(text, engine)) == codes, engine
+
+
+def test_a_warps_own_write_after_its_bulk_wait_races_with_the_other_lanes_stores():
+    """Each lane's store reads the whole slot: a lane's later write is ordered after its own store's
+    read only, so the warp rewriting the slot after `bulk.wait_read` without a syncwarp races."""
+    text = STORE_RELEASE.replace("STORE", "tma.store buf; bulk.commit; bulk.wait_read 0; write buf;") \
+        .replace("RELEASE", "syncwarp; elect { arrive b; }")
+    assert errors(check(text)) == {"SV302"}
+    assert errors(check(text.replace("bulk.wait_read 0; write buf;", "bulk.wait_read 0; syncwarp; write buf;"))) \
+        == set()
+
+
+def test_the_promela_export_refuses_a_bulk_store_group_of_several_lanes():
+    """Its model retires a group for every lane at once, so it would call the racing release safe."""
+    from syncverify.export import ExportError, export_model
+    racy = STORE_RELEASE.replace("STORE", "tma.store buf; bulk.commit; bulk.wait_read 0;") \
+        .replace("RELEASE", "elect { arrive b; }")
+    with pytest.raises(ExportError, match="bulk store group of several lanes"):
+        export_model(syncverify.load(racy))
+    elected = racy.replace("tma.store buf; bulk.commit; bulk.wait_read 0;",
+                           "elect { tma.store buf; bulk.commit; bulk.wait_read 0; }")
+    assert export_model(syncverify.load(elected)).text

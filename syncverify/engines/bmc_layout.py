@@ -307,6 +307,7 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         retired: set[int] = set()
         # cp.async records of some/all lanes -> the index of the own wait that retires them
         self.lanewise: dict[int, int] = {}
+        self.per_lane: set[int] = set()  # every async record its lanes' own waits retire (both kinds)
         for e, unit, limit in waits:
             team = team_of[e.proc] if unit == UNIT_WGMMA and team_of[e.proc] else (e.proc,)
             for q in team:
@@ -314,11 +315,14 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                     if u == unit and grp < limit:
                         if read.part == LEADER:
                             learn = tuple(h for h in e.lanes if h == self.leader(e.proc))
-                        elif unit == UNIT_CPASYNC:
+                        elif unit != UNIT_WGMMA:
                             # one copy per thread, retired by each thread's own wait: known lane by
-                            # lane, as an own generic write (Machine.op_group_wait, F_LANEWISE)
+                            # lane, as an own generic access (Machine.op_group_wait, F_LANEWISE); a
+                            # cp.async write is then in program order for its lanes (its own part)
                             learn = tuple(h for h in e.lanes if h == self.lanes_holder(e.proc))
-                            self.lanewise.setdefault(read.record, e.index)
+                            self.per_lane.add(read.record)
+                            if unit == UNIT_CPASYNC:
+                                self.lanewise.setdefault(read.record, e.index)
                         else:
                             learn = e.lanes
                         e.retires.append((read.record, learn))
@@ -342,7 +346,7 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                     syncs = [x.index for x in evs[:e.index] if isinstance(x.op, ir.Syncwarp)]
                     e.hide = self._mask(r for r, rec in enumerate(self.records) if rec.space == DATA and
                                         own_part_hidden(proc, rec.owner, rec.part,
-                                                        rec.is_async and r not in self.lanewise, releasing,
+                                                        rec.is_async and r not in self.per_lane, releasing,
                                                         rec.event is not None and rec.owner == p and
                                                         any(i > rec.event.index for i in syncs)))
 

@@ -298,6 +298,12 @@ class _Exporter:
                 isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "cp_async"):
             raise ExportError(f"line {line}: non-bulk cp.async (with its groups and mbarrier arrive) and test_wait "
                               "are not exported")
+        if (isinstance(op, ir.TmaStore) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "bulk")) \
+                and self.machine._part(p, ins) != LEADER and proc.lane_mask & (proc.lane_mask - 1):
+            # one bulk copy per lane, each retired by its own lane's wait (Machine.op_group_wait, F_LANEWISE):
+            # the model's group_wait lets every lane learn them all
+            raise ExportError(f"line {line}: a bulk store group of several lanes (one copy per lane, retired lane "
+                              "by lane) is not exported; issue it under `elect`")
 
         def mb_index(ref: ir.Ref) -> None:
             decl = self.protocol.mbarrier(ref.name)

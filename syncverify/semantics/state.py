@@ -56,8 +56,8 @@ F_TCCP = 32  # (with F_TC) a tcgen05.cp's write
 F_RETIRED = 64  # a wgmma read some warp of its warpgroup saw complete (its group tag may stay: Machine._wgmma_wait)
 F_WARPSYNCED = 128  # an own generic access of some/all lanes that a later syncwarp of its warp ordered before every
 #                     lane: each lane then holds the whole access, not only its own part (program.own_part_hidden)
-F_LANEWISE = 256  # a per-thread copy (non-bulk cp.async) of some/all lanes that their own group wait retired: each
-#                   lane knows only its own part, as of an own generic access (program.own_part_hidden)
+F_LANEWISE = 256  # a per-thread copy (cp.async, or a bulk copy's read) of some/all lanes that their own group wait
+#                   retired: each lane knows only its own, as of an own generic access (program.own_part_hidden)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)

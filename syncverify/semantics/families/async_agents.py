@@ -57,7 +57,6 @@ from ..state import (
     SPACE_OBS,
     SPACE_START,
     UNIT_BULK,
-    UNIT_CPASYNC,
     UNIT_OF,
     UNIT_WGMMA,
     WRITE,
@@ -198,10 +197,12 @@ class AsyncAgentOps:
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 if r[R_PART] == LEADER:
                     learn = lanes & leader
-                elif unit == UNIT_CPASYNC:
-                    # A non-bulk cp.async is one copy per thread, and each thread's wait retires its
-                    # own: the lanes know the copy lane by lane, as their own generic writes
-                    # (F_LANEWISE, program.own_part_hidden); only a syncwarp lets one lane publish it.
+                elif unit != UNIT_WGMMA:
+                    # A cp.async or bulk copy issued by several lanes is one copy per thread, and each
+                    # thread's wait retires its own ("committed by the executing thread"): the lanes
+                    # know it lane by lane, as their own generic accesses (F_LANEWISE,
+                    # program.own_part_hidden); only a syncwarp lets one lane publish it. (A wgmma is
+                    # one operation of the warpgroup, retired for all its threads at once.)
                     learn = lanes & self.holders.lanes(p)
                     r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
                 else:

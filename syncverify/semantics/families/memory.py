@@ -127,9 +127,12 @@ class MemoryOps:
     def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
         if r[R_FLAGS] & F_INFLIGHT:
             return False
-        if r[R_OWNER] == p and (r[R_FLAGS] & (F_ASYNC | F_LANEWISE)) != F_ASYNC and r[R_PART] == part:
+        if r[R_OWNER] == p and r[R_PART] == part and \
+                (not r[R_FLAGS] & F_ASYNC or (r[R_FLAGS] & F_LANEWISE and r[R_KIND] == WRITE)):
             # program order (lanes of a whole-warp access touch their own part: language doc); a
-            # cp.async copy its lanes' own waits retired is ordered as their own write (F_LANEWISE)
+            # cp.async copy its lanes' own waits retired is ordered as their own write (F_LANEWISE).
+            # Not a bulk copy's read: each lane's copy reads the whole slot, so a lane's later write
+            # is ordered only after its own copy's read, not the other lanes'.
             return True
         return (r[R_KNOWN] & lanes) == lanes
 
