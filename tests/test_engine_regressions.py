@@ -378,10 +378,14 @@ protocol bulk_groups_are_per_thread {
     ("tma.store d; bulk.commit;", "elect { bulk.wait_read 0; } syncwarp;", {"SV302"}),
     # lane 0 stores; every lane "waits", but lanes 1..31 have no group: nothing orders them
     ("elect { tma.store d; bulk.commit; }", "bulk.wait_read 0;", {"SV302"}),
-    # controls: every lane waits for its own store; lane 0 waits, then syncwarp publishes it
-    ("tma.store d; bulk.commit;", "bulk.wait_read 0;", set()),
+    # every lane waits for its own store, but each store reads all of d: lane 0's write races with
+    # lane 1's store until a syncwarp orders every lane's wait before every lane's write
+    ("tma.store d; bulk.commit;", "bulk.wait_read 0;", {"SV302"}),
+    # controls: the syncwarp after every lane's wait; lane 0 waits, then syncwarp publishes it
+    ("tma.store d; bulk.commit;", "bulk.wait_read 0; syncwarp;", set()),
     ("elect { tma.store d; bulk.commit; }", "elect { bulk.wait_read 0; } syncwarp;", set()),
-], ids=["all-store-one-waits", "one-stores-all-wait", "all-store-all-wait", "one-stores-waits-syncwarp"])
+], ids=["all-store-one-waits", "one-stores-all-wait", "all-store-all-wait", "all-store-all-wait-syncwarp",
+        "one-stores-waits-syncwarp"])
 def test_bulk_wait_retires_only_the_waiting_lanes_groups(store, wait, expected):
     r = check(BULK_PER_THREAD.replace("STORE", store).replace("WAIT", wait))
     assert errors(r) == expected
@@ -400,7 +404,7 @@ def test_elected_bulk_commit_leaves_the_other_lanes_stores_uncommitted():
     "elect { bulk.commit; } tma.store d; bulk.commit;",
 ])
 def test_a_later_commit_by_the_whole_warp_commits_the_lanes_stores(store):
-    r = check(BULK_PER_THREAD.replace("STORE", store).replace("WAIT", "bulk.wait_read 0;"))
+    r = check(BULK_PER_THREAD.replace("STORE", store).replace("WAIT", "bulk.wait_read 0; syncwarp;"))
     assert r.verdict == Verdict.SAFE, errors(r)
 
 
