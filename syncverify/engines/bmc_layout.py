@@ -18,7 +18,7 @@ from ..semantics.families import async_agents, barriers, cp_async, mbarrier, mem
 from ..semantics.families.encoding import DATA, INIT, OBS, START
 from ..semantics.machine import Machine, Violation
 from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
-from ..semantics.state import FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA
+from ..semantics.state import FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA, retired_lane_by_lane
 from .bmc_events import Copy, Event, Record, Unsupported
 from .bmc_por import EncodingIndependence
 from .bmc_symmetry import EncodingSymmetry
@@ -315,9 +315,8 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                     if u == unit and grp < limit:
                         if read.part == LEADER:
                             learn = tuple(h for h in e.lanes if h == self.leader(e.proc))
-                        elif unit != UNIT_WGMMA:
-                            # one copy per thread, retired by each thread's own wait: known lane by
-                            # lane, as an own generic access (Machine.op_group_wait, F_LANEWISE); a
+                        elif retired_lane_by_lane(unit, read.part):
+                            # (Machine.op_group_wait, F_LANEWISE): the lanes' holder learns it; a
                             # cp.async write is then in program order for its lanes (its own part)
                             learn = tuple(h for h in e.lanes if h == self.lanes_holder(e.proc))
                             self.per_lane.add(read.record)

@@ -77,6 +77,29 @@ RD_CUR_LINE, RD_LAST_LINE = 2, 22
 _RD_LINE = 0xFFFFF
 
 
+def retired_lane_by_lane(unit: int, part: int) -> bool:
+    """Is an async access of this group unit, issued by these lanes, retired lane by lane? A
+    cp.async or bulk copy issued by several lanes is one copy per thread, and each thread's group
+    wait retires its own (PTX: "committed by the executing thread"): its lanes then know it as their
+    own generic accesses (F_LANEWISE, program.own_part_hidden), and only a syncwarp lets one lane
+    publish it. A wgmma is one operation of the warpgroup, retired for all its threads at once."""
+    return part != LEADER and unit != UNIT_WGMMA
+
+
+def hidden_like_own_access(flags: int) -> bool:
+    """Can a release by some lanes fail to publish this record of its own process
+    (program.own_part_hidden's ``is_async`` is False)? Generic accesses, and async ones retired lane
+    by lane; every other async record the holders learnt whole."""
+    return (flags & (F_ASYNC | F_LANEWISE)) != F_ASYNC
+
+
+def in_program_order_when_own(flags: int, kind: int) -> bool:
+    """MemoryOps._ordered: an own access of the same part is ordered by program order when generic,
+    or when a cp.async write its lanes' own waits retired (each lane wrote its own part). Not a bulk
+    copy's read: each lane's copy reads the whole slot."""
+    return not flags & F_ASYNC or bool(flags & F_LANEWISE and kind == WRITE)
+
+
 def rdata_shift(rd: int) -> int:
     """The rdata of a barrier whose current phase just completed: current becomes last."""
     return ((rd & 1) << 1) | (((rd >> RD_CUR_LINE) & _RD_LINE) << RD_LAST_LINE)

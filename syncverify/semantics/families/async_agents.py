@@ -61,6 +61,7 @@ from ..state import (
     UNIT_WGMMA,
     WRITE,
     State,
+    retired_lane_by_lane,
 )
 from .encoding import DATA, INIT, Z3A
 
@@ -197,12 +198,7 @@ class AsyncAgentOps:
                     and not (waiter == LEADER and r[R_PART] == FULL):
                 if r[R_PART] == LEADER:
                     learn = lanes & leader
-                elif unit != UNIT_WGMMA:
-                    # A cp.async or bulk copy issued by several lanes is one copy per thread, and each
-                    # thread's wait retires its own ("committed by the executing thread"): the lanes
-                    # know it lane by lane, as their own generic accesses (F_LANEWISE,
-                    # program.own_part_hidden); only a syncwarp lets one lane publish it. (A wgmma is
-                    # one operation of the warpgroup, retired for all its threads at once.)
+                elif retired_lane_by_lane(unit, r[R_PART]):
                     learn = lanes & self.holders.lanes(p)
                     r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
                 else:

@@ -27,8 +27,6 @@ from ..program import (
     Process,
 )
 from ..state import (
-    F_ASYNC,
-    F_LANEWISE,
     F_WARPSYNCED,
     LEADER,
     P_CLTOKEN,
@@ -41,6 +39,7 @@ from ..state import (
     R_PART,
     acquire,
     clear_bits,
+    hidden_like_own_access,
     release,
     shift_phase,
 )
@@ -246,11 +245,11 @@ def _mark_warpsynced(records: tuple, owners: dict[int, int]) -> tuple:
     before every participating lane's operations after it. Only records the holders know at the
     syncwarp are marked (an access a lane learns of later, e.g. by a group wait, is not covered
     by this syncwarp); the leader's own accesses (LEADER) need no mark, and async records are
-    never hidden, except the per-thread cp.async copies their lanes' own waits retired (F_LANEWISE)."""
+    never hidden, except those retired lane by lane (state.hidden_like_own_access)."""
     out = None
     for i, r in enumerate(records):
         holders = owners.get(r[R_OWNER])
-        if holders is None or r[R_PART] == LEADER or (r[R_FLAGS] & (F_ASYNC | F_LANEWISE)) == F_ASYNC or \
+        if holders is None or r[R_PART] == LEADER or not hidden_like_own_access(r[R_FLAGS]) or \
                 r[R_FLAGS] & F_WARPSYNCED or \
                 (r[R_KNOWN] & holders) != holders:
             continue

@@ -25,8 +25,6 @@ from ..core import (
 )
 from ..program import own_part_hidden
 from ..state import (
-    F_ASYNC,
-    F_LANEWISE,
     F_WARPSYNCED,
     LANES,
     M_JPREV,
@@ -54,6 +52,7 @@ from ..state import (
     acquire,
     carry_obs,
     clear_bits,
+    hidden_like_own_access,
     rdata_shift,
     release,
     release_partial,
@@ -229,7 +228,7 @@ class MbarrierOps(ScopeOps):
             w.records = release_partial(
                 w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
                 lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
-                                                                       (r[R_FLAGS] & (F_ASYNC | F_LANEWISE)) == F_ASYNC,
+                                                                       not hidden_like_own_access(r[R_FLAGS]),
                                                                        releasing,
                                                                        bool(r[R_FLAGS] & F_WARPSYNCED)))
             release_mask = 0

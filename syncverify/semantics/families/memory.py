@@ -24,7 +24,6 @@ from ..core import (
 from ..state import (
     F_ASYNC,
     F_INFLIGHT,
-    F_LANEWISE,
     F_REPEAT,
     F_SUPERSEDED,
     FULL,
@@ -46,6 +45,7 @@ from ..state import (
     SPACE_DATA,
     SPACE_START,
     WRITE,
+    in_program_order_when_own,
 )
 from .encoding import DATA
 from .regions import WHOLE, explicit, region_of
@@ -127,13 +127,8 @@ class MemoryOps:
     def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
         if r[R_FLAGS] & F_INFLIGHT:
             return False
-        if r[R_OWNER] == p and r[R_PART] == part and \
-                (not r[R_FLAGS] & F_ASYNC or (r[R_FLAGS] & F_LANEWISE and r[R_KIND] == WRITE)):
-            # program order (lanes of a whole-warp access touch their own part: language doc); a
-            # cp.async copy its lanes' own waits retired is ordered as their own write (F_LANEWISE).
-            # Not a bulk copy's read: each lane's copy reads the whole slot, so a lane's later write
-            # is ordered only after its own copy's read, not the other lanes'.
-            return True
+        if r[R_OWNER] == p and r[R_PART] == part and in_program_order_when_own(r[R_FLAGS], r[R_KIND]):
+            return True  # program order (lanes of a whole-warp access touch their own part: language doc)
         return (r[R_KNOWN] & lanes) == lanes
 
     def _raise_race(self, w, p, lanes, key, kind, r, span, what) -> None:
