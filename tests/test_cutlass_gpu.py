@@ -329,3 +329,68 @@ def test_summarize_folds_the_launches_and_keeps_the_bad_ones() -> None:
     assert out["first_corrupt"] == [{"outcome": "corrupt", "wrong": 7, "max_err": 4.0, "ms": 0.5, "run": 2}]
     clean = cr.summarize({"runs": [{"outcome": "completed", "wrong": 0, "max_err": 0, "ms": 0.3}]})
     assert "first_corrupt" not in clean
+
+
+# ---- seed 6 (host code) and compute-sanitizer on the GEMM ------------------------------------------------
+
+
+def test_seed6_runs_the_unseeded_kernel_with_the_seeded_host_program() -> None:
+    """The box is encoded on the host, so seed 6 changes only the program that makes the Params: the cubin is
+    the unseeded 2x1 kernel's, the host program gemm_run_2x1_seed6, built on the overlay with -DSV_SEED=6."""
+    v = next(v for v in cr.VARIANTS if v.name == "seed6_b_box_unsliced")
+    cmd = cr.host_command("B", v, 3, 5.0)
+    assert cmd[:2] == [os.path.join("B", "gemm_run_2x1_seed6"), os.path.join("B", "sm90_gemm_coop_2x1.cubin")]
+    assert cr.host_command("B", cr.VARIANTS[1], 3, 5.0)[0] == os.path.join("B", "gemm_run_2x1")
+    build = (BENCH / "build.sh").read_text()
+    assert "-DSV_SEED=6 -Icutlass_seeded" in build and "-o gemm_run_2x1_seed6" in build
+    overlay = _load_overlay()
+    tma = [e for e in overlay.EDITS if e[0] == overlay.TMA]
+    assert len(tma) == 1 and "multicast = num_multicast" in tma[0][2] and "SV_SEED == 6 ? 1u" in tma[0][3]
+    # every edit keeps the other seeds' meaning: seed 6's line is the shipped one unless SV_SEED is 6
+    assert tma[0][3].replace("SV_SEED == 6 ? 1u : num_multicast", "num_multicast") == tma[0][2]
+
+
+def _load_overlay():  # type: ignore[no-untyped-def]
+    path = ROOT / "tests" / "data" / "ptx" / "cutlass_seeds" / "make_overlay.py"
+    spec = importlib.util.spec_from_file_location("make_overlay", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SANITIZER_LOG = """\
+========= COMPUTE-SANITIZER
+========= Invalid __shared__ write of size 16 bytes
+=========     at void cutlass::device_kernel<...>(T1::Params)+0x1f30 in /src/cute/arch/copy_sm90.hpp:153
+=========     by thread (5,0,0) in block (0,1,0)
+=========     Address 0x38010 is out of bounds
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: main [0x1234] in gemm_run
+=========
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call.
+========= Error: Race reported between Write access at void k()+0x90 in /src/barrier.h:424
+=========     and Read access at void k()+0xa0 in /src/barrier.h:470 [8 hazards]
+=========
+========= ERROR SUMMARY: 2 errors
+{"variant": "s2_seed2_producer_acquire_skipped", "outcome": "fault"}
+"""
+
+
+def test_sanitizer_findings_keep_the_summary_and_each_report_with_its_place() -> None:
+    got = cr.sanitizer_findings(SANITIZER_LOG)
+    assert got["summary"] == ["ERROR SUMMARY: 2 errors"]
+    assert got["first"] == [
+        "Invalid __shared__ write of size 16 bytes | at void cutlass::device_kernel<...>(T1::Params)+0x1f30 in "
+        "/src/cute/arch/copy_sm90.hpp:153",
+        "Error: Race reported between Write access at void k()+0x90 in /src/barrier.h:424 | and Read access at "
+        "void k()+0xa0 in /src/barrier.h:470 [8 hazards]"]
+    assert cr.parse_record(SANITIZER_LOG) == {"variant": "s2_seed2_producer_acquire_skipped", "outcome": "fault"}
+    assert cr.sanitizer_findings("") == {"summary": [], "first": []}
+
+
+def test_no_sanitizer_is_reported_as_missing_not_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    v = next(v for v in cr.VARIANTS if v.name == "s2_coop_1x1")
+    got = cr.run_under_sanitizer(str(tmp_path), v, "racecheck", 5.0, str(tmp_path))
+    assert got == {"tool": "racecheck", "error": "compute-sanitizer not found on PATH"}

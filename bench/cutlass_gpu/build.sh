@@ -5,7 +5,8 @@
 #     (tests/data/ptx/, tests/data/ptx/cutlass_seeds/), and seed 5 compiled here from the seeded headers
 #     (cutlass_seeds/make_overlay.py), its PTX kept beside its cubin for the checker;
 #   - the host programs gemm_run_1x1 and gemm_run_2x1 (gemm_run.cu: CUTLASS's host code makes the Params
-#     and the TMA descriptors on the device machine, at run time);
+#     and the TMA descriptors on the device machine, at run time), and gemm_run_2x1_seed6, the same host
+#     program built on the seeded headers with seed 6 (B's multicast box encoded whole);
 #   - fields_2x1 (tests/data/ptx/sm90_gemm_coop_2x1_fields.cu): the --param options of the check at any size;
 #   - the two-stage 1x1 GEMM (-DSV_STAGES=2: a stage is reused from the third k-tile on): a cubin of the
 #     committed unseeded PTX (sm90_gemm_coop_1x1_s2.ptx.gz) and of seeds 2, 3 and 5 of the one seeds PTX
@@ -69,6 +70,12 @@ HOST="$NVCC -DSV_HOST_ONLY -I$CUTLASS/include -I$CUTLASS/tools/util/include -I$D
   $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o gemm_run_1x1_s2 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
 [ -f fields_1x1_s2 ] || $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o fields_1x1_s2 "$DATA/sm90_gemm_coop_2x1_fields.cu"
 [ -f fields_2x1 ] || $HOST -o fields_2x1 "$DATA/sm90_gemm_coop_2x1_fields.cu"
+# seed 6 is in CUTLASS's host code (make_tma_copy_desc encodes B's multicast box whole): the kernel is the
+# unseeded 2x1 cubin, and only this host program, which makes the Params and the TMA descriptors, is seeded
+[ gemm_run_2x1_seed6 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
+  $NVCC -DSV_HOST_ONLY -DSV_SEED=6 -Icutlass_seeded -I$CUTLASS/tools/util/include -I$DATA \
+    -o gemm_run_2x1_seed6 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+
 
 # what the two-stage variants need on the GPU machine, alone (about 3 MiB, to carry there by itself):
 #   cutlass_run.py --build build/cutlass/s2 --only s2_
@@ -76,4 +83,10 @@ mkdir -p s2
 for f in gemm_run_1x1_s2 sm90_gemm_coop_1x1_s2.cubin sm90_gemm_coop_1x1_s2_seed{2,3,5}.cubin; do
   [ s2/$f -nt $f ] || cp -p $f s2/$f
 done
-ls -la "$OUT" "$OUT/s2"
+# and the 2x1 kernel with the host programs of its unseeded and seed-6 runs (cutlass_run.py --build
+# build/cutlass/box --only coop_2x1,seed6_): the cubin is the unseeded PTX's, seed 6 being host code
+mkdir -p box
+for f in gemm_run_2x1 gemm_run_2x1_seed6 sm90_gemm_coop_2x1.cubin; do
+  [ box/$f -nt $f ] || cp -p $f box/$f
+done
+ls -la "$OUT" "$OUT/s2" "$OUT/box"

@@ -19,7 +19,9 @@ place each warp waits can be compared with the checker's counterexample (the PCs
 nvdisasm's inlined line table, which names the CUTLASS call site of each wait). Prints one JSON line per variant,
 with the checker's verdict on that build at that size beside it (from bench/cutlass_gpu/checks/, made by
 check.sh) and, for a hang, which of the counterexample's blocked waits each warp's call sites name; it writes
-the same lines and the debugger logs under --out, in at most four files.
+the same lines and the debugger logs under --out, in at most five files. With --sanitize, one launch of each
+variant that cannot hang runs under each compute-sanitizer tool named (racecheck, synccheck, memcheck), and
+the record gets each tool's summary and first reports (the whole logs go to sanitizer.log).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Variant:
     bug: str  # "none", "race" or "deadlock": what the seeded edit can do
     note: str
     check: str = ""  # bench/cutlass_gpu/checks/<check>.json: the checker on this PTX at this size, if run
+    host: str = ""  # the host program's suffix when it is not the cluster's (gemm_run_<host>)
 
 
 GOOD = "sm90_gemm_coop_2x1"
@@ -99,6 +102,12 @@ VARIANTS: tuple[Variant, ...] = (
             "seed 2 with every stage reused 15 times", "s2_seed2_producer_acquire_skipped_k2048"),
     Variant("s2_seed5_release_before_wait_k2048", "1x1_s2", S2 + "_seed5", (256, 128, 2048), "race",
             "seed 5 with every stage reused 15 times", "s2_seed5_release_before_wait_k2048"),
+    # Seed 6 is in CUTLASS's host code: make_tma_copy_desc encodes B's multicast box whole (16 KiB) instead of
+    # each CTA's 8 KiB slice. The kernel is the unseeded 2x1 cubin; only its Params' tensor map differs.
+    Variant("seed6_b_box_unsliced", "2x1", GOOD, (256, 128, 128), "race",
+            "B's box encoded whole: the two CTAs' multicast copies overlap and 48 KiB reach each full barrier "
+            "against the 32 KiB of expect_tx; the checker with --tensor-bytes 0[384]=16384: SV303 at "
+            "copy_sm90_tma.hpp:705 (bench/RESULTS-ptx.md)", host="2x1_seed6"),
 )
 
 
@@ -122,7 +131,7 @@ def selected(name: str, only: str) -> bool:
 
 def host_command(build: str, v: Variant, runs: int, deadline_s: float) -> list[str]:
     m, n, k = v.mnk
-    return [os.path.join(build, f"gemm_run_{v.cluster}"), os.path.join(build, v.ptx + ".cubin"), v.name,
+    return [os.path.join(build, f"gemm_run_{v.host or v.cluster}"), os.path.join(build, v.ptx + ".cubin"), v.name,
             str(m), str(n), str(k), str(runs), str(deadline_s)]
 
 
@@ -455,6 +464,47 @@ def run_under_gdb(build: str, v: Variant, deadline_s: float, out_dir: str, grid:
             "threads": where_threads_wait(log, cmd[1], out_dir, v.name)}
 
 
+SAN_LINE_RE = re.compile(r"^========= ?(.*)$", re.M)
+SAN_SKIP = ("COMPUTE-SANITIZER", "Program hit", "Saved host backtrace", "Host Frame", "Target application")
+
+
+def sanitizer_findings(log: str) -> dict:
+    """compute-sanitizer's report in brief: its summary lines and the first reports, each with the line that
+    follows it (where the access or barrier is: `at FUNCTION+OFFSET in FILE:LINE`)."""
+    lines = [m.group(1) for m in SAN_LINE_RE.finditer(log)]
+    summary = [ln.strip() for ln in lines if "SUMMARY" in ln]
+    first = []
+    for i, ln in enumerate(lines):
+        if not ln or ln[0].isspace() or "SUMMARY" in ln or ln.startswith(SAN_SKIP):
+            continue
+        where = next((x.strip() for x in lines[i + 1:i + 4] if x.strip().startswith(("at ", "and "))), "")
+        first.append(f"{ln.strip()} | {where}" if where else ln.strip())
+        if len(first) == 8:
+            break
+    return {"summary": summary, "first": first}
+
+
+def run_under_sanitizer(build: str, v: Variant, tool: str, deadline_s: float, out_dir: str) -> dict:
+    """One launch of the variant under compute-sanitizer's TOOL (racecheck, synccheck, memcheck); its log is
+    appended to sanitizer.log, its findings summarized."""
+    cs = shutil.which("compute-sanitizer")
+    if cs is None:
+        return {"tool": tool, "error": "compute-sanitizer not found on PATH"}
+    cmd = [cs, "--tool", tool, "--print-limit", "50", *host_command(build, v, 1, deadline_s)]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        log = p.stdout
+    except subprocess.TimeoutExpired as e:
+        so = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        log = so + "\n--- killed after 300 s ---"
+    with open(os.path.join(out_dir, "sanitizer.log"), "a", encoding="utf-8") as fh:
+        fh.write(f"==== {v.name} {tool}\n{log}\n")
+    rec = parse_record(log) or {}
+    return {"tool": tool, "outcome": rec.get("outcome", "?"), "s": round(time.monotonic() - t0, 1),
+            **sanitizer_findings(log)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "cutlass"))
@@ -463,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=5.0, help="seconds a launch may take (default 5)")
     ap.add_argument("--gdb", action="store_true", help="rerun each hung variant under cuda-gdb")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="where the records and logs go")
+    ap.add_argument("--sanitize", default="", help="comma-separated compute-sanitizer tools run on one launch of "
+                    "each chosen variant that is not a deadlock (racecheck, synccheck, memcheck)")
     ap.add_argument("--list", action="store_true", help="print the variants and exit")
     a = ap.parse_args(argv)
     chosen = [v for v in VARIANTS if selected(v.name, a.only)]
@@ -487,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
             expected = hung_waits_of(v)
             if expected is not None and rec.get("threads"):
                 rec["waits_vs_counterexample"] = compare_waits(rec["threads"], expected)
+        tools = [t for t in a.sanitize.split(",") if t] if v.bug != "deadlock" else []
+        if tools:
+            rec["sanitizer"] = [run_under_sanitizer(a.build, v, t, max(a.deadline, 60.0), a.out) for t in tools]
         rec["checker"] = checker_says(v)
         rec["launch_as_checked"] = launch_as_checked(rec, v)
         rec["bug"], rec["note"] = v.bug, v.note

@@ -9,6 +9,10 @@ CUTLASS line it is about. SV_SEED selects the bug (0: none):
   3 wrong arrival count      the empty barriers are initialized with one arrival too many
   4 cluster sync removed     the kernel's cluster arrive/wait after the barrier init is left out
   5 release before wait      the mainloop releases the stage before warpgroup_wait<K_PIPE_MMAS>()
+  6 multicast box unsliced   make_tma_copy_desc encodes a multicast copy's box whole, not truncated by the
+                             number of CTAs it is multicast to; host code only (the descriptor is encoded on
+                             the host), so the kernel's PTX is the unseeded one and only the host program
+                             that makes the Params is built with it
 
 Usage: python3 make_overlay.py INCLUDE OUT
 """
@@ -22,6 +26,7 @@ import sys
 PIPE = "cutlass/pipeline/sm90_pipeline.hpp"
 KERNEL = "cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp"
 MMA = "cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized.hpp"
+TMA = "cute/atom/copy_traits_sm90_tma.hpp"
 
 # (file, line, the line's text as shipped, its replacement)
 EDITS = [
@@ -49,6 +54,8 @@ EDITS = [
      "      if (SV_SEED == 5) pipeline.consumer_release(smem_pipe_release); warpgroup_wait<K_PIPE_MMAS>();"),
     (MMA, 551, "      pipeline.consumer_release(smem_pipe_release);",
      "      if (SV_SEED != 5) pipeline.consumer_release(smem_pipe_release);"),
+    (TMA, 991, "  for (uint32_t i = tma_dim-1, multicast = num_multicast; multicast > 1; --i) {",
+     "  for (uint32_t i = tma_dim-1, multicast = SV_SEED == 6 ? 1u : num_multicast; multicast > 1; --i) {"),
 ]
 
 
