@@ -6,6 +6,8 @@
 #        sm90_gemm_coop_2x1_seed3 256 128 512 600)
 #        FIELDS=fields_1x1_s2 for the two-stage 1x1 kernel (its Params fields and boxes from its own host code;
 #        the fields file then carries that program's name, so the two kernels' fields at one size differ)
+#        EXTRA="OPTIONS" appended to the fields program's options; a later --tensor-bytes for the same map
+#        replaces its box (seed 6: EXTRA="--tensor-bytes 0[384]=16384", B's box whole)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build/cutlass}
@@ -18,16 +20,16 @@ read -r -a OPTS <<< "$(./"$FIELDS" "$M" "$N" "$K" 132 "$BIN" 2>/dev/null | tr -d
 mkdir -p "$ROOT/bench/cutlass_gpu/checks"
 start=$(date +%s)
 set +e
-PYTHONPATH=$ROOT python3 -m syncverify check "$STEM.ptx" "${OPTS[@]}" --fail-fast --format json -q \
+PYTHONPATH=$ROOT python3 -m syncverify check "$STEM.ptx" "${OPTS[@]}" ${EXTRA:-} --fail-fast --format json -q \
   --timeout "$TIMEOUT" > "$ROOT/bench/cutlass_gpu/checks/$NAME.json"
 rc=$?
 set -e
 # a deadlock: the waits it leaves blocked, with their CUTLASS call sites, for cutlass_run.py to set beside
 # where cuda-gdb finds the hung kernel's warps (the sites come from the extracted protocol's comments)
 if grep -q '"SV201"' "$ROOT/bench/cutlass_gpu/checks/$NAME.json"; then
-  PYTHONPATH=$ROOT python3 -m syncverify extract "$STEM.ptx" "${OPTS[@]}" -o "$NAME.extracted.sync"
+  PYTHONPATH=$ROOT python3 -m syncverify extract "$STEM.ptx" "${OPTS[@]}" ${EXTRA:-} -o "$NAME.extracted.sync"
   python3 "$ROOT/bench/cutlass_gpu/hung_waits.py" "$ROOT/bench/cutlass_gpu/checks/$NAME.json" \
     "$NAME.extracted.sync" > "$ROOT/bench/cutlass_gpu/checks/$NAME.waits.json"
 fi
-echo "$NAME: exit $rc after $(( $(date +%s) - start )) s: python3 -m syncverify check $STEM.ptx ${OPTS[*]} --fail-fast --format json -q --timeout $TIMEOUT" \
+echo "$NAME: exit $rc after $(( $(date +%s) - start )) s: python3 -m syncverify check $STEM.ptx ${OPTS[*]} ${EXTRA:-} --fail-fast --format json -q --timeout $TIMEOUT" \
   | tee -a "$ROOT/bench/cutlass_gpu/checks/commands.txt"

@@ -107,7 +107,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("seed6_b_box_unsliced", "2x1", GOOD, (256, 128, 128), "race",
             "B's box encoded whole: the two CTAs' multicast copies overlap and 48 KiB reach each full barrier "
             "against the 32 KiB of expect_tx; the checker with --tensor-bytes 0[384]=16384: SV303 at "
-            "copy_sm90_tma.hpp:705 (bench/RESULTS-ptx.md)", host="2x1_seed6"),
+            "copy_sm90_tma.hpp:705 (bench/RESULTS-ptx.md)", "seed6_b_box_unsliced", host="2x1_seed6"),
 )
 
 
