@@ -225,6 +225,22 @@ def test_wgmma_replay_is_ungated_and_queues_a_chain_before_the_held_read():
     assert 'if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx' in emit(protocol).source
 
 
+def test_an_unreplayable_shortest_race_gives_way_to_a_race_with_a_hold():
+    """The wrong-rank release's shortest counterexample is a WAW race (SV303) whose order splits the warpgroup
+    around its wgmma, which no replay can force; its WAR race on the same stage (SV302) has a slow-wgmma hold,
+    so that one is replayed. Asked for SV303 alone, the refusal stands."""
+    from syncverify.codegen import replay_order
+    from syncverify.codegen.sites import collect_sites, site_index
+    from syncverify.codegen.support import EmitRefused
+
+    protocol, order = _order("deepgemm_lane_rank_release_wrong_rank")
+    assert order.code == "SV302" and "warpgroup-collective" in order.why_ungated
+    (h,) = order.holds
+    assert h.kind == "slow-wgmma"
+    with pytest.raises(EmitRefused, match=r"orders the warps of a warpgroup around `wgmma\.read`"):
+        replay_order(protocol, site_index(collect_sites(protocol)), "SV303")
+
+
 def test_missing_proxy_fence_replay_issues_late_writes_and_no_barrier_progress():
     protocol, order = _order("tma_store_no_fence")
     assert order.code == "SV601" and order.steps == () and order.grid > 1

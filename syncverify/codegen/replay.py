@@ -156,7 +156,9 @@ def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | Non
 
     With no code, a race whose first access the replay can hold open is preferred to the shortest
     counterexample: the hold is what makes a race show on hardware, and the codes that come with it in the
-    same spec (SV502's unobserved phase, SV504's overflow) leave no wrong data for the stamps to catch.
+    same spec (SV502's unobserved phase, SV504's overflow) leave no wrong data for the stamps to catch. That
+    holds too where the shortest one cannot be replayed at all (a WAW race whose order splits a warpgroup
+    around its wgmma): the race with a hold is replayed, and only without one is the refusal reported.
     Searched without symmetry reduction so that every step names the real warp that took it. A protocol
     with no error at all gets ``instrumented_order`` (the replay's instrumentation, nothing to force)."""
     from ..engines.explicit import Budget, search
@@ -170,13 +172,25 @@ def replay_order(protocol: ir.Protocol, site_of: dict[int, int], code: str | Non
         found = sorted({v.code for v, _ in outcome.errors}) or ["none"]
         raise EmitRefused(f"{protocol.path}: no counterexample{f' for {code}' if code else ''} to replay "
                           f"(the checker found: {', '.join(found)})")
-    order = _order(machine, protocol, site_of, *min(errors, key=lambda e: len(e[1])))
-    if code is None and order.code not in RACE_CODES and not order.holds:
+    try:
+        order: ReplayOrder | None = _order(machine, protocol, site_of, *min(errors, key=lambda e: len(e[1])))
+        refused: EmitRefused | None = None
+    except EmitRefused as err:  # e.g. a WAW race whose order splits a warpgroup around its wgmma
+        if code is not None:
+            raise
+        order, refused = None, err
+    if code is None and (order is None or (order.code not in RACE_CODES and not order.holds)):
         races = [e for e in errors if e[0].code in RACE_CODES]
         if races:
-            held = _order(machine, protocol, site_of, *min(races, key=lambda e: len(e[1])))
-            if held.holds:
+            try:
+                held = _order(machine, protocol, site_of, *min(races, key=lambda e: len(e[1])))
+            except EmitRefused:
+                held = None
+            if held is not None and held.holds:
                 return held
+    if order is None:
+        assert refused is not None
+        raise refused
     return order
 
 
