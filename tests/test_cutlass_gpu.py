@@ -59,7 +59,8 @@ def test_every_variant_runs_a_checked_ptx() -> None:
             continue
         committed = [data / f"{v.ptx}.ptx.gz", data / "cutlass_seeds" / f"{v.ptx}.ptx.gz"]
         assert any(p.exists() for p in committed) or v.ptx.endswith("_seed5"), v.ptx
-        assert v.cluster == ("1x1" if "1x1" in v.ptx else "2x1")
+        assert v.cluster.removeprefix("pp") == ("1x1" if "1x1" in v.ptx else "2x1")
+        assert v.cluster.startswith("pp") == ("pingpong" in v.ptx)
     assert "-DSV_SEED=5" in (BENCH / "build.sh").read_text()
 
 

@@ -30,7 +30,7 @@ mkdir -p "$OUT"
 cd "$OUT"
 
 # the PTX: committed where it is, seed 5 compiled from the seeded headers
-for v in sm90_gemm_coop_1x1 sm90_gemm_coop_2x1; do
+for v in sm90_gemm_coop_1x1 sm90_gemm_coop_2x1 sm90_gemm_pingpong_1x1 sm90_gemm_pingpong_2x1; do
   [ -f $v.ptx ] || gunzip -c "$DATA/$v.ptx.gz" > $v.ptx
 done
 for n in 1 2 3 4; do
@@ -53,7 +53,7 @@ done
   $NVCC -ptx -lineinfo -DSV_SEED=5 -Icutlass_seeded -o sm90_gemm_coop_2x1_seed5.ptx "$DATA/sm90_gemm_coop_2x1.cu"
 
 # a cubin of each, with the line table of its .loc directives (for cuda-gdb)
-for p in sm90_gemm_coop_*.ptx; do
+for p in sm90_gemm_coop_*.ptx sm90_gemm_pingpong_*.ptx; do
   c=${p%.ptx}.cubin
   # (ptxas's C7510 notes -- wgmma serialized across a call -- go to the log, as for any build of this PTX)
   [ "$c" -nt "$p" ] || ptxas -arch=sm_90a -lineinfo -o "$c" "$p" 2> "${p%.ptx}.ptxas.log" ||
@@ -68,6 +68,10 @@ HOST="$NVCC -DSV_HOST_ONLY -I$CUTLASS/include -I$CUTLASS/tools/util/include -I$D
   $HOST -DSV_CLUSTER_M=1 -o gemm_run_1x1 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
 [ gemm_run_1x1_s2 -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
   $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o gemm_run_1x1_s2 "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+for pp in 1x1 2x1; do  # the ping-pong GEMM's host programs: the same gemm_run.cu on its translation unit
+  [ gemm_run_pp$pp -nt "$ROOT/bench/cutlass_gpu/gemm_run.cu" ] ||
+    $HOST "-DSV_GEMM_TU=\"sm90_gemm_pingpong_$pp.cu\"" -o gemm_run_pp$pp "$ROOT/bench/cutlass_gpu/gemm_run.cu"
+done
 [ -f fields_1x1_s2 ] || $HOST -DSV_CLUSTER_M=1 -DSV_STAGES=2 -o fields_1x1_s2 "$DATA/sm90_gemm_coop_2x1_fields.cu"
 [ -f fields_2x1 ] || $HOST -o fields_2x1 "$DATA/sm90_gemm_coop_2x1_fields.cu"
 # seed 6 is in CUTLASS's host code (make_tma_copy_desc encodes B's multicast box whole): the kernel is the
@@ -89,4 +93,9 @@ mkdir -p box
 for f in gemm_run_2x1 gemm_run_2x1_seed6 sm90_gemm_coop_2x1.cubin; do
   [ box/$f -nt $f ] || cp -p $f box/$f
 done
-ls -la "$OUT" "$OUT/s2" "$OUT/box"
+# and the ping-pong GEMM (cutlass_run.py --build build/cutlass/pp --only pingpong_)
+mkdir -p pp
+for f in gemm_run_pp1x1 gemm_run_pp2x1 sm90_gemm_pingpong_1x1.cubin sm90_gemm_pingpong_2x1.cubin; do
+  [ pp/$f -nt $f ] || cp -p $f pp/$f
+done
+ls -la "$OUT" "$OUT/s2" "$OUT/box" "$OUT/pp"

@@ -52,6 +52,7 @@ class Variant:
     note: str
     check: str = ""  # bench/cutlass_gpu/checks/<check>.json: the checker on this PTX at this size, if run
     host: str = ""  # the host program's suffix when it is not the cluster's (gemm_run_<host>)
+    sms: int = 0  # the SM count the tile scheduler is given (the checked launch's), else the device's
 
 
 GOOD = "sm90_gemm_coop_2x1"
@@ -108,6 +109,14 @@ VARIANTS: tuple[Variant, ...] = (
             "B's box encoded whole: the two CTAs' multicast copies overlap and 48 KiB reach each full barrier "
             "against the 32 KiB of expect_tx; the checker with --tensor-bytes 0[384]=16384: SV303 at "
             "copy_sm90_tma.hpp:705 (bench/RESULTS-ptx.md)", "seed6_b_box_unsliced", host="2x1_seed6"),
+    # The ping-pong GEMM (KernelTmaWarpSpecializedPingpong, tile 64x128x64), checked at M=N=K=128 with one SM
+    # (docs/extract.md): one CTA whose two consumer warpgroups take one tile each, as the checker saw it.
+    Variant("pingpong_1x1", "pp1x1", "sm90_gemm_pingpong_1x1", (128, 128, 128), "none",
+            "the checked launch: one CTA, the two consumer warpgroups on one tile each", sms=1),
+    Variant("pingpong_1x1_k2048", "pp1x1", "sm90_gemm_pingpong_1x1", (128, 128, 2048), "none",
+            "the same CTA with 32 k-tiles (stages reused; not checked at this size)", sms=1),
+    Variant("pingpong_2x1", "pp2x1", "sm90_gemm_pingpong_2x1", (256, 128, 128), "none",
+            "cluster 2x1, one cluster: each CTA's two warpgroups on one tile each", sms=2),
 )
 
 
@@ -132,7 +141,7 @@ def selected(name: str, only: str) -> bool:
 def host_command(build: str, v: Variant, runs: int, deadline_s: float) -> list[str]:
     m, n, k = v.mnk
     return [os.path.join(build, f"gemm_run_{v.host or v.cluster}"), os.path.join(build, v.ptx + ".cubin"), v.name,
-            str(m), str(n), str(k), str(runs), str(deadline_s)]
+            str(m), str(n), str(k), str(runs), str(deadline_s), *([str(v.sms)] if v.sms else [])]
 
 
 def summarize(rec: dict) -> dict:

@@ -19,7 +19,9 @@
 //   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -DSV_HOST_ONLY [-DSV_CLUSTER_M=1] -I<include> \
 //        -I<tools/util/include> -I tests/data/ptx -o gemm_run bench/cutlass_gpu/gemm_run.cu
 // (runtime API only -- the cubin is loaded with cudaLibraryLoadFromFile -- so it links without libcuda here)
-// Usage: gemm_run CUBIN VARIANT M N K [RUNS] [DEADLINE_S]
+// Usage: gemm_run CUBIN VARIANT M N K [RUNS] [DEADLINE_S] [SM_COUNT]
+// (SM_COUNT, where given, is the hardware info the tile scheduler sizes the persistent grid by, as the
+// checker's fields program was given it; else the device's own count)
 // Prints one JSON line: the variant, the outcome (completed, corrupt, hung, fault -- the kernel ended with a
 // CUDA error -- or error), and per launch the
 // outcome, the number of wrong outputs, the largest error and the time.
@@ -35,7 +37,10 @@
 #include <thread>
 #include <vector>
 
-#include "sm90_gemm_coop_2x1.cu"
+#ifndef SV_GEMM_TU  // the kernel's translation unit, for its types: -DSV_GEMM_TU='"sm90_gemm_pingpong_1x1.cu"'
+#define SV_GEMM_TU "sm90_gemm_coop_2x1.cu"
+#endif
+#include SV_GEMM_TU
 #include "cutlass/kernel_hardware_info.hpp"
 #include "cutlass/util/packed_stride.hpp"
 
@@ -70,8 +75,8 @@ cudaKernel_t only_kernel(const char* cubin) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 6 || argc > 8) {
-    std::fprintf(stderr, "usage: %s CUBIN VARIANT M N K [RUNS] [DEADLINE_S]\n", argv[0]);
+  if (argc < 6 || argc > 9) {
+    std::fprintf(stderr, "usage: %s CUBIN VARIANT M N K [RUNS] [DEADLINE_S] [SM_COUNT]\n", argv[0]);
     return 2;
   }
   const char* cubin = argv[1];
@@ -115,7 +120,7 @@ int main(int argc, char** argv) {
   using StrideC = typename GemmKernel::StrideC; using StrideD = typename GemmKernel::StrideD;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = 0;
-  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
+  hw.sm_count = argc > 8 ? std::atoi(argv[8]) : cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
   // alpha 1, beta 0: the epilogue does not load C, as in the checked launch (sm90_gemm_coop_2x1_fields.cu)
   typename GemmKernel::Arguments args{
       cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K, 1},
