@@ -91,3 +91,32 @@ def test_without_the_epilogue_order_wait_the_epilogues_race(tmp_path, capsys):  
     assert main(["check", str(ptx), *_args(), "--fail-fast"]) == 1
     got = capsys.readouterr()
     assert "cute/arch/copy_sm90.hpp:153:15: SV302 WAR race on s" in got.out + got.err
+
+
+# ---- cluster 2x1 (tests/data/ptx/sm90_gemm_pingpong_2x1.cu): `fields 256 128 128 2`, one cluster of two
+# CTAs, each with two 64x128 tiles (one per consumer warpgroup), B multicast to both CTAs in 8 KiB slices
+FIELDS_2X1 = DATA / "sm90_gemm_pingpong_2x1_fields_256x128x128.bin"
+BOXES_2X1 = {128: 8192, 384: 8192, 896: 4096, 1152: 4096}
+
+
+def _args_2x1() -> list[str]:
+    out = ["--grid", "2x1x1", "--block", "384x1x1", "--cluster", "2x1x1", "--dynamic-smem", "215040"]
+    for off, n in PARAM_FIELDS:
+        out += ["--param", f"0[{off}:{n}]=@{FIELDS_2X1}"]
+    for off, n in BOXES_2X1.items():
+        out += ["--tensor-bytes", f"0[{off}]={n}"]
+    return out
+
+
+def test_the_2x1_pingpong_gemm_extracts_with_its_multicast(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    ptx = tmp_path / "sm90_gemm_pingpong_2x1.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm90_gemm_pingpong_2x1.ptx.gz").read_bytes()))
+    out = tmp_path / "pp2x1.sync"
+    assert main(["extract", str(ptx), *_args_2x1(), "-o", str(out)]) == 0
+    body = _strip(out.read_text())
+    assert "cluster 2;" in body
+    for role in ("role w0 = warp 0;", "role w4_7[4] = warp 4 + i;", "role w8_11[4] = warp 8 + i;"):
+        assert role in body
+    # B's slices go to both CTAs of the cluster; A's copies stay in their own CTA
+    assert re.search(r"tma\.load \S+ bytes 8192 -> \S+ multicast 0x3;", body)
+    assert re.search(r"tma\.load \S+ bytes 8192 -> mb0\[\S+\];", body)
