@@ -212,8 +212,9 @@ def test_wgmma_replay_is_ungated_and_queues_a_chain_before_the_held_read():
     protocol, order = _order("wgmma_release_before_wait")
     assert order.steps == () and "warpgroup-collective" in order.why_ungated and order.events
     (h,) = order.holds
-    assert h.kind == "slow-wgmma" and h.occurrence == 0
+    assert h.kind == "slow-wgmma" and h.occurrence == 0 and h.cta == -1  # one CTA: no CTA condition
     src = emit(protocol, replay=order).source
+    assert "c.cta ==" not in src
     assert "sv_gate(" not in src and f"i < {h.chain}u" in src
     assert "__shfl_sync(0xFFFFFFFFu" in src  # warp-uniform roles: ptxas keeps the wgmma asynchronous
     assert "acc8[i]" not in src  # constant accumulator indices only
@@ -236,7 +237,9 @@ def test_an_unreplayable_shortest_race_gives_way_to_a_race_with_a_hold():
     protocol, order = _order("deepgemm_lane_rank_release_wrong_rank")
     assert order.code == "SV302" and "warpgroup-collective" in order.why_ungated
     (h,) = order.holds
-    assert h.kind == "slow-wgmma"
+    # the read is CTA 1's, the overwrite CTA 0's multicast: only CTA 1's wgmma is held
+    assert h.kind == "slow-wgmma" and h.cta == 1 and "tile[0]@cta1" in order.message
+    assert "if ((o10 == 0u && c.cta == 1u)) {" in emit(protocol, replay=order).source
     with pytest.raises(EmitRefused, match=r"orders the warps of a warpgroup around `wgmma\.read`"):
         replay_order(protocol, site_index(collect_sites(protocol)), "SV303")
 

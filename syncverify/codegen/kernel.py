@@ -468,6 +468,8 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
                 parts.append(f"c.proc == {h.process}u")
             if h.occurrence != ANY:
                 parts.append(f"o{site} == {h.occurrence}u")
+            if h.cta != ANY:
+                parts.append(f"c.cta == {h.cta}u")
             conds.append("(" + " && ".join(parts) + ")" if parts else "true")
         return " || ".join(conds) if conds else None
 

@@ -47,6 +47,8 @@ the first access open until the second has landed:
   with them when the warpgroup reaches the release, so the checked wgmma reads
   the slot late. Copies are then issued without an abort-flag load before them
   (KernelWriter.early_copies), so the overwrite lands inside that window.
+  In a cluster only the reader's CTA is held: the overwrite may be a peer CTA's copy, and a peer whose
+  own wgmmas were held too would reach its release, and its producer its copy, as late as the reader.
   (A chain of m64n8k32 on the checked wgmma's accumulator was tried first: ptxas
   removed it, since the checked wgmma's scale-d 0 discards its results.)
 
@@ -121,11 +123,12 @@ class Hold:
     window_ns: int = HOLD_WINDOW_NS  # late-lanes, late-read: then wait this long
     chain: int = WGMMA_CHAIN  # slow-wgmma: accumulating wgmmas before the held one
     after_site: int = -1  # late-lanes: the releasing step's site; the held lanes read after it
+    cta: int = ANY  # slow-wgmma: the CTA (rank in the cluster) whose wgmma is held (ANY: every CTA)
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "site": self.site, "process": self.process, "occurrence": self.occurrence,
                 "until_turn": self.until_turn, "window_ns": self.window_ns, "chain": self.chain,
-                "after_site": self.after_site}
+                "after_site": self.after_site, "cta": self.cta}
 
 
 @dataclass(frozen=True)
@@ -243,7 +246,7 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
         if res is None or res.state is None:
             break
         state = res.state
-    holds, why_ungated = _holds(protocol, violation, steps, kinds)
+    holds, why_ungated = _holds(protocol, violation, steps, kinds, [proc.cta for proc in machine.procs])
     if any(isinstance(op, ir.WgmmaRead) for op in kinds) and not why_ungated:
         line = next(op.span.line for op in kinds if isinstance(op, ir.WgmmaRead))
         raise EmitRefused(f"{protocol.path}:{line}: the counterexample of {violation.code} orders the "
@@ -309,7 +312,7 @@ def _grid(holds: tuple[Hold, ...]) -> int:
 
 
 def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]],
-           kinds: list[ir.Op]) -> tuple[tuple[Hold, ...], str]:
+           kinds: list[ir.Op], cta_of: list[int]) -> tuple[tuple[Hold, ...], str]:
     """The hold that keeps the first access of the racing pair open, and why the steps go ungated (if so).
 
     The violating step is the last one of the order; the other access is named by the violation
@@ -340,7 +343,10 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
     p, site, n, leader_only = steps[idx]
     op = kinds[idx]
     if isinstance(op, ir.WgmmaRead):
-        return ((Hold("slow-wgmma", site, ANY, n),),
+        # Only the reader's CTA is held: in a cluster the overwrite may come from a peer CTA, whose own
+        # wgmmas, held too, would slow its release and its producer as much as the reader (every CTA alike).
+        cta = cta_of[p] if len({*cta_of}) > 1 else ANY
+        return ((Hold("slow-wgmma", site, ANY, n, cta=cta),),
                 "wgmma.mma_async is warpgroup-collective, so its warps cannot be gated one by one; the "
                 "protocol's own barriers give the counterexample's order up to the release, and the held "
                 "wgmma reads the slot late")
