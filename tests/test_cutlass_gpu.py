@@ -180,8 +180,27 @@ def test_the_recorded_hung_waits_are_read_from_the_deadlock() -> None:
     sync = "protocol p {\n  wait mb0[1] parity 1;  // a/b.h:7 (inlined at a/c.h:9), ptx:12\n"
     assert hw.hung_waits(check, sync) == [{"protocol_line": 2, "wait": "wait on mb0[1] for parity 1",
                                            "warps": [0], "sites": ["a/b.h:7", "a/c.h:9"], "ptx_line": 12}]
+    # the folded consumer_try_wait/consumer_wait: the try_wait the spin retries at is read too
+    retried = sync.replace("ptx:12\n", "ptx:12; retried at a/b.h:3 (inlined at a/d.h:4), ptx:20\n")
+    assert hw.hung_waits(check, retried)[0]["retry_sites"] == ["a/b.h:3", "a/d.h:4"]
     check["results"][0]["diagnostics"][0]["code"] = "SV302"
     assert hw.hung_waits(check, sync) == []
+    # the recorded consumers' waits carry consumer_wait's retry loop (barrier.h:424 in ClusterBarrier::wait)
+    assert [w.get("retry_sites", [""])[0].rsplit("/", 1)[-1] for w in waits] == [
+        "", "barrier.h:424", "barrier.h:424"]
+
+
+def test_consumers_spinning_in_the_retry_of_their_wait_agree() -> None:
+    """cuda-gdb finds the hung consumers in consumer_wait's retry loop (barrier.h:424 <- barrier.h:371), the
+    try_wait the extractor folded into the wait it names at consumer_try_wait's (barrier.h:470): with the
+    retry's sites recorded they agree; a wait without them (the twin above) does not."""
+    retry = ["cutlass_seeded/cutlass/arch/barrier.h:424", "cutlass_seeded/cutlass/arch/barrier.h:371"]
+    waits = [WAITS[0], dict(WAITS[1], retry_sites=retry)]
+    got = cr.compare_waits(_rows(PRODUCER), waits)
+    assert got["agree"] and [w["seen_in_ctas"] for w in got["waits"]] == [["0", "0,1,0"], ["0", "0,1,0"]]
+    # the retry's sites do not stand in for another warp's: the producer's row is not the consumers' wait
+    rows = [r for r in _rows(PRODUCER) if r["threads"] != "128-383"]
+    assert not cr.compare_waits(rows, waits)["agree"]
 
 
 def test_a_missing_build_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

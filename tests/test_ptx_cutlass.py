@@ -257,3 +257,20 @@ def test_the_unseeded_constant_build_extracts_as_the_pristine_kernel(tmp_path): 
     assert len(pristine) > 300
     assert body(_seeded_1x1(tmp_path, 9)) == pristine
     assert body(_seeded_1x1(tmp_path, 2)) != pristine
+
+
+def test_a_wait_folded_from_two_try_waits_names_both(tmp_path):  # type: ignore[no-untyped-def]
+    """consumer_try_wait (barrier.h:470) whose false outcome goes to consumer_wait's spin (barrier.h:424) is
+    one wait of the protocol; its comment names the retry too, where a hung thread is found. A LAB_WAIT
+    spin retries at its own try_wait and names nothing more (the producer's acquire)."""
+    blob = FIELDS_S2.read_bytes()
+    launch = Launch(block=(384, 1, 1), grid=(1, 2, 1), dynamic_smem=100352,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES_1X1.items()})
+    text = extract(parse_ptx_file(str(_seeded_1x1(tmp_path, 9))), launch).text
+    waits = [ln for ln in text.splitlines() if ln.lstrip().startswith("wait ")]
+    retried = [ln for ln in waits if "barrier.h:470" in ln]
+    assert retried and all("; retried at cutlass_seeded/cutlass/arch/barrier.h:424 (inlined at "
+                           "cutlass_seeded/cutlass/arch/barrier.h:371), ptx:" in ln for ln in retried)
+    own = [ln for ln in waits if "// cutlass_seeded/cutlass/arch/barrier.h:424" in ln]
+    assert own and not any("retried" in ln for ln in own)

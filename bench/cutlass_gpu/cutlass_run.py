@@ -422,10 +422,16 @@ def _row_warps(row: dict) -> set[int]:
 
 
 def _at_wait(row: dict, wait: dict) -> bool:
-    """Whether the range of threads is of the wait's warps and its call sites begin with the wait's."""
+    """Whether the range of threads is of the wait's warps and its call sites begin with the wait's, or with
+    those of the try_wait its spin retries at (`retry_sites`: the folded consumer_try_wait/consumer_wait)."""
     got = list(row.get("sites", ()))
-    return bool(_row_warps(row) & set(wait["warps"])) and len(got) >= len(wait["sites"]) and all(
-        _site_matches(e, g) for e, g in zip(wait["sites"], got[:len(wait["sites"])], strict=True))
+
+    def begins(sites: list[str]) -> bool:
+        return bool(sites) and len(got) >= len(sites) and all(
+            _site_matches(e, g) for e, g in zip(sites, got[:len(sites)], strict=True))
+
+    ours = bool(_row_warps(row) & set(wait["warps"]))
+    return ours and (begins(wait["sites"]) or begins(wait.get("retry_sites", [])))
 
 
 def compare_waits(rows: list[dict], expected: list[dict]) -> dict:

@@ -6,7 +6,9 @@ cutlass_run.py can set them beside where cuda-gdb finds each warp of the hung ke
 CHECK.json is `syncverify check --format json` of the kernel (check.sh); EXTRACTED.sync is `syncverify
 extract` of the same PTX at the same launch, whose statements carry their CUTLASS line and the line it is
 inlined at as comments. The SV201 message names each blocked thread as ROLE.wN with the protocol line it waits
-at; the line's comment gives the call sites. Standard library only: the GPU machine reads the output as is.
+at; the line's comment gives the call sites, and for a wait whose spin tests the phase again at another
+try_wait (`; retried at ...`), that one's call sites too (`retry_sites`): a thread blocked there is at
+the wait. Standard library only: the GPU machine reads the output as is.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import sys
 
 BLOCKED_RE = re.compile(r"(\S+)\.w(\d+) line (\d+): (wait on \S+ for parity \d)")
 SITE_RE = re.compile(r"//\s*(\S+:\d+)(?: \(inlined at (\S+:\d+)\))?(?:, ptx:(\d+))?")
+# a wait read from a spin whose false outcome tests the phase again at another try_wait (CUTLASS's
+# consumer_try_wait, then consumer_wait): a thread blocked at that wait spins there
+RETRY_RE = re.compile(r"; retried at (\S+:\d+)(?: \(inlined at (\S+:\d+)\))?(?:, ptx:(\d+))?")
 
 
 def hung_waits(check: dict, sync_text: str) -> list[dict]:
@@ -32,10 +37,13 @@ def hung_waits(check: dict, sync_text: str) -> list[dict]:
                 n = int(line)
                 g = groups.get(n)
                 if g is None:
-                    site = SITE_RE.search(lines[n - 1]) if 0 < n <= len(lines) else None
+                    text = lines[n - 1] if 0 < n <= len(lines) else ""
+                    site, retry = SITE_RE.search(text), RETRY_RE.search(text)
                     g = groups[n] = {"protocol_line": n, "wait": wait, "warps": [],
                                      "sites": [s for s in (site.groups()[:2] if site else ()) if s],
                                      "ptx_line": int(site.group(3)) if site and site.group(3) else None}
+                    if retry:
+                        g["retry_sites"] = [s for s in retry.groups()[:2] if s]
                 g["warps"].append(int(warp))
     return [dict(g, warps=sorted(set(g["warps"]))) for _, g in sorted(groups.items())]
 

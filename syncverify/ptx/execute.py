@@ -117,6 +117,9 @@ class Event:
     lanes: int
     instr: Instr
     ranges: tuple[tuple[int, int, int], ...] = ()
+    # a wait read from a spin: the other try_wait its false outcome tests the same phase with, where that is
+    # not itself (CUTLASS's consumer_try_wait, then consumer_wait): a thread blocked there is at this wait
+    retry: Instr | None = None
 
 
 @dataclass

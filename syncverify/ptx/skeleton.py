@@ -34,6 +34,7 @@ class Stmt:
     elect: bool
     instr: Instr
     only: tuple[int, ...] = ()  # in a merged warpgroup role: the instances that run it (empty: all)
+    retry: Instr | None = None  # a wait: the try_wait its spin tests the phase again with (Event.retry)
 
 
 @dataclass(frozen=True)
@@ -303,7 +304,7 @@ class _Ctx:
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
             for text in self.render(own, e):
-                out.append(Stmt(text, elect, e.instr))
+                out.append(Stmt(text, elect, e.instr, retry=e.retry))
         return out
 
     def per_slot(self, e: Event, off: int, size: int, form: str) -> list[str]:

@@ -20,7 +20,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from .cfg import EXIT, affects_sync
-from .parse import Name, Operand, Pair
+from .parse import Instr, Name, Operand, Pair
 
 if TYPE_CHECKING:
     from .execute import WarpRun
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 MAX_PROBE_STEPS = 20_000
 
 
-def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, object]) -> bool:
-    """Whether the false outcome of the try_wait at `pc` reaches a try_wait with the same (barrier, parity)."""
+def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, object]) -> Instr | None:
+    """The try_wait with the same (barrier, parity) that the false outcome of the try_wait at `pc` reaches
+    (itself, for CUTLASS's `LAB_WAIT` loop; `consumer_wait`'s, after `consumer_try_wait`), or None."""
     from .sync import try_wait_key  # the operands of a try_wait, as the executor reads them
 
     body = run.cfg.body
@@ -39,7 +40,7 @@ def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, o
     start.events = []
     name = pred.first if isinstance(pred, Pair) else pred.name if isinstance(pred, Name) else None
     if name is None:
-        return False
+        return None
     for lane in range(32):
         if lanes >> lane & 1:
             start.write(Name(name), lane, 0, 1)
@@ -70,11 +71,11 @@ def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, o
             if affects_sync(ins):
                 if ins.opcode.startswith("mbarrier.try_wait") and not unknown:
                     if try_wait_key(state, ins, lanes) == key:
-                        return True
+                        return ins
                 break  # another synchronizing instruction: this path is not a spin
             if unknown:
                 state.havoc(ins, unknown)
             if run_mask:
                 state.execute(ins, run_mask)
             at += 1
-    return False
+    return None

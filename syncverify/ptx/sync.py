@@ -102,8 +102,8 @@ def _bar(run: WarpRun, ins: Instr, op: Operand, lane: int) -> tuple[int, int] | 
 
 
 def _emit(run: WarpRun, kind: str, args: tuple[object, ...], lanes: int, ins: Instr,
-          ranges: tuple[tuple[int, int, int], ...] = ()) -> None:
-    run.events.append(Event(kind, args, lanes, ins, ranges))
+          ranges: tuple[tuple[int, int, int], ...] = (), retry: Instr | None = None) -> None:
+    run.events.append(Event(kind, args, lanes, ins, ranges, retry))
 
 
 def _collective_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
@@ -260,11 +260,12 @@ def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
         sem, scope = _sem_scope(ins, "acquire")
         args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
                                                        _known(run.read(ops[2], lane))))
-        if not spins(run, run.pc, lanes, ops[0], args):
+        retry = spins(run, run.pc, lanes, ops[0], args)
+        if retry is None:
             raise run.refuse(ins, "when this try_wait returns false the code goes on without testing the same "
                              "barrier phase again; the model has only the blocking wait (a spin loop around "
                              "try_wait), so reading it as one could order what the kernel does not")
-        _emit(run, "wait", (*args, sem, scope), lanes, ins)
+        _emit(run, "wait", (*args, sem, scope), lanes, ins, retry=retry if retry is not ins else None)
         for lane in lanes_of(lanes):
             run.write(ops[0], lane, 1, 1)  # the blocking reading: it returns once the phase completed
         return True

@@ -144,7 +144,8 @@ def _runs(lines: list[str], origin: dict[int, Instr], stmts: list[tuple[str, Stm
 
 def _line(lines: list[str], origin: dict[int, Instr], pad: str, text: str, s: Stmt, copies: int = 1) -> None:
     more = f" (+{copies - 1} unrolled cop{'y' if copies == 2 else 'ies'})" if copies > 1 else ""
-    lines.append(f"{pad}{text}".ljust(47) + f" // {where(s.instr)}{more}")
+    retry = f"; retried at {where(s.retry)}" if s.retry is not None else ""
+    lines.append(f"{pad}{text}".ljust(47) + f" // {where(s.instr)}{more}{retry}")
     origin[len(lines)] = s.instr
 
 
