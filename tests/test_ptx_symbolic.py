@@ -1,0 +1,221 @@
+"""`--symbolic`: a kernel loop whose trip count is a parameter, kept as a loop and checked for every trip
+count (symvalues.py, loops.py, symloop.py, symextract.py, cli_symbolic.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import z3
+
+from syncverify.cli import main
+from syncverify.lang import load
+from syncverify.ptx.cfg import Cfg
+from syncverify.ptx.execute import Launch, Memory, _params, cluster_warps, run_cluster
+from syncverify.ptx.extract import load_module
+from syncverify.ptx.symextract import concrete_launch, extract_symbolic
+from syncverify.ptx.symloop import WarpAnalysis, WarpLoop
+from syncverify.ptx.symvalues import Sym, SymCtx, SymParam, sym_compute
+
+DATA = Path(__file__).parent / "data" / "ptx"
+STATE = DATA / "ring_state.ptx"
+SYM = ["--block", "64", "--symbolic", "2>=1"]
+TWINS = ["ring_state.ptx", "ring_state_no_empty_wait.ptx", "ring_state_no_full_wait.ptx",
+         "ring_state_empty_count_16.ptx"]
+
+
+def _json(capsys, args: list[str]) -> tuple[int, dict]:
+    rc = main([*args, "--format", "json"])
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    return rc, res
+
+
+# ---- terms -------------------------------------------------------------------------------------------
+
+def test_terms_are_decided_only_when_the_same_for_every_n():
+    ctx = SymCtx(SymParam("k", 0, None, 1), 32)
+    n = Sym(ctx.n, 32)
+    below = sym_compute("setp", ("lt", "s32"), [n, 1])
+    above = sym_compute("setp", ("gt", "s32"), [n, 1])
+    assert isinstance(below, Sym) and ctx.decide(below) is False      # N >= 1: never N < 1
+    assert isinstance(above, Sym) and ctx.decide(above) is None       # N = 1 and N = 2 differ
+    # unsigned: N <= 2^30, so N >> 31 is 0 for every N; N & 0 is 0
+    assert ctx.constant(sym_compute("shr", ("u32",), [n, 31])) == 0   # type: ignore[arg-type]
+    assert ctx.constant(sym_compute("and", ("b32",), [n, 0])) == 0    # type: ignore[arg-type]
+    assert ctx.constant(sym_compute("add", ("s32",), [n, 1])) is not None
+    assert not isinstance(ctx.constant(sym_compute("add", ("s32",), [n, 1])), int)  # type: ignore[arg-type]
+    # what is not modelled stays unknown, never a guess
+    assert not isinstance(sym_compute("shl", ("b32",), [1, n]), Sym)
+    assert not isinstance(sym_compute("div", ("s32",), [1, n]), Sym)
+    assert not isinstance(sym_compute("add", ("f32",), [n, 1]), Sym)
+
+
+def test_signed_division_and_extension_follow_ptx():
+    ctx = SymCtx(SymParam("k", 0, None, -8), 32)
+    n = Sym(ctx.n, 32)
+    q = sym_compute("div", ("s32",), [n, 4])
+    wide = sym_compute("cvt", ("s64", "s32"), [n])
+    assert isinstance(q, Sym) and isinstance(wide, Sym) and wide.bits == 64
+    at = z3.BitVecVal(-7, 32)
+    assert z3.simplify(z3.substitute(q.expr, (ctx.n, at))).as_signed_long() == -1   # truncates toward 0
+    assert z3.simplify(z3.substitute(wide.expr, (ctx.n, at))).as_signed_long() == -7
+
+
+# ---- the loop kept as a loop ---------------------------------------------------------------------------
+
+def _analysis(ptx: Path, lo: int = 1):
+    mod = load_module(str(ptx))
+    fn = mod.entries()[0]
+    launch = Launch(block=(64, 1, 1))
+    ctx = SymCtx(SymParam("ring_state_param_2", 0, None, lo), 32)
+    cfg, mem, params = Cfg(fn), Memory(mod, fn, launch), _params(fn, launch)
+    out = {(rank, w): WarpAnalysis(mod, fn, cfg, mem, launch, rank, ctaid, w, params, ctx).run()
+           for rank, ctaid, w in cluster_warps(launch)}
+    return mod, fn, launch, ctx, out
+
+
+def test_each_warp_keeps_its_loop_with_period_and_trip_count():
+    _mod, _fn, _launch, _ctx, out = _analysis(STATE)
+    prod, cons = out[(0, 0)], out[(0, 1)]
+    assert isinstance(prod, WarpLoop) and isinstance(cons, WarpLoop)
+    # two stages and a phase bit: the head state (index, phase) repeats every four iterations
+    assert (prod.period, cons.period) == (4, 4)
+    # the first exit test that depends on N comes after iteration 0 (N >= 1 enters the loop)
+    assert prod.trip_text == cons.trip_text == "N - 1"
+    kinds = [e.kind for e in prod.body]
+    assert kinds.count("wait") == 4 and kinds.count("tma_load") == 4
+    # the producer tail (load_tail) waits on both empty barriers after the loop, in every residue
+    assert all([e.kind for e in s].count("wait") == 3 for s in prod.suffixes)
+
+
+@pytest.mark.parametrize("ptx", TWINS)
+def test_the_kept_loop_reproduces_every_concrete_execution(ptx):
+    """For N = 1..12: prefix + body * q + mid + suffix of each warp is exactly what the executor produces
+    with N bound. This is the construction the protocols are written from."""
+    mod, fn, launch, ctx, out = _analysis(DATA / ptx)
+    for n in range(1, 13):
+        concrete = run_cluster(mod, fn, concrete_launch(launch, SymParam("ring_state_param_2", 0, None, 1), n))
+        for key, res in out.items():
+            assert isinstance(res, WarpLoop)
+            t = z3.simplify(z3.substitute(res.trip, (ctx.n, z3.BitVecVal(n, 32)))).as_long()
+            assert t == n - 1
+            if t - 1 < res.j0:
+                continue  # below the construction: extracted concretely
+            q, s = divmod(t - 1 - res.j0, res.period)
+            built = [*res.pre, *res.body * q, *res.mids[s], *res.suffixes[s]]
+            assert [(e.kind, e.args, e.lanes, e.instr) for e in built] == \
+                   [(e.kind, e.args, e.lanes, e.instr) for e in concrete[key]], (ptx, n, key)
+
+
+def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
+    mod = load_module(str(STATE))
+    sk = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1))
+    assert (sk.period, sk.k0, sk.trip_text) == (4, 1, "N - 1")
+    assert sk.small == ((0, 1),) and sk.absent == ()
+    decls = set()
+    for res in sk.residues:
+        text = res.extracted.text
+        assert "param Q = 1;" in text and "for q in 0..Q {" in text
+        assert f"residue {res.r} of 4" in text and "ring_state_param_2" in text
+        decls.add(tuple(ln for ln in text.splitlines() if ln.lstrip().startswith(("mbarrier ", "smem "))))
+        load(text, {"Q": 3}, path=str(tmp_path / "x.sync"))
+    assert len(decls) == 1
+
+
+def test_check_ring_state_is_safe_for_every_trip_count(capsys):
+    rc, res = _json(capsys, ["check", str(STATE), *SYM])
+    assert rc == 0 and res["verdict"] == "safe"
+    assert res["bound"] == ("all-iterations of ring_state_param_2 >= 1 (and <= 2^30) (KT = N - 1, "
+                            "residues 0..3)")
+
+
+@pytest.mark.parametrize(("ptx", "codes"), [
+    ("ring_state_no_empty_wait.ptx", {"SV302", "SV303", "SV502", "SV504"}),
+    ("ring_state_no_full_wait.ptx", {"SV201", "SV301"}),
+    ("ring_state_empty_count_16.ptx", {"SV504"}),
+])
+def test_seeded_twins_give_their_codes_with_a_concrete_n(ptx, codes, capsys):
+    rc, res = _json(capsys, ["check", str(DATA / ptx), *SYM])
+    assert rc == 1 and res["verdict"] == "violation"
+    assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} >= codes
+    n = int(res["bound"].split("ring_state_param_2=")[1].split()[0])
+    # the same kernel extracted at that N, concretely, has the finding too
+    rc2, res2 = _json(capsys, ["check", str(DATA / ptx), "--block", "64", "--param", f"2={n}"])
+    assert rc2 == 1
+    assert {d["code"] for d in res2["diagnostics"] if d["severity"] == "error"} >= codes
+
+
+@pytest.mark.parametrize("ptx", TWINS)
+def test_symbolic_answer_agrees_with_concrete_extraction_at_n_1_to_12(ptx, capsys):
+    rc, res = _json(capsys, ["check", str(DATA / ptx), *SYM])
+    concrete = {}
+    for n in range(1, 13):
+        concrete[n], _r = _json(capsys, ["check", str(DATA / ptx), "--block", "64", "--param", f"2={n}"])
+    assert set(concrete.values()) <= {0, 1}
+    if rc == 0:
+        assert set(concrete.values()) == {0}
+    else:
+        assert rc == 1 and 1 in concrete.values()
+        n = int(res["bound"].split("ring_state_param_2=")[1].split()[0])
+        assert n > 12 or concrete[n] == 1
+
+
+# ---- refusals ------------------------------------------------------------------------------------------
+
+def test_ring_with_its_stage_from_k_is_refused_at_the_ptx_and_cuda_line(capsys):
+    assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--symbolic", "2>=1"]) == 2
+    err = capsys.readouterr().err
+    assert "ring.ptx:180:2: error:" in err and "CUDA source: ring.cu:68" in err
+    assert "derived from the symbolic parameter ring_param_2 and is not the same for every N" in err
+    # its near twin: the same kernel with the count bound is extracted and safe
+    assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--param", "2=4"]) == 0
+
+
+def test_a_counter_that_reaches_a_barrier_address_is_refused(tmp_path, capsys):
+    """The consumer's barrier index taken from the loop counter (k_tiles) instead of the pipeline state."""
+    text = STATE.read_text()
+    assert text.count("shl.b32 \t%r42, %r84, 3;") == 1
+    bad = tmp_path / "ring_state_counter.ptx"
+    bad.write_text(text.replace("shl.b32 \t%r42, %r84, 3;", "shl.b32 \t%r42, %r83, 3;"))
+    assert main(["check", str(bad), *SYM]) == 2
+    err = capsys.readouterr().err
+    assert "is not known" in err and "derived from the symbolic parameter ring_state_param_2" in err
+    assert "CUDA source: ring_state.cu" in err
+
+
+def test_a_bound_that_lets_the_loop_be_skipped_is_refused_at_its_guard(capsys):
+    # N >= 0: the guard around the consumer's loop (`k_tiles > 0`) is not decided, and it is no loop's exit
+    assert main(["check", str(STATE), "--block", "64", "--symbolic", "2>=0"]) == 2
+    err = capsys.readouterr().err
+    assert "not the same for every N" in err and "CUDA source: ring_state.cu:82" in err
+    # a larger lower bound is fine: the first iterations are then unrolled before the kept loop
+    rc, res = _json(capsys, ["check", str(STATE), "--block", "64", "--symbolic", "2>=5"])
+    assert rc == 0 and ">= 5" in res["bound"]
+
+
+@pytest.mark.parametrize(("arg", "msg"), [
+    ("2", "expected NAME>=LO"),
+    ("2[0:3]>=1", "LENGTH 1, 2, 4 or 8"),
+])
+def test_bad_symbolic_options_exit_2_with_a_message(arg, msg, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["check", str(STATE), "--block", "64", "--symbolic", arg])
+    assert exc.value.code == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_an_unknown_symbolic_parameter_is_named(capsys):
+    assert main(["check", str(STATE), "--block", "64", "--symbolic", "nosuch>=1"]) == 2
+    err = capsys.readouterr().err
+    assert "ring_state.ptx:1:1: error: --symbolic nosuch: the kernel has no parameter 'nosuch'" in err
+    assert "Traceback" not in err
+
+
+def test_extract_writes_one_protocol_per_residue(tmp_path, capsys):
+    out = tmp_path / "rs.sync"
+    assert main(["extract", str(STATE), *SYM, "-o", str(out)]) == 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
+    assert "4 protocol(s) for all-iterations" in capsys.readouterr().err
+    assert main(["check", "--engine", "z3", str(tmp_path / "rs_r2.sync")]) == 0
