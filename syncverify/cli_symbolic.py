@@ -20,7 +20,7 @@ from dataclasses import replace
 from .diagnostics import InputError
 from .ptx.extract import Extracted, load_module
 from .ptx.parse import PtxError
-from .ptx.symextract import SymbolicKernel, extract_at, extract_symbolic
+from .ptx.symextract import SymbolicKernel, extract_symbolic
 from .ptx.symvalues import SymParam
 from .result import CheckResult, Stats, Verdict
 
@@ -57,12 +57,13 @@ def symbolic_kernel(path: str, args: argparse.Namespace) -> SymbolicKernel:
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
 
 
-def residue_path(out: str, kernel: str, r: int) -> str:
-    """-o DIR: DIR/KERNEL_rR.sync; -o FILE.sync: FILE_rR.sync."""
+def residue_path(out: str, kernel: str, tag: str) -> str:
+    """-o DIR: DIR/KERNEL_TAG.sync; -o FILE.sync: FILE_TAG.sync (TAG: rR for a residue, ktK for a small
+    trip count)."""
     if os.path.isdir(out) or out.endswith(os.sep):
-        return os.path.join(out, f"{kernel}_r{r}.sync")
+        return os.path.join(out, f"{kernel}_{tag}.sync")
     stem, ext = os.path.splitext(out)
-    return f"{stem}_r{r}{ext or '.sync'}"
+    return f"{stem}_{tag}{ext or '.sync'}"
 
 
 def cmd_extract_symbolic(args: argparse.Namespace) -> int:
@@ -76,12 +77,19 @@ def cmd_extract_symbolic(args: argparse.Namespace) -> int:
         if args.expect_header:
             text = f"// expect: {args.expect_header}\n{text}"
         if args.output:
-            with open(residue_path(args.output, res.extracted.kernel, res.r), "w", encoding="utf-8") as fh:
+            with open(residue_path(args.output, res.extracted.kernel, f"r{res.r}"), "w", encoding="utf-8") as fh:
                 fh.write(text)
         else:
             sys.stdout.write(text)
-    small = ", ".join(f"KT={kt} at N={n}" for kt, n in sk.small)
-    print(f"{len(sk.residues)} protocol(s) for {sk.bound()}" + (f"; extracted concretely: {small}" if small else "")
+    for sm in sk.small:
+        text = sm.extracted.text
+        if args.output:
+            with open(residue_path(args.output, sm.extracted.kernel, f"kt{sm.kt}"), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+    small = ", ".join(f"KT={sm.kt} (e.g. N={sm.n})" for sm in sk.small)
+    print(f"{len(sk.residues)} protocol(s) for {sk.bound()}" + (f"; and one for each of {small}" if small else "")
           + (f"; no N gives KT in {list(sk.absent)}" if sk.absent else ""), file=sys.stderr)
     return 0
 
@@ -89,7 +97,7 @@ def cmd_extract_symbolic(args: argparse.Namespace) -> int:
 def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
     """Every residue's protocol with the z3 engine, every small trip count with the explicit engine."""
     from .check import check_protocol
-    from .cli_extract import _at_source, _same_site_sv204, launch_of
+    from .cli_extract import _at_source, _same_site_sv204
     from .lang import load
 
     try:
@@ -101,12 +109,9 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     for res in sk.residues:
         eng = "z3" if sk.trip is not None else options.engine
         cases.append((f"residue {res.r}", res.extracted, replace(options, engine=eng), res.r + sk.k0))
-    for kt, n in sk.small:
-        try:
-            ex = extract_at(load_module(path, args.includes), launch_of(args), args.kernel, sk.sym, n)
-        except PtxError as err:
-            return err
-        cases.append((f"N={n} (KT={kt})", ex, replace(options, engine="explicit"), None))
+    for sm in sk.small:
+        cases.append((f"{sk.sym.show()}={sm.n} (KT={sm.kt})", sm.extracted, replace(options, engine="explicit"),
+                      None))
     states, secs = 0, 0.0
     inconclusive: list[str] = []
     for what, ex, opts, base in cases:

@@ -100,10 +100,7 @@ def test_the_kept_loop_reproduces_every_concrete_execution(ptx):
             assert isinstance(res, WarpLoop)
             t = z3.simplify(z3.substitute(res.trip, (ctx.n, z3.BitVecVal(n, 32)))).as_long()
             assert t == n - 1
-            if t - 1 < res.j0:
-                continue  # below the construction: extracted concretely
-            q, s = divmod(t - 1 - res.j0, res.period)
-            built = [*res.pre, *res.body * q, *res.mids[s], *res.suffixes[s]]
+            built = res.events_for(t)
             assert [(e.kind, e.args, e.lanes, e.instr) for e in built] == \
                    [(e.kind, e.args, e.lanes, e.instr) for e in concrete[key]], (ptx, n, key)
 
@@ -112,8 +109,9 @@ def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
     mod = load_module(str(STATE))
     sk = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1))
     assert (sk.period, sk.k0, sk.trip_text) == (4, 1, "N - 1")
-    assert sk.small == ((0, 1),) and sk.absent == ()
+    assert [(sm.kt, sm.n) for sm in sk.small] == [(0, 1)] and sk.absent == ()
     decls = set()
+    assert "this protocol is every N" in sk.small[0].extracted.text
     for res in sk.residues:
         text = res.extracted.text
         assert "param Q = 1;" in text and "for q in 0..Q {" in text
@@ -216,6 +214,6 @@ def test_extract_writes_one_protocol_per_residue(tmp_path, capsys):
     out = tmp_path / "rs.sync"
     assert main(["extract", str(STATE), *SYM, "-o", str(out)]) == 0
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
+    assert files == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
     assert "4 protocol(s) for all-iterations" in capsys.readouterr().err
     assert main(["check", "--engine", "z3", str(tmp_path / "rs_r2.sync")]) == 0

@@ -27,7 +27,7 @@ import z3
 
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
-from .extract import Extracted, extract, pick_kernel
+from .extract import Extracted, pick_kernel
 from .parse import Module, PtxError
 from .skeleton import build
 from .symloop import WarpAnalysis, WarpLoop, WarpResult
@@ -46,6 +46,15 @@ class Residue:
 
 
 @dataclass(frozen=True)
+class Small:
+    """The protocol of one trip count below k0 (every N that gives it: `n` is one of them)."""
+
+    kt: int
+    n: int
+    extracted: Extracted
+
+
+@dataclass(frozen=True)
 class SymbolicKernel:
     """Everything `--symbolic` extraction produces for one kernel."""
 
@@ -54,7 +63,7 @@ class SymbolicKernel:
     k0: int
     period: int
     residues: tuple[Residue, ...]
-    small: tuple[tuple[int, int], ...]  # (KT, N) below k0, each extracted concretely at that N
+    small: tuple[Small, ...]  # each KT below k0 that some N >= LO gives
     absent: tuple[int, ...]  # KT below k0 that no N >= LO gives
     ctx: SymCtx
     trip: z3.ArithRef | None  # None: nothing depends on N
@@ -132,15 +141,23 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                 events[key] = list(res)
             every[(r, key)] = events[key]
         per_r.append(events)
-    residues = tuple(Residue(r, _render(mod, name, launch, per_r[r], every, sym, first.trip_text, k0, period, r))
-                     for r in range(period))
     kt_min = z3.simplify(z3.substitute(t0, (ctx.n, lo_n))).as_long()  # type: ignore[attr-defined]
-    small: list[tuple[int, int]] = []
+    small_events: list[tuple[int, int, dict[tuple[int, int], list[Event]]]] = []
     absent: list[int] = []
     for kt in range(max(0, kt_min), k0):
         n = ctx.model_n(t0 == kt)
-        (small.append((kt, n)) if n is not None else absent.append(kt))  # type: ignore[func-returns-value]
-    return SymbolicKernel(sym, first.trip_text, k0, period, residues, tuple(small), tuple(absent), ctx, t0)
+        if n is None:
+            absent.append(kt)
+            continue
+        events = {key: res.events_for(kt + offsets[key]) if isinstance(res, WarpLoop) else list(res)
+                  for key, res in results.items()}
+        every.update({(f"kt{kt}", key): evs for key, evs in events.items()})
+        small_events.append((kt, n, events))
+    residues = tuple(Residue(r, _render(mod, name, launch, per_r[r], every, sym, first.trip_text, k0, period, r))
+                     for r in range(period))
+    small = tuple(Small(kt, n, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, None,
+                                       kt)) for kt, n, events in small_events)
+    return SymbolicKernel(sym, first.trip_text, k0, period, residues, small, tuple(absent), ctx, t0)
 
 
 def _warp_events(lp: WarpLoop, c: int, period: int, launch: Launch, warp: int) -> list[Event]:
@@ -155,12 +172,17 @@ def _warp_events(lp: WarpLoop, c: int, period: int, launch: Launch, warp: int) -
 
 def _render(mod: Module, name: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
             every: dict[object, list[Event]] | None, sym: SymParam, trip: str, k0: int, period: int,
-            r: int) -> Extracted:
+            r: int | None, kt: int | None = None) -> Extracted:
     sk = build(mod, name, launch, events, every)
     text, origin = render(sk, mod.path)
     lines = text.split("\n")
     at = next(i for i, ln in enumerate(lines) if ln.startswith("// Loops ran to completion"))
-    if trip:
+    if kt is not None:
+        head = [f"// The parameter {sym.show()} is symbolic: N >= {sym.lo} (and N <= 2^30). Its loop runs, counted",
+                f"// from its first exit test that depends on N, KT = {trip} more times; this protocol is every N",
+                f"// with KT = {kt} (below {k0}, where the protocols with a loop over {QNAME} begin)."]
+        trip = ""
+    elif trip:
         head = [f"// The parameter {sym.show()} is symbolic: N >= {sym.lo} (and N <= 2^30). Its loop runs, counted",
                 f"// from its first exit test that depends on N, KT = {trip} more times; this protocol covers",
                 f"// KT = {k0 + r} + {period} * {QNAME} for every {QNAME} >= 0 (residue {r} of {period}); the other "
@@ -171,7 +193,7 @@ def _render(mod: Module, name: str, launch: Launch, events: dict[tuple[int, int]
     lines[at: at + 2] = head
     shift = len(head) - 2
     _indent_loops(lines)
-    if trip:  # every statement line is below the `protocol` line
+    if trip:  # (a residue's protocol) every statement line is below the `protocol` line
         p = next(i for i, ln in enumerate(lines) if ln.startswith("protocol "))
         lines.insert(p + 1, f"  param {QNAME} = 1;")
         shift += 1
@@ -192,8 +214,6 @@ def concrete_launch(launch: Launch, sym: SymParam, n: int, size: int | None = No
     return replace(launch, params=params)
 
 
-def extract_at(mod: Module, launch: Launch, kernel: str | None, sym: SymParam, n: int) -> Extracted:
-    return extract(mod, concrete_launch(launch, sym, n), kernel)
 
 
 def _indent_loops(lines: list[str]) -> None:

@@ -79,6 +79,7 @@ class SymWarpRun(WarpRun):
         self.preds: list[Sym] = []  # the exit test's term at each evaluation in loop/generic mode
         self.evals = 0  # evaluations of the exit test since the last head arrival
         self.period: tuple[int, int] | None = None  # (j0, P)
+        self.entry: Snap | None = None
         self.generic_heads = 0
         self.forced = False
         self._owner: SymWarpRun = self
@@ -220,6 +221,7 @@ class SymWarpRun(WarpRun):
                                   f"{self.cfg.body[self.test.branch].line if self.test else '?'}); one loop per "
                                   "warp is kept as a loop")
             if test is not None and self.mode == "pre":
+                self.entry = self.snapshot()  # the state where the loop can be left at once (T = 0)
                 self.test, self.mode, self.evals = test, "loop", 0
                 self._exit_test(ins, vals)
                 return (active if test.stay_taken else 0), 0
@@ -305,8 +307,9 @@ class WarpLoop:
 
     With T the number of times the exit test stays in the loop after the first
     evaluation whose outcome depends on N (T = trip(N), a term), the warp's
-    events are `events_to(T - 1) + suffix` where for T - 1 = j0 + qP + s
-    (q >= 0, 0 <= s < P) they are `pre + body * q + mid[s] + suffix[s]`.
+    events are: for T <= j0, `early[T]` (run exactly: from the state where that
+    exit is taken, every term as it is there); for T - 1 = j0 + qP + s (q >= 0,
+    0 <= s < P), `pre + body * q + mids[s] + suffixes[s]` (`events_for`).
     """
 
     test: ExitTest
@@ -319,6 +322,14 @@ class WarpLoop:
     suffixes: tuple[tuple[Event, ...], ...]
     trip: z3.ArithRef  # T as a function of N (an integer term)
     trip_text: str
+    early: tuple[tuple[Event, ...], ...]
+
+    def events_for(self, t: int) -> list[Event]:
+        """The warp's events when its loop stays t times."""
+        if t <= self.j0:
+            return list(self.early[t])
+        q, s = divmod(t - 1 - self.j0, self.period)
+        return [*self.pre, *self.body * q, *self.mids[s], *self.suffixes[s]]
 
 
 WarpResult = tuple[Event, ...] | WarpLoop
@@ -354,8 +365,12 @@ class WarpAnalysis:
         start = snaps[j0].nevents
         mids = tuple(tuple(events[start: snaps[j0 + s].nevents]) for s in range(p))
         suffixes = tuple(self._suffix(w, snaps[j0 + s], counters) for s in range(p))
+        assert w.entry is not None
+        # exits before the period: from the state where each is taken, which is that of every N exiting there
+        early = tuple(tuple(events[: (w.entry if t == 0 else snaps[t - 1]).nevents])
+                      + self._suffix(w, w.entry if t == 0 else snaps[t - 1], {}) for t in range(j0 + 1))
         return WarpLoop(w.test, instr, j0, p, tuple(events[:start]),
-                        tuple(events[start: snaps[j0 + p].nevents]), mids, suffixes, trip, text)
+                        tuple(events[start: snaps[j0 + p].nevents]), mids, suffixes, trip, text, early)
 
     def _counters(self, w: SymWarpRun, a: Snap, b: Snap, instr: Instr) -> dict[tuple[str, int], Sym]:
         """Per live register and lane holding a term: its change over one period, proved constant."""
@@ -470,6 +485,8 @@ class WarpAnalysis:
                        "not of the form (a*N + b) / d for every N (checked with Z3)")
 
     def _suffix(self, w: SymWarpRun, snap: Snap, counters: dict[tuple[str, int], Sym]) -> tuple[Event, ...]:
+        """The warp's events after leaving the loop at its next exit test from `snap`; the counters that
+        change over a period are unknown (the state stands for every iteration of its residue)."""
         s = self.fresh()
         s.mode, s.test = "suffix", w.test
         stack = s.restore(snap)
