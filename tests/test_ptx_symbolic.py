@@ -4,6 +4,7 @@ count (symvalues.py, loops.py, symloop.py, symextract.py, cli_symbolic.py)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,13 @@ STATE = DATA / "ring_state.ptx"
 SYM = ["--block", "64", "--symbolic", "2>=1"]
 TWINS = ["ring_state.ptx", "ring_state_no_empty_wait.ptx", "ring_state_no_full_wait.ptx",
          "ring_state_empty_count_16.ptx"]
+
+
+def _n_of(bound: str) -> int:
+    """The N of a violation's bound: `2=N (KT=…, residue R at Q=…)`."""
+    m = re.match(r"^2=(\d+) \(KT=\d+", bound)
+    assert m is not None, bound
+    return int(m.group(1))
 
 
 def _json(capsys, args: list[str]) -> tuple[int, dict]:
@@ -115,7 +123,7 @@ def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
     for res in sk.residues:
         text = res.extracted.text
         assert "param Q = 1;" in text and "for q in 0..Q {" in text
-        assert f"residue {res.r} of 4" in text and "ring_state_param_2" in text
+        assert f"residue {res.r} of 4" in text and "The parameter 2 is symbolic" in text
         decls.add(tuple(ln for ln in text.splitlines() if ln.lstrip().startswith(("mbarrier ", "smem "))))
         load(text, {"Q": 3}, path=str(tmp_path / "x.sync"))
     assert len(decls) == 1
@@ -124,8 +132,7 @@ def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
 def test_check_ring_state_is_safe_for_every_trip_count(capsys):
     rc, res = _json(capsys, ["check", str(STATE), *SYM])
     assert rc == 0 and res["verdict"] == "safe"
-    assert res["bound"] == ("all-iterations of ring_state_param_2 >= 1 (and <= 2^30) (KT = N - 1, "
-                            "residues 0..3)")
+    assert res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
 
 
 @pytest.mark.parametrize(("ptx", "codes"), [
@@ -137,7 +144,7 @@ def test_seeded_twins_give_their_codes_with_a_concrete_n(ptx, codes, capsys):
     rc, res = _json(capsys, ["check", str(DATA / ptx), *SYM])
     assert rc == 1 and res["verdict"] == "violation"
     assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} >= codes
-    n = int(res["bound"].split("ring_state_param_2=")[1].split()[0])
+    n = _n_of(res["bound"])
     # the same kernel extracted at that N, concretely, has the finding too
     rc2, res2 = _json(capsys, ["check", str(DATA / ptx), "--block", "64", "--param", f"2={n}"])
     assert rc2 == 1
@@ -155,7 +162,7 @@ def test_symbolic_answer_agrees_with_concrete_extraction_at_n_1_to_12(ptx, capsy
         assert set(concrete.values()) == {0}
     else:
         assert rc == 1 and 1 in concrete.values()
-        n = int(res["bound"].split("ring_state_param_2=")[1].split()[0])
+        n = _n_of(res["bound"])
         assert n > 12 or concrete[n] == 1
 
 
@@ -165,7 +172,7 @@ def test_ring_with_its_stage_from_k_is_refused_at_the_ptx_and_cuda_line(capsys):
     assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--symbolic", "2>=1"]) == 2
     err = capsys.readouterr().err
     assert "ring.ptx:180:2: error:" in err and "CUDA source: ring.cu:68" in err
-    assert "derived from the symbolic parameter ring_param_2 and is not the same for every N" in err
+    assert "derived from the symbolic parameter 2 and is not the same for every N" in err
     # its near twin: the same kernel with the count bound is extracted and safe
     assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--param", "2=4"]) == 0
 
@@ -178,7 +185,7 @@ def test_a_counter_that_reaches_a_barrier_address_is_refused(tmp_path, capsys):
     bad.write_text(text.replace("shl.b32 \t%r42, %r84, 3;", "shl.b32 \t%r42, %r83, 3;"))
     assert main(["check", str(bad), *SYM]) == 2
     err = capsys.readouterr().err
-    assert "is not known" in err and "derived from the symbolic parameter ring_state_param_2" in err
+    assert "is not known" in err and "derived from the symbolic parameter 2 " in err
     assert "CUDA source: ring_state.cu" in err
 
 

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from .cfg import EXIT, Cfg
+from .cfg import EXIT, Cfg, affects_sync
 from .parse import Addr, Instr, Name, NegName, Operand, Pair, TensorAddr, Vec
 
 # instructions whose first operand is only written (a definition, when unguarded)
@@ -67,6 +67,7 @@ class LoopInfo:
     def __init__(self, cfg: Cfg):
         self.cfg = cfg
         self.n = len(cfg.body)
+        self._relevant: dict[object, frozenset[str]] = {}
 
     @cached_property
     def idom(self) -> dict[int, int]:
@@ -158,9 +159,75 @@ class LoopInfo:
                     changed = True
         return live
 
+    def relevant(self, zero_global: bool) -> frozenset[str]:
+        """Registers whose value can reach synchronization (flow-insensitive, over every instruction).
+
+        The seeds (`_seeds`) and, backwards through every instruction that writes a register, its inputs:
+        for the arithmetic of `_DEFS` those of a relevant destination, for anything else all its operands
+        once one of them is relevant. A register outside this set never changes an event, so the loop
+        head's state is compared without it (a TMA copy's k coordinate, a global pointer).
+        """
+        key = ("relevant", zero_global)
+        hit = self._relevant.get(key)
+        if hit is not None:
+            return hit
+        body = self.cfg.body
+        rel: set[str] = set()
+        for ins in body:
+            rel |= _seeds(ins, zero_global)
+        writers = [ins for ins in body if ins.operands and ins.base not in ("ld", "ldu", "st", "bra")
+                   and not affects_sync(ins) and not ins.opcode.startswith("cp.async.bulk.tensor")]
+        changed = True
+        while changed:
+            changed = False
+            for ins in writers:
+                ops = ins.operands
+                if ins.base in _DEFS:
+                    if rel.isdisjoint(_names(ops[0])):
+                        continue
+                    new = {n for op in ops[1:] for n in _names(op)} - rel
+                else:
+                    names = {n for op in ops for n in _names(op)}
+                    if rel.isdisjoint(names):
+                        continue
+                    new = names - rel
+                if new:
+                    rel |= new
+                    changed = True
+        out = frozenset(rel)
+        self._relevant[key] = out
+        return out
+
     def live_at(self, pc: int) -> frozenset[str]:
         """Registers that some path from `pc` reads before writing them."""
         return self._live_in[pc]
+
+
+def _seeds(ins: Instr, zero_global: bool) -> set[str]:
+    """Registers whose value at this instruction can matter to synchronization by themselves.
+
+    A guard decides who executes; a synchronizing instruction's operands are
+    its barrier, buffer, count, parity and byte count -- but for the
+    coordinates of a tensor copy, which choose global memory only. Loads and
+    stores matter by their address unless it is a global one (unless
+    --zero-global reads global memory), and by their value only through local
+    memory (the executor follows local stores; shared and global memory values
+    are unknown to it).
+    """
+    out = {ins.guard} if ins.guard else set()
+    base, mods, ops = ins.base, ins.mods, ins.operands
+    glob = "global" in mods and not zero_global
+    if base in ("ld", "ldu"):
+        return out if glob else out | set(_names(ops[1])) if len(ops) > 1 else out
+    if base == "st":
+        addr = set() if glob else set(_names(ops[0]))
+        return out | addr | (set(_names(ops[1])) if "local" in mods or not any(
+            m in mods for m in ("global", "shared")) else set())
+    if ins.opcode.startswith("cp.async.bulk.tensor"):
+        return out | {n for op in ops for n in ([op.base] if isinstance(op, TensorAddr) else _names(op))}
+    if affects_sync(ins) or base in ("atom", "red"):
+        return out | {n for op in ops for n in _names(op)}
+    return out
 
 
 _CACHE: dict[int, tuple[Cfg, LoopInfo]] = {}

@@ -66,7 +66,7 @@ class SymbolicKernel:
     small: tuple[Small, ...]  # each KT below k0 that some N >= LO gives
     absent: tuple[int, ...]  # KT below k0 that no N >= LO gives
     ctx: SymCtx
-    trip: z3.ArithRef | None  # None: nothing depends on N
+    trip: z3.BitVecRef | None  # None: nothing depends on N
 
     def bound(self) -> str:
         tail = f"KT = {self.trip_text}, residues 0..{self.period - 1}" if self.trip is not None else \
@@ -94,7 +94,7 @@ def _resolve(mod: Module, fn_params: list[tuple[str, int]], sym: SymParam) -> tu
     if length not in (1, 2, 4, 8) or sym.off + length > size:
         raise PtxError(mod.path, 1, 1, f"--symbolic {sym.show()}: expected 1, 2, 4 or 8 bytes inside the "
                        f"{size}-byte parameter {names[k]}")
-    return replace(sym, name=names[k], length=length if sym.length is not None else None), 8 * length
+    return sym, 8 * length  # the name as given (a position or a PTX name), which the executor matches
 
 
 def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam) -> SymbolicKernel:
@@ -121,7 +121,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
     lo_n = z3.BitVecVal(sym.lo, bits)
     offsets: dict[tuple[int, int], int] = {}
     for key, lp in loops.items():
-        a = z3.simplify(z3.substitute(lp.trip - t0, (ctx.n, lo_n))).as_long()  # type: ignore[attr-defined]
+        a = z3.simplify(z3.substitute(lp.trip - t0, (ctx.n, lo_n))).as_signed_long()  # type: ignore[attr-defined]
         if not ctx.holds(lp.trip == t0 + a):
             raise PtxError(mod.path, lp.instr.line, lp.instr.column,
                            f"cannot extract (warp {key[1]} of CTA {key[0]}): its loop over {sym.show()} runs "
@@ -141,7 +141,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                 events[key] = list(res)
             every[(r, key)] = events[key]
         per_r.append(events)
-    kt_min = z3.simplify(z3.substitute(t0, (ctx.n, lo_n))).as_long()  # type: ignore[attr-defined]
+    kt_min = z3.simplify(z3.substitute(t0, (ctx.n, lo_n))).as_signed_long()  # type: ignore[attr-defined]
     small_events: list[tuple[int, int, dict[tuple[int, int], list[Event]]]] = []
     absent: list[int] = []
     for kt in range(max(0, kt_min), k0):

@@ -284,8 +284,10 @@ class SymWarpRun(WarpRun):
         return [_Entry(*e) for e in snap.stack]
 
     def live(self) -> frozenset[str]:
+        """The registers the head state consists of: live there and able to reach synchronization."""
         assert self.test is not None
-        return loop_info(self.cfg).live_at(self.test.head)
+        info = loop_info(self.cfg)
+        return info.live_at(self.test.head) & info.relevant(bool(self.launch.zero_global))
 
     def key(self, snap: Snap) -> object:
         """The concrete part of a head state: live registers (a term is only marked), stack, lanes."""
@@ -320,7 +322,7 @@ class WarpLoop:
     body: tuple[Event, ...]
     mids: tuple[tuple[Event, ...], ...]
     suffixes: tuple[tuple[Event, ...], ...]
-    trip: z3.ArithRef  # T as a function of N (an integer term)
+    trip: z3.BitVecRef  # T as a function of N (64 bits, nonnegative)
     trip_text: str
     early: tuple[tuple[Event, ...], ...]
 
@@ -364,11 +366,14 @@ class WarpAnalysis:
         events = w.events
         start = snaps[j0].nevents
         mids = tuple(tuple(events[start: snaps[j0 + s].nevents]) for s in range(p))
-        suffixes = tuple(self._suffix(w, snaps[j0 + s], counters) for s in range(p))
+        # after the loop, a term is decided for every N whose trip count is in the suffix's residue class
+        suffixes = tuple(self._suffix(w, snaps[j0 + s], counters,
+                                      z3.And(z3.URem(trip - (j0 + 1 + s), p) == 0, trip >= j0 + 1 + s))
+                         for s in range(p))
         assert w.entry is not None
         # exits before the period: from the state where each is taken, which is that of every N exiting there
         early = tuple(tuple(events[: (w.entry if t == 0 else snaps[t - 1]).nevents])
-                      + self._suffix(w, w.entry if t == 0 else snaps[t - 1], {}) for t in range(j0 + 1))
+                      + self._suffix(w, w.entry if t == 0 else snaps[t - 1], {}, trip == t) for t in range(j0 + 1))
         return WarpLoop(w.test, instr, j0, p, tuple(events[:start]),
                         tuple(events[start: snaps[j0 + p].nevents]), mids, suffixes, trip, text, early)
 
@@ -425,7 +430,7 @@ class WarpAnalysis:
         return g.preds
 
     def _trip(self, w: SymWarpRun, j0: int, p: int, g_preds: list[Sym], q: z3.BitVecRef,
-              instr: Instr) -> tuple[z3.ArithRef, str]:
+              instr: Instr) -> tuple[z3.BitVecRef, str]:
         """T(N) = (a*N + b) / d, fitted on small N and proved with Z3: the exit test at evaluation t stays
         in the loop exactly when t < T(N), for every t <= T(N) and every N under A."""
         ctx = self.ctx
@@ -479,15 +484,18 @@ class WarpAnalysis:
                     num = f"{a} * N" if a != 1 else "N"
                     num += f" + {b}" if b > 0 else f" - {-b}" if b < 0 else ""
                     text = num if d == 1 else f"({num}) / {d}"
-                    return (a * z3.BV2Int(n64, is_signed=True) + b) / d, text  # type: ignore[return-value]
+                    return u, text  # a 64-bit term: the questions about it stay in bit-vector logic
                 break  # the fitted b failed: a larger a cannot fit the same samples with this d
         raise w.refuse(instr, f"the trip count of this loop over the symbolic parameter {ctx.param.show()} is "
                        "not of the form (a*N + b) / d for every N (checked with Z3)")
 
-    def _suffix(self, w: SymWarpRun, snap: Snap, counters: dict[tuple[str, int], Sym]) -> tuple[Event, ...]:
-        """The warp's events after leaving the loop at its next exit test from `snap`; the counters that
-        change over a period are unknown (the state stands for every iteration of its residue)."""
+    def _suffix(self, w: SymWarpRun, snap: Snap, counters: dict[tuple[str, int], Sym],
+                cond: z3.BoolRef) -> tuple[Event, ...]:
+        """The warp's events after leaving the loop at its next exit test from `snap`, for every N that
+        satisfies `cond` (those whose trip count leaves there); the counters that change over a period are
+        unknown (the state stands for every iteration of its residue)."""
         s = self.fresh()
+        s.ctx = self.ctx.under(cond)
         s.mode, s.test = "suffix", w.test
         stack = s.restore(snap)
         for (name, lane), d in counters.items():

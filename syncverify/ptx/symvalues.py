@@ -63,6 +63,14 @@ class SymCtx:
         self.n = z3.BitVec("N", self.bits)
         self.assume = z3.And(self.n >= self.param.lo, self.n <= UPPER)
 
+    def under(self, cond: z3.BoolRef) -> SymCtx:
+        """The same N with a stronger assumption (after a loop: the residue of its trip count), so that a
+        term that is constant for every N with that trip count is decided."""
+        out = SymCtx(self.param, self.bits)
+        out.n = self.n
+        out.assume = z3.And(self.assume, cond)
+        return out
+
     def solver(self) -> z3.Solver:
         s = z3.Solver()
         s.set("rlimit", RLIMIT)
