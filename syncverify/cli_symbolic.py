@@ -50,7 +50,7 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
                         "cover every N (one per residue of the trip count)")
 
 
-def symbolic_kernel(path: str, args: argparse.Namespace) -> SymbolicKernel:
+def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
     from .cli_extract import launch_of
 
     mod = load_module(path, args.includes)
@@ -66,32 +66,51 @@ def residue_path(out: str, kernel: str, tag: str) -> str:
     return f"{stem}_{tag}{ext or '.sync'}"
 
 
+def bound_text(fams: tuple[SymbolicKernel, ...]) -> str:
+    """`all-iterations of NAME >= LO (and <= 2^30) (…)`: what covers each range of N."""
+    sym = fams[0].sym
+    if len(fams) == 1 and fams[0].trip is not None:
+        tail = f"KT = {fams[0].trip_text}, residues 0..{fams[0].period - 1}"
+    else:
+        tail = "; ".join(f.part() for f in fams)
+    return f"all-iterations of {sym.show()} >= {sym.lo} (and <= 2^30) ({tail})"
+
+
+def _write(args: argparse.Namespace, kernel: str, tag: str, text: str) -> None:
+    if args.expect_header:
+        text = f"// expect: {args.expect_header}\n{text}"
+    if args.output:
+        with open(residue_path(args.output, kernel, tag), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
 def cmd_extract_symbolic(args: argparse.Namespace) -> int:
     try:
-        sk = symbolic_kernel(args.input, args)
+        fams = symbolic_kernel(args.input, args)
     except PtxError as err:
         print(err.render(), file=sys.stderr)
         return 2
-    for res in sk.residues:
-        text = res.extracted.text
-        if args.expect_header:
-            text = f"// expect: {args.expect_header}\n{text}"
-        if args.output:
-            with open(residue_path(args.output, res.extracted.kernel, f"r{res.r}"), "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
-    for sm in sk.small:
-        text = sm.extracted.text
-        if args.output:
-            with open(residue_path(args.output, sm.extracted.kernel, f"kt{sm.kt}"), "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
-    small = ", ".join(f"KT={sm.kt} (e.g. N={sm.n})" for sm in sk.small)
-    print(f"{len(sk.residues)} protocol(s) for {sk.bound()}" + (f"; and one for each of {small}" if small else "")
-          + (f"; no N gives KT in {list(sk.absent)}" if sk.absent else ""), file=sys.stderr)
+    for fam in fams:
+        pre = "" if len(fams) == 1 else f"n{fam.sym.lo}_"
+        for res in fam.residues:
+            _write(args, res.extracted.kernel, f"{pre}r{res.r}", res.extracted.text)
+        for sm in fam.small:
+            _write(args, sm.extracted.kernel, f"{pre}kt{sm.kt}", sm.extracted.text)
+    count = sum(len(f.residues) + len(f.small) for f in fams)
+    print(f"{count} protocol(s) for {bound_text(fams)}", file=sys.stderr)
     return 0
+
+
+def _cases(fam: SymbolicKernel, options) -> list[tuple[str, Extracted, object, int | None]]:  # type: ignore[no-untyped-def]
+    """(what, protocol, options, KT of its Q = 0 or None) of one range of N."""
+    if fam.trip is None:
+        return [(f"N in {fam.range_text()}", fam.residues[0].extracted, options, None)]
+    out: list[tuple[str, Extracted, object, int | None]] = [
+        (f"residue {res.r}", res.extracted, replace(options, engine="z3"), res.r + fam.k0) for res in fam.residues]
+    out += [(f"KT={sm.kt}", sm.extracted, replace(options, engine="explicit"), None) for sm in fam.small]
+    return out
 
 
 def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
@@ -101,57 +120,52 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     from .lang import load
 
     try:
-        sk = symbolic_kernel(path, args)
+        fams = symbolic_kernel(path, args)
     except PtxError as err:
         return err
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
-    cases: list[tuple[str, Extracted, object, int | None]] = []  # (what, protocol, options, KT base)
-    for res in sk.residues:
-        eng = "z3" if sk.trip is not None else options.engine
-        cases.append((f"residue {res.r}", res.extracted, replace(options, engine=eng), res.r + sk.k0))
-    for sm in sk.small:
-        cases.append((f"{sk.sym.show()}={sm.n} (KT={sm.kt})", sm.extracted, replace(options, engine="explicit"),
-                      None))
     states, secs = 0, 0.0
     inconclusive: list[str] = []
-    for what, ex, opts, base in cases:
-        try:
-            protocol = load(ex.text, opts.defines, path=sync_name)  # type: ignore[attr-defined]
-        except InputError as err:
-            d = err.diagnostics[0]
-            return PtxError(path, 1, 1, f"the extracted protocol ({what}) is not valid .sync: {d.message}")
-        got = check_protocol(protocol, opts)  # type: ignore[arg-type]
-        states += got.stats.states
-        secs += got.stats.seconds
-        diags = tuple(_at_source(d, ex, sync_name) for d in got.diagnostics if not _same_site_sv204(d, ex))
-        if got.verdict is Verdict.VIOLATION:
-            bound = _violation_bound(sk, what, got.bound, base)
-            if bound is None:
-                inconclusive.append(f"{what}: a finding at {got.bound} that no N >= {sk.sym.lo} gives")
-                continue
-            return replace(got, path=path, diagnostics=diags, bound=bound)
-        if got.verdict is Verdict.ERROR:
-            return replace(got, path=path, diagnostics=diags, bound=what)
-        if got.verdict is Verdict.INCONCLUSIVE:
-            inconclusive.append(f"{what}: {got.coverage or got.bound}")
-        elif got.verdict is Verdict.SAFE and base is not None and "all-iterations" not in got.bound \
-                and sk.trip is not None:
-            inconclusive.append(f"{what}: only {got.bound}")
+    for fam in fams:
+        for what, ex, opts, base in _cases(fam, options):
+            try:
+                protocol = load(ex.text, opts.defines, path=sync_name)  # type: ignore[attr-defined]
+            except InputError as err:
+                d = err.diagnostics[0]
+                return PtxError(path, 1, 1, f"the extracted protocol ({what}) is not valid .sync: {d.message}")
+            got = check_protocol(protocol, opts)  # type: ignore[arg-type]
+            states += got.stats.states
+            secs += got.stats.seconds
+            diags = tuple(_at_source(d, ex, sync_name) for d in got.diagnostics if not _same_site_sv204(d, ex))
+            if got.verdict is Verdict.VIOLATION:
+                bound = _violation_bound(fam, what, got.bound, base)
+                if bound is None:
+                    inconclusive.append(f"{what}: a finding at {got.bound} that no N in {fam.range_text()} gives")
+                    continue
+                return replace(got, path=path, diagnostics=diags, bound=bound)
+            if got.verdict is Verdict.ERROR:
+                return replace(got, path=path, diagnostics=diags, bound=what)
+            if got.verdict is Verdict.INCONCLUSIVE:
+                inconclusive.append(f"{what}: {got.coverage or got.bound}")
+            elif base is not None and "all-iterations" not in got.bound:
+                inconclusive.append(f"{what}: only {got.bound}")
     stats = Stats(states=states, seconds=secs)
+    kernel = fams[0].residues[0].extracted.kernel
     if inconclusive:
-        return CheckResult(path=path, protocol=sk.residues[0].extracted.kernel, verdict=Verdict.INCONCLUSIVE,
-                           bound="", stats=stats, coverage="; ".join(inconclusive))
-    return CheckResult(path=path, protocol=sk.residues[0].extracted.kernel, verdict=Verdict.SAFE,
-                       bound=sk.bound(), stats=stats)
+        return CheckResult(path=path, protocol=kernel, verdict=Verdict.INCONCLUSIVE, bound="", stats=stats,
+                           coverage="; ".join(inconclusive))
+    return CheckResult(path=path, protocol=kernel, verdict=Verdict.SAFE, bound=bound_text(fams), stats=stats)
 
 
-def _violation_bound(sk: SymbolicKernel, what: str, bound: str, base: int | None) -> str | None:
+def _violation_bound(fam: SymbolicKernel, what: str, bound: str, base: int | None) -> str | None:
     """The concrete N of a finding: for a residue's protocol, from the Q of the engine's bound."""
     if base is None:
-        return what
+        kt = int(what[3:]) if what.startswith("KT=") else None
+        n = fam.sym.lo if kt is None else fam.n_for(kt)
+        return None if n is None else f"{fam.sym.show()}={n} ({what})"
     m = re.search(r"\bQ=(\d+)", bound)
     if m is None:
         return None
-    kt = base + sk.period * int(m.group(1))
-    n = sk.n_for(kt)
-    return None if n is None else f"{sk.sym.show()}={n} (KT={kt}, {what} at Q={m.group(1)})"
+    kt = base + fam.period * int(m.group(1))
+    n = fam.n_for(kt)
+    return None if n is None else f"{fam.sym.show()}={n} (KT={kt}, {what} at Q={m.group(1)})"

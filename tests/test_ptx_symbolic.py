@@ -115,7 +115,7 @@ def test_the_kept_loop_reproduces_every_concrete_execution(ptx):
 
 def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
     mod = load_module(str(STATE))
-    sk = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1))
+    (sk,) = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1))
     assert (sk.period, sk.k0, sk.trip_text) == (4, 1, "N - 1")
     assert [(sm.kt, sm.n) for sm in sk.small] == [(0, 1)] and sk.absent == ()
     decls = set()
@@ -169,10 +169,12 @@ def test_symbolic_answer_agrees_with_concrete_extraction_at_n_1_to_12(ptx, capsy
 # ---- refusals ------------------------------------------------------------------------------------------
 
 def test_ring_with_its_stage_from_k_is_refused_at_the_ptx_and_cuda_line(capsys):
+    """ring.cu computes its stage and parity from k, which counts up concretely: the head state never repeats.
+    (The guard nvcc puts before its loop, unrolled by four, is `N < 2`: a threshold, split there first.)"""
     assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--symbolic", "2>=1"]) == 2
     err = capsys.readouterr().err
-    assert "ring.ptx:180:2: error:" in err and "CUDA source: ring.cu:68" in err
-    assert "derived from the symbolic parameter 2 and is not the same for every N" in err
+    assert "ring.ptx:390:2: error:" in err and "CUDA source: ring.cu:66" in err
+    assert "does not repeat within 64 iterations after 64; %r123 (1, 2, 3, 4, ...): each takes a new value" in err
     # its near twin: the same kernel with the count bound is extracted and safe
     assert main(["check", str(DATA / "ring.ptx"), "--block", "64", "--param", "2=4"]) == 0
 
@@ -189,14 +191,27 @@ def test_a_counter_that_reaches_a_barrier_address_is_refused(tmp_path, capsys):
     assert "CUDA source: ring_state.cu" in err
 
 
-def test_a_bound_that_lets_the_loop_be_skipped_is_refused_at_its_guard(capsys):
-    # N >= 0: the guard around the consumer's loop (`k_tiles > 0`) is not decided, and it is no loop's exit
-    assert main(["check", str(STATE), "--block", "64", "--symbolic", "2>=0"]) == 2
-    err = capsys.readouterr().err
-    assert "not the same for every N" in err and "CUDA source: ring_state.cu:82" in err
-    # a larger lower bound is fine: the first iterations are then unrolled before the kept loop
+def test_a_zero_trip_guard_splits_the_range_of_n(capsys):
+    """N >= 0: the guard around each loop (`k_tiles > 0`) is not decided and is no loop's exit, but it is
+    `N >= 1`: the range is split there, N = 0 being one protocol without the loops."""
+    rc, res = _json(capsys, ["check", str(STATE), "--block", "64", "--symbolic", "2>=0"])
+    assert rc == 0
+    assert res["bound"] == ("all-iterations of 2 >= 0 (and <= 2^30) (0..0: one protocol; 1..2^30: KT = N - 1, "
+                            "residues 0..3)")
+    mod = load_module(str(STATE))
+    low, high = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 0))
+    assert low.trip is None and "for q in" not in low.residues[0].extracted.text
+    assert "tma.load" not in low.residues[0].extracted.text       # no k-tile at N = 0
+    assert (high.sym.lo, high.period) == (1, 4)
+    # a larger lower bound is fine too: the first iterations are then unrolled before the kept loop
     rc, res = _json(capsys, ["check", str(STATE), "--block", "64", "--symbolic", "2>=5"])
     assert rc == 0 and ">= 5" in res["bound"]
+
+
+def test_the_seeded_twin_is_found_below_the_split_too(capsys):
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state_no_full_wait.ptx"), "--block", "64",
+                             "--symbolic", "2>=0"])
+    assert rc == 1 and _n_of(res["bound"]) >= 1
 
 
 @pytest.mark.parametrize(("arg", "msg"), [
@@ -222,5 +237,5 @@ def test_extract_writes_one_protocol_per_residue(tmp_path, capsys):
     assert main(["extract", str(STATE), *SYM, "-o", str(out)]) == 0
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
-    assert "4 protocol(s) for all-iterations" in capsys.readouterr().err
+    assert "5 protocol(s) for all-iterations of 2 >= 1" in capsys.readouterr().err
     assert main(["check", "--engine", "z3", str(tmp_path / "rs_r2.sync")]) == 0

@@ -28,10 +28,10 @@ import z3
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .extract import Extracted, pick_kernel
-from .parse import Module, PtxError
+from .parse import Function, Module, PtxError
 from .skeleton import build
-from .symloop import WarpAnalysis, WarpLoop, WarpResult
-from .symvalues import SymCtx, SymParam
+from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
+from .symvalues import UPPER, SymCtx, SymParam
 from .writer import render
 
 QNAME = "Q"
@@ -68,10 +68,14 @@ class SymbolicKernel:
     ctx: SymCtx
     trip: z3.BitVecRef | None  # None: nothing depends on N
 
-    def bound(self) -> str:
-        tail = f"KT = {self.trip_text}, residues 0..{self.period - 1}" if self.trip is not None else \
-            "no synchronization depends on it"
-        return f"all-iterations of {self.sym.show()} >= {self.sym.lo} (and <= 2^30) ({tail})"
+    def range_text(self) -> str:
+        return f"{self.sym.lo}..{'2^30' if self.ctx.hi == UPPER else self.ctx.hi}"
+
+    def part(self) -> str:
+        """What this range of N is covered by."""
+        if self.trip is None:
+            return f"{self.range_text()}: one protocol"
+        return f"{self.range_text()}: KT = {self.trip_text}, residues 0..{self.period - 1}"
 
     def n_for(self, kt: int) -> int | None:
         """A value of N (under the assumption) whose trip count is kt."""
@@ -97,14 +101,39 @@ def _resolve(mod: Module, fn_params: list[tuple[str, int]], sym: SymParam) -> tu
     return sym, 8 * length  # the name as given (a position or a PTX name), which the executor matches
 
 
-def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam) -> SymbolicKernel:
-    """The protocols covering every N >= sym.lo (see the module docstring); refusals raise PtxError."""
+MAX_DOMAINS = 8
+
+
+def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam) -> tuple[SymbolicKernel, ...]:
+    """The protocols covering every N from sym.lo to 2^30 (see the module docstring), one family per range
+    of N; refusals raise PtxError.
+
+    A branch before the loop that would be refused but is `N >= L` for a threshold L -- the zero-trip guard
+    of a rotated loop, CUTLASS's `k_tile_count - 1 > 0` before the consumer's mainloop -- splits the range
+    at L: on each side it is decided. At most MAX_DOMAINS ranges.
+    """
     name = pick_kernel(mod, kernel)
     fn = next(f for f in mod.entries() if f.name == name)
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
     sym, bits = _resolve(mod, [(p.name, p.size) for p in fn.params], sym)
-    ctx = SymCtx(sym, bits)
+    todo = [(sym.lo, UPPER)]
+    out: list[SymbolicKernel] = []
+    while todo:
+        lo, hi = todo.pop(0)
+        try:
+            out.append(_domain(mod, launch, name, fn, replace(sym, lo=lo), bits, hi))
+        except Split as sp:
+            if len(out) + len(todo) + 2 > MAX_DOMAINS:
+                raise sp.refusal from None
+            todo[:0] = [(lo, sp.at - 1), (sp.at, hi)]
+    return tuple(out)
+
+
+def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam, bits: int,
+            hi: int) -> SymbolicKernel:
+    ctx = SymCtx(sym, bits, hi)
+    rng = f"{sym.lo}..{'2^30' if hi == UPPER else hi}"
     cfg = Cfg(fn)
     mem = Memory(mod, fn, launch)
     params = _params(fn, launch)
@@ -114,7 +143,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
     loops = {k: v for k, v in results.items() if isinstance(v, WarpLoop)}
     if not loops:
         events = {k: list(v) for k, v in results.items()}  # type: ignore[arg-type]
-        ex = _render(mod, name, launch, events, None, sym, "", 0, 1, 0)
+        ex = _render(mod, name, launch, events, None, sym, "", 0, 1, 0, rng=rng)
         return SymbolicKernel(sym, "", 0, 1, (Residue(0, ex),), (), (), ctx, None)
     first = next(iter(loops.values()))
     t0 = first.trip
@@ -153,10 +182,10 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                   for key, res in results.items()}
         every.update({(f"kt{kt}", key): evs for key, evs in events.items()})
         small_events.append((kt, n, events))
-    residues = tuple(Residue(r, _render(mod, name, launch, per_r[r], every, sym, first.trip_text, k0, period, r))
-                     for r in range(period))
+    residues = tuple(Residue(r, _render(mod, name, launch, per_r[r], every, sym, first.trip_text, k0, period, r,
+                                        rng=rng)) for r in range(period))
     small = tuple(Small(kt, n, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, None,
-                                       kt)) for kt, n, events in small_events)
+                                       kt, rng)) for kt, n, events in small_events)
     return SymbolicKernel(sym, first.trip_text, k0, period, residues, small, tuple(absent), ctx, t0)
 
 
@@ -172,24 +201,24 @@ def _warp_events(lp: WarpLoop, c: int, period: int, launch: Launch, warp: int) -
 
 def _render(mod: Module, name: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
             every: dict[object, list[Event]] | None, sym: SymParam, trip: str, k0: int, period: int,
-            r: int | None, kt: int | None = None) -> Extracted:
+            r: int | None, kt: int | None = None, rng: str = "") -> Extracted:
     sk = build(mod, name, launch, events, every)
     text, origin = render(sk, mod.path)
     lines = text.split("\n")
     at = next(i for i, ln in enumerate(lines) if ln.startswith("// Loops ran to completion"))
     if kt is not None:
-        head = [f"// The parameter {sym.show()} is symbolic: N >= {sym.lo} (and N <= 2^30). Its loop runs, counted",
+        head = [f"// The parameter {sym.show()} is symbolic: N in {rng}. Its loop runs, counted",
                 f"// from its first exit test that depends on N, KT = {trip} more times; this protocol is every N",
                 f"// with KT = {kt} (below {k0}, where the protocols with a loop over {QNAME} begin)."]
         trip = ""
     elif trip:
-        head = [f"// The parameter {sym.show()} is symbolic: N >= {sym.lo} (and N <= 2^30). Its loop runs, counted",
+        head = [f"// The parameter {sym.show()} is symbolic: N in {rng}. Its loop runs, counted",
                 f"// from its first exit test that depends on N, KT = {trip} more times; this protocol covers",
                 f"// KT = {k0 + r} + {period} * {QNAME} for every {QNAME} >= 0 (residue {r} of {period}); the other "
                 "residues",
                 f"// and KT < {k0} are covered by the protocols extracted beside it."]
     else:
-        head = [f"// The parameter {sym.show()} is symbolic (N >= {sym.lo}); no synchronization depends on it."]
+        head = [f"// The parameter {sym.show()} is symbolic (N in {rng}); no synchronization depends on it."]
     lines[at: at + 2] = head
     shift = len(head) - 2
     _indent_loops(lines)

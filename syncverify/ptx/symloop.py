@@ -54,6 +54,15 @@ class _Stop(Exception):
     """Unwinds the executor once the loop's period (or the generic period) has been recorded."""
 
 
+class Split(Exception):
+    """A branch before the loop that would be refused is decided on either side of N = at (a zero-trip
+    guard: `k_tile_count > 1` decides the consumer's mainloop): the range of N is split there."""
+
+    def __init__(self, at: int, refusal: Refusal):
+        super().__init__(at)
+        self.at, self.refusal = at, refusal
+
+
 @dataclass
 class Snap:
     """A warp's state at an arrival at the loop head."""
@@ -84,6 +93,7 @@ class SymWarpRun(WarpRun):
         self.forced = False
         self._owner: SymWarpRun = self
         self._sym_unknown_at = -1  # the pc where a term was last read as unknown (for the refusal's reason)
+        self._undecided: dict[int, Sym] = {}  # branch pc -> its undecided predicate (for a split of N's range)
 
     # ---- values: terms stay in the registers; everything but arithmetic sees numbers or UNKNOWN ----
 
@@ -106,6 +116,11 @@ class SymWarpRun(WarpRun):
                         "counter")
             else:
                 why += f"; the value is derived from the symbolic parameter {name} and is not the same for every N"
+                pred = self._undecided.get(self.pc)
+                if pred is not None and self.mode == "pre" and self._owner is self:
+                    at = self.ctx.threshold(pred)
+                    if at is not None:
+                        raise Split(at, super().refuse(ins, why))
         return super().refuse(ins, why)
 
     def raw(self, op: Operand, lane: int) -> Value | Sym:
@@ -211,6 +226,7 @@ class SymWarpRun(WarpRun):
                 undecided = undecided or isinstance(v, Sym)
                 if isinstance(v, Sym):
                     self._sym_unknown_at = self.pc
+                    self._undecided[self.pc] = v
             elif b != ins.guard_neg:
                 run |= 1 << lane
         if undecided and me and ins.base == "bra":
@@ -266,7 +282,23 @@ class SymWarpRun(WarpRun):
         if j >= MAX_PERIOD + MAX_TRANSIENT:
             raise self.refuse(self.cfg.body[self.pc], f"the state at the head of this loop over the symbolic "
                               f"parameter {self.ctx.param.show()} does not repeat within {MAX_PERIOD} iterations "
-                              f"after {MAX_TRANSIENT}")
+                              f"after {MAX_TRANSIENT}{self._growing()}")
+
+    def _growing(self) -> str:
+        """The registers that never repeat at the loop head: counters of the iteration that reach
+        synchronization (a stage computed from k), named for the refusal."""
+        names = []
+        for k in sorted(self.live()):
+            seen = [tuple(("S", v.bits) if isinstance(v, Sym) else v for v in s.regs.get(k, ()))
+                    for s in self.snaps[-MAX_PERIOD:]]
+            if len(set(seen)) == len(seen):
+                first = [s.regs[k][0] for s in self.snaps[:4] if k in s.regs]
+                names.append(f"{k} ({', '.join(map(str, first))}, ...)")
+        if not names:
+            return ""
+        return (f"; {', '.join(names[:3])}: each takes a new value in every iteration and can reach "
+                "synchronization: a loop is kept only when its state repeats (the pipeline's stage and phase), "
+                "the iteration count reaching nothing but the exit test")
 
     # ---- state ---------------------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class SymCtx:
 
     param: SymParam
     bits: int = 32
+    hi: int = UPPER  # N's upper bound in this domain (a split at a threshold lowers it)
     n: z3.BitVecRef = field(init=False)
     assume: z3.BoolRef = field(init=False)
     # answers by AST id; the term is kept with its answer, so that its id is not reused by another term
@@ -61,12 +62,12 @@ class SymCtx:
 
     def __post_init__(self) -> None:
         self.n = z3.BitVec("N", self.bits)
-        self.assume = z3.And(self.n >= self.param.lo, self.n <= UPPER)
+        self.assume = z3.And(self.n >= self.param.lo, self.n <= self.hi)
 
     def under(self, cond: z3.BoolRef) -> SymCtx:
         """The same N with a stronger assumption (after a loop: the residue of its trip count), so that a
         term that is constant for every N with that trip count is decided."""
-        out = SymCtx(self.param, self.bits)
+        out = SymCtx(self.param, self.bits, self.hi)
         out.n = self.n
         out.assume = z3.And(self.assume, cond)
         return out
@@ -116,6 +117,26 @@ class SymCtx:
             self._const[key] = (v.expr, got)
         got = self._const[key][1]
         return UNKNOWN if got is None else got
+
+    def threshold(self, pred: Sym) -> int | None:
+        """L with lo < L <= hi such that the predicate is `N >= L` or `N < L` for every N under A; None when
+        it is not a threshold in N (then splitting the range of N at one point cannot decide it)."""
+        e = pred.expr == 1
+        lo, hi = self.param.lo, self.hi
+        first = self.model_n(e != z3.substitute(e, (self.n, z3.BitVecVal(lo, self.bits))))
+        if first is None:
+            return None
+        a, b = lo, first  # the outcome at a is that of lo; at b it differs: find the first change
+        while b - a > 1:
+            m = (a + b) // 2
+            if self.possible(e != z3.substitute(e, (self.n, z3.BitVecVal(lo, self.bits))), self.n <= m):
+                b = m
+            else:
+                a = m
+        if not lo < b <= hi:
+            return None
+        split = self.n >= b
+        return b if self.holds(e == split) or self.holds(e == z3.Not(split)) else None
 
     def decide(self, pred: Sym) -> bool | None:
         """A predicate term's value when it is the same for every N under A; None when both can hold."""
