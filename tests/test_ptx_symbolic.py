@@ -4,6 +4,7 @@ count (symvalues.py, loops.py, symloop.py, symextract.py, cli_symbolic.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -239,3 +240,51 @@ def test_extract_writes_one_protocol_per_residue(tmp_path, capsys):
     assert files == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
     assert "5 protocol(s) for all-iterations of 2 >= 1" in capsys.readouterr().err
     assert main(["check", "--engine", "z3", str(tmp_path / "rs_r2.sync")]) == 0
+
+
+# ---- the CUTLASS GEMM with K symbolic ------------------------------------------------------------------
+
+GEMM_FIELDS = DATA / "sm90_gemm_coop_1x1_s2_fields_256x128x192.bin"  # `fields 256 128 192 132`, -DSV_STAGES=2
+# the fields of tests/test_ptx_cutlass.py's PARAM_FIELDS with the problem shape bound but for K (bytes 12..15)
+GEMM_PARAMS = [(0, 4), (4, 8), (16, 4), (1536, 36), (1576, 120), (640, 12), (768, 72), (1408, 4)]
+GEMM_BOXES = {128: 16384, 384: 16384, 896: 4096, 1152: 4096}
+
+
+def _gemm(tmp_path: Path) -> tuple[Path, list[str]]:
+    import gzip
+
+    ptx = tmp_path / "sm90_gemm_coop_1x1_s2.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm90_gemm_coop_1x1_s2.ptx.gz").read_bytes()))
+    args = ["--grid", "1x2x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "100352"]
+    for off, n in GEMM_PARAMS:
+        args += ["--param", f"0[{off}:{n}]=@{GEMM_FIELDS}"]
+    for off, n in GEMM_BOXES.items():
+        args += ["--tensor-bytes", f"0[{off}]={n}"]
+    return ptx, args
+
+
+def test_gemm_k_tile_loops_are_kept_with_k_symbolic(tmp_path, capsys):
+    """K >= 64 is split where the consumer's mainloop guard (k_tile_count - 1 > 0) changes: K = 64 is one
+    k-tile, one protocol; from 65 on (two k-tiles), the producer's and consumers' k-tile loops are kept
+    (period 4: two stages, two phases) with KT = (K - 65) / 64 more iterations than the two the guard
+    decides."""
+    ptx, args = _gemm(tmp_path)
+    assert main(["extract", str(ptx), *args, "--symbolic", "0[12:4]>=64", "-o", str(tmp_path / "g.sync")]) == 0
+    err = capsys.readouterr().err
+    assert ("all-iterations of 0[12:4] >= 64 (and <= 2^30) (64..64: one protocol; 65..2^30: "
+            "KT = (N - 65) / 64, residues 0..3)") in err
+    names = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".sync")
+    assert names == ["g_n64_r0.sync", "g_n65_kt0.sync", "g_n65_r0.sync", "g_n65_r1.sync", "g_n65_r2.sync",
+                     "g_n65_r3.sync"]
+    text = (tmp_path / "g_n65_r1.sync").read_text()
+    assert "param Q = 1;" in text and text.count("for q in 0..Q {") >= 3   # producer, two consumer warpgroups
+    assert "sm90_mma_tma_gmma_ss_warpspecialized.hpp:372" in text        # the producer's k-tile loop
+
+
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="about 6 minutes of search (bench/RESULTS-ptx.md); SYNCVERIFY_SLOW=1 runs it")
+def test_gemm_is_safe_for_every_k(tmp_path, capsys):
+    ptx, args = _gemm(tmp_path)
+    rc, res = _json(capsys, ["check", str(ptx), *args, "--symbolic", "0[12:4]>=64"])
+    assert rc == 0 and res["bound"] == ("all-iterations of 0[12:4] >= 64 (and <= 2^30) (64..64: one protocol; "
+                                        "65..2^30: KT = (N - 65) / 64, residues 0..3)")
