@@ -288,3 +288,23 @@ def test_gemm_is_safe_for_every_k(tmp_path, capsys):
     rc, res = _json(capsys, ["check", str(ptx), *args, "--symbolic", "0[12:4]>=64"])
     assert rc == 0 and res["bound"] == ("all-iterations of 0[12:4] >= 64 (and <= 2^30) (64..64: one protocol; "
                                         "65..2^30: KT = (N - 65) / 64, residues 0..3)")
+
+
+def test_gemm_seed_producer_acquire_skipped_is_found_at_a_concrete_k(tmp_path, capsys):
+    """The seeds build with `sv_seed = 2` (tests/test_ptx_cutlass.py): the producer's acquire skipped. With K
+    symbolic the refill's copy races the first k-tile's wgmma at the K Z3 picks for the first trip count
+    that reuses a stage (about 20 s)."""
+    import gzip
+
+    src = gzip.decompress((DATA / "cutlass_seeds" / "sm90_gemm_coop_1x1_s2_seeds.ptx.gz").read_bytes()).decode()
+    const = ".const .align 4 .u32 sv_seed = 9;"
+    ptx = tmp_path / "seed2.ptx"
+    ptx.write_text(src.replace(const, const.replace("9;", "2;")))
+    _pristine, args = _gemm(tmp_path)
+    rc, res = _json(capsys, ["check", str(ptx), *args, "--symbolic", "0[12:4]>=64", "--fail-fast"])
+    assert rc == 1
+    assert re.match(r"^0\[12:4\]=(\d+) \(KT=1, residue 0 at Q=0\)$", res["bound"])
+    k = int(res["bound"].split("=")[1].split()[0])
+    assert 129 <= k <= 192                                                # three k-tiles: stage 0 refilled
+    codes = {d["code"] for d in res["diagnostics"] if d["severity"] == "error"}
+    assert codes >= {"SV302", "SV502"}

@@ -98,7 +98,8 @@ def _resolve(mod: Module, fn_params: list[tuple[str, int]], sym: SymParam) -> tu
     if length not in (1, 2, 4, 8) or sym.off + length > size:
         raise PtxError(mod.path, 1, 1, f"--symbolic {sym.show()}: expected 1, 2, 4 or 8 bytes inside the "
                        f"{size}-byte parameter {names[k]}")
-    return sym, 8 * length  # the name as given (a position or a PTX name), which the executor matches
+    # the name stays as given (a position or a PTX name), which the executor matches; the PTX name is shown
+    return replace(sym, ptx_name=names[k]), 8 * length
 
 
 MAX_DOMAINS = 8
@@ -219,6 +220,9 @@ def _render(mod: Module, name: str, launch: Launch, events: dict[tuple[int, int]
                 f"// and KT < {k0} are covered by the protocols extracted beside it."]
     else:
         head = [f"// The parameter {sym.show()} is symbolic (N in {rng}); no synchronization depends on it."]
+    part = f"[{sym.off}:{sym.length}]" if sym.length is not None else ""
+    head.append(f"// N is bytes {part[1:-1]} of kernel parameter {sym.ptx_name}." if part
+                else f"// N is kernel parameter {sym.ptx_name}.")
     lines[at: at + 2] = head
     shift = len(head) - 2
     _indent_loops(lines)

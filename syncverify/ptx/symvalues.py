@@ -42,6 +42,7 @@ class SymParam:
     off: int
     length: int | None
     lo: int
+    ptx_name: str = ""  # the kernel parameter's PTX name, once resolved
 
     def show(self) -> str:
         part = f"[{self.off}:{self.length}]" if self.length is not None else ""
