@@ -162,7 +162,9 @@ def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam,
     k0 = max(0, *(lp.j0 + 1 - offsets[k] for k, lp in loops.items()))
     every: dict[object, list[Event]] = {}
     per_r: list[dict[tuple[int, int], list[Event]]] = []
-    for r in range(period):
+    feasible = [r for r in range(period)
+                if ctx.possible(z3.And(z3.URem(t0 - (k0 + r), period) == 0, t0 >= k0 + r))]
+    for r in feasible:
         events: dict[tuple[int, int], list[Event]] = {}
         for key, res in results.items():
             if isinstance(res, WarpLoop):
@@ -183,8 +185,8 @@ def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam,
                   for key, res in results.items()}
         every.update({(f"kt{kt}", key): evs for key, evs in events.items()})
         small_events.append((kt, n, events))
-    residues = tuple(Residue(r, _render(mod, name, launch, per_r[r], every, sym, first.trip_text, k0, period, r,
-                                        rng=rng)) for r in range(period))
+    residues = tuple(Residue(r, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, r,
+                                        rng=rng)) for r, events in zip(feasible, per_r, strict=True))
     small = tuple(Small(kt, n, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, None,
                                        kt, rng)) for kt, n, events in small_events)
     return SymbolicKernel(sym, first.trip_text, k0, period, residues, small, tuple(absent), ctx, t0)

@@ -406,6 +406,7 @@ class WarpAnalysis:
         # exits before the period: from the state where each is taken, which is that of every N exiting there
         early = tuple(tuple(events[: (w.entry if t == 0 else snaps[t - 1]).nevents])
                       + self._suffix(w, w.entry if t == 0 else snaps[t - 1], {}, trip == t) for t in range(j0 + 1))
+        # (an exit no N takes has no events: () -- symextract.py writes no protocol for its trip counts)
         return WarpLoop(w.test, instr, j0, p, tuple(events[:start]),
                         tuple(events[start: snaps[j0 + p].nevents]), mids, suffixes, trip, text, early)
 
@@ -526,6 +527,8 @@ class WarpAnalysis:
         """The warp's events after leaving the loop at its next exit test from `snap`, for every N that
         satisfies `cond` (those whose trip count leaves there); the counters that change over a period are
         unknown (the state stands for every iteration of its residue)."""
+        if not self.ctx.possible(cond):
+            return ()
         s = self.fresh()
         s.ctx = self.ctx.under(cond)
         s.mode, s.test = "suffix", w.test
