@@ -27,7 +27,7 @@ import z3
 
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
-from .extract import Extracted, pick_kernel
+from .extract import MAX_CLUSTERS, Extracted, pick_kernel
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
@@ -128,7 +128,36 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
             if len(out) + len(todo) + 2 > MAX_DOMAINS:
                 raise sp.refusal from None
             todo[:0] = [(lo, sp.at - 1), (sp.at, hi)]
+    _other_clusters(mod, launch, name, fn, bits, tuple(out))
     return tuple(out)
+
+
+def _statements(fam: SymbolicKernel) -> list[list[str]]:
+    """The protocols' text but for comments: what must agree between clusters."""
+    return [[ln.split("//")[0].rstrip() for ln in ex.text.splitlines() if not ln.startswith("//")]
+            for ex in [*(r.extracted for r in fam.residues), *(sm.extracted for sm in fam.small)]]
+
+
+def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: int,
+                    fams: tuple[SymbolicKernel, ...]) -> None:
+    """With --grid, every cluster of the grid (the first MAX_CLUSTERS) must give the same protocols for each
+    range of N, as extract.py requires of a concrete extraction; else refused, naming the cluster."""
+    if launch.grid is None:
+        return
+    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
+    for ci in range(min(dims[0] * dims[1] * dims[2], MAX_CLUSTERS)):
+        if ci == launch.cluster_index:
+            continue
+        other = replace(launch, cluster_index=ci)
+        for fam in fams:
+            try:
+                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi)
+            except Split:
+                got = None
+            if got is None or _statements(got) != _statements(fam):
+                raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
+                               f"cluster {launch.cluster_index} for {fam.sym.show()} in {fam.range_text()}; a "
+                               f"protocol describes one cluster: extract it with --cluster-index {ci}")
 
 
 def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam, bits: int,
