@@ -134,6 +134,9 @@ def test_check_ring_state_is_safe_for_every_trip_count(capsys):
     rc, res = _json(capsys, ["check", str(STATE), *SYM])
     assert rc == 0 and res["verdict"] == "safe"
     assert res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
+    # with a grid, the other cluster gives the same protocols (it is compared, as a concrete extraction does)
+    rc, res = _json(capsys, ["check", str(STATE), *SYM, "--grid", "2"])
+    assert rc == 0 and res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
 
 
 @pytest.mark.parametrize(("ptx", "codes"), [
