@@ -509,7 +509,9 @@ class WarpAnalysis:
                     continue
                 b = lo_b
                 u = (a * n64 + b) / d  # nonnegative: truncation is the floor
-                ok = all(ctx.holds((rec[t].expr == 1) == (t < u), z3.ULE(t, u)) for t in range(j0 + 1))
+                # the proofs below range q over [0, 2^31): every evaluation up to T(N) must lie in it
+                ok = ctx.holds(u < (1 << 31) * p + j0 + 1) and all(
+                    ctx.holds((rec[t].expr == 1) == (t < u), z3.ULE(t, u)) for t in range(j0 + 1))
                 for s in range(p):
                     t = q * p + (j0 + 1 + s)
                     ok = ok and ctx.holds((g_preds[s].expr == 1) == (t < u), qrange, z3.ULE(t, u))
