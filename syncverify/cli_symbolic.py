@@ -147,7 +147,7 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
                 return replace(got, path=path, diagnostics=diags, bound=what)
             if got.verdict is Verdict.INCONCLUSIVE:
                 inconclusive.append(f"{what}: {got.coverage or got.bound}")
-            elif base is not None and "all-iterations" not in got.bound:
+            elif base is not None and not _every_q(got.bound):
                 inconclusive.append(f"{what}: only {got.bound}")
     stats = Stats(states=states, seconds=secs)
     kernel = fams[0].residues[0].extracted.kernel
@@ -169,3 +169,12 @@ def _violation_bound(fam: SymbolicKernel, what: str, bound: str, base: int | Non
     kt = base + fam.period * int(m.group(1))
     n = fam.n_for(kt)
     return None if n is None else f"{fam.sym.show()}={n} (KT={kt}, {what} at Q={m.group(1)})"
+
+
+def _every_q(bound: str) -> bool:
+    """Whether the z3 engine's bound covers every Q the kernel can have (below 2^31: the trip count's range):
+    `all-iterations`, or `all-iterations (Q <= u)` with u that large."""
+    if bound == "all-iterations":
+        return True
+    m = re.fullmatch(r"all-iterations \(Q <= (\d+)\)", bound)
+    return m is not None and int(m.group(1)) >= 1 << 31
