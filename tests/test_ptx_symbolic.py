@@ -293,16 +293,21 @@ def test_gemm_is_safe_for_every_k(tmp_path, capsys):
                                         "65..2^30: KT = (N - 65) / 64, residues 0..3)")
 
 
-def test_gemm_seed_producer_acquire_skipped_is_found_at_a_concrete_k(tmp_path, capsys):
-    """The seeds build with `sv_seed = 2` (tests/test_ptx_cutlass.py): the producer's acquire skipped. With K
-    symbolic the refill's copy races the first k-tile's wgmma at the K Z3 picks for the first trip count
-    that reuses a stage (about 20 s)."""
+def _gemm_seed(tmp_path: Path, n: int) -> Path:
     import gzip
 
     src = gzip.decompress((DATA / "cutlass_seeds" / "sm90_gemm_coop_1x1_s2_seeds.ptx.gz").read_bytes()).decode()
     const = ".const .align 4 .u32 sv_seed = 9;"
-    ptx = tmp_path / "seed2.ptx"
-    ptx.write_text(src.replace(const, const.replace("9;", "2;")))
+    ptx = tmp_path / f"seed{n}.ptx"
+    ptx.write_text(src.replace(const, const.replace("9;", f"{n};")))
+    return ptx
+
+
+def test_gemm_seed_producer_acquire_skipped_is_found_at_a_concrete_k(tmp_path, capsys):
+    """The seeds build with `sv_seed = 2` (tests/test_ptx_cutlass.py): the producer's acquire skipped. With K
+    symbolic the refill's copy races the first k-tile's wgmma at the K Z3 picks for the first trip count
+    that reuses a stage (about 20 s)."""
+    ptx = _gemm_seed(tmp_path, 2)
     _pristine, args = _gemm(tmp_path)
     rc, res = _json(capsys, ["check", str(ptx), *args, "--symbolic", "0[12:4]>=64", "--fail-fast"])
     assert rc == 1
@@ -346,3 +351,13 @@ def test_terms_agree_with_the_concrete_semantics(base, mods):
                     continue  # not modelled as a term (a shift by N, a division by N): unknown, never a guess
                 v = z3.simplify(z3.substitute(got.expr, (ctx.n, z3.BitVecVal(at, 32))))
                 assert want is not None and v.as_long() == want, (base, mods, srcs, at)
+
+
+def test_gemm_seed_empty_count_plus_one_deadlocks_at_the_smallest_k(tmp_path, capsys):
+    """`sv_seed = 3`: the empty barriers' count one too high. `load_tail` waits for the release of the one
+    stage used at K = 64 (one k-tile, the range below the split), which never completes (about 15 s)."""
+    _pristine, args = _gemm(tmp_path)
+    rc, res = _json(capsys, ["check", str(_gemm_seed(tmp_path, 3)), *args, "--symbolic", "0[12:4]>=64",
+                             "--fail-fast"])
+    assert rc == 1 and res["bound"] == "0[12:4]=64 (N in 64..64)"
+    assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} == {"SV201"}
