@@ -13,6 +13,7 @@ import re
 import sys
 from dataclasses import replace
 
+from .cli_symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 from .diagnostics import Diagnostic, InputError, Related, Span
 from .ptx.execute import Launch, ParamBytes
 from .ptx.extract import Extracted, extract, load_module
@@ -129,6 +130,7 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--dynamic-smem", type=int, metavar="BYTES", help="dynamic shared memory of the launch")
     g.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR",
                    help="include directory for compiling a .cu")
+    add_symbolic_arg(g)
 
 
 def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -152,6 +154,8 @@ def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = Non
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    if args.symbolic is not None:
+        return cmd_extract_symbolic(args)
     try:
         ex = extract_kernel(args.input, args, args.expect_header)
     except PtxError as err:
@@ -172,6 +176,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
 
     if args.block is None:
         return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param)")
+    if getattr(args, "symbolic", None) is not None:
+        return check_symbolic(path, args, options)
     try:
         ex = extract_kernel(path, args)
     except PtxError as err:

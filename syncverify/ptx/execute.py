@@ -324,12 +324,15 @@ class WarpRun:
 
     # ---- execution -------------------------------------------------------------------------------
 
-    def run(self) -> list[Event]:
+    def run(self, stack: list[_Entry] | None = None) -> list[Event]:
+        """Run to the warp's exit, from the start or from a SIMT stack saved earlier (symloop.py)."""
         body = self.cfg.body
         full = (1 << self.nlanes) - 1
         if full == 0:
             return []
-        stack = [_Entry(0, full, EXIT)]
+        if stack is None:
+            stack = [_Entry(0, full, EXIT)]
+        self.stack = stack
         steps = 0
         while stack:
             top = stack[-1]
@@ -698,22 +701,29 @@ def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, in
     cfg = Cfg(fn)
     mem = Memory(mod, fn, launch)
     params = _params(fn, launch)
+    out: dict[tuple[int, int], list[Event]] = {}
+    zero: dict[str, set[int]] = {"read": set(), "write": set()}
+    for rank, ctaid, w in cluster_warps(launch):
+        out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero).run()
+    clash = zero["read"] & zero["write"]
+    if clash:
+        raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "
+                       f"that decided its synchronization ({len(clash)} bytes); that memory is not constant")
+    return out
+
+
+def cluster_warps(launch: Launch) -> list[tuple[int, tuple[int, int, int], int]]:
+    """(CTA rank, CTA id, warp) of every warp of the chosen cluster, in execution order."""
     cx, cy, cz = launch.cluster
     grid = launch.grid or launch.cluster
     per_row = max(grid[0] // cx, 1)
     per_plane = per_row * max(grid[1] // cy, 1)
     ci = launch.cluster_index
     base = ((ci % per_row) * cx, ((ci // per_row) % max(grid[1] // cy, 1)) * cy, (ci // per_plane) * cz)
-    out: dict[tuple[int, int], list[Event]] = {}
     nwarps = (launch.threads + WARP - 1) // WARP
-    zero: dict[str, set[int]] = {"read": set(), "write": set()}
+    out = []
     for rank in range(launch.ctas):
         local = (rank % cx, (rank // cx) % cy, rank // (cx * cy))
         ctaid = (base[0] + local[0], base[1] + local[1], base[2] + local[2])
-        for w in range(nwarps):
-            out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero).run()
-    clash = zero["read"] & zero["write"]
-    if clash:
-        raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "
-                       f"that decided its synchronization ({len(clash)} bytes); that memory is not constant")
+        out += [(rank, ctaid, w) for w in range(nwarps)]
     return out

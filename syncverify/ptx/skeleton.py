@@ -64,10 +64,14 @@ _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "ar
               "complete_tx"}
 
 
-def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]]) -> Skeleton:
+def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
+          every: dict[object, list[Event]] | None = None) -> Skeleton:
+    """The skeleton of the events; `every` (default: the events themselves) are all the event sequences
+    whose protocols must name the same objects: mbarriers and slots are computed over all of them (the
+    protocols of the residues of a loop kept as a loop, symextract.py)."""
     notes: list[str] = []
     bars: set[int] = set()
-    for evs in events.values():
+    for evs in (every or events).values():
         for e in evs:
             if e.kind in _BAR_KINDS:
                 bars.add(e.args[0][1])  # type: ignore[index]
@@ -82,7 +86,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         for j in range(n):
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     events = {key: _coalesce(evs) for key, evs in events.items()}
-    slots, slot_of = _slots(mod, events, bars)
+    slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
     ctx = _Ctx(mod, mb_name, slot_of, notes)
     per_warp: dict[int, list[tuple[Stmt, ...]]] = {}
     nwarps = (launch.threads + WARP - 1) // WARP
@@ -202,7 +206,7 @@ def _coalesce(evs: list[Event]) -> list[Event]:
     return out
 
 
-def _slots(mod: Module, events: dict[tuple[int, int], list[Event]], bars: set[int]):  # type: ignore[no-untyped-def]
+def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untyped-def,type-arg]
     """Partition the accessed bytes so that accesses share a slot exactly when they share bytes.
 
     Bytes touched by exactly the same accesses form one slot, whether or not
@@ -210,8 +214,8 @@ def _slots(mod: Module, events: dict[tuple[int, int], list[Event]], bars: set[in
     touches one touches all.
     """
     bounds: set[int] = set()
-    touched: list[tuple[int, int, tuple[int, int, int]]] = []  # start, end, access id
-    for (rank, w), evs in events.items():
+    touched: list[tuple[int, int, tuple[object, int]]] = []  # start, end, access id
+    for key, evs in events.items():
         for k, e in enumerate(evs):
             for _r, s, t in _ranges(e):
                 for b in bars:
@@ -219,14 +223,14 @@ def _slots(mod: Module, events: dict[tuple[int, int], list[Event]], bars: set[in
                         raise _refuse(mod, e.instr, f"an access to bytes [{s:#x}, {t:#x}) overlaps the mbarrier "
                                       f"at {b:#x}")
                 bounds.update((s, t))
-                touched.append((s, t, (rank, w, k)))
+                touched.append((s, t, (key, k)))
     cuts = sorted(bounds)
     index = {c: i for i, c in enumerate(cuts)}
-    who: list[set[tuple[int, int, int]]] = [set() for _ in cuts]
+    who: list[set[tuple[object, int]]] = [set() for _ in cuts]
     for s, t, i in touched:
         for j in range(index[s], index[t]):
             who[j].add(i)
-    by_sig: dict[frozenset[tuple[int, int, int]], list[tuple[int, int]]] = {}
+    by_sig: dict[frozenset[tuple[object, int]], list[tuple[int, int]]] = {}
     for j in range(len(cuts) - 1):
         if who[j]:
             pieces = by_sig.setdefault(frozenset(who[j]), [])
@@ -384,6 +388,8 @@ class _Ctx:
         if k == "tma_store":
             (rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
+        if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)
+            return [str(a[0])]
         if k == "wgmma_read":
             slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
             return [f"wgmma.read {slot};" for slot in slots]
