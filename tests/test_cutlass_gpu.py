@@ -414,3 +414,21 @@ def test_no_sanitizer_is_reported_as_missing_not_clean(tmp_path: Path, monkeypat
     v = next(v for v in cr.VARIANTS if v.name == "s2_coop_1x1")
     got = cr.run_under_sanitizer(str(tmp_path), v, "racecheck", 5.0, str(tmp_path))
     assert got == {"tool": "racecheck", "error": "compute-sanitizer not found on PATH"}
+
+
+def test_each_record_says_whether_the_hardware_shows_the_seed() -> None:
+    by = {v.name: v for v in cr.VARIANTS}
+    assert cr.agreement(by["coop_2x1"], {"outcome": "completed"}).startswith("AGREES")
+    assert cr.agreement(by["coop_2x1"], {"outcome": "corrupt"}).startswith("DISAGREES")
+    hang = {"outcome": "hung", "waits_vs_counterexample": {"agree": True}}
+    assert cr.agreement(by["s2_seed3_arrival_count_plus_one"], hang) == \
+        "AGREES (hang at the counterexample's waits)"
+    assert "not at" in cr.agreement(by["s2_seed3_arrival_count_plus_one"],
+                                    {"outcome": "hung", "waits_vs_counterexample": {"agree": False}})
+    assert cr.agreement(by["s2_seed3_arrival_count_plus_one"], {"outcome": "completed"}).startswith("DISAGREES")
+    assert cr.agreement(by["seed6_b_box_unsliced"], {"outcome": "hung"}) == "AGREES (race: hung)"
+    assert cr.agreement(by["s2_seed2_producer_acquire_skipped"], {"outcome": "fault"}) == "AGREES (race: fault)"
+    # a race every launch ran past is not forced, never agreement and never a contradiction
+    got = cr.agreement(by["s2_seed5_release_before_wait"], {"outcome": "completed", "completed_runs": 20})
+    assert got.startswith("NOT FORCED (race: 20 launches completed exactly")
+    assert cr.agreement(by["s2_seed5_release_before_wait"], {"outcome": "error"}) == "DISAGREES (error)"

@@ -370,6 +370,31 @@ def checker_says(v: Variant, checks: str = CHECKS) -> dict | None:
 LAUNCH_RE = re.compile(r"--grid (\d+)x(\d+)x(\d+) --block (\d+)x1x1 .*--dynamic-smem (\d+)")
 
 
+def agreement(v: Variant, rec: dict) -> str:
+    """What the run says of the seeded bug, in the batch's words: AGREES where the hardware shows what the
+    build was seeded with (a hang for a deadlock; wrong data, a fault or a hang for a race), NOT FORCED for a
+    race that every launch ran past (a compiled CUTLASS kernel has no replay hooks to force the order the
+    counterexample names), DISAGREES for a correct build that did not complete exactly or a deadlock that
+    completed."""
+    out = rec.get("outcome")
+    runs = rec.get("completed_runs", 0) + rec.get("corrupt_runs", 0)
+    if v.bug == "none":
+        return "AGREES (safe: completed exactly)" if out == "completed" else f"DISAGREES (safe, but {out})"
+    if v.bug == "deadlock":
+        if out == "hung":
+            waits = rec.get("waits_vs_counterexample")
+            where = "" if waits is None else (" at the counterexample's waits" if waits.get("agree")
+                                              else ", not at the counterexample's waits")
+            return f"AGREES (hang{where})"
+        return f"DISAGREES (deadlock, but {out})"
+    if out in ("corrupt", "fault", "hung"):
+        return f"AGREES (race: {out})"
+    if out == "completed":
+        return (f"NOT FORCED (race: {runs} launches completed exactly; the compiled kernel has no hook to "
+                "force the counterexample's order)")
+    return f"DISAGREES ({out})"
+
+
 def checked_launch(v: Variant, checks: str = CHECKS) -> dict | None:
     """The launch the checker was given for the variant (its check.sh line in checks/commands.txt: grid,
     block, dynamic shared memory, all from CUTLASS's host code with the kernel's own defines); the last
@@ -560,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
         rec["checker"] = checker_says(v)
         rec["launch_as_checked"] = launch_as_checked(rec, v)
         rec["bug"], rec["note"] = v.bug, v.note
+        rec["agreement"] = agreement(v, rec)
         print(json.dumps(rec), flush=True)
         records.append(rec)
     with open(os.path.join(a.out, "cutlass_run.jsonl"), "w", encoding="utf-8") as fh:
