@@ -83,6 +83,18 @@ def _por_class(ins: Instr) -> str:
     return _POR_OTHER
 
 
+def reuse_warnings_only(res: StepResult) -> bool:
+    """Are a plain arrive's findings only SV602 warnings (a `.cta`-scope remote arrive that carries
+    no data made outside the target CTA, so it only guards reuse)? Such a step may still be taken
+    alone: the warning is decided on the records the arriving lanes know that were made outside
+    the target CTA. Only the arriving process's own steps (its accesses, waits and barrier waits)
+    make a record known to its lanes; another process's step can only remove such a record (a
+    covering write) or leave it, so what is a warning here, with the step first, is a warning in
+    every order that runs the step later, and the barrier's record of a data-carrying release
+    is not set in any of them (docs/model.md)."""
+    return all(w.code == "SV602" for w in res.warnings)
+
+
 def _successor_pcs(prog: Program) -> list[list[int]]:
     """The control-flow graph of a program: every pc's possible next pcs, each branch both ways."""
     code = prog.code
@@ -180,7 +192,8 @@ class Reduction:
         An operation on a peer CTA (a remote arrive or access, a multicast copy or
         commit) is also checked against the peer's exit (SV404): taking it first
         would hide the order in which the peer exits before it. So it is taken alone
-        only when the peer cannot exit first (_peer_cannot_exit_first)."""
+        only when the peer cannot exit first (_peer_cannot_exit_first, or failing that
+        _peer_cannot_end_first)."""
         pstate = state.procs[p]
         ins = self.programs[p].code[pstate[P_PC]]
         targets = self._targets(p, ins.op, pstate[P_PC], pstate[P_VARS])
@@ -192,7 +205,7 @@ class Reduction:
         for d in targets:
             if name is not None and not self._no_lifecycle_ahead(state, p, name, d):
                 return False
-            if d != own and not self._peer_cannot_exit_first(state, p, d):
+            if d != own and not (self._peer_cannot_exit_first(state, p, d) or self._peer_cannot_end_first(state, p, d)):
                 return False
         if isinstance(op, ir.MbarArrive) and not self._no_bytes_ahead(state, p, targets[0], op.bar):
             return False
@@ -273,6 +286,20 @@ class Reduction:
             if self.cluster_wait_ahead[q][qs[P_PC]] and (qs[P_CLTOKEN] < 0 or qs[P_CLTOKEN] >= gen):
                 return True
         return False
+
+    def _peer_cannot_end_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, by what can run before it?
+
+        A CTA exits when its last process ends. ``_can_precede`` (nothing forbidden, p frozen)
+        over-approximates what every execution that avoids p's step runs, and says which processes
+        can reach their end in it: if some process of ``cta`` cannot, no such execution has the
+        CTA exit first. CUTLASS's producer keeps its CTA alive this way: its load_tail waits on
+        every empty barrier for the consumers' releases, the peer's remote ones included
+        (docs/model.md). Not under a loop hook, where the sequences are not fixed."""
+        if self.loop_hook is not None:
+            return False
+        ends = self._can_precede(state, -1, p, None, frozenset(), False)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[cta])
 
     def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
         """Does this arrive complete a phase of a barrier that another process may still wait on

@@ -38,6 +38,7 @@ from ..engines.reduction import (
     _must_pass,
     _names_ahead,
     _por_class,
+    reuse_warnings_only,
 )
 from ..expr import Context, EvalError, evaluate
 from . import rules
@@ -399,7 +400,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
                         naming.append(p)
                     continue
                 res = tried[p] = self.step_process(state, p)
-                if res is None or res.violation is not None or res.warnings or res.soft:
+                if res is None or res.violation is not None or res.soft or \
+                        (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res))):
                     continue
                 early = False  # an exit taken alone while others run (exit_por.lone_early_exit)
                 if self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
