@@ -146,16 +146,21 @@ FLAGGED = [
       "SV401 wait on mb0[0]"]),
     ("sm90_gemm_coop_2x1.ptx", {**TENSOR_BYTES, 384: 16384},
      ["cutlass_library/source/include/cute/arch/copy_sm90_tma.hpp:705:13: SV303 WAW race on s33["]),
+    # the empty barriers' count one too high: the producer's load_tail waits for a release that never comes
+    ("sm90_gemm_coop_2x1_seed3.ptx", TENSOR_BYTES,
+     ["cutlass_seeded/cutlass/arch/barrier.h:424:15: SV201 deadlock", "phase 0 pending 1/5"]),
 ]
 
 
-# The search to the first two findings takes 55-80 s of CPU each (bench/RESULTS-ptx.md): run with SYNCVERIFY_SLOW=1.
-# The cluster-sync seed (about 11 s) runs always.
-_HEAVY = {"sm90_gemm_coop_2x1_seed1.ptx", "sm90_gemm_coop_2x1.ptx"}
+# The search to the first two findings takes 55-80 s of CPU each, the deadlock at the end of the kernel
+# (seed 3) about 255 s (bench/RESULTS-ptx.md): run with SYNCVERIFY_SLOW=1. The cluster-sync seed (about 11 s)
+# runs always.
+_HEAVY = {"sm90_gemm_coop_2x1_seed1.ptx", "sm90_gemm_coop_2x1.ptx", "sm90_gemm_coop_2x1_seed3.ptx"}
 
 
 @pytest.mark.parametrize(("ptx", "boxes", "expected"), FLAGGED,
-                         ids=["consumer-wait-skipped", "cluster-sync-removed", "box-disagrees-with-expect-tx"])
+                         ids=["consumer-wait-skipped", "cluster-sync-removed", "box-disagrees-with-expect-tx",
+                              "empty-count-plus-one"])
 def test_bug_is_flagged_at_its_cutlass_line(ptx, boxes, expected, tmp_path, capsys):  # type: ignore[no-untyped-def]
     if ptx in _HEAVY and not os.environ.get("SYNCVERIFY_SLOW"):
         pytest.skip(f"{ptx}: the search needs over a minute of CPU (bench/RESULTS-ptx.md); run with SYNCVERIFY_SLOW=1")
