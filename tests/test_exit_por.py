@@ -162,7 +162,8 @@ def test_final_exits_alone_agree_with_the_unreduced_search(name, monkeypatch):
 
 def test_idle_warps_cost_almost_no_states_on_the_2cta_gemm():
     """The 2-CTA GEMM at 2 math warps (2 k-blocks), with and without 3 idle warps per CTA: the idle warps'
-    final waits and exits are taken alone, so they add only the states of their first barrier."""
+    final waits and exits are taken alone, so they add only the states of their first barrier (24 states:
+    4,878 and 4,902 before the multicast landings were taken alone, 244 and 268 since)."""
     fam = Path(__file__).resolve().parent.parent / "bench" / "families" / "gemm_2cta_multicast.sync"
     states = {}
     for idle in (0, 3):
@@ -170,7 +171,7 @@ def test_idle_warps_cost_almost_no_states_on_the_2cta_gemm():
         result = explore(protocol, Budget(max_states=200_000, seconds=300), Machine(protocol))
         assert result.verdict == Verdict.SAFE, result.diagnostics
         states[idle] = result.stats.states
-    assert states[3] < states[0] * 1.01, states
+    assert states[3] <= states[0] + 24, states
 
 
 def test_every_cluster_program_ending_in_the_shape_agrees(monkeypatch):
@@ -283,8 +284,9 @@ def test_early_exits_alone_agree_with_the_unreduced_search(name, monkeypatch):
 
 def test_idle_warps_that_leave_early_cost_almost_no_states_on_the_2cta_gemm(monkeypatch):
     """The 2-CTA GEMM at 2 math warps whose 3 idle warps per CTA leave after the first cluster barrier
-    (EARLY=1, CUTLASS's shape): with their exits taken alone they add a dozen states; without the rule
-    every order of their exits against the running kernel is explored (measured: 4,890 vs 77,514)."""
+    (EARLY=1, CUTLASS's shape): with their exits taken alone they add a dozen states (4,878 and 4,890
+    before the multicast landings were taken alone, 244 and 256 since); without the rule every order of
+    their exits against the running kernel is explored (measured: 4,890 vs 77,514 before)."""
     fam = Path(__file__).resolve().parent.parent / "bench" / "families" / "gemm_2cta_multicast.sync"
     states = {}
     for idle in (0, 3):
@@ -292,7 +294,7 @@ def test_idle_warps_that_leave_early_cost_almost_no_states_on_the_2cta_gemm(monk
         result = explore(protocol, Budget(max_states=200_000, seconds=300), Machine(protocol))
         assert result.verdict == Verdict.SAFE, result.diagnostics
         states[idle] = result.stats.states
-    assert states[3] < states[0] * 1.01, states
+    assert states[3] <= states[0] + 12, states
     _refuse(monkeypatch, "lone_early_exit")
     protocol = load(str(fam), {"MATH": 2, "IDLE": 3, "KITERS": 2, "EARLY": 1})
     without = explore(protocol, Budget(max_states=10 * states[3], seconds=300), Machine(protocol))
@@ -319,3 +321,22 @@ def test_every_cluster_program_with_an_early_exit_agrees(monkeypatch):
 
     compared = compare_where_it_acts((("cluster2-seq", 7), ("cluster2", 40)), fired, agree=agree)
     assert compared >= 20 and sum(same) >= compared // 2, (compared, sum(same))
+
+
+# ---- a passing mbarrier wait that ends its process, while others run (exit_por.lone_exit_after_wait) ----
+
+def test_every_cluster_program_whose_last_wait_ends_a_warp_agrees(monkeypatch):
+    """Programs of the cluster2 scope on which a warp's last operation, a passing mbarrier wait, is
+    taken alone with its exit while the other warp of its CTA runs (CUTLASS's producer at the end of
+    its load_tail): the property of _agrees_but_for_an_early_cta_exit against the unreduced search,
+    and nearly all with the same findings (measured: 161 of 164 at every 20th program)."""
+    fired = _fired(monkeypatch, "lone_exit_after_wait")
+    same: list[bool] = []
+
+    def agree(reduced, full) -> bool:
+        same.append(error_codes(reduced) == error_codes(full))
+        return _agrees_but_for_an_early_cta_exit(reduced, full)
+
+    compared = compare_where_it_acts((("cluster2", 20),), fired, agree=agree)
+    assert compared >= 100 and sum(same) >= compared * 9 // 10, (compared, sum(same))
+

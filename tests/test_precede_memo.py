@@ -1,7 +1,8 @@
 """The remembered answers of the reduction's walk (engines/precede_memo.py) against the walk.
 
 Every call the search makes is answered twice, from the table and by a fresh walk, and the two
-must be equal, with the named-barrier arrivals the walk collects; the table must also be hit
+must be equal, with the named-barrier arrivals and the updates of a landing's barrier that the
+walk collects; the table must also be hit
 (else the key holds something that tells every call apart, and nothing is gained). The
 protocols are the families at small sizes (landings, expect_tx, first waits, the FA3 ping-pong
 and its named barriers) and a spec of the cluster ring.
@@ -30,21 +31,28 @@ POINTS = [
 
 @pytest.mark.parametrize(("path", "defines"), POINTS, ids=[f"{Path(p).stem}{d}" for p, d in POINTS])
 def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
-    calls = {"checked": 0}
+    calls = {"checked": 0, "updates": 0}
     remembered = precede_memo.PrecedeMemo.__call__
 
-    def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False):
+    def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False, updates=None):
         got_named: list = []
+        got_updates: list | None = None if updates is None else []
         got = remembered(self, state, m, frozen, agent, forbidden, freeze,
-                         None if named is None else (named[0], got_named), landings_ok)
+                         None if named is None else (named[0], got_named), landings_ok, got_updates)
         fresh_named: list = []
+        fresh_updates: list | None = None if updates is None else []
         fresh = self._walk(state, m, frozen, agent, forbidden, freeze,
-                           None if named is None else (named[0], fresh_named), landings_ok)
+                           None if named is None else (named[0], fresh_named), landings_ok, fresh_updates)
         assert got == (None if fresh is None else tuple(fresh)), (m, frozen, agent, forbidden, freeze)
         assert got_named == fresh_named
+        # the updates of m, as a multiset: the walk meets the processes in its own order
+        assert sorted(got_updates or []) == sorted(fresh_updates or [])
         calls["checked"] += 1
+        calls["updates"] += bool(got_updates)
         if named is not None:
             named[1].extend(got_named)
+        if updates is not None:
+            updates.extend(got_updates or [])
         return got
 
     monkeypatch.setattr(precede_memo.PrecedeMemo, "__call__", both)

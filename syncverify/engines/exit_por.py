@@ -99,14 +99,30 @@ def lone_early_exit(machine: Machine, state: State, p: int) -> bool:
     and may find further findings on paths where p stays longer. So the verdict is preserved, the
     reduced findings are among the unreduced ones, and they differ only where the reduced ones
     include that SV404 (tests/test_exit_por.py checks both on exhaustive programs)."""
+    return _at_final_cluster_wait(machine, state, p) and _may_leave_early(machine, state, p)
+
+
+def lone_exit_after_wait(machine: Machine, state: State, p: int) -> bool:
+    """May process p's passing mbarrier wait, after which p ends, be taken alone while other
+    processes still run (CUTLASS's producer leaving at the last wait of its load_tail)? Where the
+    wait itself may be taken alone (the caller decides that by the rules for passing waits) and
+    p may leave early as for lone_early_exit: the wait part commutes with every step that can
+    come before it, and the exit part as in lone_early_exit, with the same one exception (the
+    exit of p's CTA may come earlier, SV404). p need not have arrived on an open cluster
+    generation: its exit then lowers the generation's count, and since every arrival is waited
+    on before that warp arrives again or ends, no step but a wait, enabled no later, can tell
+    when the generation completed (docs/model.md, "Exits taken alone while others run")."""
+    return _may_leave_early(machine, state, p)
+
+
+def _may_leave_early(machine: Machine, state: State, p: int) -> bool:
+    """The conditions of lone_early_exit on p's exit (its docstring), but where p stands."""
     if machine.loop_hook is not None or not machine.cluster_arrivals_waited:
         return False
     if p in machine.warp_parts or machine.wgmma_team[p]:
         return False
     cta = machine.procs[p].cta
     if not _no_all_thread_named_barrier(machine)[cta]:
-        return False
-    if not _at_final_cluster_wait(machine, state, p):
         return False
     code = machine.programs
     return any(q != p and code[q].code[state.procs[q][P_PC]].kind != END for q in machine.procs_of_cta[cta])
@@ -123,4 +139,4 @@ def _no_all_thread_named_barrier(machine: Machine) -> list[bool]:
     return memo
 
 
-__all__ = ["lone_early_exit", "lone_final_exit"]
+__all__ = ["lone_early_exit", "lone_exit_after_wait", "lone_final_exit"]

@@ -23,13 +23,14 @@ Machine._can_precede; a new read there needs its field here):
   own agent (the walk skips the first agent that *is* it, and counts the others by kind and
   target only);
 * the arguments: the barrier, the frozen process, the forbidden event kinds, ``freeze``, the
-  named barrier's index and ``landings_ok``.
+  named barrier's index, ``landings_ok`` and whether the updates of m are collected.
 
 The walk's answer is a function of those: its outcome (including its early None returns) does
 not depend on the order it meets the events in, since it is a least fixpoint over a monotone
 set of arrivals, byte-moving barriers, freed barriers and lifecycles. So an entry holds
-exactly what a fresh walk returns, and the named arrivals it collected, which a hit hands out
-again. This is memoization of a pure function, not an approximation: no verdict changes.
+exactly what a fresh walk returns, and the named arrivals or updates of m it collected (one
+per position of the set, the same whatever the order), which a hit hands out again. This is
+memoization of a pure function, not an approximation: no verdict changes.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class PrecedeMemo:
         self.misses = 0
 
     def key(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
-            freeze: bool, named: tuple[int, list] | None, landings_ok: bool) -> tuple:
+            freeze: bool, named: tuple[int, list] | None, landings_ok: bool, collect: bool = False) -> tuple:
         """Everything the walk reads, and nothing else (module docstring)."""
         procs = state.procs
         positions = tuple([ps[:2] for ps in procs])
@@ -80,27 +81,29 @@ class PrecedeMemo:
         bars = tuple([(nb.count, nb.arrived, nb.gen) for nb in state.named])
         tokens = tuple([ps[P_TOKEN] for ps in procs])
         return (positions, mbars, own, tuple(agents), bars, tokens, m, frozen, forbidden,
-                freeze, named[0] if named is not None else None, landings_ok)
+                freeze, named[0] if named is not None else None, landings_ok, collect)
 
     def __call__(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                  freeze: bool, named: tuple[int, list] | None = None,
-                 landings_ok: bool = False) -> tuple[bool, ...] | None:
+                 landings_ok: bool = False, updates: list | None = None) -> tuple[bool, ...] | None:
         if self._machine.loop_hook is not None:  # the sequences are not fixed: nothing is remembered
-            ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok)
+            ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
             return None if ends is None else tuple(ends)
-        key = self.key(state, m, frozen, agent, forbidden, freeze, named, landings_ok)
+        key = self.key(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates is not None)
+        out_list = named[1] if named is not None else updates  # what the walk collects, if anything
         hit = self._table.get(key)
         if hit is not None:
             self.hits += 1
-            if named is not None:
-                named[1].extend(hit[1])
+            if out_list is not None:
+                out_list.extend(hit[1])
             return hit[0]
         self.misses += 1
         collected: list = []
         ends = self._walk(state, m, frozen, agent, forbidden, freeze,
-                          None if named is None else (named[0], collected), landings_ok)
-        if named is not None:
-            named[1].extend(collected)
+                          None if named is None else (named[0], collected), landings_ok,
+                          None if updates is None else collected)
+        if out_list is not None:
+            out_list.extend(collected)
         out = None if ends is None else tuple(ends)
         if len(self._table) >= LIMIT:
             self._table.clear()

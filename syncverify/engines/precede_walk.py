@@ -38,7 +38,7 @@ from ..expr import EvalError
 from ..semantics.core import Violation
 from ..semantics.program import BAR_WAIT
 from ..semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
-from .reduction import _END, _EV_ARRIVE, _EV_BYTES, _EV_LIFE, _EV_NAMED, _EV_WAIT
+from .reduction import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
 
 if TYPE_CHECKING:
     from ..semantics.machine import Machine
@@ -123,11 +123,16 @@ def named_wait_passes(state: State, idx: int, count: int | None, q: int, here: b
 
 def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int, agent: tuple | None,
                 forbidden: frozenset[int], freeze: bool, named: tuple[int, list] | None = None,
-                landings_ok: bool = False) -> list[bool] | None:
+                landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
     """For each process, whether it can reach its end before the step; None when some actor can
     first reach an event on m of a kind in ``forbidden`` (or a position that cannot be
     evaluated). The arguments are Machine._can_precede's (its docstring says what each means);
-    ``table`` keeps the segments."""
+    ``table`` keeps the segments.
+
+    ``updates``: the arrivals and byte counts of the processes on m in the set are appended to it
+    as (arrivals, tx-count change) instead of answering None; with ``freeze``, a wait on m in the
+    set that passes now then answers None where any was appended (docs/model.md, "Landings
+    against updates that can come first")."""
     mbars = state.mbars
     names = machine.mb_names
     m_life = names[m][:2] if m >= 0 else None
@@ -150,13 +155,18 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
         else:
             arrivals[b[4]] = arrivals.get(b[4], 0) + 1
 
+    passes_now = False  # a wait on the frozen m in the set passes in its current phase
+
     def passes(m2: int, parity: int, q: int) -> bool:
+        nonlocal passes_now
         mb = mbars[m2]
         if not mb[M_VALID]:
             return True
         if mb[M_K] % 2 != parity % 2:
-            if freeze and m2 == m and (mb[M_K] == 0 or machine._jprev(mb, q) is None):
-                raise FreshPass
+            if freeze and m2 == m:
+                if mb[M_K] == 0 or machine._jprev(mb, q) is None:
+                    raise FreshPass
+                passes_now = True
             return True
         if freeze and m2 == m:
             return False
@@ -219,7 +229,11 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                             continue
                         target = ev[1]
                         if target == m and kind in forbidden:
-                            return None
+                            if updates is None or kind == _EV_FREE:
+                                return None
+                            update = (ev[2], ev[3]) if kind == _EV_ARRIVE else (0, ev[2])
+                            if update != (0, 0):  # (the bytes of an arrive.expect_tx ride on its arrival)
+                                updates.append(update)
                         if kind == _EV_ARRIVE:
                             arrivals[target] = arrivals.get(target, 0) + ev[2]
                         elif kind == _EV_BYTES:
@@ -237,6 +251,8 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                         key = nxt
                 pos[q] = key
     except FreshPass:
+        return None
+    if updates and passes_now:
         return None
     return ends
 

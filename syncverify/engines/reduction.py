@@ -32,7 +32,7 @@ from ..semantics.state import (
     P_VARS,
     State,
 )
-from .tx_por import landings_commute
+from .tx_por import landings_commute, updates_commute
 
 _EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED = range(6)
 _ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every event that changes a barrier
@@ -81,6 +81,18 @@ def _por_class(ins: Instr) -> str:
     if isinstance(op, ir.BarSync | ir.BarArrive):
         return _POR_NAMED
     return _POR_OTHER
+
+
+def reuse_warnings_only(res: StepResult) -> bool:
+    """Are a plain arrive's findings only SV602 warnings (a `.cta`-scope remote arrive that carries
+    no data made outside the target CTA, so it only guards reuse)? Such a step may still be taken
+    alone: the warning is decided on the records the arriving lanes know that were made outside
+    the target CTA. Only the arriving process's own steps (its accesses, waits and barrier waits)
+    make a record known to its lanes; another process's step can only remove such a record (a
+    covering write) or leave it, so what is a warning here, with the step first, is a warning in
+    every order that runs the step later, and the barrier's record of a data-carrying release
+    is not set in any of them (docs/model.md)."""
+    return all(w.code == "SV602" for w in res.warnings)
 
 
 def _successor_pcs(prog: Program) -> list[list[int]]:
@@ -180,7 +192,8 @@ class Reduction:
         An operation on a peer CTA (a remote arrive or access, a multicast copy or
         commit) is also checked against the peer's exit (SV404): taking it first
         would hide the order in which the peer exits before it. So it is taken alone
-        only when the peer cannot exit first (_peer_cannot_exit_first)."""
+        only when the peer cannot exit first (_peer_cannot_exit_first, or failing that
+        _peer_cannot_end_first)."""
         pstate = state.procs[p]
         ins = self.programs[p].code[pstate[P_PC]]
         targets = self._targets(p, ins.op, pstate[P_PC], pstate[P_VARS])
@@ -192,7 +205,7 @@ class Reduction:
         for d in targets:
             if name is not None and not self._no_lifecycle_ahead(state, p, name, d):
                 return False
-            if d != own and not self._peer_cannot_exit_first(state, p, d):
+            if d != own and not (self._peer_cannot_exit_first(state, p, d) or self._peer_cannot_end_first(state, p, d)):
                 return False
         if isinstance(op, ir.MbarArrive) and not self._no_bytes_ahead(state, p, targets[0], op.bar):
             return False
@@ -274,6 +287,20 @@ class Reduction:
                 return True
         return False
 
+    def _peer_cannot_end_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, by what can run before it?
+
+        A CTA exits when its last process ends. ``_can_precede`` (nothing forbidden, p frozen)
+        over-approximates what every execution that avoids p's step runs, and says which processes
+        can reach their end in it: if some process of ``cta`` cannot, no such execution has the
+        CTA exit first. CUTLASS's producer keeps its CTA alive this way: its load_tail waits on
+        every empty barrier for the consumers' releases, the peer's remote ones included
+        (docs/model.md). Not under a loop hook, where the sequences are not fixed."""
+        if self.loop_hook is not None:
+            return False
+        ends = self._can_precede(state, -1, p, None, frozenset(), False)
+        return ends is not None and not all(ends[q] for q in self.procs_of_cta[cta])
+
     def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
         """Does this arrive complete a phase of a barrier that another process may still wait on
         without any history? Such a first wait means the phase of PTX's window with its parity
@@ -301,27 +328,30 @@ class Reduction:
         intermediate tx-count decides whether and when the phase completes), with an init or
         inval of m, or with the exit of its CTA (an exit before it is SV404). So it is taken
         alone only when none of these can happen before it, whatever the other actors do: in
-        what can run before it (``_can_precede``, with m's phase frozen), no other agent counts
-        on m, no process reaches an operation on m, and some process of the copy's CTA does
-        not reach its end. What can come first otherwise commutes with it or, taken after it,
-        reports a violation of its own (docs/model.md). Other copies in flight on m may land
-        first where no set of them short of all completes m's phase (_landings_commute)."""
+        what can run before it (``_can_precede``, with m's phase frozen), no commit counts
+        on m, no process reaches an arrive_drop, init or inval of m, and some process of the
+        copy's CTA does not reach its end. What can come first otherwise commutes with it or,
+        taken after it, reports a violation of its own (docs/model.md). The other updates of m
+        that can come first — copies in flight, and the arrivals, tx updates and copies of the
+        processes in that set (a peer's multicast copy, the CTA's own arrive.expect_tx) — are
+        allowed where no set of them short of all, with the landing, completes m's phase
+        (tx_por.updates_commute), and then no wait on m in the set may pass now."""
         if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
             return False
-        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True)
-        return ends is not None and not all(ends[q] for q in self.procs_of_cta[a[1]])
+        updates: list = []
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True, updates=updates)
+        if ends is None or all(ends[q] for q in self.procs_of_cta[a[1]]):
+            return False
+        if not updates:
+            return True
+        mb = state.mbars[a[4]]
+        updates.extend((0, -nbytes) for nbytes in self._other_landings(state, a[4], a))
+        return updates_commute(mb[M_PEND], mb[M_TX], (0, -a[5]), updates)
 
     def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
         """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
         of ``agent``, or process p's arrive.expect_tx on m (tx_por.landings_commute)?"""
-        landings = []
-        skip = agent is not None
-        for b in state.agents:
-            if skip and b is agent:
-                skip = False
-                continue
-            if b[4] == m and b[0] == AG_TMA:
-                landings.append(b[5])
+        landings = self._other_landings(state, m, agent)
         if not landings:
             return True
         mb = state.mbars[m]
@@ -337,9 +367,23 @@ class Reduction:
             return False
         return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
 
+    @staticmethod
+    def _other_landings(state: State, m: int, agent: tuple | None) -> list[int]:
+        """The byte counts of the copies in flight on m, less ``agent`` (once: equal copies may be
+        one interned tuple)."""
+        landings = []
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            if b[4] == m and b[0] == AG_TMA:
+                landings.append(b[5])
+        return landings
+
     def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                      freeze: bool, named: tuple[int, list] | None = None,
-                     landings_ok: bool = False) -> list[bool] | None:
+                     landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
         """What the other actors can execute before one step (of process ``frozen``, or the
         landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
         its end first; None when some actor can first reach an event on m of a kind in
@@ -373,6 +417,11 @@ class Reduction:
         ``landings_ok``: copies in flight may land on m first (the caller checks with
         _landings_commute that their sums never complete m's phase early).
 
+        ``updates``: with ``freeze``, the processes' arrivals and byte counts on m in the set are
+        appended to it as (arrivals, tx-count change) instead of answering None (an arrive_drop,
+        init or inval of m still answers None), and a wait on m in the set that passes now
+        answers None where any was appended; the caller checks their sums (_lands_first).
+
         ``named`` = (index, out): the step is an arrival on named barrier ``index`` (m is -1 and
         nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
         its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
@@ -381,7 +430,7 @@ class Reduction:
 
         The walk is engines/precede_walk.py; its answers are remembered by what it reads
         (engines/precede_memo.py, kept as ``_precede`` by the machine)."""
-        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok)
+        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
 
     def _future(self, key: tuple) -> tuple[tuple, tuple | None] | None:
         """The mbarrier events of the instruction at ``key`` = (process, pc, variables), and the
@@ -389,8 +438,11 @@ class Reduction:
         the local control flow after it cannot be evaluated. It depends only on the key (control
         flow depends only on loop variables), so it is remembered.
 
-        Events: (_EV_WAIT, m, parity), (_EV_ARRIVE, m, arrivals), (_EV_BYTES, m) for a tx update
-        or a copy that will count on m, (_EV_FREE, m) for an arrive_drop or a non-positive count,
+        Events: (_EV_WAIT, m, parity), (_EV_ARRIVE, m, arrivals, tx) for an arrival that adds tx
+        to the tx-count with it (0 but for an arrive.expect_tx), (_EV_BYTES, m, tx) for a tx update
+        or a copy that will count on m (tx: the change it makes, 0 for an arrive.expect_tx, whose
+        bytes its arrival carries; one per copy: a copy issued by n threads is n of them), (_EV_FREE,
+        m) for an arrive_drop or a non-positive count,
         (_EV_LIFE, (cta, name)) for an init or inval; (_EV_NAMED, index, count, site, sync) for a
         named-barrier arrival (see named_arrival), which only named_por reads."""
         out = self._future_memo.get(key, _MISSING)
@@ -438,21 +490,31 @@ class Reduction:
             cta = own if op.remote is None else evaluate(op.remote, env, ctx)
             m2 = index(op.bar, cta)
             count = evaluate(op.count, env, ctx) * ins.threads
-            events = [(_EV_FREE, m2) if op.drop or count <= 0 else (_EV_ARRIVE, m2, count)]
-            if op.tx_bytes is not None:
-                events.append((_EV_BYTES, m2))
+            nbytes = 0 if op.tx_bytes is None else evaluate(op.tx_bytes, env, ctx) * ins.threads
+            if op.drop or count <= 0:
+                events = [(_EV_FREE, m2)]
+                if op.tx_bytes is not None:
+                    events.append((_EV_BYTES, m2, nbytes))
+            else:
+                events = [(_EV_ARRIVE, m2, count, nbytes)]
+                if op.tx_bytes is not None:
+                    events.append((_EV_BYTES, m2, 0))
             return tuple(events)
         if isinstance(op, ir.MbarTx):
-            return ((_EV_BYTES, index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))),)
+            nbytes = evaluate(op.tx_bytes, env, ctx) * ins.threads
+            m2 = index(op.bar, own if op.remote is None else evaluate(op.remote, env, ctx))
+            return ((_EV_BYTES, m2, nbytes if op.kind == "expect" else -nbytes),)
         if isinstance(op, ir.TmaLoad):
-            return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c)) for c in dests(op.multicast))
+            nbytes = evaluate(op.tx_bytes, env, ctx)
+            return tuple((_EV_BYTES, index(op.bar, c & ~1 if op.cta_group == 2 else c), -nbytes)
+                         for c in dests(op.multicast) for _ in range(ins.threads))
         if isinstance(op, ir.UmmaCommit):
-            return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads) for c in dests(op.multicast))
+            return tuple((_EV_ARRIVE, index(op.bar, c), ins.threads, 0) for c in dests(op.multicast))
         if isinstance(op, ir.CpAsyncArrive):
             # .noinc: an arrival per thread; otherwise the increment nets the arrival out, and a
             # pending count that can rise bounds nothing (taken as free)
             m2 = index(op.bar, own)
-            return ((_EV_ARRIVE, m2, ins.threads),) if op.noinc else ((_EV_FREE, m2),)
+            return ((_EV_ARRIVE, m2, ins.threads, 0),) if op.noinc else ((_EV_FREE, m2),)
         if isinstance(op, ir.MbarInit | ir.MbarInval | ir.MbarTestWait):
             # (a test_wait acquires or not depending on what came first: no step on its barrier
             # is taken alone while one can come first, as for a lifecycle change)

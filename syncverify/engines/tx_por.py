@@ -22,29 +22,43 @@ from __future__ import annotations
 from ..semantics.rules import MAX_COUNT
 
 MAX_LANDINGS = 10
+Update = tuple[int, int]  # (arrivals it removes from the pending count, what it adds to the tx-count)
 
 
 def landings_commute(pend: int, tx: int, step_arrivals: int, step_tx: int, landings: list[int]) -> bool:
     """May a step that removes ``step_arrivals`` pending arrivals and adds ``step_tx`` to the
     tx-count be taken before the ``landings`` (byte counts) in flight on the same barrier, which
     has ``pend`` arrivals pending and tx-count ``tx``? (module docstring)"""
-    n = len(landings)
+    return updates_commute(pend, tx, (step_arrivals, step_tx), [(0, -b) for b in landings])
+
+
+def updates_commute(pend: int, tx: int, step: Update, updates: list[Update]) -> bool:
+    """May ``step`` be taken before ``updates`` of the same barrier, each a (arrivals, tx-count
+    change) pair, when these are all that can change the barrier first? The barrier after any
+    set of them is its sum; no set short of all of them with the step may leave it at 0 pending
+    and tx-count 0 (module docstring), every sum keeps the tx-count in range (SV503) and the
+    pending count at or above 0 (an arrive past it is SV504, whose report would then depend on
+    the order)."""
+    n = len(updates)
     if n > MAX_LANDINGS:
         return False
     full = (1 << n) - 1
+    arr = [0] * (1 << n)
     sums = [0] * (1 << n)
     for s in range(1, 1 << n):
         low = s & -s
-        sums[s] = sums[s ^ low] + landings[low.bit_length() - 1]
+        a, d = updates[low.bit_length() - 1]
+        arr[s] = arr[s ^ low] + a
+        sums[s] = sums[s ^ low] + d
     for s in range(1 << n):
         for with_step in (False, True):
-            p = pend - step_arrivals if with_step else pend
-            t = tx + (step_tx if with_step else 0) - sums[s]
-            if not -MAX_COUNT <= t <= MAX_COUNT:
+            p = pend - arr[s] - (step[0] if with_step else 0)
+            t = tx + sums[s] + (step[1] if with_step else 0)
+            if not -MAX_COUNT <= t <= MAX_COUNT or p < 0:
                 return False
             if p == 0 and t == 0 and not (with_step and s == full):
                 return False
     return True
 
 
-__all__ = ["MAX_LANDINGS", "landings_commute"]
+__all__ = ["MAX_LANDINGS", "Update", "landings_commute", "updates_commute"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from .. import ir
-from ..engines.exit_por import lone_early_exit, lone_final_exit
+from ..engines.exit_por import lone_early_exit, lone_exit_after_wait, lone_final_exit
 from ..engines.named_por import lone_named_arrival
 from ..engines.precede_memo import PrecedeMemo
 from ..engines.precede_walk import can_precede
@@ -38,6 +38,7 @@ from ..engines.reduction import (
     _must_pass,
     _names_ahead,
     _por_class,
+    reuse_warnings_only,
 )
 from ..expr import Context, EvalError, evaluate
 from . import rules
@@ -399,13 +400,17 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
                         naming.append(p)
                     continue
                 res = tried[p] = self.step_process(state, p)
-                if res is None or res.violation is not None or res.warnings or res.soft:
+                if res is None or res.violation is not None or res.soft or \
+                        (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res))):
                     continue
                 early = False  # an exit taken alone while others run (exit_por.lone_early_exit)
                 if self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
-                    if cls is not _POR_CLUSTER:
+                    if cls is _POR_WAIT:
+                        if not lone_exit_after_wait(self, state, p):
+                            continue
+                    elif cls is not _POR_CLUSTER:
                         continue
-                    if not lone_final_exit(self, state, p):
+                    elif not lone_final_exit(self, state, p):
                         early = lone_early_exit(self, state, p)
                         if not early:
                             continue
