@@ -157,9 +157,15 @@ def test_budget_is_named_in_text_and_sarif():
 
 
 # ---------------------------------------------------------------------- SIGINT
+def _restore_sigint() -> None:
+    # A job started in the background of a non-interactive shell (`.ci/run &`) has SIGINT ignored, and an
+    # ignored signal stays ignored across exec: the check would then never see Ctrl-C, as the shell meant.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
     proc = subprocess.Popen([sys.executable, "-m", "syncverify", "check", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, preexec_fn=_restore_sigint)
     time.sleep(after)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
