@@ -159,13 +159,29 @@ def test_budget_is_named_in_text_and_sarif():
 # ---------------------------------------------------------------------- SIGINT
 def _restore_sigint() -> None:
     # A job started in the background of a non-interactive shell (`.ci/run &`) has SIGINT ignored, and an
-    # ignored signal stays ignored across exec: the check would then never see Ctrl-C, as the shell meant.
+    # ignored (or blocked) signal stays so across exec: the check would then never see Ctrl-C.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _sigint_caught(pid: int) -> bool:
+    """Whether the process has a SIGINT handler installed (Python's, once the interpreter is up)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            caught = next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return True  # no /proc: fall back to the plain delay
+    return bool(caught >> (signal.SIGINT - 1) & 1)
 
 
 def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
     proc = subprocess.Popen([sys.executable, "-m", "syncverify", "check", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT, preexec_fn=_restore_sigint)
+    # `after` counts from the interpreter being up, not from the fork: on a loaded machine Python's own
+    # start can take longer than `after`, and a SIGINT before its handler is there is not a check's
+    started = time.monotonic()
+    while not _sigint_caught(proc.pid) and proc.poll() is None and time.monotonic() - started < 30:
+        time.sleep(0.01)
     time.sleep(after)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
