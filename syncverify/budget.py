@@ -15,9 +15,13 @@ Two kinds of budget, kept apart on purpose:
 Whichever runs out first ends the check as *inconclusive* (never safe), and the result says
 which one (``CheckResult.stopped_by``: one of ``KINDS``).
 
-SIGINT: Z3 catches SIGINT itself while it solves and answers ``unknown`` ("interrupted from
-keyboard") instead of letting Python see it. ``solve`` turns that answer back into a
-``KeyboardInterrupt``, so an interrupted check never becomes an inconclusive verdict.
+SIGINT: left to itself, Z3 catches SIGINT while it solves and cancels the query, and the signal
+never reaches Python. A query that ends anyway (the cancel is looked at only at some points of
+the search) answers sat or unsat, and the interrupt is lost: the check went on and printed its
+verdict. The command line therefore watches SIGINT itself (``sigint_watched``): Z3 is told not
+to catch it, and a thread woken by the signal (``signal.set_wakeup_fd``) marks the check
+interrupted and interrupts the queries running. ``solve`` turns an interrupted query back into
+a ``KeyboardInterrupt``, so an interrupted check never becomes a verdict.
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ import argparse
 import math
 import os
 import resource
+import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +65,63 @@ interrupted = False
 def stop_if_interrupted() -> None:
     if interrupted:
         raise KeyboardInterrupt
+
+
+_solving: set[Any] = set()  # the Z3 contexts of the queries running now (``solve``)
+_watched = False  # is SIGINT watched (``sigint_watched``)? Then Z3 must not catch it
+
+
+def _interrupt_queries() -> None:
+    """Mark the check interrupted and cancel the Z3 queries running (from the watching thread:
+    Z3_interrupt is made to be called from another thread while a query runs)."""
+    global interrupted
+    interrupted = True
+    z3 = sys.modules.get("z3")
+    contexts = list(_solving) + ([z3.main_ctx()] if z3 is not None else [])
+    for ctx in contexts:
+        ctx.interrupt()
+
+
+@contextmanager
+def sigint_watched() -> Iterator[None]:
+    """Watch SIGINT for as long as a command runs (main thread only).
+
+    Python's own handler runs only when the main thread is back in the interpreter, which it is
+    not while Z3 solves; the C-level handler writes the signal's number to the wakeup fd at once,
+    whatever the main thread does. A thread reading that fd interrupts the running queries, and
+    Z3's own catching of SIGINT is turned off (``solve``), so no signal can end up with Z3 alone.
+    The Python handler still runs and raises KeyboardInterrupt where the main thread is."""
+    global _watched
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set() and (data := os.read(read_end, 64)):
+            if signal.SIGINT in data and not done.is_set():
+                _interrupt_queries()
+
+    thread = threading.Thread(target=watch, name="sigint-watch", daemon=True)
+    thread.start()
+    _watched = True
+    try:
+        yield
+    finally:
+        _watched = False
+        signal.set_wakeup_fd(previous)
+        done.set()
+        try:  # wake the reader (worker processes forked meanwhile may hold the pipe open: no EOF)
+            os.write(write_end, b"\0")
+        except BlockingIOError:
+            pass
+        thread.join(timeout=1.0)
+        os.close(write_end)
+        os.close(read_end)
+        z3 = sys.modules.get("z3")
+        if z3 is not None:
+            z3.set_param("ctrl_c", True)  # Z3's default again, for whoever uses it next in this process
 
 
 class OutOfBudget(Exception):
@@ -184,6 +250,8 @@ def solve(solver: Any, meter: Meter | None = None, units: Units | None = None) -
     A keyboard interrupt Z3 caught becomes KeyboardInterrupt."""
     import z3
 
+    if _watched:
+        z3.set_param("ctrl_c", False)  # SIGINT is watched (sigint_watched): Z3 must not take it
     stop_if_interrupted()
     given = 0
     if units is not None:
@@ -200,8 +268,10 @@ def solve(solver: Any, meter: Meter | None = None, units: Units | None = None) -
         memory = meter.memory_left()
         if memory < 2**20:
             z3.set_param("memory_max_size", int(max(1, memory)))
+    _solving.add(solver.ctx)
     try:
         answer = solver.check()
+        stop_if_interrupted()  # interrupted while it ran: whatever it answered, no verdict
     except z3.Z3Exception as err:
         text = str(err)
         if "interrupt" in text:
@@ -210,6 +280,7 @@ def solve(solver: Any, meter: Meter | None = None, units: Units | None = None) -
             return z3.unknown, reached(MEMORY, meter.memory_mb), MEMORY
         raise
     finally:
+        _solving.discard(solver.ctx)
         if meter is not None:
             z3.set_param("memory_max_size", 0)
     spent = _rlimit_spent(solver)

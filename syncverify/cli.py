@@ -178,9 +178,16 @@ def cmd_check(args: argparse.Namespace) -> int:
                 results.append(live.check(task.path, replace(options, defines=dict(task.defines)), run,
                                           sweep=task.sweep))
             continue
-        for path in group:  # kernels: extracted and checked, one sweep point after the other
+        # kernels: extracted and checked, one sweep point after the other. Their findings are not
+        # streamed (they are placed at the CUDA source lines once the check is over), but
+        # --fail-fast still ends the search at the first error.
+        stop_at_first = (lambda d: True) if args.fail_fast else None
+        for path in group:
             for point, sweep in runs.points(args.defines):
-                got = cli_extract.check_kernel(path, args, replace(options, defines=dict(point)))
+                if live.stopped:
+                    break
+                got = cli_extract.check_kernel(path, args, replace(options, defines=dict(point),
+                                                                   on_finding=stop_at_first))
                 if isinstance(got, CheckResult):
                     results.append(live.report(replace(got, sweep=sweep) if sweep else got))
                 else:
@@ -298,7 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ours:  # (not when the caller chose its own handling, nor off the main thread, where it cannot)
         signal.signal(signal.SIGINT, _on_sigint)
     try:
-        return handler(args)
+        if not ours:
+            return handler(args)
+        with budget.sigint_watched():
+            return handler(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

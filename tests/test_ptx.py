@@ -190,6 +190,20 @@ def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
     assert "ring_no_empty_wait.ptx:" in out and "PTX instruction" in out
 
 
+def test_fail_fast_ends_a_kernel_check_at_its_first_error(capsys):  # type: ignore[no-untyped-def]
+    """--fail-fast on a PTX input ends the search at the first error, as on a protocol file (it used
+    to be passed to the report only, and the search went on to the end of its budget)."""
+    import json
+
+    assert main(["check", RING_BUG, *LAUNCH, "--format", "json"]) == 1
+    (whole,) = json.loads(capsys.readouterr().out)["results"]
+    assert main(["check", RING_BUG, *LAUNCH, "--format", "json", "--fail-fast"]) == 1
+    (first,) = json.loads(capsys.readouterr().out)["results"]
+    errors = [d for d in first["diagnostics"] if d["severity"] == "error"]
+    assert len(errors) == 1 and errors[0]["code"] in {"SV302", "SV303", "SV502", "SV504"}
+    assert first["stats"]["states"] < whole["stats"]["states"]
+
+
 @pytest.mark.parametrize(("ptx", "codes", "line"), [
     ("ring_no_full_wait.ptx", {"SV201", "SV301", "SV502"}, {"SV301": 39}),   # consumer_wait skipped
     ("ring_empty_count_16.ptx", {"SV504"}, {"SV504": 30}),                   # wrong arrival count

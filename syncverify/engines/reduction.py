@@ -6,7 +6,7 @@ are in docs/model.md).
 from __future__ import annotations
 
 from .. import ir
-from ..expr import EvalError, evaluate
+from ..expr import Context, EvalError, evaluate
 from ..semantics.core import (
     _MEMO_LIMIT,
     StepResult,
@@ -112,13 +112,41 @@ def _successor_pcs(prog: Program) -> list[list[int]]:
     return succ
 
 
-def _names_ahead(prog: Program, kinds: tuple[type, ...]) -> list[frozenset[str]]:
-    """For every pc: the mbarrier names that ops of the given kinds can still touch from there."""
+Element = tuple[str, int | None]  # an element of a barrier array; index None: any element of it
+
+
+def bar_element(ref: ir.Ref, env: dict, ctx: Context) -> Element:
+    """The element of a barrier array a reference names under ``env`` (None: not evaluable there,
+    or `[*]`: any element)."""
+    if ref.every:
+        return (ref.name, None)
+    if ref.index is None:
+        return (ref.name, 0)
+    try:
+        return (ref.name, evaluate(ref.index, env, ctx))
+    except EvalError:
+        return (ref.name, None)
+
+
+def touches(ahead: frozenset[Element], name: str, index: int | None) -> bool:
+    """May an operation in ``ahead`` touch element ``index`` of array ``name`` (None: any element)?"""
+    if index is None:
+        return any(n == name for n, _ in ahead)
+    return (name, None) in ahead or (name, index) in ahead
+
+
+def _elements_ahead(prog: Program, kinds: tuple[type, ...], ctx: Context) -> list[frozenset[Element]]:
+    """For every pc: the mbarrier elements that ops of the given kinds can still touch from there.
+
+    An index is evaluated in the process's context alone (its CTA, instance and roles; the
+    protocol's parameters are constants by now): one that reads a loop or `let` variable stands
+    for every element of its array. Extracted kernels keep all their barriers in one array, so
+    a name alone would make every barrier conflict with every other (docs/model.md)."""
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
-    own = [frozenset({ins.op.bar.name}) if ins.kind == OP and isinstance(ins.op, kinds) else frozenset()
-           for ins in code]
+    own = [frozenset({bar_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and isinstance(ins.op, kinds)
+           else frozenset() for ins in code]
     ahead = list(own)
     changed = True
     while changed:  # backward fixpoint over the (small) control-flow graph
@@ -201,9 +229,10 @@ class Reduction:
             return False  # not evaluable here: the step reports it, and is not taken alone
         op = ins.op
         own = self.procs[p].cta
-        name = op.bar.name if isinstance(op, ir.MbarArrive | ir.TmaLoad | ir.UmmaCommit) else None
+        elem = self._element_of(p, op.bar, pstate[P_VARS]) \
+            if isinstance(op, ir.MbarArrive | ir.TmaLoad | ir.UmmaCommit) else None
         for d in targets:
-            if name is not None and not self._no_lifecycle_ahead(state, p, name, d):
+            if elem is not None and not self._no_lifecycle_ahead(state, p, elem, d):
                 return False
             if d != own and not (self._peer_cannot_exit_first(state, p, d) or self._peer_cannot_end_first(state, p, d)):
                 return False
@@ -224,7 +253,8 @@ class Reduction:
             return False
         if any(a[4] == m for a in state.agents):
             return False
-        return not any(q != p and bar.name in self.tx_ahead[q][state.procs[q][P_PC]]
+        _, name, index = self.mb_names[m]
+        return not any(q != p and touches(self.tx_ahead[q][state.procs[q][P_PC]], name, index)
                        for q in range(len(self.procs)))
 
     def _arrive_target(self, state: State, p: int, cta: int | None = None) -> int | None:
@@ -313,9 +343,10 @@ class Reduction:
         for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
             if before[M_K] == after[M_K]:
                 continue
-            cta, name, _ = self.mb_names[m]  # the barrier's CTA: the arrive may be remote
+            cta, name, index = self.mb_names[m]  # the barrier's CTA: the arrive may be remote
             for q in self.procs_of_cta[cta]:
-                if q != p and name in self.waits_ahead[q][state.procs[q][P_PC]] and self._jprev(before, q) is None:
+                if q != p and touches(self.waits_ahead[q][state.procs[q][P_PC]], name, index) and \
+                        self._jprev(before, q) is None:
                     return True
         return False
 
@@ -523,9 +554,14 @@ class Reduction:
             return ((_EV_NAMED, *self.named_arrival(q, op, vars_)),)
         return ()
 
-    def _no_lifecycle_ahead(self, state: State, p: int, name: str, cta: int | None = None) -> bool:
-        """No other process of ``cta`` (default: p's CTA) can still init or inval the barrier array ``name``."""
+    def _element_of(self, p: int, ref: ir.Ref, vars_: tuple) -> Element:
+        """The barrier element process p's reference names under its variables."""
+        return bar_element(ref, self.env(p, vars_), self.ctx[p])
+
+    def _no_lifecycle_ahead(self, state: State, p: int, elem: Element, cta: int | None = None) -> bool:
+        """No other process of ``cta`` (default: p's CTA) can still init or inval barrier element ``elem``."""
+        name, index = elem
         for q in self.procs_of_cta[self.procs[p].cta if cta is None else cta]:
-            if q != p and name in self.lifecycle_ahead[q][state.procs[q][P_PC]]:
+            if q != p and touches(self.lifecycle_ahead[q][state.procs[q][P_PC]], name, index):
                 return False
         return True

@@ -35,8 +35,8 @@ from ..engines.reduction import (
     _POR_REACHES,
     _POR_WAIT,
     Reduction,
+    _elements_ahead,
     _must_pass,
-    _names_ahead,
     _por_class,
     reuse_warnings_only,
 )
@@ -144,12 +144,13 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
         # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
-        self.lifecycle_ahead = [_names_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait))
-                                for prog in self.programs]
-        self.waits_ahead = [_names_ahead(prog, (ir.MbarWait, ir.MbarTestWait)) for prog in self.programs]
+        self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
+                                for prog, ctx in zip(self.programs, self.ctx, strict=True)]
+        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait), ctx)
+                            for prog, ctx in zip(self.programs, self.ctx, strict=True)]
         # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
-        self.tx_ahead = [_names_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive))
-                         for prog in self.programs]
+        self.tx_ahead = [_elements_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive), ctx)
+                         for prog, ctx in zip(self.programs, self.ctx, strict=True)]
         self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in self.programs]
         # Does every cluster arrive of every program have a cluster wait after it on every path
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
@@ -418,7 +419,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpA
                     if not res.lone:
                         observing.append(p)
                         continue
-                    if not self._no_lifecycle_ahead(state, p, self.programs[p].code[procs[p][P_PC]].op.bar.name):
+                    if not self._no_lifecycle_ahead(state, p, self._element_of(
+                            p, self.programs[p].code[procs[p][P_PC]].op.bar, procs[p][P_VARS])):
                         continue
                 elif cls is _POR_CLUSTER and not res.lone and not early:
                     continue
