@@ -392,7 +392,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       if (((((int)(c.tid & 31u) % 8) == 0) && (((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)) < 2))) {  // line 63
         {  /* line 64: arrive.release.cluster empty[s] @ 4 * (instance ^ (lane / 8 % 4)) + lane / 8 % 4 */
-          if (!sv_aborted(c)) asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)(((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)))) : "memory");
+          asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)(((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)))) : "memory");
           ++o13;
         }
       }

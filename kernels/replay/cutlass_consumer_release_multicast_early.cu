@@ -318,7 +318,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       {  /* line 39: wgmma.read tile[2 * s]; */
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         const u64 d = sv_wgmma_desc(sv_smem((sv_smem_base + 128u + 8192u * (u32)((2 * v_s)))));
-        if ((o9 == 0u && c.cta == 0u)) {
+        if ((o9 == 1u && c.cta == 0u)) {
           #pragma unroll 1
           for (u32 i = 0; i < 64u; ++i) {
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -347,7 +347,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       if (((((int)(c.tid & 31u) % 8) == 0) && (((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)) < 2))) {  // line 43
         {  /* line 44: arrive.release.cluster empty[s] @ 4 * (instance ^ (lane / 8 % 4)) + lane / 8 % 4 */
-          if (!sv_aborted(c)) asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)(((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)))) : "memory");
+          asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)(((4 * (inst ^ (((int)(c.tid & 31u) / 8) % 4))) + (((int)(c.tid & 31u) / 8) % 4)))) : "memory");
           ++o12;
         }
       }

@@ -327,7 +327,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       if (in_consumer && c.tid == 0u) {  // line 41: first thread
         {  /* line 41: arrive empty[s]; */
-          if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
           ++o10;
         }
       }

@@ -376,7 +376,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
       if (((int)(c.tid & 31u) < 2)) {  // line 49
         {  /* line 50: arrive.release.cluster empty[s] @ cta; */
-          if (!sv_aborted(c)) asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)((int)c.cta)) : "memory");
+          asm volatile("{ .reg .b32 remAddr32; mapa.shared::cluster.u32  remAddr32, %0, %1; mbarrier.arrive.release.cluster.shared::cluster.b64  _, [remAddr32]; }" :: "r"((sv_bars + 8u * (u32)(2 + v_s))), "r"((u32)((int)c.cta)) : "memory");
           ++o14;
         }
       }

@@ -345,7 +345,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
         ++o10;
       }
       {  /* line 56: arrive empty[s]; */
-        if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(2 + v_s))) : "memory");
         ++o11;
       }
     }

@@ -36,7 +36,7 @@ class CpAsyncWriter(_Base):
     def op_CpAsync(self, op: ir.CpAsync, site: int, part: str, leader: bool) -> None:
         t = self.tables
         chunks = self.layout.slot_words[op.buf.name] // 4
-        self.line(f"{self.guard(True)}{{")
+        self.line(f"{self.guard()}{{")
         self.depth += 1
         self._lookup("sv_src", site)
         self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")

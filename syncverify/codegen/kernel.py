@@ -125,9 +125,13 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         # the barrier and before a bulk store's issue, delay the issue until the held writes have landed.
         # A hang at a bar.sync is then reported without its position.
         self.quiet_barriers = any(h.kind == "late-write" for h in holds)
-        # With a wgmma read held, copies and their expect_tx are issued without first loading the abort flag:
-        # those two global-memory round trips, after the producer's wait and before its copy, let the held
-        # wgmma's queue drain before the overwrite landed (docs/gpu-agreement.md). Waits still return on abort.
+        # With a wgmma read held, copies, their expect_tx and arrives are issued without first loading the
+        # abort flag: those two global-memory round trips, after the producer's wait and before its copy,
+        # let the held wgmma's queue drain before the overwrite landed; and a release by one thread
+        # (`first thread { arrive … }`) after the held wgmma loads the flag inside its branch, where ptxas
+        # cannot hoist it, so the release came a round trip late and the race never showed (released by
+        # every thread, the load was hoisted above the wgmma and the race showed; docs/gpu-agreement.md).
+        # Waits still return on abort.
         self.early_copies = any(h.kind == "slow-wgmma" for h in holds)
         # slow-wgmma sites: N of the wide wgmmas queued before the held one (a 128-register accumulator for 256)
         self.wide_n = {s.index: ptx.wgmma_wide_n(protocol.buffer(s.op.buf.name).bytes) for s in sites
@@ -366,9 +370,9 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         else:
             self.line(f'asm volatile("{ptx.INVAL}" :: "r"({self.bar_addr(op.bar)}) : "memory");')
 
-    def guard(self, copy: bool) -> str:
-        """The abort check before an issue; none before a copy or its expect_tx where a wgmma read is held."""
-        return "" if copy and self.early_copies else "if (!sv_aborted(c)) "
+    def guard(self) -> str:
+        """The abort check before an issue (a copy, an expect_tx, an arrive); none where a wgmma read is held."""
+        return "" if self.early_copies else "if (!sv_aborted(c)) "
 
     def op_MbarArrive(self, op: ir.MbarArrive, site: int, part: str, leader: bool) -> None:
         count_one = isinstance(op.count, ir.Const) and op.count.value == 1
@@ -387,7 +391,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
             "remote": f'"r"({bar}), "r"({rank})', "remote_count": f'"r"({bar}), "r"({rank}), "r"({count})',
             "remote_tx": f'"r"({bar}), "r"({rank}), "r"({tx_val})',
         }[kind]
-        self.line(f'{self.guard(op.tx_bytes is not None)}asm volatile("{asm}" :: {operands} : "memory");')
+        self.line(f'{self.guard()}asm volatile("{asm}" :: {operands} : "memory");')
 
     def op_MbarTx(self, op: ir.MbarTx, site: int, part: str, leader: bool) -> None:
         bar = self.bar_addr(op.bar)
@@ -398,7 +402,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         else:
             rank = f"(u32)({self.expr(op.remote)})" if op.remote is not None else "c.cta"
             operands = f'"r"({bar}), "r"({rank}), "r"({nbytes})'
-        self.line(f'{self.guard(True)}asm volatile("{asm}" :: {operands} : "memory");')
+        self.line(f'{self.guard()}asm volatile("{asm}" :: {operands} : "memory");')
 
     def wait_fn(self, op: ir.MbarWait) -> str:
         asm = ptx.try_wait_asm(op)
@@ -548,7 +552,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
 
     def op_TmaLoad(self, op: ir.TmaLoad, site: int, part: str, leader: bool) -> None:
         t = self.tables
-        self.line(f"{self.guard(True)}{{")
+        self.line(f"{self.guard()}{{")
         self.depth += 1
         self._lookup("sv_src", site)
         self.line("if (!known) atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);")
