@@ -229,6 +229,17 @@ def test_wgmma_replay_is_ungated_and_queues_a_chain_before_the_held_read():
     assert 'if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64' in free
 
 
+def test_the_held_wgmma_read_is_the_one_that_read_the_overwritten_slot():
+    """The 2-CTA `_early` release: its counterexample retires the first stage's reads before the refill
+    and reads the second stage meanwhile, with the same wgmma line. The hold goes to the read of the slot
+    the refill writes (tile[0], occurrence 0), not to the last read of that line (tile[2], occurrence 1),
+    and to the reader's CTA only."""
+    protocol, order = _order("cutlass_consumer_release_multicast_early")
+    (h,) = order.holds
+    assert h.kind == "slow-wgmma" and h.occurrence == 0 and h.cta == 0
+    assert "o9 == 0u && c.cta == 0u" in emit(protocol, replay=order).source
+
+
 def test_an_unreplayable_shortest_race_gives_way_to_a_race_with_a_hold():
     """The wrong-rank release's shortest counterexample is a WAW race (SV303) whose order splits the warpgroup
     around its wgmma, which no replay can force; its WAR race on the same stage (SV302) has a slow-wgmma hold,

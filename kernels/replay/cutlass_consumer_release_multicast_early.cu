@@ -318,7 +318,7 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       {  /* line 39: wgmma.read tile[2 * s]; */
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         const u64 d = sv_wgmma_desc(sv_smem((sv_smem_base + 128u + 8192u * (u32)((2 * v_s)))));
-        if ((o9 == 1u && c.cta == 0u)) {
+        if ((o9 == 0u && c.cta == 0u)) {
           #pragma unroll 1
           for (u32 i = 0; i < 64u; ++i) {
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");

@@ -77,6 +77,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .. import ir
+from ..expr import EvalError, evaluate
 from ..semantics.machine import Machine
 from ..semantics.program import per_lane
 from ..semantics.state import P_PC, P_VARS
@@ -205,6 +206,7 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
     steps: list[tuple[int, int, int, int]] = []
     events: list[tuple[int, int, int]] = []
     kinds: list[ir.Op] = []
+    slots: list[tuple[str, int] | None] = []  # the buffer slot each step accesses (_slot)
     trace: list[str] = []
     lane_sites = lane_site_index(collect_sites(protocol))
     step_lanes: list[int] = []  # the lanes that take each step
@@ -235,6 +237,7 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
                 step_lanes.append(ins.lanes)
                 events.append((p, site, n))
                 kinds.append(ins.op)
+                slots.append(_slot(machine, p, state.procs[p][P_VARS], ins.op))
             lane_pc.pop(p, None)
             if lane_copy:
                 lane_pc[p] = pc
@@ -246,7 +249,7 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
         if res is None or res.state is None:
             break
         state = res.state
-    holds, why_ungated = _holds(protocol, violation, steps, kinds, [proc.cta for proc in machine.procs])
+    holds, why_ungated = _holds(protocol, violation, steps, kinds, [proc.cta for proc in machine.procs], slots)
     if any(isinstance(op, ir.WgmmaRead) for op in kinds) and not why_ungated:
         line = next(op.span.line for op in kinds if isinstance(op, ir.WgmmaRead))
         raise EmitRefused(f"{protocol.path}:{line}: the counterexample of {violation.code} orders the "
@@ -311,12 +314,29 @@ def _grid(holds: tuple[Hold, ...]) -> int:
     return LATE_WRITE_GRID if any(h.kind == "late-write" for h in holds) else 1
 
 
+def _slot(machine: Machine, p: int, vars_: tuple, op: ir.Op) -> tuple[str, int] | None:
+    """The buffer slot (name, index) an access, wgmma read or copy of process p touches (None: not one,
+    or its index cannot be evaluated here)."""
+    ref = getattr(op, "buf", None)
+    if not isinstance(op, ir.Access | ir.WgmmaRead | ir.TmaLoad) or ref is None:
+        return None
+    try:
+        return (ref.name, evaluate(ref.index, machine.env(p, vars_), machine.ctx[p]) if ref.index is not None else 0)
+    except EvalError:
+        return None
+
+
 def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]],
-           kinds: list[ir.Op], cta_of: list[int]) -> tuple[tuple[Hold, ...], str]:
+           kinds: list[ir.Op], cta_of: list[int],
+           slots: list[tuple[str, int] | None] | None = None) -> tuple[tuple[Hold, ...], str]:
     """The hold that keeps the first access of the racing pair open, and why the steps go ungated (if so).
 
     The violating step is the last one of the order; the other access is named by the violation
-    (``related`` line, ``procs`` owner). Only the shapes the emitter can hold on sm_90 get one."""
+    (``related`` line, ``procs`` owner) and, where the slots are known, is the last such step that
+    touched the slot the violating step writes: a read of the same line in a later iteration reads
+    another stage, and holding it leaves the racing read alone (the 2-CTA `_early` release's
+    counterexample retires the first stage's reads before the refill, then reads the second stage).
+    Only the shapes the emitter can hold on sm_90 get one."""
     if not violation.related or not steps:
         return (), ""
     line = violation.related[0][0]
@@ -335,9 +355,12 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
         # RAW ending with the write: the read was due to see it, and the gate already puts the read first
         # (_raw_read). Holding the read back past the write would give it the value it wants.
         return (), ""
-    idx = next((i for i in range(len(steps) - 1, -1, -1)
-                if kinds[i].span.line == line and (not owners or steps[i][0] in owners)
-                and isinstance(kinds[i], ir.Access | ir.WgmmaRead)), None)
+    candidates = [i for i in range(len(steps) - 1, -1, -1)
+                  if kinds[i].span.line == line and (not owners or steps[i][0] in owners)
+                  and isinstance(kinds[i], ir.Access | ir.WgmmaRead)]
+    target = slots[-1] if slots else None
+    same = [i for i in candidates if target is not None and slots is not None and slots[i] == target]
+    idx = (same or candidates or [None])[0]
     if idx is None:
         return (), ""
     p, site, n, leader_only = steps[idx]
