@@ -17,6 +17,7 @@ import pytest
 
 from syncverify.codegen import EmitRefused, emit
 from syncverify.codegen.golden import generate
+from syncverify.codegen.replay import CLUSTER_RELEASE_DRAINS_WGMMA
 from syncverify.codegen.schedule import stamp
 from syncverify.gpu import outcome as oc
 from syncverify.lang import load
@@ -238,6 +239,18 @@ def test_the_held_wgmma_read_is_the_one_that_read_the_overwritten_slot():
     (h,) = order.holds
     assert h.kind == "slow-wgmma" and h.occurrence == 0 and h.cta == 0
     assert "o9 == 0u && c.cta == 0u" in emit(protocol, replay=order).source
+    # its release is `.release.cluster`, issued while the held read is in flight: on sm_90 that arrive waits
+    # for the wgmma (MEMBAR.ALL.GPU), so the run is NOT FORCED, with the H200's evidence in the reason
+    assert order.not_forced == CLUSTER_RELEASE_DRAINS_WGMMA
+
+
+def test_a_cluster_release_after_the_wgmma_wait_leaves_the_replay_forced():
+    """The wrong-rank release arrives `.release.cluster` too, but after `wgmma.wait`: the read has ended by
+    then, and the overwrite is let in by the peer's release. Its replay showed the race (corrupt 10/10)."""
+    _, order = _order("deepgemm_lane_rank_release_wrong_rank")
+    assert any(h.kind == "slow-wgmma" for h in order.holds) and order.not_forced == ""
+    _, order = _order("wgmma_release_before_wait")  # a `.cta` release in flight: forced
+    assert order.not_forced == ""
 
 
 def test_an_unreplayable_shortest_race_gives_way_to_a_race_with_a_hold():

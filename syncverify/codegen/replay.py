@@ -258,17 +258,53 @@ def _order(machine: Machine, protocol: ir.Protocol, site_of: dict[int, int], vio
     gated = () if why_ungated else tuple(steps)
     expect = () if why_ungated else _raw_read(protocol, violation, steps, kinds, len(site_of))
     return ReplayOrder(violation.code, violation.message, gated, tuple(trace), holds, tuple(events), why_ungated,
-                       _grid(holds), expect, _not_forced(violation.code, holds, kinds))
+                       _grid(holds), expect, _not_forced(violation.code, holds, kinds, steps))
 
 
-def _not_forced(code: str, holds: tuple[Hold, ...], kinds: list[ir.Op]) -> str:
+# Measured on the H200 (docs/gpu-agreement.md, 2026-12-02): the held wgmma read of
+# cutlass_consumer_release_multicast_early never saw the overwrite while its release was `.release.cluster`,
+# and did, 10 runs of 10, with the same replay and CUTLASS's own `.cta`-scope arrive.
+CLUSTER_RELEASE_DRAINS_WGMMA = (
+    "a WAR race of a wgmma read released by a `.release.cluster` arrive: on sm_90 ptxas issues that arrive "
+    "after MEMBAR.ALL.GPU, which waits for the warp's wgmma in flight, so the held read has ended before the "
+    "release and no overwrite can land inside it (the same replay with CUTLASS's `.cta`-scope arrive showed "
+    "the race on the H200, corrupt 10/10)")
+
+
+def _not_forced(code: str, holds: tuple[Hold, ...], kinds: list[ir.Op],
+                steps: list[tuple[int, int, int, int]] | None = None) -> str:
     """Why a run of this replay cannot show the violation (NOT_FORCED), or "" when it can or may.
 
     A WAR race counts only when the order ends with the overwrite (the read came first): one that ends with
-    the read has the read after the write in the gated order, which shows it."""
+    the read has the read after the write in the gated order, which shows it. A held wgmma read whose
+    reader releases the slot with a `.release.cluster` arrive is not forced either (the release waits for
+    the wgmma on sm_90)."""
+    if holds and code == "SV302" and steps and _cluster_release_after_held_read(holds, kinds, steps):
+        return CLUSTER_RELEASE_DRAINS_WGMMA
     if holds or (code == "SV302" and not (kinds and _is_write(kinds[-1]))):
         return ""
     return NOT_FORCED.get(code, "")
+
+
+def _cluster_release_after_held_read(holds: tuple[Hold, ...], kinds: list[ir.Op],
+                                     steps: list[tuple[int, int, int, int]]) -> bool:
+    """Does a process whose wgmma read is held arrive with `.release.cluster` while that read is in flight
+    (after it, before the process's next `wgmma.wait` and before the overwrite that ends the order)? A
+    release after the wait (deepgemm_lane_rank_release_wrong_rank) drains nothing: the race there is
+    another CTA's release, and it shows."""
+    held = [h for h in holds if h.kind == "slow-wgmma"]
+    readers = {steps[i][0]: i for i in range(len(steps) - 1)
+               for h in held if steps[i][1] == h.site and steps[i][2] == h.occurrence}
+    for p, i in readers.items():
+        for j in range(i + 1, len(steps) - 1):
+            op = kinds[j]
+            if steps[j][0] != p:
+                continue
+            if isinstance(op, ir.GroupWait) and op.unit == "wgmma":
+                break
+            if isinstance(op, ir.MbarArrive) and op.sem == "release" and op.scope == "cluster":
+                return True
+    return False
 
 
 def _raw_read(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]], kinds: list[ir.Op],
