@@ -113,6 +113,28 @@ def test_the_1x1_cluster_gemm_is_safe_and_a_short_box_is_not(tmp_path, capsys):
     assert "SV503 deadlock: all arrivals are in but the transaction bytes never balance" in got.out + got.err
 
 
+# `fields 256 256 128 1` built -DSV_CLUSTER_M=1: four 128x128 tiles, all given to the one CTA of a one-SM launch
+FIELDS_1X1_4TILES = DATA / "sm90_gemm_coop_1x1_fields_256x256x128_1sm.bin"
+LAUNCH_1X1_ONE_CTA = ["--grid", "1x1x1", "--block", "384x1x1", "--cluster", "1x1x1", "--dynamic-smem", "231424"]
+
+
+def test_the_1x1_gemm_with_four_tiles_in_one_cta_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """CUTLASS's persistent tile loop run four times in one CTA: eight k-blocks through six stages, so the
+    producer reuses stages 0 and 1 for the last tile (its `producer_acquire` waits on their empty barriers
+    with parity 0) and the consumers' releases of the first tile guard that refill. Safe (about 15,000 states)."""
+    ptx = _ptx(tmp_path, "sm90_gemm_coop_1x1.ptx")
+    args = _args(FIELDS_1X1_4TILES, BOXES_1X1, LAUNCH_1X1_ONE_CTA)
+    out = tmp_path / "four_tiles.sync"
+    assert main(["extract", str(ptx), *args, "-o", str(out)]) == 0
+    body = re.sub(r" *//[^\n]*", "", out.read_text())
+    assert "wait mb0[6] parity 0;" in body and "wait mb0[7] parity 0;" in body  # stages 0 and 1 refilled
+    assert body.count("tma.store") == 4 * 32  # four tiles' epilogues (the one-tile launch extracts 32 stores)
+    capsys.readouterr()
+    assert main(["check", str(ptx), *args]) == 0
+    got = capsys.readouterr()
+    assert "1 file: 1 safe" in got.out + got.err
+
+
 # ---- seeded bugs: cutlass_seeds/make_overlay.py, compiled with -DSV_SEED=N ---------------------------
 
 def _seed(tmp_path: Path, n: int) -> Path:
