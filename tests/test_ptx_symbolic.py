@@ -361,3 +361,13 @@ def test_gemm_seed_empty_count_plus_one_deadlocks_at_the_smallest_k(tmp_path, ca
                              "--fail-fast"])
     assert rc == 1 and res["bound"] == "0[12:4]=64 (N in 64..64)"
     assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} == {"SV201"}
+
+
+def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys):  # type: ignore[no-untyped-def]
+    """--timeout is the wall clock of the whole command: a protocol reached with none of it left is not
+    checked (inconclusive, naming it), where each protocol once had the whole budget to itself."""
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM, "--timeout", "0.001"])
+    assert rc == 3 and res["verdict"] == "inconclusive"
+    assert "residue 0: not checked, the time budget of 0.001 s was spent" in res["coverage"]
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM])
+    assert rc == 0 and res["verdict"] == "safe"
