@@ -215,6 +215,22 @@ def test_the_2x1_gemm_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
     assert "1 file: 1 safe" in text
     assert "SV602" in text and "SV204" in text
 
+FIELDS_K448 = DATA / "sm90_gemm_coop_2x1_fields_256x128x448.bin"  # `fields 256 128 448 132`
+
+
+def test_the_2x1_gemm_with_a_stage_reused_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """K=448: seven k-tiles through six stages, so each CTA's producer refills stage 0 after both CTAs'
+    consumers released it (the remote releases of the multicast B slices included). Measured: safe,
+    581,288 states, 436 s of CPU (bench/RESULTS-ptx.md). Run with SYNCVERIFY_SLOW=1."""
+    if not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("the search takes over seven minutes of CPU (bench/RESULTS-ptx.md); run with SYNCVERIFY_SLOW=1")
+    code = main(["check", str(_ptx(tmp_path, "sm90_gemm_coop_2x1.ptx")), *_args(FIELDS_K448)])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 0, text
+    assert "1 file: 1 safe" in text
+
+
 # ---- seeds that need a stage reused: the 1x1 GEMM with 2 stages at K=192 (3 k-tiles) ------------------
 # sm90_gemm_coop_1x1_seeds.cu built -DSV_STAGES=2: one PTX, the seed a __constant__ whose initializer the
 # test rewrites, so each branch on it is decided as a -DSV_SEED=N build decides it (every other PTX line
