@@ -95,8 +95,8 @@ def test_a_war_race_with_no_hold_is_not_forced_and_one_ending_with_the_read_is()
     assert order.code == "SV302" and order.holds == () and "no hold" in order.not_forced
     tma = next(k for k in _kinds("lane_last_release_no_syncwarp") if isinstance(k, ir.TmaLoad))
     acc = next(k for k in _kinds("lane_last_release_no_syncwarp") if isinstance(k, ir.Access) and k.kind == "read")
-    assert _not_forced("SV302", (), [acc, tma]) and not _not_forced("SV302", (), [tma, acc])
-    assert not _not_forced("SV302", (Hold("late-lanes", 0),), [acc, tma])
+    assert _not_forced("SV302", (), [acc, tma], []) and not _not_forced("SV302", (), [tma, acc], [])
+    assert not _not_forced("SV302", (Hold("late-lanes", 0),), [acc, tma], [])
 
 
 def _kinds(name: str) -> list:

@@ -5,7 +5,7 @@ the PTX does: full barriers, empty barriers and order barriers are elements of i
 release (a plain arrive on an empty barrier) may be taken alone only when no other process can
 still count bytes on that barrier (Reduction._no_bytes_ahead); asked by array name, every
 release conflicted with the producer's copies onto the full barriers of the same array, and the
-2x1 ping-pong GEMM did not finish in 3.1 million states. Asked per element (reduction.bar_element,
+2x1 ping-pong GEMM did not finish in 3.1 million states. Asked per element (reduction.ref_element,
 an index evaluated in the process's context; one that reads a variable stands for the whole
 array), it is decided in 169,151.
 
@@ -18,7 +18,7 @@ import pytest
 
 from syncverify import ir, load
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.reduction import Reduction, bar_element, touches
+from syncverify.engines.reduction import Reduction, ref_element, touches
 from syncverify.expr import Context
 from syncverify.result import CheckResult, Verdict
 from syncverify.semantics.machine import Machine
@@ -165,5 +165,5 @@ def test_elements_of_references():  # type: ignore[no-untyped-def]
     assert tx == frozenset({("mb", 0), ("mb", 1)})
     assert touches(tx, "mb", 1) and not touches(tx, "mb", 2) and touches(tx, "mb", None)
     wait = next(ins.op for ins in machine.programs[consumer].code if isinstance(ins.op, ir.MbarWait))
-    assert bar_element(wait.bar, {}, ctx) == ("mb", None)  # `mb[k % 2]` without k
-    assert bar_element(wait.bar, {"k": 3}, ctx) == ("mb", 1)
+    assert ref_element(wait.bar, {}, ctx) == ("mb", None)  # `mb[k % 2]` without k
+    assert ref_element(wait.bar, {"k": 3}, ctx) == ("mb", 1)

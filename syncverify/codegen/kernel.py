@@ -132,7 +132,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         # cannot hoist it, so the release came a round trip late and the race never showed (released by
         # every thread, the load was hoisted above the wgmma and the race showed; docs/gpu-agreement.md).
         # Waits still return on abort.
-        self.early_copies = any(h.kind == "slow-wgmma" for h in holds)
+        self.held_wgmma = any(h.kind == "slow-wgmma" for h in holds)
         # slow-wgmma sites: N of the wide wgmmas queued before the held one (a 128-register accumulator for 256)
         self.wide_n = {s.index: ptx.wgmma_wide_n(protocol.buffer(s.op.buf.name).bytes) for s in sites
                        if any(h.kind == "slow-wgmma" for h in self.holds.get(s.index, []))}
@@ -372,7 +372,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
 
     def guard(self) -> str:
         """The abort check before an issue (a copy, an expect_tx, an arrive); none where a wgmma read is held."""
-        return "" if self.early_copies else "if (!sv_aborted(c)) "
+        return "" if self.held_wgmma else "if (!sv_aborted(c)) "
 
     def op_MbarArrive(self, op: ir.MbarArrive, site: int, part: str, leader: bool) -> None:
         count_one = isinstance(op.count, ir.Const) and op.count.value == 1

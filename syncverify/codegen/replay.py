@@ -46,7 +46,7 @@ the first access open until the second has landed:
   the warpgroup issues several ahead of the tensor cores, which are still busy
   with them when the warpgroup reaches the release, so the checked wgmma reads
   the slot late. Copies are then issued without an abort-flag load before them
-  (KernelWriter.early_copies), so the overwrite lands inside that window.
+  (KernelWriter.held_wgmma), so the overwrite lands inside that window.
   In a cluster only the reader's CTA is held: the overwrite may be a peer CTA's copy, and a peer whose
   own wgmmas were held too would reach its release, and its producer its copy, as late as the reader.
   (A chain of m64n8k32 on the checked wgmma's accumulator was tried first: ptxas
@@ -77,7 +77,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .. import ir
-from ..expr import EvalError, evaluate
+from ..engines.reduction import ref_element
 from ..semantics.machine import Machine
 from ..semantics.program import per_lane
 from ..semantics.state import P_PC, P_VARS
@@ -272,14 +272,14 @@ CLUSTER_RELEASE_DRAINS_WGMMA = (
 
 
 def _not_forced(code: str, holds: tuple[Hold, ...], kinds: list[ir.Op],
-                steps: list[tuple[int, int, int, int]] | None = None) -> str:
+                steps: list[tuple[int, int, int, int]]) -> str:
     """Why a run of this replay cannot show the violation (NOT_FORCED), or "" when it can or may.
 
     A WAR race counts only when the order ends with the overwrite (the read came first): one that ends with
     the read has the read after the write in the gated order, which shows it. A held wgmma read whose
     reader releases the slot with a `.release.cluster` arrive is not forced either (the release waits for
     the wgmma on sm_90)."""
-    if holds and code == "SV302" and steps and _cluster_release_after_held_read(holds, kinds, steps):
+    if holds and code == "SV302" and _cluster_release_after_held_read(holds, kinds, steps):
         return CLUSTER_RELEASE_DRAINS_WGMMA
     if holds or (code == "SV302" and not (kinds and _is_write(kinds[-1]))):
         return ""
@@ -353,18 +353,15 @@ def _grid(holds: tuple[Hold, ...]) -> int:
 def _slot(machine: Machine, p: int, vars_: tuple, op: ir.Op) -> tuple[str, int] | None:
     """The buffer slot (name, index) an access, wgmma read or copy of process p touches (None: not one,
     or its index cannot be evaluated here)."""
-    ref = getattr(op, "buf", None)
-    if not isinstance(op, ir.Access | ir.WgmmaRead | ir.TmaLoad) or ref is None:
+    if not isinstance(op, ir.Access | ir.WgmmaRead | ir.TmaLoad):
         return None
-    try:
-        return (ref.name, evaluate(ref.index, machine.env(p, vars_), machine.ctx[p]) if ref.index is not None else 0)
-    except EvalError:
-        return None
+    name, index = ref_element(op.buf, machine.env(p, vars_), machine.ctx[p])
+    return None if index is None else (name, index)
 
 
 def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, int]],
            kinds: list[ir.Op], cta_of: list[int],
-           slots: list[tuple[str, int] | None] | None = None) -> tuple[tuple[Hold, ...], str]:
+           slots: list[tuple[str, int] | None]) -> tuple[tuple[Hold, ...], str]:
     """The hold that keeps the first access of the racing pair open, and why the steps go ungated (if so).
 
     The violating step is the last one of the order; the other access is named by the violation
@@ -394,8 +391,7 @@ def _holds(protocol: ir.Protocol, violation, steps: list[tuple[int, int, int, in
     candidates = [i for i in range(len(steps) - 1, -1, -1)
                   if kinds[i].span.line == line and (not owners or steps[i][0] in owners)
                   and isinstance(kinds[i], ir.Access | ir.WgmmaRead)]
-    target = slots[-1] if slots else None
-    same = [i for i in candidates if target is not None and slots is not None and slots[i] == target]
+    same = [i for i in candidates if slots[-1] is not None and slots[i] == slots[-1]]
     idx = (same or candidates or [None])[0]
     if idx is None:
         return (), ""

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import z3
 
 from .. import ir
+from ..budget import solve
 from ..expr import MAX_MAGNITUDE, Context
 from ..semantics.program import FOR_INIT, LET, Program
 
@@ -182,7 +183,7 @@ def _can_overflow(ob: Obligation, e: ir.Expr, low: int, high: int) -> bool:
     solver.set("random_seed", SEED)
     solver.add(n >= low, n <= high, *enc.facts)
     solver.add(z3.Or(*[z3.Or(r > MAX_MAGNITUDE, r < -MAX_MAGNITUDE) for r in results]))
-    answer = solver.check()
+    answer = solve(solver)[0]
     if answer == z3.unknown:
         raise OverflowUnknown(f"Z3 could not decide whether the expression at line {e.span.line} overflows")
     return answer == z3.sat

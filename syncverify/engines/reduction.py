@@ -112,12 +112,12 @@ def _successor_pcs(prog: Program) -> list[list[int]]:
     return succ
 
 
-Element = tuple[str, int | None]  # an element of a barrier array; index None: any element of it
+Element = tuple[str, int | None]  # an element of a barrier or buffer array; index None: any element of it
 
 
-def bar_element(ref: ir.Ref, env: dict, ctx: Context) -> Element:
-    """The element of a barrier array a reference names under ``env`` (None: not evaluable there,
-    or `[*]`: any element)."""
+def ref_element(ref: ir.Ref, env: dict, ctx: Context) -> Element:
+    """The element of a barrier or buffer array a reference names under ``env`` (None: not evaluable
+    there, or `[*]`: any element)."""
     if ref.every:
         return (ref.name, None)
     if ref.index is None:
@@ -145,7 +145,7 @@ def _elements_ahead(prog: Program, kinds: tuple[type, ...], ctx: Context) -> lis
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
-    own = [frozenset({bar_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and isinstance(ins.op, kinds)
+    own = [frozenset({ref_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and isinstance(ins.op, kinds)
            else frozenset() for ins in code]
     ahead = list(own)
     changed = True
@@ -556,7 +556,7 @@ class Reduction:
 
     def _element_of(self, p: int, ref: ir.Ref, vars_: tuple) -> Element:
         """The barrier element process p's reference names under its variables."""
-        return bar_element(ref, self.env(p, vars_), self.ctx[p])
+        return ref_element(ref, self.env(p, vars_), self.ctx[p])
 
     def _no_lifecycle_ahead(self, state: State, p: int, elem: Element, cta: int | None = None) -> bool:
         """No other process of ``cta`` (default: p's CTA) can still init or inval barrier element ``elem``."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import z3
 
 from .. import ir
+from ..budget import solve
 from ..diagnostics import InputError
 from ..expr import MAX_MAGNITUDE, Context, EvalError, evaluate, free_names
 from ..lang import load
@@ -130,7 +131,7 @@ def _settles(h: ir.Expr, param: str, base: int, what: str) -> int:
         solver.set("rlimit", RLIMIT)
         solver.set("random_seed", SEED)
         solver.add(n_var >= low, n_var <= MAX_MAGNITUDE, at_n != at_base)
-        answer = solver.check()
+        answer = solve(solver)[0]
         if answer == z3.unsat:
             return low
         if answer != z3.sat:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import z3
 
+from ..budget import solve
 from .values import UNKNOWN, Value, _types, interp, is_float, is_signed, width
 
 UPPER = 1 << 30  # N's upper bound: counters of 32 bits stay far from overflow below it
@@ -83,19 +84,19 @@ class SymCtx:
         """Whether `claim` is valid under A (and `extra`); False also when Z3 cannot tell."""
         s = self.solver()
         s.add(self.assume, *extra, z3.Not(claim))
-        return s.check() == z3.unsat
+        return solve(s)[0] == z3.unsat
 
     def possible(self, claim: z3.BoolRef, *extra: z3.BoolRef) -> bool:
         """Whether `claim` can hold under A; True also when Z3 cannot tell (never excludes a case)."""
         s = self.solver()
         s.add(self.assume, *extra, claim)
-        return s.check() != z3.unsat
+        return solve(s)[0] != z3.unsat
 
     def model_n(self, claim: z3.BoolRef) -> int | None:
         """A value of N under A for which `claim` holds; None when none (or Z3 cannot tell)."""
         s = self.solver()
         s.add(self.assume, claim)
-        if s.check() != z3.sat:
+        if solve(s)[0] != z3.sat:
             return None
         return s.model().eval(self.n, model_completion=True).as_signed_long()
 
@@ -111,7 +112,7 @@ class SymCtx:
             else:
                 s = self.solver()
                 s.add(self.assume)
-                if s.check() == z3.sat:
+                if solve(s)[0] == z3.sat:
                     val = s.model().eval(e, model_completion=True)
                     if self.holds(e == val):
                         got = val.as_long()
