@@ -35,6 +35,7 @@ class Options:
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
     assume_tcgen05_commit_order: bool = True
     assume_dealloc_blocks: bool = True
+    assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
 
     def __post_init__(self) -> None:
         why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)

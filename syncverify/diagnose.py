@@ -46,7 +46,7 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
         return result
     from .semantics.machine import Assumptions, Machine
 
-    machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
+    machine = Machine(protocol, Assumptions.of(options))
     found = per_warp_release(protocol, machine, result)
     found += arrival_counts(protocol, machine, result, options)
     found += first_parity(protocol, machine, result, options)
@@ -112,7 +112,7 @@ def _search_clean(protocol: ir.Protocol, options: Options, spent: float = 0.0) -
     from .semantics.machine import Assumptions, Machine
 
     try:
-        machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
+        machine = Machine(protocol, Assumptions.of(options))
     except Exception:  # a variant the model rejects proves nothing
         return False
     seconds = min(options.timeout, RERUN_SECONDS, max(5.0, 4 * spent))
@@ -153,16 +153,19 @@ def per_warp_release(protocol: ir.Protocol, machine: Machine, result: CheckResul
             for prev in reversed(block[:i]):
                 if isinstance(prev, ir.Syncwarp | ir.BarSync | ir.ClusterWait | ir.Elect | ir.If | ir.For):
                     break  # the warp synchronizes (or control flow we do not follow): nothing certain
-                if isinstance(prev, ir.Access) and prev.span.line in race_lines \
+                if isinstance(prev, ir.Access | ir.TmemAccess) and prev.span.line in race_lines \
                         and _executions(machine, prev) > _executions(machine, arrives[0]):
                     race = race_lines[prev.span.line]
-                    what = f"{prev.kind} of {prev.buf.name}{'[…]' if prev.buf.index is not None else ''}"
+                    # a tcgen05.ld/st is each lane's own, completed by each lane's own tcgen05.wait
+                    ref = prev.buf if isinstance(prev, ir.Access) else prev.region
+                    kind = prev.kind if isinstance(prev, ir.Access) else f"tcgen05.{prev.kind}"
+                    what = f"{kind} of {ref.name}{'[…]' if ref.index is not None else ''}"
                     out.append(make(
                         "SV508", f"`per warp` release without `syncwarp`: lane 0's arrive on `{arrives[0].bar.name}` "
                         f"publishes only lane 0's own accesses; lanes 1..31's {what} at line {prev.span.line} are "
                         f"not published (the {race.code} at line {race.span.line}). Put `syncwarp;` before "
                         "`per warp`", s.span,
-                        related=(Related(prev.span, f"the {prev.kind} by all lanes"),
+                        related=(Related(prev.span, f"the {kind} by all lanes"),
                                  Related(race.span, f"the race it causes ({race.code})"))))
                     break
     return out

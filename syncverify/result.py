@@ -43,6 +43,9 @@ class CheckResult:
     stopped_by: str = ""
     # The point of a -D sweep this result is for (NAME, value) pairs; () when no -D was swept
     sweep: tuple[tuple[str, int], ...] = ()
+    # The named readings of behaviour PTX does not settle that this check relied on (machine.Assumptions,
+    # dropped by --no-assume); () when none was used
+    assumed: tuple[str, ...] = ()
 
     def point(self) -> str:
         """The sweep point as the text report names it (" [STAGES=2, ITERS=8]"), or ""."""

@@ -27,11 +27,22 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
 
 
 def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
-    from ..semantics.machine import Assumptions, Machine
+    """The engines' result, with the named readings of unsettled PTX it relied on (Assumptions.used)."""
+    from ..semantics.machine import Assumptions
+
+    assumptions = Assumptions.of(options)
+    result = _run(protocol, options, assumptions)
+    if assumptions.used and result.verdict is not Verdict.ERROR:
+        result = replace(result, assumed=tuple(sorted(assumptions.used)))
+    return result
+
+
+def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
+    from ..semantics.machine import Machine
     from .explicit import Budget, explore
 
     try:
-        machine = Machine(protocol, Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks))
+        machine = Machine(protocol, assumptions)
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
@@ -59,7 +70,7 @@ def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     result = merge_static(result, static_findings(protocol, machine.programs))
     if options.engine == "auto" and symbolic is not None:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"
-        result = symbolic.lift_result(result, protocol, options)
+        result = symbolic.lift_result(result, protocol, options, assumptions)
     return result
 
 

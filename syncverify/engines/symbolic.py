@@ -891,8 +891,8 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
     from ..staticcheck import static_findings
     from . import merge_static
 
-    assumptions = Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks)
-    machine = machine or Machine(protocol, assumptions)
+    machine = machine or Machine(protocol, Assumptions.of(options))
+    assumptions = machine.assume
     if not protocol.loop_params:
         # nothing to lift: the exhaustive search already covers every iteration
         result = explore(protocol, Budget(options.max_states, options.timeout, options.max_memory_mb), machine,
@@ -912,14 +912,15 @@ def as_result(protocol: ir.Protocol, res: Lift, strict: bool) -> CheckResult:
                        diagnostics=res.diagnostics, stats=res.stats, coverage=res.reason, stopped_by=res.stopped_by)
 
 
-def lift_result(result: CheckResult, protocol: ir.Protocol, options) -> CheckResult:
+def lift_result(result: CheckResult, protocol: ir.Protocol, options,
+                assumptions: Assumptions | None = None) -> CheckResult:
     """`--engine auto`: a bounded `safe` from the explicit search, lifted to every trip count where possible.
 
     A violation the lift finds beyond the bounded check (replayed at its ITERS) replaces the
     safe verdict; a refusal or a budget keeps the bounded verdict and says why in its coverage."""
     if result.verdict is not Verdict.SAFE or not protocol.loop_params:
         return result
-    assumptions = Assumptions(options.assume_tcgen05_commit_order, options.assume_dealloc_blocks)
+    assumptions = assumptions or Assumptions.of(options)
     # The lift costs about as much as a bounded run over a few periods. Its budget is in states, so
     # that whether it proves a file does not depend on the machine's load: ten times the bounded
     # run's states (at least LIFT_MIN_STATES), within --max-states, so that a protocol whose

@@ -39,6 +39,7 @@ def result_dict(r: CheckResult) -> dict[str, Any]:
         "coverage": r.coverage,
         "stopped_by": r.stopped_by or None,
         "sweep": dict(r.sweep),
+        "assumed": list(r.assumed),
         "diagnostics": [diagnostic_dict(d) for d in r.diagnostics],
         "stats": {"states": r.stats.states, "transitions": r.stats.transitions,
                   "seconds": round(r.stats.seconds, 4), "peak_mb": round(r.stats.peak_mb, 1)},

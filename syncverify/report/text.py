@@ -120,5 +120,7 @@ def render(results: Iterable[CheckResult], console: Console, full_trace: bool = 
         if r.stats.states:
             stats = f" [dim][{r.stats.states} states, {r.stats.seconds:.2f}s][/]"
         bound = f" [dim]bound: {r.bound}[/]" if r.verdict in (Verdict.SAFE, Verdict.VIOLATION) else ""
+        if r.assumed:  # the readings of unsettled PTX the verdict relied on (--no-assume drops them)
+            bound += f" [dim](assumed: {escape(', '.join(r.assumed))})[/]"
         console.print(f"{escape(r.path)}{escape(name)}: [{_VERDICT_STYLE[r.verdict]}]{r.verdict.value}[/]"
                       f"{bound}{escape(extra)}{stats}")

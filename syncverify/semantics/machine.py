@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from .. import ir
@@ -108,10 +108,25 @@ __all__ = ['TMEM_COLUMNS', 'UNCOMMITTED', 'Assumptions', 'BudgetExceeded', 'Mach
 
 @dataclass(frozen=True)
 class Assumptions:
-    """Readings of behaviour PTX does not settle that production kernels rely on (§10.8)."""
+    """Readings of behaviour PTX does not settle that production kernels rely on (§10.8), each
+    dropped by `--no-assume`.
+
+    ``used`` collects the names of the readings a check relied on (a machine adds a name when a
+    step took a reading PTX alone would not give), so that the result can say so; every machine
+    built from one Assumptions object adds to the same set."""
 
     tcgen05_commit_in_order: bool = True
     dealloc_blocks: bool = True
+    # a tcgen05.commit's arrive-on releases the committing thread's generic accesses (families/tcgen05.py)
+    commit_release: bool = True
+    used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def of(cls, options: object) -> Assumptions:
+        """The readings a check's Options (check.Options) ask for."""
+        return cls(getattr(options, "assume_tcgen05_commit_order", True),
+                   getattr(options, "assume_dealloc_blocks", True),
+                   getattr(options, "assume_commit_release", True))
 
 
 class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpAsyncOps, LifecycleOps, Reduction):

@@ -47,6 +47,7 @@ from ..state import (
     SPACE_DATA,
     SPACE_INIT,
     SPACE_OBS,
+    SPACE_TMEM,
     WRITE,
     State,
     acquire,
@@ -227,7 +228,7 @@ class MbarrierOps(ScopeOps):
             releasing = ins.lanes & proc.lane_mask
             w.records = release_partial(
                 w.records, lanes, lanes & self.holders.leader(p), self.holders.mb_cur(m),
-                lambda r: r[R_SPACE] == SPACE_DATA and own_part_hidden(proc, r[R_OWNER], r[R_PART],
+                lambda r: r[R_SPACE] in (SPACE_DATA, SPACE_TMEM) and own_part_hidden(proc, r[R_OWNER], r[R_PART],
                                                                        not hidden_like_own_access(r[R_FLAGS]),
                                                                        releasing,
                                                                        bool(r[R_FLAGS] & F_WARPSYNCED)))

@@ -75,6 +75,7 @@ from ..state import (
     release,
 )
 from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
+from .tcgen05_carry import COMMIT_RELEASE, commit_release_carries
 
 if TYPE_CHECKING:
     from ...engines.bmc import Effect, Encoding, Event, Work
@@ -114,16 +115,6 @@ def _committed_tag(grp: int) -> int:
     return TC_COMMITTED - grp if grp <= TC_COMMITTED else -1
 
 
-def commit_carries(space: int, completed_write: bool, is_async: bool, tracked_operand: bool) -> bool:
-    """Which records, known by the committing lanes, a tcgen05.commit's arrival carries (see
-    Tcgen05Ops._tc_snapshot): observations, tensor-memory knowledge, and completed writes of shared
-    memory that are asynchronous (a landed copy) or of a slot a tracked operation reads. The
-    explicit machine and the bmc encoding (Tcgen05Encoding) both decide it here."""
-    if space in (SPACE_OBS, SPACE_TMEM):
-        return True
-    return space == SPACE_DATA and completed_write and (is_async or tracked_operand)
-
-
 class Tcgen05Ops:
     """The tcgen05 handlers of Machine (a mixin: Machine and the other families supply the barrier,
     slot and record helpers)."""
@@ -160,11 +151,12 @@ class Tcgen05Ops:
 
     # ------------------------------------------------------------------ ordering
     def _tc_conflicts(self, w, p: int, lanes: int, key: tuple, kind: int, span, what: str,
-                      issuer: str = "") -> None:
+                      issuer: str = "", part: int = -1) -> None:
         """Check a tensor-memory access against the live records of its region.
 
         Ordered: a record the access's thread has seen complete and ordered for tcgen05 (its
-        after-fence, or its own wait::ld/st, marked it with the thread's tc_fenced bit); with
+        after-fence, or its own wait::ld/st, marked it with the thread's tc_fenced bit), or an ld/st of
+        the same lanes (``part``) of the same process after their wait (each lane's own part); with
         ``issuer`` ("mma" or "cp") also an in-flight mma/cp of the same thread that it is pipelined
         after (_PIPELINED), or one another thread handed over through the fence pair (§9.7.16.6.4.3).
         Known through a thread synchronization alone: SV603. Otherwise a race."""
@@ -173,6 +165,8 @@ class Tcgen05Ops:
         for r in w.records:
             if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind:
                 continue
+            if r[R_OWNER] == p and r[R_PART] == part and r[R_GRP] == -1 and not r[R_FLAGS] & (F_TC | F_INFLIGHT):
+                continue  # the same lanes' own ld/st after their wait: each lane after its own part
             known = r[R_KNOWN]
             if r[R_FLAGS] & F_INFLIGHT or (known & lanes) != lanes:
                 self._tc_race(p, key, kind, r, span, what)
@@ -273,8 +267,8 @@ class Tcgen05Ops:
         """tcgen05.ld / tcgen05.st (§9.7.16.6.2.3): asynchronous until the thread's wait::ld / wait::st."""
         key = (SPACE_TMEM, proc.cta, *self._tc_region(op.region, env, ctx))
         kind = READ if op.kind == "ld" else WRITE
-        self._tc_conflicts(w, p, lanes, key, kind, op.span, f"tcgen05.{op.kind}")
         part = self._part(p, ins)
+        self._tc_conflicts(w, p, lanes, key, kind, op.span, f"tcgen05.{op.kind}", part=part)
         if kind == READ:
             self._tc_add(w, p, part, key, READ, op.span.line, 0, TC_LD)
         else:
@@ -291,7 +285,12 @@ class Tcgen05Ops:
         for r in w.records:
             if r[R_OWNER] == p and r[R_GRP] == grp and r[R_SPACE] == SPACE_TMEM and \
                     not (waiter == LEADER and r[R_PART] != LEADER):
-                learn = lanes & leader if r[R_PART] == LEADER else lanes
+                # Each thread's wait completes the accesses that thread issued ("issued by the
+                # executing thread", PTX §9.7.16.8.5): an access of several lanes becomes known
+                # lane by lane -- by the other-lanes holder, as a whole-warp generic access is
+                # (program.own_part_hidden) -- so the leader lane alone cannot publish it until a
+                # syncwarp orders every lane's part before it.
+                learn = lanes & (leader if r[R_PART] == LEADER else self.holders.lanes(p))
                 learn |= self.holders.tc_fenced(p, learn)
                 r = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_FLAGS + 1], -1, r[R_REGION], r[R_AKNOWN],
                      r[R_KNOWN] | learn)
@@ -355,26 +354,40 @@ class Tcgen05Ops:
         self._tc_fence_before(w, p, part)  # implied by the commit (§9.7.16.6.4.2)
         operands = {r[:4] for r in w.records if r[R_OWNER] == p and r[R_SPACE] == SPACE_DATA and
                     0 <= _committed_tag(r[R_GRP]) <= tag}
-        w.records = self._tc_snapshot(w.records, p, lanes, self.holders.tc_snap(p, tag), operands)
+        w.records, assumed = self._tc_snapshot(w.records, p, lanes, self.holders.tc_snap(p, tag), operands,
+                                               self.assume.commit_release)
+        if assumed:
+            self.assume.used.add(COMMIT_RELEASE)
         for m in ms:
             for _ in range(ins.threads):  # each executing thread commits (and arrives) once
                 w.agents.append((AG_UMMA, self.mb_names[m][0], 0, 0, m, tag, p, op.span.line, 0))
         return True
 
     @staticmethod
-    def _tc_snapshot(records: tuple, p: int, lanes: int, snap: int, operands: set[tuple]) -> tuple:
+    def _tc_snapshot(records: tuple, p: int, lanes: int, snap: int, operands: set[tuple],
+                     release_all: bool = False) -> tuple[tuple, bool]:
         """What the commit's arrival will carry (``snap`` marks it): the observations the committing
         lanes know (the arrival is causally after them), the completed asynchronous writes they
         know (complete before the commit was issued, so before its arrival), the writes they know
         of the shared-memory slots the tracked operations read (those operations read what the
         writes left, and complete before the arrival), their tensor-memory knowledge, and the
         thread's earlier mma/cp already completed (a commit tracks every prior one). Not the other
-        generic writes they know: PTX does not say the arrive-on releases them."""
+        generic writes they know: PTX does not say the arrive-on releases them -- unless
+        ``release_all`` (the COMMIT_RELEASE reading, on by default): then every data record they know.
+        Also returns whether the reading carried a record PTX alone would not."""
         out = None
+        assumed = False
         for i, r in enumerate(records):
             known, aknown, space = r[R_KNOWN], r[R_AKNOWN], r[R_SPACE]
-            if (known & lanes) == lanes and commit_carries(space, r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT,
-                                                           bool(r[R_FLAGS] & F_ASYNC), r[:4] in operands):
+            if (known & lanes) != lanes:
+                carried = False
+            else:
+                carried, only = commit_release_carries(
+                    release_all, space, r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT,
+                    bool(r[R_FLAGS] & F_ASYNC), r[:4] in operands)
+                if only and (known & snap) != snap:
+                    assumed = True
+            if carried:
                 nk, na = known | snap, aknown | snap if (aknown & lanes) == lanes else aknown
             elif r[R_OWNER] == p and r[R_FLAGS] & F_TC and r[R_GRP] == -1:
                 nk, na = known | snap, aknown | snap
@@ -383,7 +396,7 @@ class Tcgen05Ops:
             if out is None:
                 out = list(records)
             out[i] = (*r[:R_AKNOWN], na, nk)
-        return records if out is None else tuple(out)
+        return (records if out is None else tuple(out)), assumed
 
     def _complete_umma(self, w, a: tuple) -> None:
         """A commit's arrival: the operations it tracks (and those of the thread's earlier commits
@@ -447,9 +460,13 @@ class Tcgen05Ops:
         commit) and a synchronization. The dealloc is a synchronous tcgen05 instruction (PTX
         §9.7.16.6.1), ordered in program order after the synchronization: no after-fence is needed
         (the sequence of ptx-semantics.md §7: users finish, before-fence + barrier, dealloc)."""
+        whole = self.holders.proc_mask(p)
         for r in w.records:
             if r[R_SPACE] != SPACE_TMEM or r[R_CTA] != cta:
                 continue
+            if r[R_OWNER] == p and (lanes & whole) == whole and r[R_GRP] == -1 and \
+                    not r[R_FLAGS] & (F_TC | F_INFLIGHT) and r[R_KNOWN] & whole:
+                continue  # the whole warp's own ld/st after its wait: every lane after its own part
             if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
                 self._tc_race(p, r[:4], WRITE, r, span, "tmem.dealloc")
             if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p:
@@ -522,8 +539,18 @@ class Tcgen05Encoding:
         commit here tracks no operation). A landed copy's write is known by nobody before it
         lands, so "known by the committing lanes" already means "completed"."""
         enc = self.enc
-        return enc._mask(r for r, rec in enumerate(enc.records) if rec.space in _MACHINE_SPACE and commit_carries(
-            _MACHINE_SPACE[rec.space], rec.kind == 1, rec.is_async, False))
+        assume = enc.machine.assume.commit_release
+        mask = 0
+        for r, rec in enumerate(enc.records):
+            if rec.space not in _MACHINE_SPACE:
+                continue
+            carried, only = commit_release_carries(assume, _MACHINE_SPACE[rec.space], rec.kind == 1, rec.is_async,
+                                                   False)
+            if carried:
+                mask |= 1 << r
+            if only:
+                enc.machine.assume.used.add(COMMIT_RELEASE)
+        return mask
 
     def ev_umma_commit(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:
         """Machine.op_umma_commit: the barrier is usable (SV401/SV402); what the lanes know of
