@@ -118,6 +118,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
     sym, bits = _resolve(mod, [(p.name, p.size) for p in fn.params], sym)
+    _not_bound(mod, fn, launch, sym)
     todo = [(sym.lo, UPPER)]
     out: list[SymbolicKernel] = []
     while todo:
@@ -128,8 +129,28 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
             if len(out) + len(todo) + 2 > MAX_DOMAINS:
                 raise sp.refusal from None
             todo[:0] = [(lo, sp.at - 1), (sp.at, hi)]
+    if len(out) == 1 and out[0].trip is None:
+        raise PtxError(mod.path, fn.line, 1, f"--symbolic {sym.show()}: no synchronization of {name} depends on "
+                       f"it: every loop and branch runs the same for every N >= {sym.lo} (their counts come from "
+                       "other values, bound by --param or constant), so this would be one concrete check, not a "
+                       "check of every N. Bind it with --param, or leave unbound the values its trip counts are "
+                       "computed from (a tile scheduler's k-tile counts)")
     _other_clusters(mod, launch, name, fn, bits, tuple(out))
     return tuple(out)
+
+
+def _not_bound(mod: Module, fn: Function, launch: Launch, sym: SymParam) -> None:
+    """The symbolic bytes must not also be bound by --param (or --zero-global): one of the two would be
+    silently ignored, and a check "for every N" of bytes that a binding fixes is one concrete check."""
+    img, known = _params(fn, launch)[sym.ptx_name]
+    if img is None:
+        return
+    length = sym.length if sym.length is not None else len(img)
+    overlap = [i for i in range(sym.off, sym.off + length) if known is None or known[i]]
+    if overlap:
+        raise PtxError(mod.path, fn.line, 1, f"--symbolic {sym.show()}: bytes {overlap[0]}..{overlap[-1]} of "
+                       f"parameter {sym.ptx_name} are also bound by --param (or --zero-global); a byte is "
+                       "either symbolic or bound: drop one of the two")
 
 
 def _statements(fam: SymbolicKernel) -> list[list[str]]:
