@@ -261,15 +261,18 @@ def test_check_a_cu_file_compiles_it(capsys):
 
 
 def test_wgmma_descriptor_footprint_covers_the_operand():
-    from syncverify.ptx.sync import wgmma_footprint
+    """The operand's bytes, decoded exactly (ptx/wgmma_desc.py; every layout CUTLASS builds is checked in
+    tests/test_soundness_wgmma_desc.py)."""
+    from syncverify.ptx.wgmma_desc import operand_ranges
 
     # no swizzle, K-major 64 x 32 bytes: 8 row groups 256 bytes apart, 2 core matrices 128 bytes apart
     desc = (0x880 >> 4) | ((128 >> 4) << 16) | ((256 >> 4) << 32)
-    assert wgmma_footprint(desc, 64, 32) == (0x880, 0x880 + 2048)
-    # 128-byte swizzle: whole 1024-byte atoms from the atom the start address lies in
+    assert operand_ranges(desc, 64, 2, 16, True) == ((0x880, 0x880 + 2048),)
+    # 128-byte swizzle: 32 bytes of each of the 64 rows, permuted within the row, in the atoms from 0x1000
     desc = (0x1020 >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-    lo, hi = wgmma_footprint(desc, 64, 32)
-    assert lo == 0x1000 and hi >= 0x1000 + 8 * 1024
+    ranges = operand_ranges(desc, 64, 2, 16, True)
+    assert sum(hi - lo for lo, hi in ranges) == 64 * 32
+    assert 0x1000 <= ranges[0][0] and ranges[-1][1] <= 0x1000 + 8 * 1024
 
 
 # ---- round trip over kernels/ -----------------------------------------------------------------------

@@ -192,13 +192,14 @@ def test_stmatrix_and_ldmatrix_are_shared_memory_accesses():
 def test_k_major_swizzled_wgmma_operand_stays_in_its_atoms():
     """CUTLASS steps K inside a 128-byte swizzled row by moving the descriptor's start (+32, +64, +96 bytes);
     a K-major operand then reads only the rows of its atoms, not 96 bytes into the next stage (which would
-    race with that stage's TMA load: a false alarm). Without the K-major flag, or with a K slice that
-    crosses the row, the range keeps the start's offset."""
-    from syncverify.ptx.sync import wgmma_footprint
+    race with that stage's TMA load: a false alarm). A K slice that crosses the row (no CUTLASS layout
+    does) reads the first chunk of the next row: 16 bytes past the atoms."""
+    from syncverify.ptx.wgmma_desc import operand_ranges
 
     base = 0x20800
     desc = ((base + 96) >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-    assert wgmma_footprint(desc, 128, 32, k_major=True) == (base, base + 16 * 1024)
-    assert wgmma_footprint(desc, 128, 32) == (base, base + 16 * 1024 + 96)
+    ranges = operand_ranges(desc, 128, 2, 16, True)
+    assert base <= ranges[0][0] and ranges[-1][1] <= base + 16 * 1024
+    assert sum(hi - lo for lo, hi in ranges) == 128 * 32
     crossing = ((base + 112) >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-    assert wgmma_footprint(crossing, 128, 32, k_major=True) == (base, base + 16 * 1024 + 112)
+    assert operand_ranges(crossing, 128, 2, 16, True)[-1][1] == base + 16 * 1024 + 16

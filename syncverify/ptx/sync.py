@@ -14,6 +14,7 @@ from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import spins
 from .values import UNKNOWN, Value, mask
+from .wgmma_desc import operand_ranges
 
 if TYPE_CHECKING:
     from .execute import WarpRun
@@ -445,42 +446,12 @@ def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
 _ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
 
 
-def wgmma_footprint(desc: int, rows: int, k_bytes: int, k_major: bool = False) -> tuple[int, int]:
-    """Shared-memory bytes [start, end) a wgmma matrix descriptor can read, over-approximated.
-
-    The sm_90 descriptor holds the start address (bits 0-13, in 16-byte units),
-    the leading and stride byte offsets (bits 16-29 and 32-45) and the swizzle
-    mode (bits 62-63). A `rows` x `k_bytes` operand is made of 8-row groups of
-    16-byte core matrices (no swizzle) or of 8-row swizzle atoms; the range
-    returned is the bounding box of both K-major and MN-major readings, with
-    swizzled atoms taken whole. Reading more than the instruction does can
-    only add races, never hide one. A K-major operand (transpose flag 0)
-    whose K slice lies inside the first row of its atom -- CUTLASS steps K
-    by moving the start address within the row -- reads only the rows of
-    its atoms: the swizzle permutes 16-byte chunks within a row, never
-    across rows, so the range ends at the last atom's end.
-    """
-    start = (desc & 0x3FFF) << 4
-    lbo = ((desc >> 16) & 0x3FFF) << 4
-    sbo = ((desc >> 32) & 0x3FFF) << 4
-    mode = (desc >> 62) & 3
-    groups = max(rows // 8, 1)
-    if mode == 0:
-        chunks = max(k_bytes // 16, 1)
-        reach = max((groups - 1) * sbo + (chunks - 1) * lbo, (groups - 1) * lbo + (chunks - 1) * sbo)
-        return start, start + reach + 128
-    width = {1: 128, 2: 64, 3: 32}[mode]
-    atom = 8 * width
-    base = start // atom * atom
-    atoms_k = max((k_bytes + width - 1) // width, 1)
-    reach = max((groups - 1) * sbo + (atoms_k - 1) * lbo, (groups - 1) * lbo + (atoms_k - 1) * sbo, 0)
-    if k_major and (start - base) + k_bytes <= width:
-        return base, base + reach + atom
-    return base, base + reach + atom + (start - base)
-
-
 def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
-    """`wgmma.mma_async.sync.aligned.mMnNkK.dtype.atype.btype d, a, b, …`: the async reads of A and B."""
+    """`wgmma.mma_async.sync.aligned.mMnNkK.dtype.atype.btype d, a, b, …`: the async reads of A and B, the
+    exact bytes each matrix descriptor names (wgmma_desc.py). The major-ness comes from the instruction:
+    f16/bf16 with A in shared memory have `d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b,
+    imm-trans-a, imm-trans-b`, with A in registers `d, a, b-desc, scale-d, imm-scale-a, imm-scale-b,
+    imm-trans-b`; the other types have no transpose operands and are K-major (PTX ISA, wgmma.mma_async)."""
     shape = next((m for m in ins.mods if m.startswith("m") and "n" in m and "k" in m), "")
     try:
         m_, rest = shape[1:].split("n")
@@ -489,19 +460,28 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
     except ValueError:
         raise run.refuse(ins, f"wgmma shape {shape!r} not understood") from None
     types = [t for t in ins.mods if t in _ELEM_BYTES]
-    elem = _ELEM_BYTES.get(types[-1], 2) if types else 2
-    operands = [(ins.operands[1], m), (ins.operands[2], n)]
-    # `d, a, b, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b` (f16/bf16 with descriptors):
-    # a transpose flag 0 is K-major
-    trans = [op.value if isinstance(op, Imm) else None for op in ins.operands[6:8]] if len(ins.operands) == 8 \
-        else [None, None]
+    if not types:
+        raise run.refuse(ins, "wgmma operand type not understood")
+    elem = _ELEM_BYTES[types[-1]]
+    ops = ins.operands
+    a_in_regs = isinstance(ops[1], Vec)
+    if types[-1] in ("f16", "bf16"):
+        want = 7 if a_in_regs else 8
+        if len(ops) != want:
+            raise run.refuse(ins, f"wgmma with {types[-1]} operands takes {want} operands here, not {len(ops)}")
+        trans = [None, ops[6]] if a_in_regs else [ops[6], ops[7]]
+    else:
+        trans = [None, None]  # no transpose operand: K-major
     ranges: set[tuple[int, int, int]] = set()
-    for (op, rows), tr in zip(operands, trans, strict=True):
+    for op, rows, tr in ((ops[1], m, trans[0]), (ops[2], n, trans[1])):
         if isinstance(op, Vec):  # A from registers
             continue
+        if tr is not None and not (isinstance(tr, Imm) and tr.value in (0, 1)):
+            raise run.refuse(ins, "a wgmma transpose operand that is not the immediate 0 or 1")
+        k_major = tr is None or tr.value == 0  # type: ignore[union-attr]
         desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
-        lo, hi = wgmma_footprint(desc, rows, k * elem, k_major=tr == 0)  # type: ignore[arg-type]
-        ranges.add((run.rank, lo, hi))
+        for lo, hi in operand_ranges(desc, rows, elem, k, k_major):  # type: ignore[arg-type]
+            ranges.add((run.rank, lo, hi))
     _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
 
