@@ -234,6 +234,8 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         if not self.machine.assume.tcgen05_commit_in_order:
             return []
         mine = [x for x in self.commits if x.event.proc == c.event.proc]
+        if mine.index(c):
+            self.machine.assume.used.add("commit-order")  # an arrival ordered behind an earlier one
         return mine[:mine.index(c)]
 
     def _size_numbers(self) -> None:

@@ -277,6 +277,8 @@ class AsyncAgentOps:
             self.tc_dealloc_check(w, p, lanes, proc.cta, op.span)  # (families/tcgen05.py)
         if op.cta_group == 1 or (op.dealloc and not self.assume.dealloc_blocks):
             return self._tmem_columns(w, proc.cta, op)
+        if op.dealloc:
+            self.assume.used.add("dealloc-blocks")  # the pair's dealloc waits for the peer (§10.8)
         idx = self.tmem_rendezvous(proc.cta, op)
         peer = proc.cta ^ 1
         arrived, gen = w.tmem[idx]
@@ -331,7 +333,10 @@ class AsyncAgentOps:
     def _agent_enabled(self, state: State, a: tuple) -> bool:
         if a[0] == AG_UMMA and self.assume.tcgen05_commit_in_order:
             # successive commits of one thread deliver their arrivals in issue order (§10.8)
-            return a[5] == min(b[5] for b in state.agents if b[0] == AG_UMMA and b[6] == a[6])
+            if a[5] == min(b[5] for b in state.agents if b[0] == AG_UMMA and b[6] == a[6]):
+                return True
+            self.assume.used.add("commit-order")  # an arrival held back behind an earlier one
+            return False
         return True
 
     def step_agent(self, state: State, a: tuple) -> StepResult:
@@ -582,6 +587,8 @@ def setup_tmem(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
     """Machine.op_tmem: the warp pair of CTAs rank and rank ^ 1 meets at one rendezvous per pair,
     one for allocations and one for deallocations (its index: ``e.tm``)."""
     if not tmem_no_op(enc.machine, e.op):
+        if e.op.dealloc:
+            enc.machine.assume.used.add("dealloc-blocks")
         tm, e.error = static_value(enc.machine.tmem_rendezvous, e.own, e.op)
         e.tm = -1 if tm is None else tm
 
