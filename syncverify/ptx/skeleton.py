@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from .execute import WARP, Event, Launch, Refusal, source_of
+from .lanes import check_crossing, lane_condition, slot_lanes
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
@@ -85,9 +86,26 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         mbarriers.append((name, start, n))
         for j in range(n):
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
-    events = {key: _coalesce(evs) for key, evs in events.items()}
+    raw = events
+    owner: dict[tuple[int, int], list[int]] = {}
+    events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
     slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
     ctx = _Ctx(mod, mb_name, slot_of, notes)
+
+    def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
+        """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
+        e = events[key][owner[key][i]]
+        full = (1 << max(0, min(WARP, launch.threads - WARP * key[1]))) - 1
+        if e.lanes != full and e.lanes & (e.lanes - 1) == 0:
+            return "L"  # an elected access: the model's lane 0
+        slot = next((n for a, b, n in ctx.slot_of if a <= byte < b), None)
+        lanes = 0
+        for a, b, n in ctx.slot_of:
+            if n == slot:
+                lanes |= slot_lanes(e, a, b, rank)
+        return "L" if lanes == 1 else "O"
+
+    check_crossing(mod, raw, side)
     per_warp: dict[int, list[tuple[Stmt, ...]]] = {}
     nwarps = (launch.threads + WARP - 1) // WARP
     for w in range(nwarps):
@@ -186,21 +204,27 @@ def _ranges(e: Event) -> list[tuple[int, int, int]]:
     return []
 
 
-def _coalesce(evs: list[Event]) -> list[Event]:
+def _coalesce(evs: list[Event], owner: list[int] | None = None) -> list[Event]:
     """Merge back-to-back accesses of one kind by the same lanes into one access.
 
     Nothing that synchronizes lies between them, so every other access is
     ordered with both or with neither: the race findings are the same. That
     holds for the asynchronous operand reads of back-to-back wgmma too: no
     commit lies between them, so one `wgmma.wait` completes both (a k-tile's
-    four m64n128k16 instructions become one read of the stage).
+    four m64n128k16 instructions become one read of the stage). ``owner`` receives, for each event,
+    the index of the access it became part of.
     """
     out: list[Event] = []
     for e in evs:
         last = out[-1] if out else None
+        if owner is not None:
+            merge = last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
+                and last.lanes == e.lanes
+            owner.append(len(out) - 1 if merge else len(out))
         if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
                 and last.lanes == e.lanes:
-            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})))
+            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})),
+                            None, tuple(sorted({*last.footprint, *e.footprint})))
         else:
             out.append(e)
     return out
@@ -300,14 +324,11 @@ class _Ctx:
                 raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
                               "warp-collective barrier; the language counts barrier arrivals a whole warp at a time")
             if not elect and e.lanes != lanes_full:
-                if e.kind in ("read", "write"):
-                    self.notes.append("a shared-memory access by part of a warp is written as an access by the "
-                                      "whole warp (more accesses: it can only add races)")
-                else:
+                if e.kind not in ("read", "write"):
                     raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
-            for text in self.render(own, e):
+            for text in self.render(own, e, None if elect else lanes_full):
                 out.append(Stmt(text, elect, e.instr, retry=e.retry))
         return out
 
@@ -321,7 +342,7 @@ class _Ctx:
             out.append(form.format(slot=slot, n=n))
         return out
 
-    def render(self, own: int, e: Event) -> list[str]:
+    def render(self, own: int, e: Event, lanes_full: int | None = None) -> list[str]:
         k, a = e.kind, e.args
         if k == "init":
             return [f"init {self.bar(a[0], own)} count {a[1]};"]  # type: ignore[arg-type]
@@ -386,7 +407,7 @@ class _Ctx:
             m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
             return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + m + ";")  # type: ignore[arg-type]
         if k == "tma_store":
-            (rank, off), size = a  # type: ignore[misc]
+            (_rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
         if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)
             return [str(a[0])]
@@ -394,9 +415,26 @@ class _Ctx:
             slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
             return [f"wgmma.read {slot};" for slot in slots]
         if k in ("read", "write"):
-            names: dict[tuple[str, int], None] = {}
-            for rank, s, t in e.ranges:
-                for slot, _n in self.slots_in(s, t):
-                    names[(slot, rank)] = None
-            return [f"{k} {slot}{f' @ {rank}' if rank != own else ''};" for slot, rank in names]
+            return self.access(own, e, lanes_full)
         raise AssertionError(k)  # pragma: no cover - every event kind is rendered above
+
+    def access(self, own: int, e: Event, lanes_full: int | None) -> list[str]:
+        """A read or write, one statement per slot (and CTA) it touches, each for the lanes whose bytes
+        lie in that slot (lanes.py): `if lane == 0 { read s0; }` where only lane 0's bytes do. An elected
+        access (``lanes_full`` None) is its lane's alone."""
+        names: dict[tuple[str, int], int] = {}
+        for rank, s, t in e.ranges:
+            for slot, _n in self.slots_in(s, t):
+                names.setdefault((slot, rank), 0)
+        if lanes_full is not None:
+            for slot, rank in names:
+                for a, b, name in self.slot_of:
+                    if name == slot:
+                        names[(slot, rank)] |= slot_lanes(e, a, b, rank)
+        out = []
+        for (slot, rank), lanes in names.items():
+            text = f"{e.kind} {slot}{f' @ {rank}' if rank != own else ''};"
+            if lanes_full is not None and lanes != lanes_full:
+                text = f"if {lane_condition(lanes)} {{ {text} }}"
+            out.append(text)
+        return out
