@@ -2,7 +2,9 @@
 
 * Lanes that communicate through shared memory with nothing ordering them (lane i reads what lane
   i+1 wrote, no __syncwarp) were extracted as one warp's `write; read` (each lane its own part):
-  safe. They are refused at the load now; with __syncwarp() between them the kernel stays safe, and
+  safe. Such accesses are written lane by lane now, and the model no longer reads two lanes other
+  than lane 0 as ordered (program.lanes_meet_unordered): a race on every engine, refused by the
+  Promela export. With __syncwarp() (or __syncthreads()) between them the kernel stays safe, and
   lanes that touch only their own bytes stay one warp-wide access.
 * A lane reading only its own element (lane 0 writes buf[0], every lane reads buf[lane]) was SV301:
   the read was a whole-warp read of buf[0]'s slot. Each slot now gets the lanes whose bytes lie in
@@ -65,14 +67,26 @@ def _body(text: str) -> list[str]:
 
 # ---- lanes that touch each other's bytes ------------------------------------------------------------
 
+RACE = {"SV301", "SV302"}  # which of RAW/WAR names a race can differ (docs/language.md §8.3)
+
+
 @needs_nvcc
-def test_neighbour_exchange_without_syncwarp_is_refused_at_the_load(lanes_ptx: str) -> None:
-    with pytest.raises(Refusal) as err:
-        _text(lanes_ptx, "neighbour_no_syncwarp", 32)
-    msg = str(err.value)
-    assert "lane 1 of the same warp wrote" in msg and "__syncwarp" in msg
-    assert err.value.line == next(i + 1 for i, ln in enumerate(Path(lanes_ptx).read_text().splitlines())
-                                  if "ld.volatile.shared" in ln)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_neighbour_exchange_without_syncwarp_is_a_race(lanes_ptx: str, engine: str) -> None:
+    text = _text(lanes_ptx, "neighbour_no_syncwarp", 32)
+    body = _body(text)
+    assert body[0] == "write s0 bytes 0 + lane * 4..4 + lane * 4;"  # each lane's own word
+    assert "if lane == 1 { read s0 bytes 8..12; }" in body          # lane 1 reads lane 2's word
+    verdict, codes = _codes(text, engine)
+    assert verdict == "violation" and codes and codes <= RACE
+
+
+@needs_nvcc
+def test_neighbour_exchange_is_not_exported_to_promela(lanes_ptx: str) -> None:
+    from syncverify.export import ExportError, export_model
+
+    with pytest.raises(ExportError, match="one lane of a warp meets"):
+        export_model(load(_text(lanes_ptx, "neighbour_no_syncwarp", 32), path="x.sync"))
 
 
 @needs_nvcc
@@ -107,6 +121,40 @@ def test_lane0_reading_back_its_own_element_is_safe(lanes_ptx: str, engine: str)
 def test_lanes_reading_lane0s_writes_stay_a_race(lanes_ptx: str, engine: str) -> None:
     text = _text(lanes_ptx, "lane0_writes_all", 32)
     assert _codes(text, engine) == ("violation", {"SV301"})
+
+
+# ---- the language: one lane other than lane 0 meeting other lanes ----------------------------------------
+
+_LANES_1_2 = """
+protocol lanes_1_2 {{
+  cta threads 32;
+  smem buf bytes 128;
+  if lane >= 1 && lane < 3 {{ write buf bytes lane * 4..lane * 4 + 4; }}
+  {between}
+  if lane >= 1 && lane < 3 {{ read buf bytes {read}; }}
+}}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("between", "read", "verdict"), [
+    ("", "(3 - lane) * 4..(3 - lane) * 4 + 4", "violation"),  # lane 1 reads lane 2's word: was safe
+    ("syncwarp;", "(3 - lane) * 4..(3 - lane) * 4 + 4", "safe"),
+    ("syncthreads;", "(3 - lane) * 4..(3 - lane) * 4 + 4", "safe"),
+    ("", "lane * 4..lane * 4 + 4", "safe"),                    # each lane its own word
+])
+def test_two_lanes_other_than_lane0_are_not_ordered(engine: str, between: str, read: str, verdict: str) -> None:
+    text = _LANES_1_2.format(between=between, read=read)
+    got, codes = _codes(text, engine)
+    assert got == verdict
+    assert (codes <= RACE and codes) if verdict == "violation" else not codes
+
+
+def test_lanes_meeting_on_one_slot_through_a_per_lane_index_race() -> None:
+    """`write b[lane / 2]`: lanes 2 and 3 write b[1], unordered (was safe: both other-lanes accesses)."""
+    text = "protocol p { cta threads 32; smem b[16] bytes 16; if lane >= 2 { write b[lane / 2]; } }"
+    assert _codes(text, "explicit") == ("violation", {"SV303"})
+    assert _codes(text, "bmc") == ("violation", {"SV303"})
 
 
 def test_lane_condition_names_exactly_the_lanes() -> None:

@@ -68,18 +68,23 @@ def slot_lanes(e: Event, s: int, t: int, rank: int) -> int:
 
 
 def check_crossing(mod: Module, events: dict[tuple[int, int], list[Event]],
-                   side: Callable[[tuple[int, int], int, int, int], str]) -> None:
-    """Refuse, at the later access, two accesses of one warp by different lanes to the same bytes
-    (at least one a write) with no `syncwarp` or `bar.sync` of the warp between them, unless the
-    protocol can tell the two lanes apart: ``side(key, index, rank, byte)`` says how the access
+                   side: Callable[[tuple[int, int], int, int, int], str]) -> set[tuple[tuple[int, int], int]]:
+    """The accesses to write lane by lane: of each pair of accesses of one warp by different lanes to
+    the same bytes (at least one a write) with no `syncwarp` or `bar.sync` of the warp between them,
+    those the protocol would not tell apart. ``side(key, index, rank, byte)`` says how the access
     ``events[key][index]`` is written for the slot holding that byte -- "L" for lane 0 alone (the
     elected lane, whose accesses the model keeps apart from the other lanes'), "O" for other lanes.
-    A pair with one access on each side is a race the checker finds (or an ordering it sees); a pair
-    on the same side would be read as program order, so it is refused. A loop kept as a loop
-    (symextract.py's `for` text events) is checked with its body twice, so that one iteration's
-    accesses meet the next one's."""
+    A pair with one access on each side is a race the checker finds (or an ordering it sees) as it
+    is written; a pair on the same side would be read as program order, so both are returned, to be
+    written as one statement per lane (each lane's own bytes: skeleton._Ctx.access), which the model
+    keeps apart (program.lanes_meet_unordered). A collective access (ldmatrix/stmatrix) has no lanes
+    to write: such a pair is refused at the later access. A loop kept as a loop (symextract.py's
+    `for` text events) is checked with its body twice, so that one iteration's accesses meet the
+    next one's."""
+    out: set[tuple[tuple[int, int], int]] = set()
     for key, evs in events.items():
-        _check_warp(mod, key, _unrolled_twice(list(enumerate(evs))), side)
+        _check_warp(mod, key, _unrolled_twice(list(enumerate(evs))), side, out)
+    return out
 
 
 def _unrolled_twice(evs: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
@@ -98,7 +103,7 @@ def _unrolled_twice(evs: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
 
 
 def _check_warp(mod: Module, key: tuple[int, int], evs: list[tuple[int, Event]],
-                side: Callable[[tuple[int, int], int, int, int], str]) -> None:
+                side: Callable[[tuple[int, int], int, int, int], str], out: set[tuple[tuple[int, int], int]]) -> None:
     seen: dict[tuple[int, int], list[tuple[int, int, int, int, Event]]] = {}
     for i, e in evs:
         if e.kind in _ORDERS_LANES:
@@ -112,7 +117,9 @@ def _check_warp(mod: Module, key: tuple[int, int], evs: list[tuple[int, Event]],
                     if lane2 != lane and s2 < t and s < t2 and "write" in (e2.kind, e.kind):
                         byte = max(s, s2)
                         if side(key, i, r, byte) == side(key, i2, r, byte):
-                            raise _crossing(mod, key, e, lane, (lane2, e2), byte, min(t, t2))
+                            if lane < 0 or lane2 < 0:
+                                raise _crossing(mod, key, e, lane, (lane2, e2), byte, min(t, t2))
+                            out.update(((key, i), (key, i2)))
         for lane, r, s, t in e.footprint:
             for c in range(s // _CHUNK, (t - 1) // _CHUNK + 1):
                 seen.setdefault((r, c), []).append((lane, s, t, i, e))
@@ -133,7 +140,7 @@ def _crossing(mod: Module, key: tuple[int, int], e: Event, lane: int, other: tup
                    f"[{s:#x}, {t:#x}) that {_who(lane2)} of the same warp {'read' if kind2 == 'read' else 'wrote'}"
                    f" at {where}, with no __syncwarp() or barrier of the warp "
                    "between them: the lanes of a warp are not ordered with one another (independent thread "
-                   "scheduling), so this is a race unless something else orders the two lanes, and the "
-                   "language has no form for one lane's access ordered after another lane's; put __syncwarp() "
-                   "between them if the lanes communicate",
+                   "scheduling), so this is a race unless something else orders the two lanes, and a "
+                   "collective matrix access has no lanes to write it by; put __syncwarp() between them if the "
+                   "lanes communicate",
                    mod.source_line(e.instr.line), f"CUDA source: {source_of(e.instr)}" if e.instr.src else "")

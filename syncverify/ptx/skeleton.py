@@ -90,7 +90,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
     owner: dict[tuple[int, int], list[int]] = {}
     events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
     slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
-    ctx = _Ctx(mod, mb_name, slot_of, notes)
+    ctx = _Ctx(mod, mb_name, slot_of, notes, slots)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
         """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
@@ -105,12 +105,13 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
                 lanes |= slot_lanes(e, a, b, rank)
         return "L" if lanes == 1 else "O"
 
-    check_crossing(mod, raw, side)
+    by_lane = {(key, owner[key][i]) for key, i in check_crossing(mod, raw, side)}
     per_warp: dict[int, list[tuple[Stmt, ...]]] = {}
     nwarps = (launch.threads + WARP - 1) // WARP
     for w in range(nwarps):
         full = (1 << max(0, min(WARP, launch.threads - WARP * w))) - 1
-        per_warp[w] = [tuple(ctx.statements(r, events[(r, w)], full)) for r in range(launch.ctas)]
+        per_warp[w] = [tuple(ctx.statements(r, events[(r, w)], full, {i for k, i in by_lane if k == (r, w)}))
+                       for r in range(launch.ctas)]
     roles: list[Role] = []
     w = 0
     while w < nwarps:
@@ -291,8 +292,12 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
 
 
 class _Ctx:
-    def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str]):
+    def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str],
+                 slots: list[tuple[str, int, int, int, int]] = ()):  # type: ignore[assignment]
         self.mod, self.mb, self.notes = mod, mb, notes
+        # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
+        self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
+                      for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
         self.slot_of = sorted(slot_of)
         self.starts = [a for a, _b, _n in self.slot_of]
 
@@ -311,14 +316,14 @@ class _Ctx:
         rank, off = ref
         return self.mb[off] + (f" @ {rank}" if rank != own else "")
 
-    def statements(self, own: int, events: list[Event], lanes_full: int) -> list[Stmt]:
+    def statements(self, own: int, events: list[Event], lanes_full: int, by_lane: set[int] = frozenset()) -> list[Stmt]:  # type: ignore[assignment]
         out: list[Stmt] = []
         single = {e.lanes for e in events if e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
         if len(single) > 1:
             e = next(x for x in events if x.lanes in single and x.lanes != min(single))
             raise _refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
                           "operations; the language has no lanes")
-        for e in events:
+        for i, e in enumerate(events):
             elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
             if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
                 raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
@@ -328,8 +333,43 @@ class _Ctx:
                     raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
+            if i in by_lane:
+                out += [Stmt(text, False, e.instr) for text in self.lane_by_lane(own, e, lanes_full)]
+                continue
             for text in self.render(own, e, None if elect else lanes_full):
                 out.append(Stmt(text, elect, e.instr, retry=e.retry))
+        return out
+
+    def lane_by_lane(self, own: int, e: Event, lanes_full: int) -> list[str]:
+        """A read or write whose lanes meet other lanes' bytes (lanes.check_crossing), written as each
+        lane's own access: an access by one lane touches exactly its bytes (its region of the slot,
+        `bytes A + lane * B..`, when the lanes' ranges are whole words at a constant stride; else one
+        guarded statement per lane, of its region, or of the whole slot when its bytes are not one run
+        of whole words), which the model keeps apart from every other lane's (lanes_meet_unordered)."""
+        per: dict[tuple[str, int], dict[int, list[tuple[int, int] | None]]] = {}
+        for lane, rank, s, t in e.footprint:
+            for slot, _n in self.slots_in(s, t):
+                piece = self.piece.get(slot)
+                rng = None if piece is None else (max(s, piece[0]) - piece[0], min(t, piece[0] + piece[1]) - piece[0])
+                per.setdefault((slot, rank), {}).setdefault(lane, []).append(rng)
+        out = []
+        for (slot, rank), by in per.items():
+            name = f"{e.kind} {slot}{f' @ {rank}' if rank != own else ''}"
+            one = {lane: r[0] for lane, r in by.items() if len(r) == 1 and r[0] is not None
+                   and r[0][0] % 4 == 0 and r[0][1] % 4 == 0}
+            lanes = sorted(by)
+            if len(one) == len(by) and len(lanes) > 1:
+                l0, (a0, b0) = lanes[0], one[lanes[0]]
+                step = (one[lanes[1]][0] - a0) // (lanes[1] - l0)
+                if all(one[lane] == (a0 + (lane - l0) * step, b0 + (lane - l0) * step) for lane in lanes):
+                    at = f"(lane - {l0}) * {step}" if l0 else f"lane * {step}"
+                    text = f"{name} bytes {a0} + {at}..{b0} + {at};"
+                    mask = sum(1 << lane for lane in lanes)
+                    out.append(text if mask == lanes_full else f"if {lane_condition(mask)} {{ {text} }}")
+                    continue
+            for lane in lanes:
+                region = f" bytes {one[lane][0]}..{one[lane][1]}" if lane in one else ""
+                out.append(f"if lane == {lane} {{ {name}{region}; }}")
         return out
 
     def per_slot(self, e: Event, off: int, size: int, form: str) -> list[str]:
