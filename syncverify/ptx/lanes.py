@@ -11,12 +11,13 @@ Extraction knows every lane's bytes (`Event.footprint`). Two rules follow from t
   Under independent thread scheduling (sm_70 and later) the lanes of a warp
   are not ordered with one another: lane i reading what lane j wrote needs `__syncwarp()` (PTX
   `bar.warp.sync`: it "guarantee[s] memory ordering among threads participating in barrier") or a
-  barrier the whole warp takes part in (`bar.sync`). The language's accesses of one warp are
-  "each lane to its own part of the slot" (docs/language.md §6), so such a pair has no faithful
-  form there when both are the accesses of lanes other than lane 0 (they would be read as program
-  order, safe): extraction stops at the later access instead, naming both. Lane 0's accesses are
-  kept apart from the other lanes' (the elected lane of the model, docs/language.md §6), so a pair
-  of lane 0 and another lane is written as it is, and the checker finds the race, or the order.
+  barrier the whole warp takes part in (`bar.sync`). The language's accesses of several lanes are
+  "each lane to its own part of the slot" (docs/language.md §6), so a pair of two such accesses
+  would be read as program order (safe): both are written lane by lane instead (one lane's own
+  region of the slot, which the model keeps apart from other lanes': program.lanes_meet_unordered).
+  Lane 0's accesses are kept apart from the other lanes' already (the elected lane of the model),
+  so a pair of lane 0 alone and other lanes is written as it is, and the checker finds the race,
+  or the order. A collective `ldmatrix`/`stmatrix` in such a pair has no lanes to write: refused.
 """
 
 from __future__ import annotations
