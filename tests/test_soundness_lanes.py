@@ -228,3 +228,35 @@ def test_st_bulk_with_an_undefined_or_unknown_size_is_refused(store: str, why: s
     mod = parse_ptx(_TWO_WARPS.format(store=store, at=0), "t.ptx")
     with pytest.raises(Refusal, match=why):
         extract(mod, Launch(block=(64, 1, 1)), "k")
+
+
+_ELECTED_5 = """
+.version 8.6
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+  .reg .b32 %r<8>;
+  .reg .pred %p<4>;
+  .shared .align 16 .b8 buf[128];
+  mov.u32 %r1, %tid.x;
+  setp.ne.s32 %p1, %r1, 5;
+  @%p1 bra $L_READ;
+  st.shared.u32 [buf], %r1;
+$L_READ:
+  setp.ne.s32 %p2, %r1, 0;
+  @%p2 bra $L_END;
+  ld.shared.u32 %r4, [buf];
+$L_END:
+  ret;
+}
+"""
+
+
+def test_lane5_alone_then_lane0_alone_is_refused() -> None:
+    """Lane 5 alone is the protocol's elected lane (lane 0, with what it synchronizes); lane 0 reading
+    what lane 5 wrote cannot be written apart from it: refused at the load (it was `elect { write s0; }
+    elect { read s0; }`, program order: safe)."""
+    mod = parse_ptx(_ELECTED_5, "t.ptx")
+    with pytest.raises(Refusal, match=r"lane 0 of warp 0 .* lane 5 of the same warp wrote"):
+        extract(mod, Launch(block=(32, 1, 1)), "k")

@@ -77,11 +77,13 @@ def check_crossing(mod: Module, events: dict[tuple[int, int], list[Event]],
     elected lane, whose accesses the model keeps apart from the other lanes'), "O" for other lanes.
     A pair with one access on each side is a race the checker finds (or an ordering it sees) as it
     is written; a pair on the same side would be read as program order, so both are returned, to be
-    written as one statement per lane (each lane's own bytes: skeleton._Ctx.access), which the model
+    written as one statement per lane (each lane's own bytes: skeleton._Ctx.lane_by_lane), which the model
     keeps apart (program.lanes_meet_unordered). A collective access (ldmatrix/stmatrix) has no lanes
-    to write: such a pair is refused at the later access. A loop kept as a loop (symextract.py's
-    `for` text events) is checked with its body twice, so that one iteration's accesses meet the
-    next one's."""
+    to write, and two accesses both written as lane 0's (an elected lane other than lane 0 is lane 0
+    in the protocol, with the synchronization it runs, and lane 0's own access) cannot be split
+    without splitting the elected lane from its releases: such a pair is refused at the later
+    access. A loop kept as a loop (symextract.py's `for` text events) is checked with its body
+    twice, so that one iteration's accesses meet the next one's."""
     out: set[tuple[tuple[int, int], int]] = set()
     for key, evs in events.items():
         _check_warp(mod, key, _unrolled_twice(list(enumerate(evs))), side, out)
@@ -117,8 +119,9 @@ def _check_warp(mod: Module, key: tuple[int, int], evs: list[tuple[int, Event]],
                 for lane2, s2, t2, i2, e2 in seen.get((r, c), ()):
                     if lane2 != lane and s2 < t and s < t2 and "write" in (e2.kind, e.kind):
                         byte = max(s, s2)
-                        if side(key, i, r, byte) == side(key, i2, r, byte):
-                            if lane < 0 or lane2 < 0:
+                        both = side(key, i, r, byte)
+                        if both == side(key, i2, r, byte):
+                            if lane < 0 or lane2 < 0 or both == "L":
                                 raise _crossing(mod, key, e, lane, (lane2, e2), byte, min(t, t2))
                             out.update(((key, i), (key, i2)))
         for lane, r, s, t in e.footprint:
@@ -141,7 +144,8 @@ def _crossing(mod: Module, key: tuple[int, int], e: Event, lane: int, other: tup
                    f"[{s:#x}, {t:#x}) that {_who(lane2)} of the same warp {'read' if kind2 == 'read' else 'wrote'}"
                    f" at {where}, with no __syncwarp() or barrier of the warp "
                    "between them: the lanes of a warp are not ordered with one another (independent thread "
-                   "scheduling), so this is a race unless something else orders the two lanes, and a "
-                   "collective matrix access has no lanes to write it by; put __syncwarp() between them if the "
+                   "scheduling), so this is a race unless something else orders the two lanes, and the "
+                   "protocol cannot keep these two lanes apart (a collective matrix access, or an elected lane "
+                   "other than lane 0 that the protocol writes as lane 0); put __syncwarp() between them if the "
                    "lanes communicate",
                    mod.source_line(e.instr.line), f"CUDA source: {source_of(e.instr)}" if e.instr.src else "")
