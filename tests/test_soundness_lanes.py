@@ -221,10 +221,12 @@ def test_store_footprint_comes_from_its_type_and_vector(store: str, at: int, ver
 
 
 @pytest.mark.parametrize(("store", "why"), [
+    ("st.shared.e4m3x2 [buf], %r1;", "size of the access is not known"),  # never read as 4 bytes
+    ("st.shared.v2 [buf], {%r1, %r1};", "size of the access is not known"),
     ("st.bulk.weak.shared::cta [buf], 12, 0;", "not a multiple of 8"),
     ("ld.param.u64 %rd2, [%rd1];\n  st.bulk.weak.shared::cta [buf], %rd2, 0;", "size operand is not known"),
 ])
-def test_st_bulk_with_an_undefined_or_unknown_size_is_refused(store: str, why: str) -> None:
+def test_an_unknown_or_undefined_size_is_refused(store: str, why: str) -> None:
     mod = parse_ptx(_TWO_WARPS.format(store=store, at=0), "t.ptx")
     with pytest.raises(Refusal, match=why):
         extract(mod, Launch(block=(64, 1, 1)), "k")
