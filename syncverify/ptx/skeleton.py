@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
@@ -293,7 +295,7 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
 
 class _Ctx:
     def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str],
-                 slots: list[tuple[str, int, int, int, int]] = ()):  # type: ignore[assignment]
+                 slots: Sequence[tuple[str, int, int, int, int]] = ()):
         self.mod, self.mb, self.notes = mod, mb, notes
         # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
         self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
@@ -316,7 +318,8 @@ class _Ctx:
         rank, off = ref
         return self.mb[off] + (f" @ {rank}" if rank != own else "")
 
-    def statements(self, own: int, events: list[Event], lanes_full: int, by_lane: set[int] = frozenset()) -> list[Stmt]:  # type: ignore[assignment]
+    def statements(self, own: int, events: list[Event], lanes_full: int,
+                   by_lane: AbstractSet[int] = frozenset()) -> list[Stmt]:
         out: list[Stmt] = []
         single = {e.lanes for e in events if e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
         if len(single) > 1:
