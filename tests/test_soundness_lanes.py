@@ -262,3 +262,36 @@ def test_lane5_alone_then_lane0_alone_is_refused() -> None:
     mod = parse_ptx(_ELECTED_5, "t.ptx")
     with pytest.raises(Refusal, match=r"lane 0 of warp 0 .* lane 5 of the same warp wrote"):
         extract(mod, Launch(block=(32, 1, 1)), "k")
+
+
+# ---- the Promela export agrees where it exports -----------------------------------------------------
+
+def _spin(text: str, where: Path) -> str:
+    from syncverify.export import export_model
+    from syncverify.export.spin import run_spin
+
+    model = export_model(load(text, path="x.sync"))
+    return run_spin(model.text, where, timeout=120, memlim_mb=1024, depth=model.max_depth,
+                    cc_flags=("-O0",)).verdict
+
+
+def _needs_spin() -> None:
+    from syncverify.export.spin import tools_available
+
+    missing = tools_available()
+    if missing is not None:
+        pytest.skip(f"SPIN and a C compiler are needed ({missing})")
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("kernel", "verdict"), [("lane0_writes_own", "safe"), ("lane0_writes_all", "violation")])
+def test_spin_agrees_on_lane0s_element(lanes_ptx: str, tmp_path: Path, kernel: str, verdict: str) -> None:
+    _needs_spin()
+    assert _spin(_text(lanes_ptx, kernel, 32), tmp_path) == verdict
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("kernel", "verdict"), [("bulk_race_tail", "violation"), ("bulk_sync_tail", "safe")])
+def test_spin_agrees_on_st_bulk(bulk_ptx: str, tmp_path: Path, kernel: str, verdict: str) -> None:
+    _needs_spin()
+    assert _spin(_text(bulk_ptx, kernel, 64), tmp_path) == verdict
