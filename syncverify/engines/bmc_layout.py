@@ -169,6 +169,12 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         self.records.append(rec)
         return len(self.records) - 1
 
+    def lanes_synced(self, p: int, first: int, last: int) -> bool:
+        """Does a `syncwarp` or `bar.sync` of process p lie between its events ``first`` and ``last``
+        (program order)? Then every lane of its warp is ordered after every lane's access at ``first``
+        (Machine: state.F_LANESYNCED, program.lanes_meet_unordered)."""
+        return any(isinstance(x.op, ir.Syncwarp | ir.BarSync) for x in self.events[p][first + 1:last])
+
     def _mask(self, bits: Iterable[int]) -> int:
         mask = 0
         for b in bits:

@@ -43,6 +43,7 @@ from ..semantics.families.regions import WHOLE, region_of
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program, lane_part
 from ..semantics.state import F_ASYNC, F_INFLIGHT, FULL, LEADER, READ, WRITE
+from .lanes import lane_pairs_refusal
 
 BITS = 30  # knowledge bits per Promela int: stays clear of the sign bit
 NO_JPREV = -2  # "this waiter has no history" (the engine's missing jprev entry); -1 is a real value
@@ -135,6 +136,7 @@ class _KeyUse:
     copies: int = 0
     generic_writes: int = 0
     region_writers: set[tuple[int, int, int]] = field(default_factory=set)  # (process, lo, hi) of region writes
+    lanes: set[tuple[int, int, bool, int, int, int]] = field(default_factory=set)  # export/lanes.py
 
     def capacity(self) -> int:
         """Live records of the slot never exceed this (see `_add_read` / `_add_write` in machine.py):
@@ -203,6 +205,9 @@ class _Exporter:
         # the warps that share wgmma-groups (Machine._wgmma_wait), by team number
         self.teams = [team for team in m.teams if len(team) > 1]
         self.facts = self._dry_run()
+        why = lane_pairs_refusal({k: u.lanes for k, u in self.facts.keys.items()})
+        if why:
+            raise ExportError(why)
         self.track_akn = any(k.generic_writes for k in self.facts.keys.values())
         self.track_grp = any(k.async_reads for k in self.facts.keys.values())
         self.keep_superseded = self.facts.remote_release and self.track_akn
@@ -374,6 +379,7 @@ class _Exporter:
             k = key(op.buf, target(op.remote))
             lo, hi = self.region_bytes(op, p, env)
             facts.regions |= (lo, hi) != (0, WHOLE_HI)
+            facts.keys[k].lanes.add((p, part, op.kind == "write", line, lo, hi))
             if op.kind == "write":
                 facts.keys[k].generic_writes += 1
                 if (lo, hi) != (0, WHOLE_HI):

@@ -109,7 +109,10 @@ class Event:
 
     `kind` names the model operation, `args` its resolved operands (equal for
     every executing lane), `lanes` the bitmask of executing lanes, `ranges` the
-    shared-memory byte ranges an access touches (rank, start, end) over all lanes.
+    shared-memory byte ranges an access touches (rank, start, end) over all lanes, and
+    `footprint` the same per lane (lane, rank, start, end; lane -1 for an access the warp makes
+    collectively, ldmatrix/stmatrix), so that each slot can be given the lanes that really touch
+    it and lanes that touch each other's bytes can be told apart (skeleton.py).
     """
 
     kind: str
@@ -120,6 +123,7 @@ class Event:
     # a wait read from a spin: the other try_wait its false outcome tests the same phase with, where that is
     # not itself (CUTLASS's consumer_try_wait, then consumer_wait): a thread blocked there is at this wait
     retry: Instr | None = None
+    footprint: tuple[tuple[int, int, int, int], ...] = ()
 
 
 @dataclass
@@ -648,8 +652,10 @@ class WarpRun:
                         self.local[lane][a + j * size + k] = (v >> (8 * k)) & 0xFF
 
 
-_ACCESS = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b32": 4, "u32": 4, "s32": 4,
-           "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
+# bytes of one element of each ld/st type (PTX ISA "ld", "st": the type is the opcode's last modifier)
+ACCESS_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
+                "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
+_ACCESS = ACCESS_BYTES
 
 
 def _access_bytes(mods: tuple[str, ...]) -> int:

@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from .execute import WARP, Event, Launch, Refusal, source_of
+from .lanes import check_crossing, lane_condition, slot_lanes
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
@@ -85,14 +88,32 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         mbarriers.append((name, start, n))
         for j in range(n):
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
-    events = {key: _coalesce(evs) for key, evs in events.items()}
+    raw = events
+    owner: dict[tuple[int, int], list[int]] = {}
+    events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
     slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
-    ctx = _Ctx(mod, mb_name, slot_of, notes)
+    ctx = _Ctx(mod, mb_name, slot_of, notes, slots)
+
+    def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
+        """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
+        e = events[key][owner[key][i]]
+        full = (1 << max(0, min(WARP, launch.threads - WARP * key[1]))) - 1
+        if e.lanes != full and e.lanes & (e.lanes - 1) == 0:
+            return "L"  # an elected access: the model's lane 0
+        slot = next((n for a, b, n in ctx.slot_of if a <= byte < b), None)
+        lanes = 0
+        for a, b, n in ctx.slot_of:
+            if n == slot:
+                lanes |= slot_lanes(e, a, b, rank)
+        return "L" if lanes == 1 else "O"
+
+    by_lane = {(key, owner[key][i]) for key, i in check_crossing(mod, raw, side)}
     per_warp: dict[int, list[tuple[Stmt, ...]]] = {}
     nwarps = (launch.threads + WARP - 1) // WARP
     for w in range(nwarps):
         full = (1 << max(0, min(WARP, launch.threads - WARP * w))) - 1
-        per_warp[w] = [tuple(ctx.statements(r, events[(r, w)], full)) for r in range(launch.ctas)]
+        per_warp[w] = [tuple(ctx.statements(r, events[(r, w)], full, {i for k, i in by_lane if k == (r, w)}))
+                       for r in range(launch.ctas)]
     roles: list[Role] = []
     w = 0
     while w < nwarps:
@@ -186,21 +207,27 @@ def _ranges(e: Event) -> list[tuple[int, int, int]]:
     return []
 
 
-def _coalesce(evs: list[Event]) -> list[Event]:
+def _coalesce(evs: list[Event], owner: list[int] | None = None) -> list[Event]:
     """Merge back-to-back accesses of one kind by the same lanes into one access.
 
     Nothing that synchronizes lies between them, so every other access is
     ordered with both or with neither: the race findings are the same. That
     holds for the asynchronous operand reads of back-to-back wgmma too: no
     commit lies between them, so one `wgmma.wait` completes both (a k-tile's
-    four m64n128k16 instructions become one read of the stage).
+    four m64n128k16 instructions become one read of the stage). ``owner`` receives, for each event,
+    the index of the access it became part of.
     """
     out: list[Event] = []
     for e in evs:
         last = out[-1] if out else None
+        if owner is not None:
+            merge = last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
+                and last.lanes == e.lanes
+            owner.append(len(out) - 1 if merge else len(out))
         if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
                 and last.lanes == e.lanes:
-            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})))
+            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})),
+                            None, tuple(sorted({*last.footprint, *e.footprint})))
         else:
             out.append(e)
     return out
@@ -267,8 +294,12 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
 
 
 class _Ctx:
-    def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str]):
+    def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str],
+                 slots: Sequence[tuple[str, int, int, int, int]] = ()):
         self.mod, self.mb, self.notes = mod, mb, notes
+        # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
+        self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
+                      for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
         self.slot_of = sorted(slot_of)
         self.starts = [a for a, _b, _n in self.slot_of]
 
@@ -287,28 +318,61 @@ class _Ctx:
         rank, off = ref
         return self.mb[off] + (f" @ {rank}" if rank != own else "")
 
-    def statements(self, own: int, events: list[Event], lanes_full: int) -> list[Stmt]:
+    def statements(self, own: int, events: list[Event], lanes_full: int,
+                   by_lane: AbstractSet[int] = frozenset()) -> list[Stmt]:
         out: list[Stmt] = []
         single = {e.lanes for e in events if e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
         if len(single) > 1:
             e = next(x for x in events if x.lanes in single and x.lanes != min(single))
             raise _refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
                           "operations; the language has no lanes")
-        for e in events:
+        for i, e in enumerate(events):
             elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
             if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
                 raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
                               "warp-collective barrier; the language counts barrier arrivals a whole warp at a time")
             if not elect and e.lanes != lanes_full:
-                if e.kind in ("read", "write"):
-                    self.notes.append("a shared-memory access by part of a warp is written as an access by the "
-                                      "whole warp (more accesses: it can only add races)")
-                else:
+                if e.kind not in ("read", "write"):
                     raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
-            for text in self.render(own, e):
+            if i in by_lane:
+                out += [Stmt(text, False, e.instr) for text in self.lane_by_lane(own, e, lanes_full)]
+                continue
+            for text in self.render(own, e, None if elect else lanes_full):
                 out.append(Stmt(text, elect, e.instr, retry=e.retry))
+        return out
+
+    def lane_by_lane(self, own: int, e: Event, lanes_full: int) -> list[str]:
+        """A read or write whose lanes meet other lanes' bytes (lanes.check_crossing), written as each
+        lane's own access: an access by one lane touches exactly its bytes (its region of the slot,
+        `bytes A + lane * B..`, when the lanes' ranges are whole words at a constant stride; else one
+        guarded statement per lane, of its region, or of the whole slot when its bytes are not one run
+        of whole words), which the model keeps apart from every other lane's (lanes_meet_unordered)."""
+        per: dict[tuple[str, int], dict[int, list[tuple[int, int] | None]]] = {}
+        for lane, rank, s, t in e.footprint:
+            for slot, _n in self.slots_in(s, t):
+                piece = self.piece.get(slot)
+                rng = None if piece is None else (max(s, piece[0]) - piece[0], min(t, piece[0] + piece[1]) - piece[0])
+                per.setdefault((slot, rank), {}).setdefault(lane, []).append(rng)
+        out = []
+        for (slot, rank), by in per.items():
+            name = f"{e.kind} {slot}{f' @ {rank}' if rank != own else ''}"
+            one = {lane: r[0] for lane, r in by.items() if len(r) == 1 and r[0] is not None
+                   and r[0][0] % 4 == 0 and r[0][1] % 4 == 0}
+            lanes = sorted(by)
+            if len(one) == len(by) and len(lanes) > 1:
+                l0, (a0, b0) = lanes[0], one[lanes[0]]
+                step = (one[lanes[1]][0] - a0) // (lanes[1] - l0)
+                if all(one[lane] == (a0 + (lane - l0) * step, b0 + (lane - l0) * step) for lane in lanes):
+                    at = f"(lane - {l0}) * {step}" if l0 else f"lane * {step}"
+                    text = f"{name} bytes {a0} + {at}..{b0} + {at};"
+                    mask = sum(1 << lane for lane in lanes)
+                    out.append(text if mask == lanes_full else f"if {lane_condition(mask)} {{ {text} }}")
+                    continue
+            for lane in lanes:
+                region = f" bytes {one[lane][0]}..{one[lane][1]}" if lane in one else ""
+                out.append(f"if lane == {lane} {{ {name}{region}; }}")
         return out
 
     def per_slot(self, e: Event, off: int, size: int, form: str) -> list[str]:
@@ -321,7 +385,7 @@ class _Ctx:
             out.append(form.format(slot=slot, n=n))
         return out
 
-    def render(self, own: int, e: Event) -> list[str]:
+    def render(self, own: int, e: Event, lanes_full: int | None = None) -> list[str]:
         k, a = e.kind, e.args
         if k == "init":
             return [f"init {self.bar(a[0], own)} count {a[1]};"]  # type: ignore[arg-type]
@@ -386,7 +450,7 @@ class _Ctx:
             m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
             return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + m + ";")  # type: ignore[arg-type]
         if k == "tma_store":
-            (rank, off), size = a  # type: ignore[misc]
+            (_rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
         if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)
             return [str(a[0])]
@@ -394,9 +458,26 @@ class _Ctx:
             slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
             return [f"wgmma.read {slot};" for slot in slots]
         if k in ("read", "write"):
-            names: dict[tuple[str, int], None] = {}
-            for rank, s, t in e.ranges:
-                for slot, _n in self.slots_in(s, t):
-                    names[(slot, rank)] = None
-            return [f"{k} {slot}{f' @ {rank}' if rank != own else ''};" for slot, rank in names]
+            return self.access(own, e, lanes_full)
         raise AssertionError(k)  # pragma: no cover - every event kind is rendered above
+
+    def access(self, own: int, e: Event, lanes_full: int | None) -> list[str]:
+        """A read or write, one statement per slot (and CTA) it touches, each for the lanes whose bytes
+        lie in that slot (lanes.py): `if lane == 0 { read s0; }` where only lane 0's bytes do. An elected
+        access (``lanes_full`` None) is its lane's alone."""
+        names: dict[tuple[str, int], int] = {}
+        for rank, s, t in e.ranges:
+            for slot, _n in self.slots_in(s, t):
+                names.setdefault((slot, rank), 0)
+        if lanes_full is not None:
+            for slot, rank in names:
+                for a, b, name in self.slot_of:
+                    if name == slot:
+                        names[(slot, rank)] |= slot_lanes(e, a, b, rank)
+        out = []
+        for (slot, rank), lanes in names.items():
+            text = f"{e.kind} {slot}{f' @ {rank}' if rank != own else ''};"
+            if lanes_full is not None and lanes != lanes_full:
+                text = f"if {lane_condition(lanes)} {{ {text} }}"
+            out.append(text)
+        return out

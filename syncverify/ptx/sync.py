@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
+from .access import access, matrix, shared_target
+from .access import space_of as _space
+from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import spins
 from .values import UNKNOWN, Value, mask
@@ -42,7 +44,7 @@ def execute_sync(run: WarpRun, ins: Instr, lanes: int) -> bool:
     handler = _HANDLERS.get(base)
     if handler is None:
         if base in ("st", "ld", "atom", "red", "ldu") and _maybe_shared(ins):
-            return _access(run, ins, lanes)
+            return access(run, ins, lanes)
         return False
     return handler(run, ins, lanes)
 
@@ -54,30 +56,6 @@ def _maybe_shared(ins: Instr) -> bool:
     if any(m.startswith("shared") for m in mods):
         return True
     return not any(m in ("global", "param", "const", "local") for m in mods)
-
-
-def shared_target(a: Value, space: str, own: int) -> tuple[int, int] | None:
-    """(CTA rank, offset) of a shared-memory address, or None when it is not in shared memory."""
-    if not isinstance(a, int):
-        return None
-    if space == "generic":
-        if a < SH_GEN or a >= SH_GEN + 2 * CLUSTER:
-            return None
-        a -= SH_GEN
-    if a >= CLUSTER:
-        if space in ("cta",):
-            return None
-        return ((a - CLUSTER) // RANK, (a - CLUSTER) % RANK)
-    return (own, a)
-
-
-def _space(ins: Instr) -> str:
-    for m in ins.mods:
-        if m == "shared::cluster":
-            return "cluster"
-        if m in ("shared", "shared::cta"):
-            return "cta"
-    return "generic"
 
 
 def _uniform(run: WarpRun, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
@@ -485,69 +463,9 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
     _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
 
-def _access(run: WarpRun, ins: Instr, lanes: int) -> bool:
-    """A load or store that may touch shared memory: an access event with its byte ranges."""
-    base = ins.base
-    size = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "b64": 8, "u64": 8, "s64": 8,
-            "f64": 8, "b128": 16}.get(next((m for m in reversed(ins.mods) if m[:1] in "busf"), "b32"), 4)
-    size *= vector_count(ins.mods)
-    addr_op = ins.operands[1] if base in ("ld", "ldu", "atom") else ins.operands[0]
-    space = _space(ins)
-    ranges: set[tuple[int, int, int]] = set()
-    for lane in lanes_of(lanes):
-        a = run.address(addr_op, lane)
-        if a is UNKNOWN:
-            if space != "generic":
-                raise run.refuse(ins, "a shared-memory access whose address is not known")
-            raise run.refuse(ins, "a generic-address access whose address is not known (it may be shared "
-                             "memory); extraction needs every shared-memory address")
-        t = shared_target(a, space, run.rank)
-        if t is None:
-            continue
-        ranges.add((t[0], t[1], t[1] + size))
-    if not ranges:
-        return False  # not shared memory: an ordinary load or store
-    if base in ("ld", "ldu", "atom"):
-        dst = ins.operands[0]
-        items = dst.items if isinstance(dst, Vec) else (dst,)
-        for lane in lanes_of(lanes):
-            for x in items:
-                run.write(x, lane, UNKNOWN)
-    if base in ("atom", "red"):
-        raise run.refuse(ins, "atomics on shared memory are not modelled")
-    _emit(run, "read" if base in ("ld", "ldu") else "write", (), lanes, ins, tuple(sorted(ranges)))
-    return True
-
-
-def _matrix(run: WarpRun, ins: Instr, lanes: int) -> bool:
-    """`ldmatrix`/`stmatrix.sync.aligned.m8n8.xN[.trans].shared.b16`: the warp reads or writes N 8x8 matrices
-    of 16-bit elements, each of its 8 rows (16 bytes) at the address one lane gives: lanes 0..8N-1 (PTX ISA,
-    "Warp-level matrix load/store instructions")."""
-    mods = ins.mods
-    if "m8n8" not in mods or "b16" not in mods:
-        raise run.refuse(ins, f"`{ins.opcode}`: only the m8n8 .b16 shapes are modelled")
-    count = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
-    load = ins.base == "ldmatrix"
-    addr_op = ins.operands[1] if load else ins.operands[0]
-    space = _space(ins)
-    ranges: set[tuple[int, int, int]] = set()
-    for lane in lanes_of(lanes & ((1 << (8 * count)) - 1)):
-        t = shared_target(run.address(addr_op, lane), space, run.rank)
-        if t is None:
-            raise run.refuse(ins, "a matrix load or store whose shared-memory address is not known")
-        ranges.add((t[0], t[1], t[1] + 16))
-    if load:
-        dst = ins.operands[0]
-        for lane in lanes_of(lanes):
-            for x in dst.items if isinstance(dst, Vec) else (dst,):
-                run.write(x, lane, UNKNOWN)
-    _emit(run, "read" if load else "write", (), lanes, ins, tuple(sorted(ranges)))
-    return True
-
-
 _HANDLERS = {
     "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _unknown_result,
     "redux": _unknown_result, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
     "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "cp": _cp, "wgmma": _wgmma,
-    "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": _matrix, "stmatrix": _matrix,
+    "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix, "stmatrix": matrix,
 }

@@ -305,6 +305,31 @@ def own_part_hidden(proc: Process, owner: int, part: int, is_async: bool, releas
     return bool(part_lanes(proc, part) & ~releasing)
 
 
+def lanes_meet_unordered(owner: int, owner_part: int, p: int, part: int) -> bool:
+    """Do an earlier generic access of process ``owner`` (by the lanes of ``owner_part``) and a new
+    access of ``p`` (``part``) meet as accesses of different lanes of one warp that only a
+    `syncwarp` or a barrier of the warp can order?
+
+    The knowledge of a warp is held twice: by its leader lane and by its other lanes together. An
+    access by several lanes (`read s`, `if lane < 4 { read s; }`) is each lane's own part of the
+    slot, so two of them never meet in other lanes' bytes; an access by one lane alone touches the
+    whole slot (or its region), as the leader's does. The leader is kept apart by its own holder;
+    but one other lane's access and an access of other lanes (not the same ones) are both known to
+    the other-lanes holder from the moment they are made, which says nothing about the lanes that
+    did not make them. Under independent thread scheduling those lanes are not ordered: PTX orders
+    them by `bar.warp.sync` ("guarantee[s] memory ordering among threads participating in barrier")
+    or a barrier, which the engines mark (state.F_LANESYNCED; bmc: a syncwarp or bar.sync of the
+    warp between them in program order). An acquire that one lane makes of another lane's release
+    inside one warp is not followed here: such a pair is reported (docs/language.md §6.1)."""
+    if owner != p or owner_part == part or LEADER in (owner_part, part):
+        return False
+    return _one_lane(owner_part) or _one_lane(part)
+
+
+def _one_lane(part: int) -> bool:
+    return part >= LANES and (part - LANES).bit_count() == 1
+
+
 def is_wgmma(op: ir.Op | None) -> bool:
     """wgmma.read, wgmma.commit, wgmma.wait: the warpgroup-collective operations."""
     return isinstance(op, ir.WgmmaRead) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma")

@@ -58,6 +58,8 @@ F_WARPSYNCED = 128  # an own generic access of some/all lanes that a later syncw
 #                     lane: each lane then holds the whole access, not only its own part (program.own_part_hidden)
 F_LANEWISE = 256  # a per-thread copy (cp.async, or a bulk copy's read) of some/all lanes that their own group wait
 #                   retired: each lane knows only its own, as of an own generic access (program.own_part_hidden)
+F_LANESYNCED = 512  # an own generic access that a later syncwarp or bar.sync of its warp ordered before every lane:
+#                     another lane of the warp may then meet it (program.lanes_meet_unordered)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)

@@ -27,6 +27,8 @@ from ..program import (
     Process,
 )
 from ..state import (
+    F_ASYNC,
+    F_LANESYNCED,
     F_WARPSYNCED,
     LEADER,
     P_CLTOKEN,
@@ -96,6 +98,7 @@ class BarrierOps:
             ins = self.programs[q].code[qs[P_PC]]
             if ins.kind == BAR_WAIT and qs[P_TOKEN] == idx * 65536 + nb.gen:
                 w.records = acquire(w.records, bit, self.holders.proc_mask(q))
+                w.records = _mark_lanesynced(w.records, {q})
                 pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
                 w.procs[q] = (pc, vars_, -1, *qs[3:])
                 if self.programs[q].code[pc].kind == END:
@@ -203,6 +206,7 @@ class BarrierOps:
         w.records = acquire(w.records, self.holders.leader(p), mask)
         w.records = acquire(w.records, self.holders.lanes(p), mask)
         w.records = _mark_warpsynced(w.records, {p: mask})
+        w.records = _mark_lanesynced(w.records, {p})
         return True
 
     def _syncwarp_parts(self, w: _Work, p: int):
@@ -228,6 +232,7 @@ class BarrierOps:
             mask |= self.holders.proc_mask(q)
         w.records = acquire(w.records, mask, mask)
         w.records = _mark_warpsynced(w.records, {q: self.holders.proc_mask(q) for q in parts})
+        w.records = _mark_lanesynced(w.records, set(parts))
         for q in waiting:
             qs = w.procs[q]
             pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
@@ -256,6 +261,19 @@ def _mark_warpsynced(records: tuple, owners: dict[int, int]) -> tuple:
         if out is None:
             out = list(records)
         out[i] = (*r[:R_FLAGS], r[R_FLAGS] | F_WARPSYNCED, *r[R_FLAGS + 1:])
+    return records if out is None else tuple(out)
+
+
+def _mark_lanesynced(records: tuple, owners: set[int]) -> tuple:
+    """After a `syncwarp` or a `bar.sync` of the processes in ``owners``: their own generic accesses
+    are ordered before every lane of their warps (state.F_LANESYNCED), so another lane may meet them
+    (program.lanes_meet_unordered). Every own record is earlier than the warp's syncwarp or barrier."""
+    out = None
+    for i, r in enumerate(records):
+        if r[R_OWNER] in owners and not r[R_FLAGS] & (F_ASYNC | F_LANESYNCED):
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_FLAGS], r[R_FLAGS] | F_LANESYNCED, *r[R_FLAGS + 1:])
     return records if out is None else tuple(out)
 
 

@@ -21,9 +21,11 @@ from ..core import (
     _key_bounds,
     _Work,
 )
+from ..program import lanes_meet_unordered
 from ..state import (
     F_ASYNC,
     F_INFLIGHT,
+    F_LANESYNCED,
     F_REPEAT,
     F_SUPERSEDED,
     FULL,
@@ -110,7 +112,8 @@ class MemoryOps:
             if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
                     (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
                 continue
-            if self._ordered(r, p, part, lanes) or self._apart(r, p, region):
+            if (self._ordered(r, p, part, lanes) and not self._lanes_unordered(r, p, part)) or \
+                    self._apart(r, p, region):
                 continue
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
@@ -122,6 +125,12 @@ class MemoryOps:
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
                                     "followed by that writer's fence.proxy.async", span,
                                     related=((r[R_LINE], "the unfenced generic write"),))
+
+    @staticmethod
+    def _lanes_unordered(r: tuple, p: int, part: int) -> bool:
+        """An own generic access of other lanes of the warp that no syncwarp or barrier has ordered
+        yet (program.lanes_meet_unordered): the other-lanes holder's knowledge does not cover it."""
+        return not r[R_FLAGS] & (F_ASYNC | F_LANESYNCED) and lanes_meet_unordered(r[R_OWNER], r[R_PART], p, part)
 
     @staticmethod
     def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
@@ -302,6 +311,10 @@ class MemoryEncoding:
             po = rec.owner == e.proc and rec.part == e.part and \
                 (not rec.is_async or self.enc.lanewise.get(r, e.index) < e.index)
             ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
+            if not rec.is_async and rec.event is not None and \
+                    lanes_meet_unordered(rec.owner, rec.part, e.proc, e.part) and \
+                    not self.enc.lanes_synced(e.proc, rec.event.index, e.index):
+                ordered = z3.BoolVal(False)  # (MemoryOps._lanes_unordered)
             out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
             if async_op and rec.kind == 1 and not rec.is_async:
                 fenced = z3.And(*[self.has(w["A", h], r) for h in e.lanes])
