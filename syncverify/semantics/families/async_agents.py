@@ -29,9 +29,11 @@ from ..state import (
     AG_TMA,
     AG_UMMA,
     F_ASYNC,
+    F_GENERIC,
     F_INFLIGHT,
     F_LANEWISE,
     F_RETIRED,
+    F_WARPSYNCED,
     FULL,
     GROUP_FIELDS,
     LEADER,
@@ -61,6 +63,7 @@ from ..state import (
     UNIT_WGMMA,
     WRITE,
     State,
+    generic_proxy_write,
     retired_lane_by_lane,
 )
 from .encoding import DATA, INIT, Z3A
@@ -203,7 +206,10 @@ class AsyncAgentOps:
                     r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
                 else:
                     learn = lanes
-                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+                # a cp.async copy is generic-proxy data: the wait orders it, only a fence.proxy.async
+                # makes it visible to the async proxy (op_fence)
+                alearn = 0 if r[R_FLAGS] & F_GENERIC else learn
+                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | alearn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -257,14 +263,27 @@ class AsyncAgentOps:
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
         """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
         async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
-        cluster scope once a cluster barrier arrive follows."""
+        cluster scope once a cluster barrier arrive follows.
+
+        A cp.async copy (F_GENERIC) is fenced by a fence.proxy.async of any thread that has seen
+        it complete — its issuer after the group wait that retired it, or a thread that acquired
+        it through a barrier (the mbarrier phase a cp.async.mbarrier.arrive completed): what the
+        fencing lanes know of it becomes async-known to them. PTX "Proxy-preserved base causality
+        order" asks for the proxy fence "along the base causality path" from the write to the
+        read, and the copy's completion is where that path leaves the copy (docs/model.md,
+        "cp.async and the async proxy"). A fence before the completion is seen fences nothing."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
         part = self._part(p, ins)
         out = []
         for r in w.records:
-            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
+            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and generic_proxy_write(r[R_FLAGS]) \
                     and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
+            elif space == SPACE_DATA and r[R_FLAGS] & F_GENERIC and r[R_KIND] == WRITE and r[R_KNOWN] & lanes \
+                    and (r[R_OWNER] != p or r[R_FLAGS] & F_WARPSYNCED):
+                # (an own copy of lanes that do not all fence: only once a syncwarp after their waits
+                # made every lane hold it whole, F_WARPSYNCED)
+                r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & lanes), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
         return True
@@ -486,8 +505,10 @@ class AsyncAgentEncoding:
                     w[space, h] = w[space, h] | w["snap", r]
         for r, learn in e.retires:
             b = enc.bit(r)
+            # (a cp.async copy is generic-proxy data: async-known only through a fence, ev_fence)
+            spaces = ("K",) if enc.records[r].generic else ("K", "A")
             for h in learn:
-                for space in ("K", "A"):
+                for space in spaces:
                     w[space, h] = w[space, h] | b
         return enabled, False
 
@@ -502,11 +523,23 @@ class AsyncAgentEncoding:
         space = DATA if op.kind == "proxy_async" else INIT
         proc = enc.machine.procs[p]
         mine = enc._mask(r for r, rec in enumerate(enc.records)
-                         if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
+                         if rec.space == space and rec.owner == p and rec.kind == 1
+                         and (not rec.is_async or rec.generic)
                          and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
         if mine:
             mask = z3.BitVecVal(mine, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):
+                w["A", h] = w["A", h] | (w["K", h] & mask)
+        # Machine.op_fence: other threads' cp.async copies that the fencing lanes have seen complete, and
+        # the thread's own copies of more lanes than fence once a syncwarp after their own wait made every
+        # lane hold them whole (F_WARPSYNCED)
+        syncs = [x.index for x in enc.events[p][:e.index] if isinstance(x.op, ir.Syncwarp)]
+        seen = enc._mask(r for r, rec in enumerate(enc.records)
+                         if space == DATA and rec.space == DATA and rec.generic and rec.kind == 1 and not mine >> r & 1
+                         and (rec.owner != p or any(i > enc.lanewise.get(r, e.index) for i in syncs)))
+        if seen:
+            mask = z3.BitVecVal(seen, enc.R)
+            for h in e.lanes:
                 w["A", h] = w["A", h] | (w["K", h] & mask)
         return z3.BoolVal(True), False
 
@@ -564,7 +597,8 @@ def setup_async_access(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
     if e.error is None:
         e.key = (e.own, *slot)
         kind = 1 if isinstance(e.op, ir.CpAsync) else 0  # a cp.async writes its slot, the others read theirs
-        e.record = enc._new_record(Record(DATA, e.key, kind, e.proc, e.part, is_async=True, event=e))
+        e.record = enc._new_record(Record(DATA, e.key, kind, e.proc, e.part, is_async=True, event=e,
+                                          generic=isinstance(e.op, ir.CpAsync)))
 
 
 def setup_group_wait(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:

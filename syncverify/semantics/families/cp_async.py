@@ -18,6 +18,7 @@ from ..core import Violation, _Work
 from ..state import (
     AG_CPARRIVE,
     F_ASYNC,
+    F_GENERIC,
     FULL,
     LEADER,
     NUNITS,
@@ -25,6 +26,7 @@ from ..state import (
     R_AKNOWN,
     R_CTA,
     R_EPOCH,
+    R_FLAGS,
     R_GRP,
     R_KIND,
     R_KNOWN,
@@ -47,6 +49,11 @@ def _is_open_copy(r: tuple, p: int) -> bool:
         and grp % NUNITS == UNIT_CPASYNC
 
 
+def _is_copy(r: tuple, p: int) -> bool:
+    """A cp.async write of process p, open or already retired by one of p's group waits."""
+    return r[R_SPACE] == SPACE_DATA and r[R_OWNER] == p and r[R_KIND] == WRITE and bool(r[R_FLAGS] & F_GENERIC)
+
+
 class CpAsyncOps:
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
@@ -55,13 +62,17 @@ class CpAsyncOps:
         write of its part of the slot. No ordering holds for it, not even with the issuing
         thread's own later accesses, until `cp.async.wait_group`/`wait_all` retires its group in
         that thread (op_group_wait) or its `cp.async.mbarrier.arrive` arrives. It belongs to
-        the thread's open cp.async group."""
+        the thread's open cp.async group. PTX: "cp.async is treated as a weak memory operation
+        performed in the generic proxy": the record is F_GENERIC, generic-proxy data for the proxy
+        rule (an async-proxy read of it needs a fence.proxy.async after its completion, SV601) and
+        for the scope rule (SV602)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
         part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, WRITE, op.span, "cp.async write")
         seq = w.procs[p][P_CPASYNC]
-        self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + UNIT_CPASYNC)
+        self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_GENERIC,
+                        grp=NUNITS * seq + UNIT_CPASYNC)
         return True
 
     def op_cp_async_arrive(self, w, p, proc, op: ir.CpAsyncArrive, ins, env, ctx, lanes) -> bool:
@@ -99,7 +110,15 @@ class CpAsyncOps:
         have completed, and PTX makes them "performed and visible" to the threads that observe
         the phase (ptx-semantics §1.4). The copies of a whole-warp record are released with the
         warp's last agent (before it, some lanes' parts may still be in flight), then arrive(1)
-        (AsyncAgentOps._agent_arrive)."""
+        (AsyncAgentOps._agent_arrive).
+
+        The copies published are those the issue covered, whether or not a group wait of the
+        issuer has retired them since: PTX triggers the arrive-on "upon the completion of all
+        prior cp.async operations initiated by the executing thread", and a later
+        `cp.async.wait_group`/`wait_all` only adds the issuer's own ordering — it cannot take the
+        arrive-on's publication back. They become known to the phase, not async-known: the copy
+        is generic-proxy data, and an async-proxy reader still needs a fence.proxy.async after
+        observing the phase (op_fence)."""
         _, _, _, _, m, _, issuer, line, covered = a
 
         def publish() -> None:
@@ -108,8 +127,8 @@ class CpAsyncOps:
             cur = self.holders.mb_cur(m)
             out = []
             for r in w.records:
-                if _is_open_copy(r, issuer) and (r[R_CTA], r[R_OBJ], r[R_SLOT], r[R_EPOCH]) in covered:
-                    r = (*r[:R_AKNOWN], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
+                if _is_copy(r, issuer) and (r[R_CTA], r[R_OBJ], r[R_SLOT], r[R_EPOCH]) in covered:
+                    r = (*r[:R_AKNOWN], r[R_AKNOWN], r[R_KNOWN] | cur)
                 out.append(r)
             w.records = tuple(out)
 

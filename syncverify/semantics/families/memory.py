@@ -23,6 +23,7 @@ from ..core import (
 )
 from ..state import (
     F_ASYNC,
+    F_GENERIC,
     F_INFLIGHT,
     F_REPEAT,
     F_SUPERSEDED,
@@ -45,6 +46,7 @@ from ..state import (
     SPACE_DATA,
     SPACE_START,
     WRITE,
+    generic_proxy_write,
     in_program_order_when_own,
 )
 from .encoding import DATA
@@ -116,8 +118,14 @@ class MemoryOps:
         if async_op:
             for r in run:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
-                        r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
-                        (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
+                        r[R_SPACE] == space and generic_proxy_write(r[R_FLAGS]) and not r[R_FLAGS] & F_SUPERSEDED \
+                        and (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
+                    if r[R_FLAGS] & F_GENERIC:  # a cp.async copy (families/cp_async.py)
+                        raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, "
+                                        f"but the cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} "
+                                        "wrote it through the generic proxy, and no fence.proxy.async by a thread "
+                                        "that had seen the copy complete orders it before this read", span,
+                                        related=((r[R_LINE], "the unfenced cp.async write"),))
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
                                     "followed by that writer's fence.proxy.async", span,
@@ -217,8 +225,8 @@ class MemoryOps:
             for old in self._superseded(covered):
                 keep.append((*old[:R_FLAGS], old[R_FLAGS] | F_SUPERSEDED, *old[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
-        # a generic write is visible to the async proxy only after its writer's fence.proxy.async
-        aknown = known if flags & F_ASYNC else 0
+        # a generic write (a cp.async copy included) is visible to the async proxy only after a fence.proxy.async
+        aknown = 0 if generic_proxy_write(flags) else known
         keep.append((*key, WRITE, p, part, line, flags, epoch, grp, region, aknown, known))
         w.records = tuple(keep)
 
@@ -303,7 +311,7 @@ class MemoryEncoding:
                 (not rec.is_async or self.enc.lanewise.get(r, e.index) < e.index)
             ordered = z3.And(z3.Not(self.has(w["inflight"], r)), z3.Or(po, self.knows(w, r, e.lanes)))
             out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
-            if async_op and rec.kind == 1 and not rec.is_async:
+            if async_op and rec.kind == 1 and (not rec.is_async or rec.generic):
                 fenced = z3.And(*[self.has(w["A", h], r) for h in e.lanes])
                 out.append(("SV601", z3.And(self.has(w["live"], r), z3.Not(fenced))))
         return out
