@@ -157,6 +157,29 @@ def test_cp_async_tile_stored_by_a_bulk_copy(engine, fence, errors):
     _expect(CP_TMA_STORE.replace("FENCE ", fence), errors, engine)
 
 
+# A tcgen05.mma operand filled by cp.async (the MMA reads shared memory through the async proxy). bmc
+# does not encode tcgen05.mma and says so.
+CP_UMMA = """\
+protocol cp_async_umma {
+  cta threads 64;
+  role mma = warp 0;
+  role loader = warp 1;
+  smem a bytes 1024;
+  mbarrier done count 1;
+  tmem acc cols 32;
+  if loader { elect { init done; cp.async a; cp.async.wait_all; FENCE } }
+  syncthreads;
+  if mma { elect { tcgen05.mma acc, a, a; tcgen05.commit done; } wait done parity 0; }
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("fence", "errors"), [("", {"SV601"}), ("fence.proxy.async; ", set())])
+def test_cp_async_operand_of_a_tcgen05_mma(engine, fence, errors):
+    _expect(CP_UMMA.replace("FENCE ", fence), errors, engine, refused={"bmc": "tcgen05.mma"})
+
+
 # The consumer learns the copy through the mbarrier phase that the copy's arrive-on completes
 # (CUTLASS cpasync_barrier_arrive_noinc): only a fence after its wait can order the copy before its
 # wgmma. bmc does not encode cp.async.mbarrier.arrive and says so.
