@@ -33,7 +33,6 @@ from ..state import (
     F_INFLIGHT,
     F_LANEWISE,
     F_RETIRED,
-    F_WARPSYNCED,
     FULL,
     GROUP_FIELDS,
     LEADER,
@@ -66,6 +65,7 @@ from ..state import (
     generic_proxy_write,
     retired_lane_by_lane,
 )
+from .cp_async import fence_copies, fence_copies_encoded
 from .encoding import DATA, INIT, Z3A
 
 if TYPE_CHECKING:
@@ -206,8 +206,7 @@ class AsyncAgentOps:
                     r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
                 else:
                     learn = lanes
-                # a cp.async copy is generic-proxy data: the wait orders it, only a fence.proxy.async
-                # makes it visible to the async proxy (op_fence)
+                # (a cp.async copy is generic-proxy data: only a fence.proxy.async makes it async-known)
                 alearn = 0 if r[R_FLAGS] & F_GENERIC else learn
                 r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | alearn, r[R_KNOWN] | learn)
             out.append(r)
@@ -262,16 +261,9 @@ class AsyncAgentOps:
 
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
         """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
-        async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
-        cluster scope once a cluster barrier arrive follows.
-
-        A cp.async copy (F_GENERIC) is fenced by a fence.proxy.async of any thread that has seen
-        it complete — its issuer after the group wait that retired it, or a thread that acquired
-        it through a barrier (the mbarrier phase a cp.async.mbarrier.arrive completed): what the
-        fencing lanes know of it becomes async-known to them. PTX "Proxy-preserved base causality
-        order" asks for the proxy fence "along the base causality path" from the write to the
-        read, and the copy's completion is where that path leaves the copy (docs/model.md,
-        "cp.async and the async proxy"). A fence before the completion is seen fences nothing."""
+        async proxy, and so do the cp.async copies they have seen complete (cp_async.fence_copies).
+        fence.mbarrier_init (§2): the thread's own prior inits are released at cluster scope once a
+        cluster barrier arrive follows."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
         part = self._part(p, ins)
         out = []
@@ -279,13 +271,10 @@ class AsyncAgentOps:
             if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and generic_proxy_write(r[R_FLAGS]) \
                     and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
-            elif space == SPACE_DATA and r[R_FLAGS] & F_GENERIC and r[R_KIND] == WRITE and r[R_KNOWN] & lanes \
-                    and (r[R_OWNER] != p or r[R_FLAGS] & F_WARPSYNCED):
-                # (an own copy of lanes that do not all fence: only once a syncwarp after their waits
-                # made every lane hold it whole, F_WARPSYNCED)
-                r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & lanes), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
+        if space == SPACE_DATA:
+            w.records = fence_copies(w.records, p, lanes)
         return True
 
     def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
@@ -503,12 +492,10 @@ class AsyncAgentEncoding:
             for h in e.lanes:
                 for space in ("K", "A"):
                     w[space, h] = w[space, h] | w["snap", r]
-        for r, learn in e.retires:
+        for r, learn in e.retires:  # (a cp.async copy is async-known only through a fence: ev_fence)
             b = enc.bit(r)
-            # (a cp.async copy is generic-proxy data: async-known only through a fence, ev_fence)
-            spaces = ("K",) if enc.records[r].generic else ("K", "A")
             for h in learn:
-                for space in spaces:
+                for space in ("K",) if enc.records[r].generic else ("K", "A"):
                     w[space, h] = w[space, h] | b
         return enabled, False
 
@@ -530,17 +517,8 @@ class AsyncAgentEncoding:
             mask = z3.BitVecVal(mine, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):
                 w["A", h] = w["A", h] | (w["K", h] & mask)
-        # Machine.op_fence: other threads' cp.async copies that the fencing lanes have seen complete, and
-        # the thread's own copies of more lanes than fence once a syncwarp after their own wait made every
-        # lane hold them whole (F_WARPSYNCED)
-        syncs = [x.index for x in enc.events[p][:e.index] if isinstance(x.op, ir.Syncwarp)]
-        seen = enc._mask(r for r, rec in enumerate(enc.records)
-                         if space == DATA and rec.space == DATA and rec.generic and rec.kind == 1 and not mine >> r & 1
-                         and (rec.owner != p or any(i > enc.lanewise.get(r, e.index) for i in syncs)))
-        if seen:
-            mask = z3.BitVecVal(seen, enc.R)
-            for h in e.lanes:
-                w["A", h] = w["A", h] | (w["K", h] & mask)
+        if space == DATA:
+            fence_copies_encoded(w, enc, e, mine)
         return z3.BoolVal(True), False
 
 
