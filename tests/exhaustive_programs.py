@@ -110,8 +110,12 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("cp.async", "cp.async buf;", opt_in=True),
     Atom("cp.async.commit", "cp.async.commit_group;", opt_in=True),
     Atom("cp.async.wait", "cp.async.wait_group 0;", opt_in=True),
+    Atom("cp.async.retired", "cp.async buf; cp.async.wait_all;", opt_in=True),  # a copy and the wait that retires it
+    Atom("tma.store.waited", "tma.store buf; bulk.commit; bulk.wait_read 0;", opt_in=True),  # a bulk store, retired
     Atom("cp.async.arrive", "cp.async.mbarrier.arrive mb;", mbarrier=True, opt_in=True),
     Atom("cp.async.arrive.noinc", "cp.async.mbarrier.arrive.noinc mb;", mbarrier=True, opt_in=True),
+    # a remote arrive at the default .release.cta scope (SV602 when it carries data, cp.async copies included)
+    Atom("arrive.remote.cta", "arrive mb @ cta ^ 1;", mbarrier=True, cluster_only=True, opt_in=True),
     # tcgen05: an MMA into a tensor-memory accumulator, its commit, loads and stores with their waits, the fences
     Atom("tc.mma", "tcgen05.mma acc, buf, buf;", decl=(TMEM,), opt_in=True),
     Atom("tc.commit", "tcgen05.commit mb;", mbarrier=True, opt_in=True),
@@ -183,6 +187,7 @@ class Scope:
     pair_loops: bool = False  # loops whose body is two atoms
     trips: tuple[int | str, ...] = LOOP_TRIPS  # loop trip counts ("C": the `choose` value)
     layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp)
+    tail: str = ""  # a statement every thread runs after the bodies (a cluster.sync that keeps peers' memory alive)
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -234,6 +239,16 @@ SCOPES: dict[str, Scope] = {
     "cpasync": Scope("cpasync", 1, 2, ((2, 1), (3, 0)),
                      atoms=("cp.async", "cp.async.commit", "cp.async.wait", "cp.async.arrive", "cp.async.arrive.noinc",
                             "read", "wait0", "syncthreads"), wrappers=("", "elect"), trips=()),
+    # cp.async copies read through the async proxy (a bulk store), with and without a fence.proxy.async
+    # after the copy's completion, by the copying warp or by the warp that acquires it (SV601)
+    "cpasync-proxy": Scope("cpasync-proxy", 1, 2, ((3, 2), (3, 0)),
+                           atoms=("cp.async", "cp.async.retired", "cp.async.arrive.noinc", "fence.proxy.async",
+                                  "tma.store.waited", "wait0"), wrappers=("elect",), trips=()),
+    # cp.async copies handed to the peer CTA over a remote arrive of either scope (SV602); the closing
+    # cluster.sync keeps each CTA's shared memory alive for its peer's reads
+    "cpasync-cluster": Scope("cpasync-cluster", 2, 1, ((3, 2), (3, 0)),
+                             atoms=("cp.async", "cp.async.retired", "arrive.remote", "arrive.remote.cta", "wait0",
+                                    "read.remote"), wrappers=("elect",), trips=(), tail="cluster.sync;"),
     # tcgen05: MMA, commit, tensor-memory loads and stores, the fence pair around the thread synchronization
     "tcgen05": Scope("tcgen05", 1, 2, ((2, 1), (1, 1), (2, 0)),
                      atoms=("tc.mma", "tc.commit", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after", "wait0",
@@ -335,6 +350,8 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
         guard = f"w{slot}" if scope.ctas == 1 else f"w0 && cta == {slot}"
         body = " ".join(s.text(f"k{slot}{i}", bar) for i, s in enumerate(seq))
         lines.append(f"  if {guard} {{ {body} }}")
+    if scope.tail:
+        lines.append(f"  {scope.tail}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

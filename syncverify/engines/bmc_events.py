@@ -38,6 +38,7 @@ class Record:
     is_async: bool = False
     event: Event | None = None
     region: int = 0  # DATA: the bytes of the slot it touches (semantics.families.regions; 0: all)
+    generic: bool = False  # (with is_async) a cp.async write: generic-proxy data (state.F_GENERIC)
 
 
 @dataclass

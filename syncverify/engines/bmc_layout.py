@@ -99,7 +99,8 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                                                       if isinstance(e.op, ir.WgmmaRead | ir.TmaStore) and e.key}
         relaxed = any(isinstance(e.op, ir.ClusterArrive) and e.op.relaxed for evs in self.events for e in evs)
         self.amask = self._mask(r for r, rec in enumerate(self.records)
-                                if (rec.space == DATA and rec.kind == 1 and not rec.is_async and rec.key in async_keys)
+                                if (rec.space == DATA and rec.kind == 1 and (not rec.is_async or rec.generic)
+                                    and rec.key in async_keys)
                                 or (rec.space != DATA and relaxed))
         self.kmask = self._known_relevant() | self.amask
         self.init_records = {m: [r for evs in self.events for e in evs for t, r in zip(e.targets, e.inits,

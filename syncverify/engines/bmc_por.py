@@ -269,11 +269,11 @@ class EncodingIndependence:
 
     def published(self, e: Event) -> list[int]:
         """Machine._check_cross_cta_release: the records whose visibility to the arriving lanes
-        makes a release on a peer's barrier carry data across CTAs — generic writes by a
-        process of another CTA than the barrier's."""
+        makes a release on a peer's barrier carry data across CTAs — generic-proxy writes (cp.async
+        copies included) by a process of another CTA than the barrier's."""
         bar_cta = self.machine.mb_names[e.m][0]
         return [r for r, rec in enumerate(self.records) if rec.space == DATA and rec.kind == 1
-                and not rec.is_async and self.machine.procs[rec.owner].cta != bar_cta]
+                and (not rec.is_async or rec.generic) and self.machine.procs[rec.owner].cta != bar_cta]
 
 
 

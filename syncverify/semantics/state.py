@@ -60,6 +60,9 @@ F_LANEWISE = 256  # a per-thread copy (cp.async, or a bulk copy's read) of some/
 #                   retired: each lane knows only its own, as of an own generic access (program.own_part_hidden)
 F_LANESYNCED = 512  # an own generic access that a later syncwarp or bar.sync of its warp ordered before every lane:
 #                     another lane of the warp may then meet it (program.lanes_meet_unordered)
+F_GENERIC = 1024  # (with F_ASYNC) an asynchronous write performed in the generic proxy: a non-bulk cp.async
+#                   ("treated as a weak memory operation performed in the generic proxy", PTX cp.async). Ordered
+#                   like the other async accesses, but data for the proxy rule (SV601) and the scope rule (SV602)
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
@@ -86,6 +89,13 @@ def retired_lane_by_lane(unit: int, part: int) -> bool:
     own generic accesses (F_LANEWISE, program.own_part_hidden), and only a syncwarp lets one lane
     publish it. A wgmma is one operation of the warpgroup, retired for all its threads at once."""
     return part != LEADER and unit != UNIT_WGMMA
+
+
+def generic_proxy_write(flags: int) -> bool:
+    """Is a write record's data in the generic proxy: a plain write, or a cp.async copy (F_GENERIC)?
+    An async-proxy read of it (wgmma, bulk store, tcgen05 operand, a TMA load over it) needs a
+    fence.proxy.async on the path from it (SV601), and a release across CTAs carries it (SV602)."""
+    return not flags & F_ASYNC or bool(flags & F_GENERIC)
 
 
 def hidden_like_own_access(flags: int) -> bool:

@@ -29,6 +29,7 @@ from ..state import (
     AG_TMA,
     AG_UMMA,
     F_ASYNC,
+    F_GENERIC,
     F_INFLIGHT,
     F_LANEWISE,
     F_RETIRED,
@@ -61,8 +62,10 @@ from ..state import (
     UNIT_WGMMA,
     WRITE,
     State,
+    generic_proxy_write,
     retired_lane_by_lane,
 )
+from .cp_async import fence_copies, fence_copies_encoded
 from .encoding import DATA, INIT, Z3A
 
 if TYPE_CHECKING:
@@ -203,7 +206,9 @@ class AsyncAgentOps:
                     r = (*r[:R_FLAGS], r[R_FLAGS] | F_LANEWISE, *r[R_FLAGS + 1:])
                 else:
                     learn = lanes
-                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | learn, r[R_KNOWN] | learn)
+                # (a cp.async copy is generic-proxy data: only a fence.proxy.async makes it async-known)
+                alearn = 0 if r[R_FLAGS] & F_GENERIC else learn
+                r = (*r[:R_GRP], -1, r[R_REGION], r[R_AKNOWN] | alearn, r[R_KNOWN] | learn)
             out.append(r)
         w.records = tuple(out)
         return True
@@ -256,17 +261,20 @@ class AsyncAgentOps:
 
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
         """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
-        async proxy. fence.mbarrier_init (§2): the thread's own prior inits are released at
-        cluster scope once a cluster barrier arrive follows."""
+        async proxy, and so do the cp.async copies they have seen complete (cp_async.fence_copies).
+        fence.mbarrier_init (§2): the thread's own prior inits are released at cluster scope once a
+        cluster barrier arrive follows."""
         space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
         part = self._part(p, ins)
         out = []
         for r in w.records:
-            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
+            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and generic_proxy_write(r[R_FLAGS]) \
                     and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
+        if space == SPACE_DATA:
+            w.records = fence_copies(w.records, p, lanes)
         return True
 
     def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
@@ -489,10 +497,10 @@ class AsyncAgentEncoding:
             for h in e.lanes:
                 for space in ("K", "A"):
                     w[space, h] = w[space, h] | w["snap", r]
-        for r, learn in e.retires:
+        for r, learn in e.retires:  # (a cp.async copy is async-known only through a fence: ev_fence)
             b = enc.bit(r)
             for h in learn:
-                for space in ("K", "A"):
+                for space in ("K",) if enc.records[r].generic else ("K", "A"):
                     w[space, h] = w[space, h] | b
         return enabled, False
 
@@ -507,12 +515,15 @@ class AsyncAgentEncoding:
         space = DATA if op.kind == "proxy_async" else INIT
         proc = enc.machine.procs[p]
         mine = enc._mask(r for r, rec in enumerate(enc.records)
-                         if rec.space == space and rec.owner == p and rec.kind == 1 and not rec.is_async
+                         if rec.space == space and rec.owner == p and rec.kind == 1
+                         and (not rec.is_async or rec.generic)
                          and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
         if mine:
             mask = z3.BitVecVal(mine, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):
                 w["A", h] = w["A", h] | (w["K", h] & mask)
+        if space == DATA:
+            fence_copies_encoded(w, enc, e, mine)
         return z3.BoolVal(True), False
 
 
@@ -569,7 +580,8 @@ def setup_async_access(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
     if e.error is None:
         e.key = (e.own, *slot)
         kind = 1 if isinstance(e.op, ir.CpAsync) else 0  # a cp.async writes its slot, the others read theirs
-        e.record = enc._new_record(Record(DATA, e.key, kind, e.proc, e.part, is_async=True, event=e))
+        e.record = enc._new_record(Record(DATA, e.key, kind, e.proc, e.part, is_async=True, event=e,
+                                          generic=isinstance(e.op, ir.CpAsync)))
 
 
 def setup_group_wait(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:

@@ -5,12 +5,17 @@ the thread's prior copies.
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type (see Machine._exec). The bmc engine encodes `cp.async` with the other asynchronous
-accesses (async_agents.py) and refuses `cp.async.mbarrier.arrive` (``REFUSED``).
+accesses (async_agents.py) and refuses `cp.async.mbarrier.arrive` (``REFUSED``). The copy is
+generic-proxy data (state.F_GENERIC); which `fence.proxy.async` makes it visible to the async proxy
+is decided here for both engines (``fence_copies``, ``fence_copies_encoded``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import z3
 
 from ... import ir
 from .. import rules
@@ -18,6 +23,8 @@ from ..core import Violation, _Work
 from ..state import (
     AG_CPARRIVE,
     F_ASYNC,
+    F_GENERIC,
+    F_WARPSYNCED,
     FULL,
     LEADER,
     NUNITS,
@@ -25,6 +32,7 @@ from ..state import (
     R_AKNOWN,
     R_CTA,
     R_EPOCH,
+    R_FLAGS,
     R_GRP,
     R_KIND,
     R_KNOWN,
@@ -38,6 +46,10 @@ from ..state import (
     WRITE,
     carry_obs,
 )
+from .encoding import DATA
+
+if TYPE_CHECKING:
+    from ...engines.bmc import Encoding, Event, Work
 
 
 def _is_open_copy(r: tuple, p: int) -> bool:
@@ -45,6 +57,47 @@ def _is_open_copy(r: tuple, p: int) -> bool:
     grp = r[R_GRP]
     return r[R_SPACE] == SPACE_DATA and r[R_OWNER] == p and r[R_KIND] == WRITE and grp >= 0 \
         and grp % NUNITS == UNIT_CPASYNC
+
+
+def _is_copy(r: tuple, p: int) -> bool:
+    """A cp.async write of process p, open or already retired by one of p's group waits."""
+    return r[R_SPACE] == SPACE_DATA and r[R_OWNER] == p and r[R_KIND] == WRITE and bool(r[R_FLAGS] & F_GENERIC)
+
+
+def fence_copies(records: tuple, p: int, lanes: int) -> tuple:
+    """`fence.proxy.async` by the lanes ``lanes`` of process p, for cp.async copies (AsyncAgentOps.op_fence
+    does the fencing thread's own generic writes): a copy is fenced by any thread that has seen it
+    complete — its issuer after the group wait that retired it, or a thread that acquired it through a
+    barrier (the mbarrier phase a cp.async.mbarrier.arrive completed) — so what the fencing lanes know
+    of it becomes async-known to them. PTX "Proxy-preserved base causality order" asks for the proxy
+    fence "along the base causality path" from the write to the read, and the copy's completion is
+    where that path leaves the copy (docs/model.md, "cp.async and the async proxy"); a fence before
+    the completion is seen fences nothing. An own copy of more lanes than fence counts only once a
+    syncwarp after their waits made every lane hold it whole (F_WARPSYNCED)."""
+    out = None
+    for i, r in enumerate(records):
+        gain = r[R_KNOWN] & lanes & ~r[R_AKNOWN]
+        if gain and r[R_FLAGS] & F_GENERIC and r[R_KIND] == WRITE and (r[R_OWNER] != p or r[R_FLAGS] & F_WARPSYNCED):
+            if out is None:
+                out = list(records)
+            out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | gain, r[R_KNOWN])
+    return records if out is None else tuple(out)
+
+
+def fence_copies_encoded(w: Work, enc: Encoding, e: Event, own: int) -> None:
+    """fence_copies for the bmc engine: the cp.async records (not in ``own``, the thread's own writes
+    AsyncAgentEncoding.ev_fence fences already) that the fence covers become async-known to each
+    fencing lane's holder that knows them — another thread's, or the thread's own once a syncwarp
+    after the wait that retired them lane by lane (program order stands for F_WARPSYNCED)."""
+    p = e.proc
+    syncs = [x.index for x in enc.events[p][:e.index] if isinstance(x.op, ir.Syncwarp)]
+    seen = enc._mask(r for r, rec in enumerate(enc.records)
+                     if rec.space == DATA and rec.generic and rec.kind == 1 and not own >> r & 1
+                     and (rec.owner != p or any(i > enc.lanewise.get(r, e.index) for i in syncs)))
+    if seen:
+        mask = z3.BitVecVal(seen, enc.R)
+        for h in e.lanes:
+            w["A", h] = w["A", h] | (w["K", h] & mask)
 
 
 class CpAsyncOps:
@@ -55,13 +108,17 @@ class CpAsyncOps:
         write of its part of the slot. No ordering holds for it, not even with the issuing
         thread's own later accesses, until `cp.async.wait_group`/`wait_all` retires its group in
         that thread (op_group_wait) or its `cp.async.mbarrier.arrive` arrives. It belongs to
-        the thread's open cp.async group."""
+        the thread's open cp.async group. PTX: "cp.async is treated as a weak memory operation
+        performed in the generic proxy": the record is F_GENERIC, generic-proxy data for the proxy
+        rule (an async-proxy read of it needs a fence.proxy.async after its completion, SV601) and
+        for the scope rule (SV602)."""
         buf, slot = self._slot(op.buf, env, ctx)
         key = (SPACE_DATA, proc.cta, buf, slot)
         part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, WRITE, op.span, "cp.async write")
         seq = w.procs[p][P_CPASYNC]
-        self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + UNIT_CPASYNC)
+        self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_GENERIC,
+                        grp=NUNITS * seq + UNIT_CPASYNC)
         return True
 
     def op_cp_async_arrive(self, w, p, proc, op: ir.CpAsyncArrive, ins, env, ctx, lanes) -> bool:
@@ -99,7 +156,15 @@ class CpAsyncOps:
         have completed, and PTX makes them "performed and visible" to the threads that observe
         the phase (ptx-semantics §1.4). The copies of a whole-warp record are released with the
         warp's last agent (before it, some lanes' parts may still be in flight), then arrive(1)
-        (AsyncAgentOps._agent_arrive)."""
+        (AsyncAgentOps._agent_arrive).
+
+        The copies published are those the issue covered, whether or not a group wait of the
+        issuer has retired them since: PTX triggers the arrive-on "upon the completion of all
+        prior cp.async operations initiated by the executing thread", and a later
+        `cp.async.wait_group`/`wait_all` only adds the issuer's own ordering — it cannot take the
+        arrive-on's publication back. They become known to the phase, not async-known: the copy
+        is generic-proxy data, and an async-proxy reader still needs a fence.proxy.async after
+        observing the phase (op_fence)."""
         _, _, _, _, m, _, issuer, line, covered = a
 
         def publish() -> None:
@@ -108,8 +173,8 @@ class CpAsyncOps:
             cur = self.holders.mb_cur(m)
             out = []
             for r in w.records:
-                if _is_open_copy(r, issuer) and (r[R_CTA], r[R_OBJ], r[R_SLOT], r[R_EPOCH]) in covered:
-                    r = (*r[:R_AKNOWN], r[R_AKNOWN] | cur, r[R_KNOWN] | cur)
+                if _is_copy(r, issuer) and (r[R_CTA], r[R_OBJ], r[R_SLOT], r[R_EPOCH]) in covered:
+                    r = (*r[:R_AKNOWN], r[R_AKNOWN], r[R_KNOWN] | cur)
                 out.append(r)
             w.records = tuple(out)
 

@@ -24,6 +24,7 @@ from ..core import (
 from ..program import lanes_meet_unordered
 from ..state import (
     F_ASYNC,
+    F_GENERIC,
     F_INFLIGHT,
     F_LANESYNCED,
     F_REPEAT,
@@ -47,6 +48,7 @@ from ..state import (
     SPACE_DATA,
     SPACE_START,
     WRITE,
+    generic_proxy_write,
     in_program_order_when_own,
 )
 from .encoding import DATA
@@ -119,8 +121,14 @@ class MemoryOps:
         if async_op:
             for r in run:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
-                        r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
-                        (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
+                        r[R_SPACE] == space and generic_proxy_write(r[R_FLAGS]) and not r[R_FLAGS] & F_SUPERSEDED \
+                        and (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
+                    if r[R_FLAGS] & F_GENERIC:  # a cp.async copy (families/cp_async.py)
+                        raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, "
+                                        f"but the cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} "
+                                        "wrote it through the generic proxy, and no fence.proxy.async by a thread "
+                                        "that had seen the copy complete orders it before this read", span,
+                                        related=((r[R_LINE], "the unfenced cp.async write"),))
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
                                     f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
                                     "followed by that writer's fence.proxy.async", span,
@@ -226,8 +234,8 @@ class MemoryOps:
             for old in self._superseded(covered):
                 keep.append((*old[:R_FLAGS], old[R_FLAGS] | F_SUPERSEDED, *old[R_FLAGS + 1:]))
             known = lanes if part == LEADER else self.holders.lanes(p)
-        # a generic write is visible to the async proxy only after its writer's fence.proxy.async
-        aknown = known if flags & F_ASYNC else 0
+        # a generic write (a cp.async copy included) is visible to the async proxy only after a fence.proxy.async
+        aknown = 0 if generic_proxy_write(flags) else known
         keep.append((*key, WRITE, p, part, line, flags, epoch, grp, region, aknown, known))
         w.records = tuple(keep)
 
@@ -316,7 +324,7 @@ class MemoryEncoding:
                     not self.enc.lanes_synced(e.proc, rec.event.index, e.index):
                 ordered = z3.BoolVal(False)  # (MemoryOps._lanes_unordered)
             out.append(("SV30x", z3.And(self.has(w["live"], r), z3.Not(ordered))))
-            if async_op and rec.kind == 1 and not rec.is_async:
+            if async_op and rec.kind == 1 and (not rec.is_async or rec.generic):
                 fenced = z3.And(*[self.has(w["A", h], r) for h in e.lanes])
                 out.append(("SV601", z3.And(self.has(w["live"], r), z3.Not(fenced))))
         return out
@@ -336,9 +344,14 @@ class MemoryEncoding:
                 # The latest older write is the one issued last: the live generic write of the slot
                 # (a generic write drops every older record it covers) unless a bulk copy issued
                 # after it is live; where parts were written separately, every live one of them
-                # (MemoryOps._superseded). Only a generic one can count, so only those are kept.
-                generic = enc._mask(r for r in mine if enc.records[r].kind == 1 and not enc.records[r].is_async)
-                copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async)
+                # (MemoryOps._superseded). Only a generic-proxy one can count, so only those are kept. A
+                # cp.async copy counts (it is generic-proxy data) but drops nothing older: where it and an
+                # older plain write are both live, both are kept — more than the machine keeps, so a
+                # counterexample that needs the older one is not reproduced (inconclusive), never missed.
+                generic = enc._mask(r for r in mine if enc.records[r].kind == 1
+                                    and (not enc.records[r].is_async or enc.records[r].generic))
+                copies = enc._mask(r for r in mine if enc.records[r].kind == 1 and enc.records[r].is_async
+                                   and not enc.records[r].generic)
                 zero = z3.BitVecVal(0, enc.R)
                 latest = z3.If((w["live"] & z3.BitVecVal(copies, enc.R)) == 0,
                                w["live"] & z3.BitVecVal(generic, enc.R), zero) if generic else zero

@@ -18,7 +18,6 @@ from ...diagnostics import Severity
 from .. import rules
 from ..core import Violation
 from ..state import (
-    F_ASYNC,
     M_RDATA,
     R_FLAGS,
     R_KIND,
@@ -28,6 +27,7 @@ from ..state import (
     RD_CUR_LINE,
     SPACE_DATA,
     WRITE,
+    generic_proxy_write,
     rdata_cta_line,
 )
 from .encoding import Z3A
@@ -40,9 +40,13 @@ class ScopeOps:
     """Explicit-state SV602 handling (a mixin of MbarrierOps)."""
 
     def _crosses(self, r: tuple, bar_cta: int) -> bool:
-        """Is record r a generic write made outside ``bar_cta`` (data that would cross CTAs)?"""
-        return r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC and r[R_OWNER] >= 0 \
-            and self.procs[r[R_OWNER]].cta != bar_cta
+        """Is record r a generic-proxy write made outside ``bar_cta`` (data that would cross CTAs)? A
+        cp.async copy is one (F_GENERIC: "a weak memory operation performed in the generic proxy",
+        PTX cp.async): once its issuer's group wait retired it, a `.cta`-scope remote release carries
+        it as it carries a plain store (the CuTe DSL 2-CTA blockscale GEMM relay of SFA, CUTLASS
+        PR #3647)."""
+        return r[R_SPACE] == SPACE_DATA and r[R_KIND] == WRITE and generic_proxy_write(r[R_FLAGS]) \
+            and r[R_OWNER] >= 0 and self.procs[r[R_OWNER]].cta != bar_cta
 
     def _check_cross_cta_release(self, w, p, m, op: ir.MbarArrive, lanes: int) -> int:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata.
