@@ -78,7 +78,9 @@ def merge_static(result: CheckResult, findings: list | StaticOutcome) -> CheckRe
     """Add the search-free findings; a static error makes the protocol a violation. What the static
     checks could not decide (a StaticOutcome's gap) makes a safe verdict inconclusive."""
     if isinstance(findings, list):
-        findings = StaticOutcome(findings)
+        from ..staticcheck import StaticOutcome as Outcome  # (lazy, like static_outcome above)
+
+        findings = Outcome(findings)
     if findings.gap and result.verdict is Verdict.SAFE:
         result = replace(result, verdict=Verdict.INCONCLUSIVE, coverage=findings.gap,
                          stopped_by=findings.stopped_by)
