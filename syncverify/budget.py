@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +123,29 @@ def sigint_watched() -> Iterator[None]:
         z3 = sys.modules.get("z3")
         if z3 is not None:
             z3.set_param("ctrl_c", True)  # Z3's default again, for whoever uses it next in this process
+
+
+# The wall clock of the check running now, for phases that take no budget argument (extraction:
+# the PTX executor, the loop roller): (deadline by time.monotonic, the --timeout it came from).
+_clock: ContextVar[tuple[float, float] | None] = ContextVar("syncverify_clock", default=None)
+
+
+@contextmanager
+def clock(seconds: float) -> Iterator[None]:
+    """Run the body under a --timeout of ``seconds``; ``check_clock`` inside it raises OutOfBudget."""
+    token = _clock.set((time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _clock.reset(token)
+
+
+def check_clock(doing: str) -> None:
+    """Raise OutOfBudget(TIME) when the clock of ``clock`` has run out; ``doing`` says where."""
+    stop_if_interrupted()
+    now = _clock.get()
+    if now is not None and time.monotonic() > now[0]:
+        raise OutOfBudget(TIME, f"{reached(TIME, now[1])} while {doing}")
 
 
 class OutOfBudget(Exception):

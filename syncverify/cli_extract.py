@@ -11,14 +11,16 @@ import argparse
 import os
 import re
 import sys
+import time
 from dataclasses import replace
 
+from . import budget as budgets
 from .cli_symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 from .diagnostics import Diagnostic, InputError, Related, Span
 from .ptx.execute import Launch, ParamBytes
 from .ptx.extract import Extracted, extract, load_module
 from .ptx.parse import Instr, PtxError
-from .result import CheckResult
+from .result import CheckResult, Verdict
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
 
@@ -178,10 +180,17 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
         return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param)")
     if getattr(args, "symbolic", None) is not None:
         return check_symbolic(path, args, options)
+    start = time.monotonic()
     try:
-        ex = extract_kernel(path, args)
+        with budgets.clock(options.timeout):  # the executor and the loop roller look at it
+            ex = extract_kernel(path, args)
     except PtxError as err:
         return err
+    except budgets.OutOfBudget as out:
+        return CheckResult(path=path, protocol=args.kernel or "", verdict=Verdict.INCONCLUSIVE, bound="",
+                           coverage=f"the kernel was not extracted: {out}", stopped_by=out.kind)
+    # the check gets what extraction left of --timeout
+    options = replace(options, timeout=max(options.timeout - (time.monotonic() - start), 1e-3))
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     try:
         protocol = load(ex.text, options.defines, path=sync_name)

@@ -15,19 +15,17 @@ programs instead of during the search:
 Control flow depends only on loop variables and on who executes, so each process runs one fixed
 sequence of operations (the search's `_future` relies on the same fact). The column totals are
 therefore exact for every execution that runs to the end; the search decides the rest (an
-allocation that finds no room blocks: Machine.op_tmem).
+allocation that finds no room blocks: Machine.op_tmem). They are added up by tmem_walk, which
+summarises loops instead of stepping every trip, and says so (WalkIncomplete) when it cannot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from . import ir
 from .diagnostics import Diagnostic, make
-from .semantics.machine import TMEM_COLUMNS, Machine, Violation
-from .semantics.program import END, OP, Instr, Program, is_wgmma
-
-_MAX_STEPS = 1_000_000
+from .semantics.machine import TMEM_COLUMNS, Machine
+from .semantics.program import OP, Program, is_wgmma
+from .tmem_walk import WalkIncomplete, tmem_totals
 
 
 def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
@@ -67,44 +65,23 @@ def collective_findings(protocol: ir.Protocol, programs: list[Program]) -> list[
     return out
 
 
-def op_sequence(machine: Machine, p: int) -> Iterator[Instr]:
-    """The operations process p executes, in order (control flow run as the search runs it). Stops
-    early where an expression cannot be evaluated: the search reports that."""
-    prog = machine.programs[p]
-    code = prog.code
-    try:
-        pc, vars_ = machine._run_local(p, 0, (0,) * len(prog.var_names))
-        for _ in range(_MAX_STEPS):
-            if code[pc].kind == END:
-                return
-            if code[pc].kind == OP:
-                yield code[pc]
-            pc, vars_ = machine._run_local(p, pc + 1, vars_)
-    except Violation:
-        return
+def _first_in_program(machine: Machine, cta: int) -> ir.Op:
+    """The CTA's first alloc or dealloc in program order: where SV406 is reported, by the walk here
+    and by the search's exit check (Machine._tmem_exit) alike, so the two are one finding."""
+    return next(ins.op for q in machine.procs_of_cta[cta] for ins in machine.programs[q].code
+                if ins.kind == OP and isinstance(ins.op, ir.TmemAlloc))
 
 
-def tmem_totals(machine: Machine) -> dict[int, tuple[int, int, ir.Op]]:
-    """Per CTA that uses tensor memory: (columns allocated, columns deallocated, its first alloc or
-    dealloc) over every execution that runs to the end (each side of a cta_group 2 operation
-    allocates in its own CTA)."""
-    totals: dict[int, tuple[int, int, ir.Op]] = {}
-    for p, proc in enumerate(machine.procs):
-        for ins in op_sequence(machine, p):
-            op = ins.op
-            if isinstance(op, ir.TmemAlloc):
-                alloc, free, first = totals.get(proc.cta, (0, 0, op))
-                totals[proc.cta] = (alloc, free + op.cols, first) if op.dealloc else (alloc + op.cols, free, first)
-    return totals
-
-
-def tmem_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
-    """SV406: a CTA whose executions allocate more tensor memory than they deallocate, or the reverse."""
+def tmem_findings(protocol: ir.Protocol, programs: list[Program], deadline: float | None = None) -> list[Diagnostic]:
+    """SV406: a CTA whose executions allocate more tensor memory than they deallocate, or the reverse.
+    Raises WalkIncomplete when the totals cannot be added up within the walk's budgets."""
     if not any(isinstance(ins.op, ir.TmemAlloc) for prog in programs for ins in prog.code):
         return []
     out = []
-    for cta, (alloc, free, first) in sorted(tmem_totals(Machine(protocol, reduce=False)).items()):
+    machine = Machine(protocol, reduce=False)
+    for cta, (alloc, free, _) in sorted(tmem_totals(machine, deadline=deadline).items()):
         where = f"CTA {cta}" if protocol.cluster > 1 else "the CTA"
+        first = _first_in_program(machine, cta)
         if alloc > free:
             out.append(make("SV406", f"{where} allocates {alloc} tensor-memory columns but deallocates {free}: "
                             f"{alloc - free} are still allocated when it exits (PTX: all Tensor Memory allocated "
@@ -117,8 +94,13 @@ def tmem_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagno
 
 def tmem_may_block(machine: Machine) -> str | None:
     """Why an allocation of the protocol may find no room (a CTA's allocations add up to more than
-    512 columns), for the engines that do not model the columns; None when none can."""
-    for cta, (alloc, _, first) in sorted(tmem_totals(machine).items()):
+    512 columns), for the engines that do not model the columns; None when none can. Totals the
+    walk cannot add up within its budget are a reason too: nothing is known about them."""
+    try:
+        totals = tmem_totals(machine)
+    except WalkIncomplete as why:
+        return f"the tensor-memory columns are not added up: {why}"
+    for cta, (alloc, _, first) in sorted(totals.items()):
         if alloc > TMEM_COLUMNS:
             return (f"tensor-memory allocations of CTA {cta} add up to {alloc} columns (more than {TMEM_COLUMNS}): "
                     f"an allocation may block until a deallocation frees room, which is not encoded "

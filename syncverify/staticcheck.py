@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from . import ir
 from .collective import collective_findings, tmem_findings
 from .diagnostics import Diagnostic, make
 from .semantics.program import OP, Program
+from .tmem_walk import WalkIncomplete
 
 
 def _ops(programs: list[Program]) -> Iterator[tuple[Program, ir.Op, int, bool]]:
@@ -180,7 +182,33 @@ def check_smem_capacity(protocol: ir.Protocol) -> list[Diagnostic]:
                  "bytes)", largest.span)]
 
 
+@dataclass(frozen=True)
+class StaticOutcome:
+    """The search-free findings, and what could not be decided without a search either: ``gap`` says
+    why (empty when everything was), ``stopped_by`` which budget ended it (budget.KINDS). A gap
+    makes a check that is otherwise safe inconclusive (engines.merge_static)."""
+
+    findings: list[Diagnostic]
+    gap: str = ""
+    stopped_by: str = ""
+
+
+def static_outcome(protocol: ir.Protocol, programs: list[Program], deadline: float | None = None) -> StaticOutcome:
+    """Every static finding; ``deadline`` (time.monotonic) is the check's --timeout."""
+    found = check_overflow(protocol, programs) + check_tx_balance(protocol, programs) + \
+        check_ranks(protocol, programs) + collective_findings(protocol, programs)
+    gap = stopped_by = ""
+    try:
+        found += tmem_findings(protocol, programs, deadline)
+    except WalkIncomplete as why:
+        gap, stopped_by = f"SV406 not decided: {why}", why.kind
+    return StaticOutcome(found + check_smem_capacity(protocol), gap, stopped_by)
+
+
 def static_findings(protocol: ir.Protocol, programs: list[Program]) -> list[Diagnostic]:
-    return check_overflow(protocol, programs) + check_tx_balance(protocol, programs) + \
-        check_ranks(protocol, programs) + collective_findings(protocol, programs) + \
-        tmem_findings(protocol, programs) + check_smem_capacity(protocol)
+    """The static findings alone, for callers that compare them; raises WalkIncomplete rather than
+    leave out what it could not decide."""
+    out = static_outcome(protocol, programs)
+    if out.gap:
+        raise WalkIncomplete(out.stopped_by, out.gap)
+    return out.findings

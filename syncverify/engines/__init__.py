@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from ..result import CheckResult, Verdict
 if TYPE_CHECKING:
     from .. import ir
     from ..check import Options
+    from ..staticcheck import StaticOutcome
 
 
 def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
@@ -39,6 +41,7 @@ def _run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
 
 def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     from ..semantics.machine import Machine
+    deadline = time.monotonic() + options.timeout  # the static walks run under the same --timeout
     from .explicit import Budget, explore
 
     try:
@@ -64,20 +67,36 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
     from ..staticcheck import (
-        static_findings,  # (lazy: staticcheck imports the machine, which imports engines.reduction)
+        static_outcome,  # (lazy: staticcheck imports the machine, which imports engines.reduction)
     )
 
-    result = merge_static(result, static_findings(protocol, machine.programs))
+    result = merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
     if options.engine == "auto" and symbolic is not None:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"
         result = symbolic.lift_result(result, protocol, options, assumptions)
     return result
 
 
-def merge_static(result: CheckResult, findings: list) -> CheckResult:
-    """Add the search-free findings; a static error makes the protocol a violation."""
+def searched(static: StaticOutcome) -> StaticOutcome:
+    """The static outcome for an engine that runs the machine (explicit, the lift): its searches
+    check SV406 at every CTA's exit (Machine._tmem_exit), so a complete one — the only kind that
+    says safe — has decided what the walk could not add up (the gap). The bmc engine, which has
+    no such check, keeps the gap."""
+    return replace(static, gap="", stopped_by="")
+
+
+def merge_static(result: CheckResult, findings: list | StaticOutcome) -> CheckResult:
+    """Add the search-free findings; a static error makes the protocol a violation. What the static
+    checks could not decide (a StaticOutcome's gap) makes a safe verdict inconclusive."""
+    if isinstance(findings, list):
+        from ..staticcheck import StaticOutcome as Outcome  # (lazy, like static_outcome above)
+
+        findings = Outcome(findings)
+    if findings.gap and result.verdict is Verdict.SAFE:
+        result = replace(result, verdict=Verdict.INCONCLUSIVE, coverage=findings.gap,
+                         stopped_by=findings.stopped_by)
     seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-    extra = [d for d in findings if (d.code, d.span.line if d.span else 0) not in seen]
+    extra = [d for d in findings.findings if (d.code, d.span.line if d.span else 0) not in seen]
     if not extra:
         return result
     verdict = Verdict.VIOLATION if any(d.is_error for d in extra) else result.verdict

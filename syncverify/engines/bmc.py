@@ -290,18 +290,19 @@ class BMC:
 
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
-    from ..staticcheck import static_findings
+    from ..staticcheck import static_outcome
     from . import merge_static
     from .explicit import _diagnostic, bound_of
 
     start = time.monotonic()
+    deadline = start + options.timeout
     bound = bound_of(protocol)
     try:
         bmc = BMC(machine)
     except Unsupported as why:
         return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,
                                         bound=bound, coverage=f"unsupported by the bmc engine: {why}"),
-                            static_findings(protocol, machine.programs))
+                            static_outcome(protocol, machine.programs, deadline))
     except InputError as err:
         return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                            diagnostics=tuple(err.diagnostics))
@@ -326,7 +327,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
             result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.VIOLATION,
                                  bound=bound, diagnostics=(diag,), stats=stats,
                                  coverage=f"counterexample {outcome.depth} steps deep, by Z3 in {outcome.seconds:.1f}s")
-    return merge_static(result, static_findings(protocol, machine.programs))
+    return merge_static(result, static_outcome(protocol, machine.programs, deadline))
 
 
 def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:

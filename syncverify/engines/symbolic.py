@@ -888,19 +888,21 @@ def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: floa
 
 def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> CheckResult:
     """`--engine z3`: the proof for every trip count alone (no bounded search first)."""
-    from ..staticcheck import static_findings
-    from . import merge_static
+    from ..staticcheck import static_outcome
+    from . import merge_static, searched
 
+    deadline = time.monotonic() + options.timeout
     machine = machine or Machine(protocol, Assumptions.of(options))
     assumptions = machine.assume
     if not protocol.loop_params:
         # nothing to lift: the exhaustive search already covers every iteration
         result = explore(protocol, Budget(options.max_states, options.timeout, options.max_memory_mb), machine,
                          full_trace=options.full_trace, strict=options.strict)
-        return merge_static(result, static_findings(protocol, machine.programs))
+        return merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
     res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace,
                memory_mb=options.max_memory_mb)
-    return merge_static(as_result(protocol, res, options.strict), static_findings(protocol, machine.programs))
+    return merge_static(as_result(protocol, res, options.strict),
+                        searched(static_outcome(protocol, machine.programs, deadline)))
 
 
 def as_result(protocol: ir.Protocol, res: Lift, strict: bool) -> CheckResult:

@@ -201,15 +201,20 @@ class SmallCheck:
 
 def check_one(protocol: ir.Protocol, param: str, n: int, defines: Mapping[str, int], assumptions: Assumptions,
               max_states: int, seconds: float, full_trace: bool = False) -> CheckResult | None:
-    """The explicit engine at ``param`` = n; None where the protocol is not valid input there."""
+    """The explicit engine at ``param`` = n, with the static findings there (as `check` at that
+    trip count reports them); None where the protocol is not valid input there."""
+    from ..staticcheck import static_outcome
+    from . import merge_static, searched
     from .explicit import Budget, explore
 
     try:
         concrete = load(protocol.source, {**defines, param: n}, path=protocol.path)
     except InputError:
         return None
-    return explore(concrete, Budget(max(1, max_states), max(0.0, seconds)), Machine(concrete, assumptions),
-                   full_trace=full_trace)
+    deadline = time.monotonic() + max(0.0, seconds)
+    machine = Machine(concrete, assumptions)
+    result = explore(concrete, Budget(max(1, max_states), max(0.0, seconds)), machine, full_trace=full_trace)
+    return merge_static(result, searched(static_outcome(concrete, machine.programs, deadline)))
 
 
 def small_trip_counts(protocol: ir.Protocol, param: str, below: int, defines: Mapping[str, int],

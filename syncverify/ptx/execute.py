@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
 from .values import UNKNOWN, Value, compute, float_imm_bits, mask, width
@@ -345,6 +346,8 @@ class WarpRun:
                 stack.pop()
                 continue
             steps += 1
+            if not steps & 0xFFFF:
+                budget.check_clock(f"running warp {self.warp} of CTA {self.rank} (PTX line {body[top.pc].line})")
             if steps > MAX_STEPS:
                 raise self.refuse(body[top.pc], f"execution did not finish after {MAX_STEPS:,} steps (a loop "
                                   "whose trip count depends on a value that was not given?)")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 
+from .. import budget
 from .execute import Launch, run_cluster
 from .parse import Function, Instr, Module, PtxError, parse_ptx_file
 from .skeleton import Skeleton, build
@@ -99,7 +101,9 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
     return Extracted(text, origin, mod, name)
 
 
-MAX_CLUSTERS = 64
+# the special registers that tell one cluster of the grid from another (``%nctaid``, ``%nclusterid``,
+# ``%cluster_ctaid`` and the like are the same in every cluster); with no component, the whole vector
+_POSITION = re.compile(r"%(?:ctaid|clusterid)(?:\.([xyz]))?\b")
 
 
 def _shape(sk: Skeleton) -> object:
@@ -108,29 +112,69 @@ def _shape(sk: Skeleton) -> object:
                                      for r in sk.roles])
 
 
+def position_dims(mod: Module) -> frozenset[int]:
+    """The grid dimensions (0: x, 1: y, 2: z) whose position the module's code can read: those of
+    each `%ctaid.D` or `%clusterid.D` it names (all three for the bare vector). The execution of a
+    cluster depends on which cluster it is only through these registers (Launch.cluster_index
+    only places the CTAs, execute.cluster_warps), so clusters at the same coordinates in these
+    dimensions run alike."""
+    dims: set[int] = set()
+    for m in _POSITION.finditer(mod.text):
+        dims |= {"xyz".index(m.group(1))} if m.group(1) else {0, 1, 2}
+    return frozenset(dims)
+
+
+def cluster_groups(mod: Module, launch: Launch) -> tuple[int, list[int]]:
+    """The number of clusters of the grid, and one cluster (the first) of each group of clusters
+    that run alike (same coordinates in position_dims) other than the group of the extracted one."""
+    assert launch.grid is not None
+    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
+    read = sorted(position_dims(mod))
+
+    def group(ci: int) -> tuple[int, ...]:
+        at = (ci % dims[0], (ci // dims[0]) % dims[1], ci // (dims[0] * dims[1]))
+        return tuple(at[d] for d in read)
+
+    total = dims[0] * dims[1] * dims[2]
+    seen = {group(launch.cluster_index)}
+    out = []
+    for ci in range(total):
+        if group(ci) not in seen:
+            seen.add(group(ci))
+            out.append(ci)
+    return total, out
+
+
 def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton) -> list[str]:
     """With --grid, every cluster of the grid must synchronize like the extracted one.
 
     A protocol describes one cluster; clusters are independent, so the
     protocol covers the grid when each cluster's skeleton is the same. One
     that differs (an edge tile that exits early) is refused with its index.
+    Every cluster is covered: the clusters are grouped by their coordinates
+    in the grid dimensions the kernel reads its position in (position_dims),
+    and one cluster of each group is executed and compared; the groups cover
+    the grid. The comparisons run under the check's clock (budget.clock): a
+    check that runs out of time is inconclusive and names the cluster it was
+    comparing, never safe for clusters it did not reach.
     """
     if launch.grid is None:
         return []
-    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
     if any(g % c for g, c in zip(launch.grid, launch.cluster, strict=True)):
         raise PtxError(mod.path, fn.line, 1, f"--grid {launch.grid} is not a whole number of clusters "
                        f"{launch.cluster}")
-    total = dims[0] * dims[1] * dims[2]
+    total, others = cluster_groups(mod, launch)
+    if total == 1:
+        return []
     want = _shape(sk)
-    for ci in range(min(total, MAX_CLUSTERS)):
-        if ci == launch.cluster_index:
-            continue
+    for n, ci in enumerate(others):
+        budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index} "
+                           f"({n} of the {len(others)} other groups of clusters compared)")
         other = replace(launch, cluster_index=ci)
         if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other))) != want:
             raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
                            f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
                            f"--cluster-index {ci}")
-    if total > MAX_CLUSTERS:
-        return [f"only the first {MAX_CLUSTERS} of the grid's {total} clusters were compared with this one"]
-    return [f"all {total} clusters of the grid synchronize like this one"] if total > 1 else []
+    done = len(others) + 1
+    how = f"{done} executed, one per value of the position it reads" if done < total else "each executed"
+    return [f"all {total} clusters of the grid synchronize like this one ({how})"]

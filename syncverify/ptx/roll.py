@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import budget
 from .skeleton import Stmt
 
 # numbers that may vary between iterations: array indices and parities
@@ -115,17 +116,30 @@ def _try_loop(body: list[Stmt], i: int, p: int, r: int, var: str) -> Loop | None
 
 
 def roll(body: tuple[Stmt, ...], names: list[str]) -> list[Stmt | Loop]:
-    """The statements with the longest repeated run written as a loop (then its prefix and suffix)."""
+    """The statements with the longest repeated run written as a loop (then its prefix and suffix).
+
+    The run is searched over every start and period, its statements compared by a small integer
+    per template; a start or period that cannot beat the best run found (fewer statements left
+    than it covers) is not tried. The search is quadratic at worst, so it looks at the clock of
+    the check (budget.check_clock)."""
     items = list(body)
-    keys = [_template(s)[:3] for s in items]
+    ids: dict[object, int] = {}
+    keys = [ids.setdefault(_template(s)[:3], len(ids)) for s in items]
+    n = len(items)
     best: tuple[int, int, int] | None = None  # start, period, repeats
-    for i in range(len(items)):
-        for p in range(1, (len(items) - i) // 2 + 1):
+    covered = 0
+    for i in range(n):
+        if n - i <= covered:
+            break  # no run from here on can cover more
+        budget.check_clock(f"writing the extracted statements as loops ({n} statements)")
+        for p in range(1, (n - i) // 2 + 1):
+            if (n - i) // p * p <= covered:
+                continue
             r = 1
-            while i + (r + 1) * p <= len(items) and keys[i + r * p: i + (r + 1) * p] == keys[i: i + p]:
+            while i + (r + 1) * p <= n and keys[i + r * p: i + (r + 1) * p] == keys[i: i + p]:
                 r += 1
-            if r >= MIN_REPEAT and (best is None or p * r > best[1] * best[2]):
-                best = (i, p, r)
+            if r >= MIN_REPEAT and p * r > covered:
+                best, covered = (i, p, r), p * r
     if best is None:
         return list(items)
     i, p, r = best

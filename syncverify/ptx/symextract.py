@@ -25,9 +25,10 @@ from dataclasses import dataclass, replace
 
 import z3
 
+from .. import budget
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
-from .extract import MAX_CLUSTERS, Extracted, pick_kernel
+from .extract import Extracted, cluster_groups, pick_kernel
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
@@ -161,14 +162,14 @@ def _statements(fam: SymbolicKernel) -> list[list[str]]:
 
 def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: int,
                     fams: tuple[SymbolicKernel, ...]) -> None:
-    """With --grid, every cluster of the grid (the first MAX_CLUSTERS) must give the same protocols for each
-    range of N, as extract.py requires of a concrete extraction; else refused, naming the cluster."""
+    """With --grid, every cluster of the grid must give the same protocols for each range of N, as
+    extract.py requires of a concrete extraction (one cluster of each group that runs alike,
+    extract.cluster_groups; under the check's clock); else refused, naming the cluster."""
     if launch.grid is None:
         return
-    dims = [g // c for g, c in zip(launch.grid, launch.cluster, strict=True)]
-    for ci in range(min(dims[0] * dims[1] * dims[2], MAX_CLUSTERS)):
-        if ci == launch.cluster_index:
-            continue
+    total, others = cluster_groups(mod, launch)
+    for ci in others:
+        budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index}")
         other = replace(launch, cluster_index=ci)
         for fam in fams:
             try:

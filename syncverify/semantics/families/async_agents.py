@@ -330,6 +330,21 @@ class AsyncAgentOps:
         w.tmem[idx] = (used - op.cols, 0)
         return True
 
+    def _tmem_exit(self, w: _Work, cta: int) -> None:
+        """SV406 when CTA ``cta`` exits with columns still allocated (PTX tcgen05, ptx-semantics.md
+        §7: all Tensor Memory allocated "must be explicitly deallocated … before the kernel exits").
+        Checked on every path, so the all-iterations lift sees it at every trip count (tmem_walk.py
+        adds the totals up for the engines without the columns); reported at the CTA's first alloc
+        in program order, where the walk's finding is reported too."""
+        used = w.tmem[self._tmem_columns_index(cta)][0]
+        if used:
+            first = next(ins.op for q in self.procs_of_cta[cta] for ins in self.programs[q].code
+                         if ins.kind == OP and isinstance(ins.op, ir.TmemAlloc))
+            where = f"CTA {cta}" if self.ncta > 1 else "the CTA"
+            w.soft.append(Violation("SV406", f"{where} exits with tensor memory allocated: of its columns, {used} "
+                                    "are still allocated (PTX: all Tensor Memory allocated must be deallocated "
+                                    "before the kernel exits)", first.span))
+
     def tmem_rendezvous(self, cta: int, op: ir.TmemAlloc) -> int:
         """The cta_group 2 rendezvous of CTA ``cta``'s pair (one for allocations, one for
         deallocations): its index into the state's tmem; SV405 where the peer (rank ^ 1) is

@@ -71,6 +71,7 @@ class LifecycleOps:
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
             self._tc_exit(w, cta)  # (families/tcgen05.py)
+            self._tmem_exit(w, cta)  # (families/async_agents.py)
             for r in w.records:
                 # (an open cp.async write that a cp.async.mbarrier.arrive released has completed:
                 # before that release no one knows it; a retired warpgroup wgmma read has completed)
