@@ -17,6 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
+from . import fences
 from .execute import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
 
@@ -367,7 +368,7 @@ class _Ctx:
         if k == "cluster_wait":
             return ["cluster.wait;"]
         if k == "fence_proxy":
-            return ["fence.proxy.async;"]
+            return [fences.language_text(*a)]  # type: ignore[arg-type]
         if k == "fence_init":
             return ["fence.mbarrier_init;"]
         if k == "bulk_commit":
