@@ -17,6 +17,7 @@ docs/model.md, "Proxy fences", has the PTX text behind each rule.
 from __future__ import annotations
 
 import pytest
+from test_exhaustive import _slice
 from test_promela import CC_FLAGS, needs_spin
 
 from syncverify import load
@@ -345,3 +346,13 @@ def test_extraction_keeps_the_space_of_a_fence_after_a_dsmem_store(fence: str) -
     body = [t.split("//")[0].strip() for t in text.splitlines()]
     assert "write buf @ 1;" in body or any(t.startswith("write ") and t.endswith("@ 1;") for t in body), text
     assert fence in body, text
+
+
+# ================================================================ generated programs (tests/exhaustive_programs.py)
+@needs_spin
+@pytest.mark.parametrize("scope", ["proxies", "proxies2"])
+def test_spin_agrees_on_a_slice_of_the_proxy_scopes(scope: str) -> None:
+    """The fence atoms (every state space and both halves) on either side of the synchronization,
+    against SPIN; test_exhaustive.py compares the reduced, unreduced, z3 and bmc engines on them."""
+    tally = _slice(scope, 2000, ["spin"])
+    assert tally["spin agrees"] >= 5, tally
