@@ -237,32 +237,32 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
           wg_pending5 = known ? 1u : 2u; wg_expect5 = known ? expect[base + o5] : 0u; wg_occ5 = o5; wg_slot5 = (((c.cta) << 24) | (1u << 16) | (u32)(v_q));
           ++o5;
         }
-      }
-      {  /* line 35: wgmma.commit; */
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        ++o6;
-      }
-      {  /* line 36: wgmma.wait 0; */
-        asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(0) : "memory");
-        if (wg_pending4) {
-          asm volatile("" : "+r"(acc4[0]), "+r"(acc4[1]), "+r"(acc4[2]), "+r"(acc4[3]) :: "memory");
-          if (wg_pending4 == 1u) {
-            const u32 want = sv_wgmma_value(wg_expect4);
-            const u32 bad_i = acc4[0] != want ? 0u : acc4[1] != want ? 1u : acc4[2] != want ? 2u : acc4[3] != want ? 3u : 4u;
-            if (bad_i < 4u) { const u32 seen = bad_i == 0u ? acc4[0] : bad_i == 1u ? acc4[1] : bad_i == 2u ? acc4[2] : acc4[3]; atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); sv_record(c, 1u, c.proc, 4u, wg_occ4, wg_slot4, wg_expect4, seen, bad_i); }
-          } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-          wg_pending4 = 0u;
+        {  /* line 34: wgmma.commit; */
+          asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+          ++o6;
         }
-        if (wg_pending5) {
-          asm volatile("" : "+r"(acc5[0]), "+r"(acc5[1]), "+r"(acc5[2]), "+r"(acc5[3]) :: "memory");
-          if (wg_pending5 == 1u) {
-            const u32 want = sv_wgmma_value(wg_expect5);
-            const u32 bad_i = acc5[0] != want ? 0u : acc5[1] != want ? 1u : acc5[2] != want ? 2u : acc5[3] != want ? 3u : 4u;
-            if (bad_i < 4u) { const u32 seen = bad_i == 0u ? acc5[0] : bad_i == 1u ? acc5[1] : bad_i == 2u ? acc5[2] : acc5[3]; atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); sv_record(c, 1u, c.proc, 5u, wg_occ5, wg_slot5, wg_expect5, seen, bad_i); }
-          } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
-          wg_pending5 = 0u;
+        {  /* line 35: wgmma.wait 0; */
+          asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(0) : "memory");
+          if (wg_pending4) {
+            asm volatile("" : "+r"(acc4[0]), "+r"(acc4[1]), "+r"(acc4[2]), "+r"(acc4[3]) :: "memory");
+            if (wg_pending4 == 1u) {
+              const u32 want = sv_wgmma_value(wg_expect4);
+              const u32 bad_i = acc4[0] != want ? 0u : acc4[1] != want ? 1u : acc4[2] != want ? 2u : acc4[3] != want ? 3u : 4u;
+              if (bad_i < 4u) { const u32 seen = bad_i == 0u ? acc4[0] : bad_i == 1u ? acc4[1] : bad_i == 2u ? acc4[2] : acc4[3]; atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); sv_record(c, 1u, c.proc, 4u, wg_occ4, wg_slot4, wg_expect4, seen, bad_i); }
+            } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+            wg_pending4 = 0u;
+          }
+          if (wg_pending5) {
+            asm volatile("" : "+r"(acc5[0]), "+r"(acc5[1]), "+r"(acc5[2]), "+r"(acc5[3]) :: "memory");
+            if (wg_pending5 == 1u) {
+              const u32 want = sv_wgmma_value(wg_expect5);
+              const u32 bad_i = acc5[0] != want ? 0u : acc5[1] != want ? 1u : acc5[2] != want ? 2u : acc5[3] != want ? 3u : 4u;
+              if (bad_i < 4u) { const u32 seen = bad_i == 0u ? acc5[0] : bad_i == 1u ? acc5[1] : bad_i == 2u ? acc5[2] : acc5[3]; atomicAdd(&c.ctl[SV_CTL_WGMMA_BAD], 1u); sv_record(c, 1u, c.proc, 5u, wg_occ5, wg_slot5, wg_expect5, seen, bad_i); }
+            } else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u);
+            wg_pending5 = 0u;
+          }
+          ++o7;
         }
-        ++o7;
       }
       {  /* line 37: syncthreads; */
         if (c.pfirst) sv_status(c, SV_STATE_BARRIER, 37u, 8u, (u32)(0), 0u, o8, v_k, 0, 0, 1u);
