@@ -317,8 +317,22 @@ class WgmmaRead:
 
 @dataclass(frozen=True, slots=True)
 class Fence:
+    """`fence.proxy.async[.SPACE]`, its split halves, or `fence.mbarrier_init`.
+
+    ``space`` is the state space a proxy fence covers (PTX: "The memory ordering is limited only
+    to operations performed on objects in the state space specified. If no state space is
+    specified, then the memory ordering applies on all state spaces"): ``all`` (plain
+    `fence.proxy.async`), ``shared::cta`` (the executing CTA's shared memory), ``shared::cluster``
+    (the shared memory of every CTA of the cluster) or ``global`` (no shared-memory slot).
+    ``sem`` names a uni-directional half: ``release`` is
+    `fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster`, ``acquire`` is
+    `fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster`; what each orders
+    is defined once, in semantics/families/proxy_fence.py."""
+
     kind: Literal["proxy_async", "mbarrier_init"]
     span: Span
+    space: Literal["all", "shared::cta", "shared::cluster", "global"] = "all"
+    sem: Literal["", "release", "acquire"] = ""
 
 
 @dataclass(frozen=True, slots=True)

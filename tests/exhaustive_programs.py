@@ -124,6 +124,12 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("tc.wait_st", "tcgen05.wait::st;", collective=True, opt_in=True),
     Atom("tc.before", "tcgen05.fence::before_thread_sync;", opt_in=True),
     Atom("tc.after", "tcgen05.fence::after_thread_sync;", opt_in=True),
+    # the async-proxy fence's state spaces and its uni-directional halves (families/proxy_fence.py)
+    Atom("fence.cta", "fence.proxy.async.shared::cta;", opt_in=True),
+    Atom("fence.cluster", "fence.proxy.async.shared::cluster;", opt_in=True),
+    Atom("fence.release", "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;", opt_in=True),
+    Atom("fence.acquire", "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;",
+         opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -253,6 +259,14 @@ SCOPES: dict[str, Scope] = {
     "tcgen05": Scope("tcgen05", 1, 2, ((2, 1), (1, 1), (2, 0)),
                      atoms=("tc.mma", "tc.commit", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after", "wait0",
                             "syncthreads"), wrappers=("", "elect"), trips=()),
+    # proxy fences on either side of the barrier that orders a generic write before a bulk store's read
+    "proxies": Scope("proxies", 1, 2, ((2, 2), (3, 1), (3, 0)),
+                     atoms=("write", "fence.proxy.async", "fence.cta", "fence.release", "fence.acquire", "syncthreads",
+                            "tma.store", "bulk.wait_read"), wrappers=("", "elect"), trips=()),
+    # a write into the peer CTA's slot, fenced with each state space, read by the peer's bulk store
+    "proxies2": Scope("proxies2", 2, 1, ((2, 2), (3, 1)),
+                      atoms=("write.remote", "write", "fence.cta", "fence.cluster", "fence.acquire", "cluster.sync",
+                             "tma.store"), wrappers=("", "elect"), trips=()),
 }
 
 

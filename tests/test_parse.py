@@ -473,8 +473,16 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("wgmma.wait", "wgmma.wait 7;", ("GroupWait", {"unit": "wgmma", "pending": 7})),
     # fences
     ("fence.proxy.async", "fence.proxy.async;", ("Fence", {"kind": "proxy_async"})),
-    ("fence.proxy.async", "fence.proxy.async.shared::cta;", ("Fence", {"kind": "proxy_async"})),
-    ("fence.proxy.async", "fence.proxy.async.shared::cluster;", ("Fence", {"kind": "proxy_async"})),
+    # the state space is kept: `.shared::cta` covers the executing CTA's shared memory only (#31)
+    ("fence.proxy.async", "fence.proxy.async.shared::cta;", ("Fence", {"kind": "proxy_async", "space": "shared::cta"})),
+    ("fence.proxy.async", "fence.proxy.async.shared::cluster;",
+     ("Fence", {"kind": "proxy_async", "space": "shared::cluster"})),
+    ("fence.proxy.async", "fence.proxy.async.global;", ("Fence", {"kind": "proxy_async", "space": "global"})),
+    ("fence.proxy.async::generic.release", "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;",
+     ("Fence", {"kind": "proxy_async", "space": "shared::cta", "sem": "release"})),
+    ("fence.proxy.async::generic.acquire",
+     "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;",
+     ("Fence", {"kind": "proxy_async", "space": "shared::cluster", "sem": "acquire"})),
     ("fence.mbarrier_init", "fence.mbarrier_init;", ("Fence", {"kind": "mbarrier_init"})),
     ("fence.mbarrier_init", "fence.mbarrier_init.release.cluster;", ("Fence", {"kind": "mbarrier_init"})),
     # Blackwell

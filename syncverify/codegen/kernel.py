@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..expr import EvalError, evaluate, fold, free_names
+from ..semantics.families import proxy_fence
 from ..semantics.program import first_threads, per_lane, with_lane
 from . import ptx
 from .cp_async import CpAsyncWriter
@@ -459,7 +460,16 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
         if op.kind == "mbarrier_init":
             self.line(f'asm volatile("{ptx.FENCE_MBARRIER_INIT}" ::: "memory");')
             # CUDA PG TMA examples: also make the initialized barriers visible to the async proxy
-        self.line(f'asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");')
+            self.line(f'asm volatile("{ptx.FENCE_PROXY_ASYNC}" ::: "memory");')
+            return
+        # the spec's own form: its state space, or the release/acquire half (families/proxy_fence.py).
+        # In a cluster of one CTA every slot is the executing CTA's shared memory, where the plain
+        # fence and `.shared::cta` order the same accesses: that one is written (CUTLASS's
+        # fence_view_async_shared()).
+        text = proxy_fence.ptx_text(op)
+        if op.space == "all" and not op.sem and self.p.cluster == 1:
+            text = ptx.FENCE_PROXY_ASYNC
+        self.line(f'asm volatile("{text}" ::: "memory");')
 
     def hold_cond(self, site: int, kind: str) -> str | None:
         """The C condition under which this site's access is held, or None when no hold of `kind` applies."""

@@ -39,6 +39,7 @@ from ..diagnostics import InputError
 from ..expr import Context, EvalError, evaluate
 from ..lang.choices import open_choices
 from ..semantics import rules
+from ..semantics.families import proxy_fence
 from ..semantics.families.regions import WHOLE, region_of
 from ..semantics.machine import Assumptions, Machine, Violation
 from ..semantics.program import BAR_WAIT, BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program, lane_part
@@ -715,12 +716,15 @@ class _Exporter:
                 "    if (now.R[x].kind == 1 && !(now.R[x].flags & 9) && (now.R[x].akn[lw] & lm) != lm) return 1; }",
                 "  return 0;",
                 "}",
-                "/* fence.proxy.async: this process's generic writes become visible to the async proxy */",
-                "static void fence_proxy(int me, int part, int pw, int pm) {",
+                "/* fence.proxy.async (families/proxy_fence.py): in the slots of keys klo..khi-1, this",
+                "   process's own generic writes (when own) and the writes it acquired (holders fm) */",
+                "static void fence_proxy(int me, int part, int pw, int pm, int fm, int klo, int khi, int own) {",
                 "  int q, i;",
-                f"  {recs} if (now.R[i].owner == me && now.R[i].kind == 1 && !(now.R[i].flags & 1)",
-                "      && !(part_lanes(me, now.R[i].part) & ~part_lanes(me, part)))",
-                "    now.R[i].akn[pw] |= now.R[i].kn[pw] & pm;",
+                "  for (q = klo; q < khi; q++) for (i = q * CAP; i < q * CAP + now.nrec[q]; i++)",
+                "    if (now.R[i].kind == 1 && !(now.R[i].flags & 1)) {",
+                "      if (now.R[i].owner != me) now.R[i].akn[pw] |= now.R[i].kn[pw] & fm;",
+                "      else if (own && !(part_lanes(me, now.R[i].part) & ~part_lanes(me, part)))",
+                "        now.R[i].akn[pw] |= now.R[i].kn[pw] & pm; }",
                 "}",
             ]
         lines += [
@@ -1108,7 +1112,7 @@ class _Exporter:
         elif isinstance(op, ir.Fence):
             if op.kind == "proxy_async":
                 if self.track_akn:
-                    b.append(f"_a = lw; _b = lb | wb; c_code {{ fence_proxy({{me}}, {part}, _a, _b); }};")
+                    b += proxy_fence.promela(op, cta, part, lanes, self.spc, self.nkeys)
             else:
                 b.append("_a = lw; _b = lb | wb; c_code { fence_init({me}, _a, _b); };   /* fence.mbarrier_init */")
         elif isinstance(op, ir.TmemAlloc):

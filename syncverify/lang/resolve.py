@@ -18,6 +18,7 @@ from lark import Token, Tree
 from .. import ir
 from ..diagnostics import Diagnostic, InputError, Span, make
 from ..expr import MAX_MAGNITUDE, EvalError, evaluate, fold, free_names, subexpressions, substitute
+from . import fences
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts and tx-counts (ptx-semantics §1.1)
 MAX_THREADS = 1024
@@ -68,7 +69,9 @@ OPERATIONS: dict[str, OpSpec] = {
     "wgmma.read": _spec("", (1, 1)),
     "wgmma.commit": _spec(),
     "wgmma.wait": _spec("", (0, 1)),
-    "fence.proxy.async": _spec(".shared::cta .shared::cluster"),
+    "fence.proxy.async": _spec(".shared::cta .shared::cluster .global"),
+    "fence.proxy.async::generic.release": _spec(".sync_restrict::shared::cta .cluster"),
+    "fence.proxy.async::generic.acquire": _spec(".sync_restrict::shared::cluster .cluster"),
     "fence.mbarrier_init": _spec(".release .cluster"),
     "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
@@ -1164,7 +1167,13 @@ class Resolver:
         return ir.TmaLoad(buf, self._buffer_bytes(buf, clauses, span), bar, mask, span)
 
     def op_fence_proxy_async(self, span, quals, operands, clauses):
-        return ir.Fence("proxy_async", span)
+        return fences.bidirectional(span, quals, self.error)
+
+    def op_fence_proxy_async__generic_release(self, span, quals, operands, clauses):
+        return fences.half("release", span, quals, self.error)
+
+    def op_fence_proxy_async__generic_acquire(self, span, quals, operands, clauses):
+        return fences.half("acquire", span, quals, self.error)
 
     def op_fence_mbarrier_init(self, span, quals, operands, clauses):
         return ir.Fence("mbarrier_init", span)

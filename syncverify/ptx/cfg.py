@@ -19,9 +19,9 @@ EXIT = -1
 
 # Families of instructions whose effect the model knows, or that must be refused.
 _SYNC_PREFIXES = ("mbarrier.", "bar.", "barrier.", "cp.async", "fence.proxy.async", "fence.mbarrier_init",
-                  "wgmma.", "tcgen05.", "elect.", "shfl.", "vote.", "match.", "redux.", "activemask",
-                  "st.async", "red.async", "multimem.", "setmaxnreg", "call", "trap", "brkpt", "exit", "ret",
-                  "griddepcontrol", "bar.warp")
+                  "membar.proxy.async", "wgmma.", "tcgen05.", "elect.", "shfl.", "vote.", "match.", "redux.",
+                  "activemask", "st.async", "red.async", "multimem.", "setmaxnreg", "call", "trap", "brkpt",
+                  "exit", "ret", "griddepcontrol", "bar.warp")
 
 
 def affects_sync(ins: Instr) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
+from . import fences
 from .execute import WARP, Event, Launch, Refusal, source_of
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .parse import Instr, Module
@@ -431,7 +432,7 @@ class _Ctx:
         if k == "cluster_wait":
             return ["cluster.wait;"]
         if k == "fence_proxy":
-            return ["fence.proxy.async;"]
+            return [fences.language_text(*a)]  # type: ignore[arg-type]
         if k == "fence_init":
             return ["fence.mbarrier_init;"]
         if k == "bulk_commit":

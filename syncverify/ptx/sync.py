@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import fences
 from .access import access, matrix, shared_target
 from .access import space_of as _space
 from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of
@@ -301,12 +302,15 @@ def _bar_cta(run: WarpRun, ins: Instr, lanes: int) -> bool:
 
 
 def _fence(run: WarpRun, ins: Instr, lanes: int) -> bool:
-    op = ins.opcode
-    if op.startswith("fence.mbarrier_init"):
-        _emit(run, "fence_init", (), lanes, ins)
-    elif op.startswith("fence.proxy.async") and not op.startswith("fence.proxy.async.global"):
-        _emit(run, "fence_proxy", (), lanes, ins)
-    return True  # other fences only strengthen ordering; the model does not need them
+    """`fence.*` and `membar.*`, each form by its whole opcode (ptx/fences.py): an async-proxy fence
+    keeps its state space and half, a fence the model credits nothing to is skipped, any other
+    form is refused."""
+    what = fences.classify(ins.opcode)
+    if isinstance(what, str):
+        raise run.refuse(ins, what)
+    if what is not None:
+        _emit(run, what[0], what[1], lanes, ins)
+    return True
 
 
 # ---- copies -----------------------------------------------------------------------------------------
@@ -466,6 +470,6 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
 _HANDLERS = {
     "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _unknown_result,
     "redux": _unknown_result, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
-    "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "cp": _cp, "wgmma": _wgmma,
+    "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "membar": _fence, "cp": _cp, "wgmma": _wgmma,
     "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix, "stmatrix": matrix,
 }

@@ -62,10 +62,9 @@ from ..state import (
     UNIT_WGMMA,
     WRITE,
     State,
-    generic_proxy_write,
     retired_lane_by_lane,
 )
-from .cp_async import fence_copies, fence_copies_encoded
+from . import proxy_fence
 from .encoding import DATA, INIT, Z3A
 
 if TYPE_CHECKING:
@@ -260,21 +259,20 @@ class AsyncAgentOps:
         return True
 
     def op_fence(self, w, p, proc, op: ir.Fence, ins, env, ctx, lanes) -> bool:
-        """fence.proxy.async (§5): the fencing lanes' own generic writes become visible to the
-        async proxy, and so do the cp.async copies they have seen complete (cp_async.fence_copies).
-        fence.mbarrier_init (§2): the thread's own prior inits are released at cluster scope once a
-        cluster barrier arrive follows."""
-        space = SPACE_DATA if op.kind == "proxy_async" else SPACE_INIT
+        """fence.proxy.async and its halves (§5): the generic writes it admits become visible to
+        the async proxy (families/proxy_fence.py). fence.mbarrier_init (§2): the thread's own prior
+        inits are released at cluster scope once a cluster barrier arrive follows."""
         part = self._part(p, ins)
+        if op.kind == "proxy_async":
+            w.records = proxy_fence.apply(w.records, self.holders, p, proc, part, lanes, op)
+            return True
         out = []
         for r in w.records:
-            if r[R_SPACE] == space and r[R_OWNER] == p and r[R_KIND] == WRITE and generic_proxy_write(r[R_FLAGS]) \
+            if r[R_SPACE] == SPACE_INIT and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
                     and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
                 r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
             out.append(r)
         w.records = tuple(out)
-        if space == SPACE_DATA:
-            w.records = fence_copies(w.records, p, lanes)
         return True
 
     def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
@@ -524,21 +522,19 @@ class AsyncAgentEncoding:
         enc = self.enc
         p = e.proc
         op = e.op
-        # Machine.op_fence: the fencing lanes' own generic writes (fence.proxy.async) or inits
-        # (fence.mbarrier_init) become known on the async side — for an init, what a relaxed
-        # cluster arrive then carries
-        space = DATA if op.kind == "proxy_async" else INIT
         proc = enc.machine.procs[p]
-        mine = enc._mask(r for r, rec in enumerate(enc.records)
-                         if rec.space == space and rec.owner == p and rec.kind == 1
-                         and (not rec.is_async or rec.generic)
-                         and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
-        if mine:
-            mask = z3.BitVecVal(mine, enc.R)
+        if op.kind == "proxy_async":  # Machine.op_fence: families/proxy_fence.py
+            proxy_fence.encode(enc, w, e)
+            return z3.BoolVal(True), False
+        # Machine.op_fence: the fencing lanes' own inits (fence.mbarrier_init) become known on the
+        # async side — what a relaxed cluster arrive then carries
+        mine_init = enc._mask(r for r, rec in enumerate(enc.records)
+                              if rec.space == INIT and rec.owner == p and rec.kind == 1 and not rec.is_async
+                              and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
+        if mine_init:
+            mask = z3.BitVecVal(mine_init, enc.R)
             for h in (enc.leader(p), enc.lanes_holder(p)):
                 w["A", h] = w["A", h] | (w["K", h] & mask)
-        if space == DATA:
-            fence_copies_encoded(w, enc, e, mine)
         return z3.BoolVal(True), False
 
 

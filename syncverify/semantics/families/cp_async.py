@@ -7,15 +7,13 @@ The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` regis
 operation type (see Machine._exec). The bmc engine encodes `cp.async` with the other asynchronous
 accesses (async_agents.py) and refuses `cp.async.mbarrier.arrive` (``REFUSED``). The copy is
 generic-proxy data (state.F_GENERIC); which `fence.proxy.async` makes it visible to the async proxy
-is decided here for both engines (``fence_copies``, ``fence_copies_encoded``).
+is decided with the other proxy fences' rules, in proxy_fence.py, for both engines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-import z3
 
 from ... import ir
 from .. import rules
@@ -24,7 +22,6 @@ from ..state import (
     AG_CPARRIVE,
     F_ASYNC,
     F_GENERIC,
-    F_WARPSYNCED,
     FULL,
     LEADER,
     NUNITS,
@@ -46,10 +43,9 @@ from ..state import (
     WRITE,
     carry_obs,
 )
-from .encoding import DATA
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event, Work
+    pass
 
 
 def _is_open_copy(r: tuple, p: int) -> bool:
@@ -62,42 +58,6 @@ def _is_open_copy(r: tuple, p: int) -> bool:
 def _is_copy(r: tuple, p: int) -> bool:
     """A cp.async write of process p, open or already retired by one of p's group waits."""
     return r[R_SPACE] == SPACE_DATA and r[R_OWNER] == p and r[R_KIND] == WRITE and bool(r[R_FLAGS] & F_GENERIC)
-
-
-def fence_copies(records: tuple, p: int, lanes: int) -> tuple:
-    """`fence.proxy.async` by the lanes ``lanes`` of process p, for cp.async copies (AsyncAgentOps.op_fence
-    does the fencing thread's own generic writes): a copy is fenced by any thread that has seen it
-    complete — its issuer after the group wait that retired it, or a thread that acquired it through a
-    barrier (the mbarrier phase a cp.async.mbarrier.arrive completed) — so what the fencing lanes know
-    of it becomes async-known to them. PTX "Proxy-preserved base causality order" asks for the proxy
-    fence "along the base causality path" from the write to the read, and the copy's completion is
-    where that path leaves the copy (docs/model.md, "cp.async and the async proxy"); a fence before
-    the completion is seen fences nothing. An own copy of more lanes than fence counts only once a
-    syncwarp after their waits made every lane hold it whole (F_WARPSYNCED)."""
-    out = None
-    for i, r in enumerate(records):
-        gain = r[R_KNOWN] & lanes & ~r[R_AKNOWN]
-        if gain and r[R_FLAGS] & F_GENERIC and r[R_KIND] == WRITE and (r[R_OWNER] != p or r[R_FLAGS] & F_WARPSYNCED):
-            if out is None:
-                out = list(records)
-            out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | gain, r[R_KNOWN])
-    return records if out is None else tuple(out)
-
-
-def fence_copies_encoded(w: Work, enc: Encoding, e: Event, own: int) -> None:
-    """fence_copies for the bmc engine: the cp.async records (not in ``own``, the thread's own writes
-    AsyncAgentEncoding.ev_fence fences already) that the fence covers become async-known to each
-    fencing lane's holder that knows them — another thread's, or the thread's own once a syncwarp
-    after the wait that retired them lane by lane (program order stands for F_WARPSYNCED)."""
-    p = e.proc
-    syncs = [x.index for x in enc.events[p][:e.index] if isinstance(x.op, ir.Syncwarp)]
-    seen = enc._mask(r for r, rec in enumerate(enc.records)
-                     if rec.space == DATA and rec.generic and rec.kind == 1 and not own >> r & 1
-                     and (rec.owner != p or any(i > enc.lanewise.get(r, e.index) for i in syncs)))
-    if seen:
-        mask = z3.BitVecVal(seen, enc.R)
-        for h in e.lanes:
-            w["A", h] = w["A", h] | (w["K", h] & mask)
 
 
 class CpAsyncOps:

@@ -130,8 +130,9 @@ class MemoryOps:
                                         "that had seen the copy complete orders it before this read", span,
                                         related=((r[R_LINE], "the unfenced cp.async write"),))
                     raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
-                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
-                                    "followed by that writer's fence.proxy.async", span,
+                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} reaches "
+                                    "it through no fence.proxy.async covering the slot (the writer's before the "
+                                    "synchronization, or the reading thread's after it)", span,
                                     related=((r[R_LINE], "the unfenced generic write"),))
 
     @staticmethod
