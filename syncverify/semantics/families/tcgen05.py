@@ -42,7 +42,6 @@ from ...engines.bmc_events import Copy, Record, Unsupported, static_value
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
-    AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
@@ -68,9 +67,7 @@ from ..state import (
     SPACE_START,
     SPACE_TMEM,
     TC_TAGS,
-    TMA2_SLOTS,
     WRITE,
-    carry_obs,
     clear_bits,
     release,
 )
@@ -458,28 +455,6 @@ class Tcgen05Ops:
                                 f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
                                 "tcgen05.fence::before_thread_sync between that access and the synchronization",
                                 span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
-
-    # ------------------------------------------------------------------ 2-SM copies
-    def tma2_issue(self, w, p: int, lanes: int) -> int:
-        """A `tma.load … cta_group 2` is issued: what its lanes have observed is marked with a free
-        snapshot slot of the thread, which the agent carries (as 1 + slot in its last field). Its
-        completion lands on the pair leader's barrier, where nothing else of the issuing thread
-        arrives: the causality from the issuer's waits to that completion goes through the copy."""
-        used = {a[8] - 1 for a in w.agents if a[0] == AG_TMA and a[6] == p and a[8]}
-        slot = next((i for i in range(TMA2_SLOTS) if i not in used), None)
-        if slot is None:
-            raise BudgetExceeded(f"{self.proc_label(p)} has more than {TMA2_SLOTS} 2-SM copies in flight")
-        w.records = carry_obs(w.records, lanes, self.holders.tma2_snap(p, slot))
-        return slot + 1
-
-    def tma2_complete(self, w, a: tuple, m: int) -> None:
-        """The copy's complete-tx is causally after its issue: the observations marked then are
-        carried into the barrier's current phase (no data: PTX's complete-tx releases the copy's
-        own writes only)."""
-        snap = self.holders.tma2_snap(a[6], a[8] - 1)
-        w.records = carry_obs(w.records, snap, self.holders.mb_cur(m))
-        if not any(b[0] == AG_TMA and b[6] == a[6] and b[8] == a[8] for b in w.agents):
-            w.records = clear_bits(w.records, snap)
 
     def _tc_exit(self, w, cta: int) -> None:
         """SV404: a CTA exits while a tcgen05 operation it issued, or one writing its tensor memory,
