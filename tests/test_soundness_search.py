@@ -1,0 +1,189 @@
+"""The machine's checks and what the search does after a finding (#31): each reproducer with a near
+twin that keeps its answer, run by every engine that accepts it (explicit, the z3 lift, bmc and the
+Promela export under SPIN; an engine that refuses says why)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import syncverify
+from syncverify.check import Options, check_protocol
+from syncverify.export import ExportError, export_model
+from syncverify.export.spin import run_spin, tools_available
+from syncverify.result import Verdict
+
+needs_spin = pytest.mark.skipif(tools_available() is not None, reason="needs spin and a C compiler")
+
+
+def run(text: str, engine: str = "explicit", **options) -> tuple[Verdict, set[str]]:
+    """The verdict and the error codes of one engine."""
+    res = check_protocol(syncverify.load(text, path="t.sync"), Options(engine=engine, timeout=120, **options))
+    return res.verdict, {d.code for d in res.diagnostics if d.is_error}
+
+
+def spin(text: str, tmp_path: Path) -> tuple[str, str | None]:
+    """SPIN's verdict and code on the exported model (ExportError if it is refused)."""
+    model = export_model(syncverify.load(text, path="t.sync"))
+    out = run_spin(model.text, tmp_path / "spin", timeout=120, memlim_mb=1024, depth=model.max_depth,
+                   cc_flags=("-O0",))
+    return out.verdict, out.code
+
+
+# ---------------------------------------------------------------- a copy completes after its issue
+# FlashInfer's sparse-MLA IO warps: they wait on the empty barrier and issue the copies onto the full
+# one, but never arrive anywhere; another warp arrives with the byte count. The next phase of `empty`
+# needs the consumer's arrival, which needs the full phase, which needs the IO warp's copy, which is
+# issued after its wait: the wait cannot be overtaken.
+IO_COPIES = """
+protocol io_copies_without_arrive {
+  param ITERS = 4;
+  cta threads 96;
+  role ctl = warp 0;
+  role io = warp 1;
+  role mma = warp 2;
+  smem buf[2] bytes 1024;
+  mbarrier full[2] count 1;
+  mbarrier empty[2] count 1;
+  first thread { init full[*]; init empty[*]; fence.mbarrier_init; }
+  syncthreads;
+  if ctl {
+    for t in 0..ITERS {
+      wait empty[t % 2] parity (t / 2 + 1) % 2;
+      elect { arrive.expect_tx full[t % 2] bytes 1024; }
+    }
+  }
+  if io {
+    for t in 0..ITERS {
+      wait empty[t % 2] parity (t / 2 + 1) % 2;
+      COPY
+    }
+  }
+  if mma {
+    for t in 0..ITERS {
+      wait full[t % 2] parity (t / 2) % 2;
+      READ
+    }
+  }
+}
+"""
+COPY_EVERY_ROUND = "elect { tma.load buf[t % 2] bytes 1024 -> full[t % 2]; }"
+READ_THEN_RELEASE = "read buf[t % 2];\n      syncwarp;\n      elect { arrive empty[t % 2]; }"
+
+
+def io_copies(copy: str = COPY_EVERY_ROUND, read: str = READ_THEN_RELEASE, ctl: str | None = None) -> str:
+    text = IO_COPIES.replace("COPY", copy).replace("READ", read)
+    return text if ctl is None else text.replace("elect { arrive.expect_tx full[t % 2] bytes 1024; }", ctl)
+
+
+# The twin that really is stale: after the first round the IO warp issues no copy (the control warp's
+# plain arrive completes `full`), so its later waits are ordered before nothing that `empty`'s next
+# phase needs.
+STALE_IO = io_copies(copy="if t < 2 { elect { tma.load buf[t % 2] bytes 1024 -> full[t % 2]; } }",
+                     ctl="elect { if t < 2 { arrive.expect_tx full[t % 2] bytes 1024; } else { arrive full[t % 2]; } }")
+# A real WAR race behind the place where the false SV501 used to end the path: the consumer hands the
+# slot back before it reads it.
+IO_EARLY_RELEASE = io_copies(read="syncwarp;\n      elect { arrive empty[t % 2]; }\n      read buf[t % 2];")
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+def test_io_warp_that_only_copies_is_not_a_stale_waiter(engine):
+    """The copy's completion carries what its issuer had observed (families/copy_causality.py)."""
+    assert run(io_copies(), engine) == (Verdict.SAFE, set())
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+def test_io_warp_that_stops_copying_is_a_stale_waiter(engine):
+    verdict, codes = run(STALE_IO, engine)
+    assert verdict is Verdict.VIOLATION and "SV501" in codes, codes
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+def test_race_behind_the_io_warps_wait_is_found(engine):
+    verdict, codes = run(IO_EARLY_RELEASE, engine)
+    assert verdict is Verdict.VIOLATION and codes & {"SV301", "SV302"} and "SV501" not in codes, codes
+
+
+@needs_spin
+@pytest.mark.parametrize(("text", "expected"), [(io_copies(), ("safe", None)), (STALE_IO, ("violation", "SV501"))])
+def test_io_warp_under_spin(text, expected, tmp_path):
+    try:
+        assert spin(text, tmp_path) == expected
+    except ExportError as exc:  # pragma: no cover - the export takes bulk copies
+        pytest.fail(f"not exported: {exc}")
+
+
+# ---------------------------------------------------------------- a probe whose result nothing uses
+# The consumer probes `full` once more after handing the slot back; the barrier moves on. A late probe
+# returns false (PTX: any parity is a valid test_wait operand): no stale waiter, at every trip count.
+PROBE_MOVES_ON = """
+protocol probe_moves_on {
+  param ITERS = 3;
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem tile bytes 1024;
+  mbarrier full count 1;
+  mbarrier empty count 1;
+  first thread { init full; init empty; }
+  syncthreads;
+  if producer {
+    for t in 0..ITERS {
+      wait empty parity (t + 1) % 2;
+      elect { arrive.expect_tx full bytes 1024; tma.load tile -> full; }
+    }
+  }
+  if consumer {
+    for t in 0..ITERS {
+      wait full parity t % 2;
+      read tile;
+      syncwarp;
+      elect { arrive empty; }
+      PROBE
+    }
+  }
+}
+"""
+# The probe after a relaxed wait of the same lanes: PTX's coherence makes it see the completion the
+# wait saw, so it returns true and acquires; without it (or with the other parity) the read races.
+PROBE_AFTER_RELAXED_WAIT = """
+protocol probe_after_relaxed_wait {
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem tile bytes 1024;
+  mbarrier full count 1;
+  first thread { init full; }
+  syncthreads;
+  if producer { elect { arrive.expect_tx full bytes 1024; tma.load tile -> full; } }
+  if consumer { wait.relaxed full parity 0; PROBE read tile; }
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+@pytest.mark.parametrize("probe", ["test_wait full parity t % 2;", "test_wait.relaxed full parity t % 2;",
+                                   "test_wait full parity (t + 1) % 2;"])
+def test_an_unused_probe_on_a_barrier_that_moves_on_is_not_a_stale_waiter(engine, probe):
+    assert run(PROBE_MOVES_ON.replace("PROBE", probe), engine) == (Verdict.SAFE, set())
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+def test_a_second_wait_on_a_barrier_that_moves_on_is_a_stale_waiter(engine):
+    verdict, codes = run(PROBE_MOVES_ON.replace("PROBE", "wait full parity t % 2;"), engine)
+    assert verdict is Verdict.VIOLATION and "SV501" in codes, codes
+
+
+@pytest.mark.parametrize(("probe", "expected"), [("test_wait full parity 0;", set()), ("", {"SV301"}),
+                                                 ("test_wait full parity 1;", {"SV301"})])
+def test_a_probe_ordered_after_the_completion_acquires(probe, expected):
+    assert run(PROBE_AFTER_RELAXED_WAIT.replace("PROBE", probe))[1] == expected
+
+
+def test_bmc_and_the_export_refuse_the_probe(tmp_path):
+    text = PROBE_MOVES_ON.replace("PROBE", "test_wait full parity t % 2;")
+    verdict, _ = run(text, "bmc")
+    assert verdict is Verdict.INCONCLUSIVE
+    with pytest.raises(ExportError, match="test_wait"):
+        export_model(syncverify.load(text, path="t.sync"))
