@@ -187,3 +187,142 @@ def test_bmc_and_the_export_refuse_the_probe(tmp_path):
     assert verdict is Verdict.INCONCLUSIVE
     with pytest.raises(ExportError, match="test_wait"):
         export_model(syncverify.load(text, path="t.sync"))
+
+
+# ---------------------------------------------------------------- findings that do not end the path
+# Triton's NVIDIA lowering emits no tcgen05.fence: the hand-over of the accumulator is SV603. The
+# epilogue waits once more than the MMA warp commits (the deadlock the user is hunting): it used to be
+# hidden behind the SV603, which ended the path.
+TMEM_HANDOFF = """
+protocol tmem_handoff {
+  param ITERS = 3;
+  cta threads 64;
+  role mma = warp 0;
+  role epi = warp 1;
+  smem a bytes 1024;
+  smem b bytes 1024;
+  tmem acc cols 128;
+  mbarrier acc_full count 1;
+  mbarrier acc_empty count 32;
+  first thread { init acc_full; init acc_empty; fence.mbarrier_init; }
+  if mma { tmem.alloc cols 128; }
+  syncthreads;
+  if mma {
+    for t in 0..ITERS {
+      wait acc_empty parity (t + 1) % 2;
+      AFTER
+      elect { tcgen05.mma acc, a, b; tcgen05.commit acc_full; }
+    }
+  }
+  if epi {
+    for t in 0..EPI_TRIPS {
+      wait acc_full parity t % 2;
+      AFTER
+      tcgen05.ld acc;
+      tcgen05.wait::ld;
+      BEFORE
+      arrive acc_empty;
+    }
+  }
+  syncthreads;
+  if mma { tmem.dealloc cols 128; }
+}
+"""
+
+
+def tmem_handoff(fences: bool, deadlock: bool) -> str:
+    text = TMEM_HANDOFF.replace("EPI_TRIPS", "ITERS + 1" if deadlock else "ITERS")
+    after = "tcgen05.fence::after_thread_sync;" if fences else ""
+    before = "tcgen05.fence::before_thread_sync;" if fences else ""
+    return text.replace("AFTER", after).replace("BEFORE", before)
+
+
+@pytest.mark.parametrize(("fences", "deadlock", "expected"), [
+    (False, True, {"SV603", "SV201"}),  # the reproducer: both, not the SV603 alone
+    (True, True, {"SV201"}),
+    (False, False, {"SV603"}),
+    (True, False, set()),
+])
+def test_a_missing_tcgen05_fence_does_not_hide_the_deadlock(fences, deadlock, expected):
+    assert run(tmem_handoff(fences, deadlock))[1] == expected
+
+
+@pytest.mark.parametrize(("fences", "deadlock"), [(False, True), (True, True), (False, False), (True, False)])
+def test_the_lift_agrees_on_the_tcgen05_handoff(fences, deadlock):
+    explicit, codes = run(tmem_handoff(fences, deadlock))
+    lifted, lifted_codes = run(tmem_handoff(fences, deadlock), "z3")
+    assert lifted is explicit
+    assert ("SV201" in lifted_codes) == deadlock and lifted_codes <= codes | {"SV201"}
+
+
+def test_bmc_and_the_export_refuse_the_tcgen05_handoff():
+    verdict, _ = run(tmem_handoff(False, True), "bmc")
+    assert verdict is Verdict.INCONCLUSIVE
+    with pytest.raises(ExportError, match="tcgen05"):
+        export_model(syncverify.load(tmem_handoff(False, True), path="t.sync"))
+
+
+def test_fail_fast_still_stops_at_the_first_finding():
+    res = check_protocol(syncverify.load(tmem_handoff(False, True), path="t.sync"),
+                         Options(engine="explicit", timeout=120, on_finding=lambda d: True))
+    assert [d.code for d in res.diagnostics if d.is_error] == ["SV603"]
+    assert "fail-fast" in res.coverage
+
+
+def test_each_finding_keeps_its_shortest_counterexample():
+    """The SV603 is reported with the path it had when it ended the search there."""
+    res = check_protocol(syncverify.load(tmem_handoff(False, True), path="t.sync"), Options(engine="explicit"))
+    alone = check_protocol(syncverify.load(tmem_handoff(False, False), path="t.sync"), Options(engine="explicit"))
+
+    def steps(r):
+        return {d.span.line: len(d.trace) for d in r.diagnostics if d.code == "SV603"}
+
+    with_deadlock, without = steps(res), steps(alone)
+    assert with_deadlock and all(without[line] == n for line, n in with_deadlock.items())
+
+
+# A whole warp runs the init block (SV403): the barrier's state is the one fresh state each lane writes,
+# so the search goes on and finds the race behind it — 32 lanes store, lane 0 alone arrives.
+WARP_INIT = """
+protocol warp_init {
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem buf bytes 1024;
+  mbarrier full count 1;
+  if producer { init full; fence.mbarrier_init; }
+  syncthreads;
+  if producer { write buf; SYNC elect { arrive full; } }
+  if consumer { wait full parity 0; read buf; }
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+def test_an_init_by_a_whole_warp_does_not_hide_the_race(engine):
+    verdict, codes = run(WARP_INIT.replace("SYNC", ""), engine)
+    assert verdict is Verdict.VIOLATION and {"SV403", "SV301"} <= codes, codes
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+def test_an_init_by_a_whole_warp_alone_is_only_sv403(engine):
+    assert run(WARP_INIT.replace("SYNC", "syncwarp;"), engine) == (Verdict.VIOLATION, {"SV403"})
+
+
+@pytest.mark.parametrize("sync", ["", "syncwarp;"])
+def test_bmc_reports_the_first_finding_with_the_same_verdict(sync):
+    verdict, codes = run(WARP_INIT.replace("SYNC", sync), "bmc")
+    assert verdict is Verdict.VIOLATION and codes and codes <= {"SV403", "SV301", "SV508"}, codes
+
+
+@needs_spin
+@pytest.mark.parametrize("sync", ["", "syncwarp;"])
+def test_spin_agrees_on_the_whole_warp_init(sync, tmp_path):
+    assert spin(WARP_INIT.replace("SYNC", sync), tmp_path) == ("violation", "SV403")
+
+
+def test_reinit_of_a_live_barrier_still_ends_the_path():
+    text = WARP_INIT.replace("if producer { init full; fence.mbarrier_init; }",
+                             "if producer { elect { init full; init full; fence.mbarrier_init; } }").replace("SYNC", "")
+    verdict, codes = run(text)
+    assert verdict is Verdict.VIOLATION and codes == {"SV403"}, codes

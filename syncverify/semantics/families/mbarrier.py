@@ -169,10 +169,14 @@ class MbarrierOps(ScopeOps):
         # the same records as one pass per target: the new init records carry no barrier bits.
         mask = 0
         for m in targets:
-            if w.mbars[m][M_VALID] or ins.threads > 1:
-                why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
-                    f"{ins.threads} threads init it at once (wrap the init in `first thread`)"
-                raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
+            if w.mbars[m][M_VALID]:
+                raise Violation("SV403", f"init of {self.mb_label(m)}: it is still live (inval it first)", op.span)
+            if ins.threads > 1:
+                # Every thread writes the same fresh state into a barrier no one uses yet: its state stays
+                # well defined, so the search goes on past the finding (docs/engines.md, "Findings that end
+                # a path") and reports what comes after it too.
+                w.soft.append(Violation("SV403", f"init of {self.mb_label(m)}: {ins.threads} threads init it at "
+                                        "once (wrap the init in `first thread`)", op.span))
             mb = rules.mb_init(count)
             w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
             mask |= self.holders.mb_cur(m) | self.holders.mb_last(m)

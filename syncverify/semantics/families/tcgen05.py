@@ -167,6 +167,7 @@ class Tcgen05Ops:
         Known through a thread synchronization alone: SV603. Otherwise a race."""
         fenced = self.holders.tc_fenced(p, lanes)
         behind = self._pipelined(w, p, fenced, key, _PIPELINED.get((issuer, kind), frozenset()))
+        reported = False  # one SV603 per access (the first record it is ordered after by thread sync only)
         for r in w.records:
             if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind:
                 continue
@@ -182,10 +183,16 @@ class Tcgen05Ops:
             else:
                 missing = (f"{self.proc_label(p)} ran no tcgen05.fence::after_thread_sync between the "
                            "synchronization and this access")
-            raise Violation("SV603", f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered after "
-                            f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
-                            "across threads only with the fence pair)", span,
-                            related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
+            # A missing fence leaves the state as well defined as the fence would: the search goes on as if
+            # it were there and reports what comes after it too (docs/engines.md, "Findings that end a path").
+            if reported:
+                continue
+            reported = True
+            w.soft.append(Violation(
+                "SV603", f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered after "
+                f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
+                "across threads only with the fence pair)", span,
+                related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
 
     @staticmethod
     def _pipelined(w, p: int, fenced: int, key: tuple, after: frozenset[str]) -> set[tuple]:
@@ -444,17 +451,20 @@ class Tcgen05Ops:
         commit) and a synchronization. The dealloc is a synchronous tcgen05 instruction (PTX
         §9.7.16.6.1), ordered in program order after the synchronization: no after-fence is needed
         (the sequence of ptx-semantics.md §7: users finish, before-fence + barrier, dealloc)."""
+        reported = False  # one SV603 per dealloc
         for r in w.records:
             if r[R_SPACE] != SPACE_TMEM or r[R_CTA] != cta:
                 continue
             if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
                 self._tc_race(p, r[:4], WRITE, r, span, "tmem.dealloc")
-            if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p:
+            if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p and not reported:
+                reported = True
                 other = f"{self._tc_access_name(r)} at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])}"
-                raise Violation("SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
-                                f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
-                                "tcgen05.fence::before_thread_sync between that access and the synchronization",
-                                span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
+                w.soft.append(Violation(
+                    "SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
+                    f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
+                    "tcgen05.fence::before_thread_sync between that access and the synchronization",
+                    span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
 
     def _tc_exit(self, w, cta: int) -> None:
         """SV404: a CTA exits while a tcgen05 operation it issued, or one writing its tensor memory,
