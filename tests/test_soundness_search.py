@@ -326,3 +326,55 @@ def test_reinit_of_a_live_barrier_still_ends_the_path():
                              "if producer { elect { init full; init full; fence.mbarrier_init; } }").replace("SYNC", "")
     verdict, codes = run(text)
     assert verdict is Verdict.VIOLATION and codes == {"SV403"}, codes
+
+
+# A TMA-store epilogue without its fence.proxy.async (SV601) whose wait_read also lets a buffer be
+# rewritten while the store still reads it (SV302): the missing fence used to hide the race.
+TMA_STORE = """
+protocol tma_store_epilogue {
+  param STAGES = 2;
+  param ITERS = 4;
+  cta threads 64;
+  role epi[2] = warp i;
+  named epi_bar id 1 count 64;
+  smem d[STAGES * 2] bytes 4096;
+  if epi {
+    for k in 0..ITERS {
+      let s = k % STAGES;
+      if epi && instance == 0 { elect { bulk.wait_read KEEP; } }
+      bar.sync epi_bar;
+      write d[2 * s + instance];
+      FENCE
+      bar.sync epi_bar;
+      if epi && instance == 0 { elect { tma.store d[2 * s]; tma.store d[2 * s + 1]; bulk.commit; } }
+    }
+    if epi && instance == 0 { elect { bulk.wait_read 0; } }
+  }
+}
+"""
+
+
+def tma_store(fence: bool, race: bool) -> str:
+    return TMA_STORE.replace("FENCE", "fence.proxy.async;" if fence else "").replace(
+        "KEEP", "STAGES" if race else "STAGES - 1")
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+@pytest.mark.parametrize(("fence", "race", "expected"), [
+    (False, True, {"SV601", "SV302"}),  # the reproducer: both, not the SV601 alone
+    (True, True, {"SV302"}),
+    (False, False, {"SV601"}),
+    (True, False, set()),
+])
+def test_a_missing_proxy_fence_does_not_hide_the_race(engine, fence, race, expected):
+    assert run(tma_store(fence, race), engine)[1] == expected
+
+
+def test_bmc_reports_one_finding_of_the_proxy_fence_reproducer():
+    assert run(tma_store(False, True), "bmc") == (Verdict.VIOLATION, {"SV601"})
+
+
+@needs_spin
+def test_spin_agrees_on_the_proxy_fence_reproducer(tmp_path):
+    assert spin(tma_store(False, True).replace("param ITERS = 4;", "param ITERS = 3;"), tmp_path) == \
+        ("violation", "SV601")

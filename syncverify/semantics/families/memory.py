@@ -118,10 +118,15 @@ class MemoryOps:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
                         r[R_SPACE] == space and not r[R_FLAGS] & (F_ASYNC | F_SUPERSEDED) and \
                         (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
-                    raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
-                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
-                                    "followed by that writer's fence.proxy.async", span,
-                                    related=((r[R_LINE], "the unfenced generic write"),))
+                    # A missing proxy fence: reported, and the search goes on as if it were there (the state
+                    # the step reaches is the fenced one's), so what comes after it is reported too
+                    # (docs/engines.md, "Findings that end a path").
+                    w.soft.append(Violation(
+                        "SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
+                        f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} was not "
+                        "followed by that writer's fence.proxy.async", span,
+                        related=((r[R_LINE], "the unfenced generic write"),)))
+                    break
 
     @staticmethod
     def _ordered(r: tuple, p: int, part: int, lanes: int) -> bool:
