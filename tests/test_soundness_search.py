@@ -82,9 +82,12 @@ def io_copies(copy: str = COPY_EVERY_ROUND, read: str = READ_THEN_RELEASE, ctl: 
 # phase needs.
 STALE_IO = io_copies(copy="if t < 2 { elect { tma.load buf[t % 2] bytes 1024 -> full[t % 2]; } }",
                      ctl="elect { if t < 2 { arrive.expect_tx full[t % 2] bytes 1024; } else { arrive full[t % 2]; } }")
-# A real WAR race behind the place where the false SV501 used to end the path: the consumer hands the
-# slot back before it reads it.
-IO_EARLY_RELEASE = io_copies(read="syncwarp;\n      elect { arrive empty[t % 2]; }\n      read buf[t % 2];")
+# A real WAR race behind the place where the false SV501 used to end the path: from the second round on
+# the consumer hands the slot back before it reads it, and the copy that races with that read is issued
+# only after the completion the false SV501 was reported at (before #31: SV501 alone).
+IO_EARLY_RELEASE = io_copies(read="if t < 2 { read buf[t % 2]; syncwarp; elect { arrive empty[t % 2]; } } "
+                                  "else { syncwarp; elect { arrive empty[t % 2]; } read buf[t % 2]; }"
+                             ).replace("param ITERS = 4;", "param ITERS = 6;")
 
 
 @pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
@@ -99,7 +102,7 @@ def test_io_warp_that_stops_copying_is_a_stale_waiter(engine):
     assert verdict is Verdict.VIOLATION and "SV501" in codes, codes
 
 
-@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+@pytest.mark.parametrize("engine", ["explicit", "z3"])  # (bmc: out of its budget at ITERS=6)
 def test_race_behind_the_io_warps_wait_is_found(engine):
     verdict, codes = run(IO_EARLY_RELEASE, engine)
     assert verdict is Verdict.VIOLATION and codes & {"SV301", "SV302"} and "SV501" not in codes, codes
