@@ -10,9 +10,11 @@ import pytest
 
 import syncverify
 from syncverify.check import Options, check_protocol
+from syncverify.engines.explicit import Budget, search
 from syncverify.export import ExportError, export_model
 from syncverify.export.spin import run_spin, tools_available
 from syncverify.result import Verdict
+from syncverify.semantics.machine import Machine
 
 needs_spin = pytest.mark.skipif(tools_available() is not None, reason="needs spin and a C compiler")
 
@@ -272,18 +274,6 @@ def test_fail_fast_still_stops_at_the_first_finding():
     assert "fail-fast" in res.coverage
 
 
-def test_each_finding_keeps_its_shortest_counterexample():
-    """The SV603 is reported with the path it had when it ended the search there."""
-    res = check_protocol(syncverify.load(tmem_handoff(False, True), path="t.sync"), Options(engine="explicit"))
-    alone = check_protocol(syncverify.load(tmem_handoff(False, False), path="t.sync"), Options(engine="explicit"))
-
-    def steps(r):
-        return {d.span.line: len(d.trace) for d in r.diagnostics if d.code == "SV603"}
-
-    with_deadlock, without = steps(res), steps(alone)
-    assert with_deadlock and all(without[line] == n for line, n in with_deadlock.items())
-
-
 # A whole warp runs the init block (SV403): the barrier's state is the one fresh state each lane writes,
 # so the search goes on and finds the race behind it — 32 lanes store, lane 0 alone arrives.
 WARP_INIT = """
@@ -381,3 +371,18 @@ def test_bmc_reports_one_finding_of_the_proxy_fence_reproducer():
 def test_spin_agrees_on_the_proxy_fence_reproducer(tmp_path):
     assert spin(tma_store(False, True).replace("param ITERS = 4;", "param ITERS = 3;"), tmp_path) == \
         ("violation", "SV601")
+
+
+@pytest.mark.parametrize("text", [tmem_handoff(False, True), tma_store(False, True), WARP_INIT.replace("SYNC", ""),
+                                  io_copies()], ids=["tmem", "tma_store", "warp_init", "io_copies"])
+def test_each_finding_keeps_its_shortest_counterexample(text):
+    """Past a soft finding the reduced search still reports every finding with a shortest path: the
+    same findings, at the same lengths, as the unreduced breadth-first search."""
+    protocol = syncverify.load(text, path="t.sync")
+
+    def findings(reduce: bool) -> list[tuple[str, int, int]]:
+        out = search(Machine(protocol, reduce=reduce), Budget(), None)
+        assert out.complete
+        return sorted((v.code, v.span.line, len(labels)) for v, labels in out.errors)
+
+    assert findings(True) == findings(False)
