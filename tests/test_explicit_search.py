@@ -30,7 +30,7 @@ POINTS = [
 
 def _explore(path: str, params: dict[str, int]) -> tuple:
     machine = Machine(load(str(ROOT / path), params))
-    out = search(machine, Budget(), Symmetry(machine.procs, machine.programs))
+    out = search(machine, Budget(), Symmetry(machine.procs, machine.programs, machine.holders))
     findings = sorted((v.code, v.span.line if v.span else 0, len(labels)) for v, labels in out.errors + out.warnings)
     return out.complete, out.states, out.transitions, findings
 

@@ -345,6 +345,9 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
             if rank >= len(tags):
                 return None, f"step {n + 1} (a tcgen05.commit arrival) is not in flight"
             label = labels[n] = ("a", (*label[1][:5], tags[rank], *label[1][6:]))
+        elif label[0] == "a" and label[1][0] == AG_TMA:
+            # a copy's snapshot slot is the machine's numbering (CopyCausalityOps.copy_issue)
+            label = labels[n] = ("a", next((a for a in state.agents if a[:8] == label[1][:8]), label[1]))
         res = machine.step(state, label)
         if res is None:
             return None, f"step {n + 1} ({label[0]} {label[1] if label[0] == 'p' else label[1][6]}) is blocked"

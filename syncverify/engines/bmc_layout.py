@@ -78,7 +78,9 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         self.tm_procs = [p for p, evs in enumerate(self.events) if any(e.tm >= 0 for e in evs)]
         self.commits = [c for c in self.copies if c.commit]
         self.H0 = 2 * self.P + 2 * self.M + len(self.nbs) + 2
-        self.H = self.H0 + len(self.commits)  # then one holder per commit (snap_holder)
+        # then one holder per copy and commit: what its issuer had observed (snap_holder)
+        self._snap_index = {id(c): n for n, c in enumerate(self.copies)}
+        self.H = self.H0 + len(self.copies)
         self.has_cluster_barrier = any(isinstance(e.op, ir.ClusterArrive | ir.ClusterWait)
                                        for evs in self.events for e in evs)
         # SV602 bookkeeping exists only where a release reaches a peer CTA's barrier
@@ -233,8 +235,9 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         return e
 
     def snap_holder(self, c: Copy) -> int:
-        """The knowledge holder of what a commit's arrival carries (after the fixed holders)."""
-        return self.H0 + self.commits.index(c)
+        """The knowledge holder of what a commit's arrival carries, or of the observations a bulk
+        copy's completion carries (after the fixed holders; families/copy_causality.py)."""
+        return self.H0 + self._snap_index[id(c)]
 
     def earlier_commits(self, c: Copy) -> list[Copy]:
         """The arrivals of the same thread's earlier commits, which (in order) land first."""

@@ -210,6 +210,8 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
         s = self.mbar(w, m)
         hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
         new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
+        # the observations its issuer had made when it issued it (CopyCausalityOps.copy_complete)
+        self.carry_obs(w, (enc.snap_holder(c),), (enc.cur(m),))
         hard += self.set_mb(w, m, new, z3.BoolVal(True))
         adds = enc.adds_to(None)
         dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard]))] if adds else []

@@ -101,8 +101,15 @@ class EncodingSymmetry:
                 tuple((c.cta, c.m, c.key) for c in e.copies), len(e.lanes))
 
     def holder_swap(self, a: int, b: int) -> dict[int, int]:
+        """The two processes' holders swapped, with the snapshot holders of their copies (event by
+        event: _swap_records has checked that their events correspond one to one)."""
         la, lb, wa, wb = self.leader(a), self.leader(b), self.lanes_holder(a), self.lanes_holder(b)
-        return {la: lb, lb: la, wa: wb, wb: wa}
+        out = {la: lb, lb: la, wa: wb, wb: wa}
+        for x, y in zip(self.events[a], self.events[b], strict=False):
+            for cx, cy in zip(x.copies, y.copies, strict=False):
+                hx, hy = self.snap_holder(cx), self.snap_holder(cy)
+                out[hx], out[hy] = hy, hx
+        return out
 
     def swapped(self, S: dict, a: int, b: int, rmap: dict[int, int]) -> Any:
         """Is the state S invariant under swapping processes a and b, with their records and

@@ -428,7 +428,7 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
             on_finding: Callable[[Diagnostic], bool] | None = None) -> CheckResult:
     """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
     will be reported); returning True stops the search there (--fail-fast)."""
-    sym = Symmetry(machine.procs, machine.programs) if symmetry else None
+    sym = Symmetry(machine.procs, machine.programs, machine.holders) if symmetry else None
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(_diagnostic(machine, v, labels, full_trace, sym)))
     outcome = search(machine, budget, sym, progress, on_error)

@@ -192,14 +192,17 @@ class Reduction:
     """The reduction's conditions over a Machine's states (a mixin of Machine)."""
 
     def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
-        """Does the step of some process break a rule (a violation that ends its path)? The steps
-        are computed into ``tried`` (a blocked wait costs a lookup), for the expansion to reuse."""
+        """Does the step of some process break a rule (a violation, whether it ends its path or is
+        a soft finding the search goes on past)? The steps are computed into ``tried`` (a blocked
+        wait costs a lookup), for the expansion to reuse. A soft finding counts too: taking another
+        step alone first would report it later than on its shortest path, or (a fence the other step
+        issues) not at all."""
         procs = state.procs
         for p, classes in enumerate(self._por_class):
             if classes[procs[p][P_PC]] is _POR_NONE:
                 continue
             res = tried[p] if p in tried else tried.setdefault(p, self.step_process(state, p))
-            if res is not None and res.violation is not None:
+            if res is not None and (res.violation is not None or res.soft):
                 return True
         return False
 

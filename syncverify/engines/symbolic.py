@@ -551,7 +551,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     hook = TripCount(p)
     machine.loop_hook = hook
     machine.deadline = start + seconds
-    sym = Symmetry(machine.procs, machine.programs)
+    sym = Symmetry(machine.procs, machine.programs, machine.holders)
     sh = _shape(p, machine)
     nprocs = len(machine.procs)
     floor = p.min_iters - 1  # ITERS > floor
@@ -722,7 +722,7 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
     except Exception:  # an input the front end refuses reproduces nothing
         return None
     machine = Machine(concrete, assumptions)
-    sym = Symmetry(machine.procs, machine.programs)
+    sym = Symmetry(machine.procs, machine.programs, machine.holders)
     state = sym.canon(machine.initial())[0]
     want = finding.violation
     for n, label in enumerate(finding.labels):

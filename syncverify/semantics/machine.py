@@ -57,6 +57,7 @@ from .families.async_agents import HANDLERS as ASYNC_HANDLERS
 from .families.async_agents import TMEM_COLUMNS, UNCOMMITTED, AsyncAgentOps
 from .families.barriers import HANDLERS as BARRIER_HANDLERS
 from .families.barriers import BarrierOps
+from .families.copy_causality import CopyCausalityOps
 from .families.cp_async import HANDLERS as CP_ASYNC_HANDLERS
 from .families.cp_async import CpAsyncOps
 from .families.lifecycle import LifecycleOps
@@ -129,7 +130,8 @@ class Assumptions:
                    getattr(options, "assume_commit_release", True))
 
 
-class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, Tcgen05Ops, CpAsyncOps, LifecycleOps, Reduction):
+class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps, LifecycleOps,
+              Reduction):
     """The transition system of one protocol."""
 
     def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):

@@ -125,8 +125,8 @@ def rdata_cta_line(rd: int, current: bool) -> int:
 # agent kinds
 AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
 TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
-TMA2_SLOTS = 8  # 2-SM (cta_group 2) copies of one thread in flight at once (likewise)
-TC_BITS = 2 + TC_TAGS + TMA2_SLOTS  # knowledge bits per process after tc_base (Holders)
+COPY_SLOTS = 8  # distinct observation snapshots of one thread's bulk copies in flight (families/copy_causality.py)
+TC_BITS = 2 + TC_TAGS + COPY_SLOTS  # knowledge bits per process after tc_base (Holders)
 
 
 class State(NamedTuple):
@@ -151,7 +151,7 @@ class Holders:
         # per process, TC_BITS bits: what its tcgen05.fence::after_thread_sync ordered (for its leader
         # lane, for its other lanes), what it had
         # observed when it issued each tcgen05.commit still in flight (one bit per commit tag), and
-        # each 2-SM copy still in flight (one bit per slot)
+        # when it issued the bulk copies still in flight (one bit per snapshot slot)
         self.tc_base = self.cl_last + 1
 
     @staticmethod
@@ -183,8 +183,12 @@ class Holders:
     def tc_snap(self, p: int, tag: int) -> int:
         return 1 << (self.tc_base + TC_BITS * p + 2 + tag)
 
-    def tma2_snap(self, p: int, slot: int) -> int:
+    def copy_snap(self, p: int, slot: int) -> int:
         return 1 << (self.tc_base + TC_BITS * p + 2 + TC_TAGS + slot)
+
+    def proc_block(self, p: int) -> tuple[int, int]:
+        """The first bit and the width of process p's block above tc_base (symmetry moves it whole)."""
+        return self.tc_base + TC_BITS * p, TC_BITS
 
 
 def release(records: tuple, source_mask: int, target_bit: int, relaxed: bool = False) -> tuple:

@@ -6,7 +6,8 @@ that tells them apart at run time (`instance` — `cta` is equal by
 construction). Swapping two such processes everywhere in a state — their
 local states, the owners and knowledge bits of access records, the waiters
 of barriers, the warp bits of named barriers, the cluster barrier's arrivals,
-the issuers of async agents — maps a reachable state to a reachable state and
+the issuers of async agents with the snapshot bits their copies carry
+(state.Holders.proc_block) — maps a reachable state to a reachable state and
 a violation to a violation of the same code, because no rule looks at a
 process's identity except through those fields.
 
@@ -23,7 +24,7 @@ from .. import ir
 from ..expr import free_names
 from .families.regions import asymmetric_procs
 from .program import Instr, Process, Program, wgmma_teams
-from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, State
+from .state import M_JPREV, P_PC, R_AKNOWN, R_KNOWN, R_OWNER, Holders, State
 
 _MEMO_LIMIT = 1 << 16  # images remembered per permutation before that table starts over
 
@@ -52,14 +53,20 @@ def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
                or (isinstance(ins.op, ir.TmaLoad) and ins.op.cta_group == 2) for ins in code if ins.op is not None)
 
 
-def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[int]]:
-    """Groups (of two or more) of interchangeable processes."""
+def _copies(code: tuple[Instr, ...]) -> bool:
+    return any(isinstance(ins.op, ir.TmaLoad) for ins in code if ins.op is not None)
+
+
+def symmetry_groups(procs: list[Process], programs: list[Program], copies_movable: bool = True) -> list[list[int]]:
+    """Groups (of two or more) of interchangeable processes. ``copies_movable``: whether a swap
+    moves the copies' observation snapshots (Symmetry.apply with the holders); if not, processes
+    that issue bulk copies stay where they are."""
     buckets: dict[tuple, list[int]] = {}
     teams = wgmma_teams(procs, programs)
     # parts of a slot (families/regions.py) are the owner's: a swap must keep which parts overlap
     apart = asymmetric_procs(procs, [prog.code for prog in programs])
     for proc, prog in zip(procs, programs, strict=True):
-        if not proc.whole_warp or _uses_tcgen05(prog.code):
+        if not proc.whole_warp or _uses_tcgen05(prog.code) or (not copies_movable and _copies(prog.code)):
             continue
         # warps that share wgmma-groups are told apart from the other warpgroups' (a swap across
         # warpgroups would move a read to a warp whose waits do not retire it); parts of a slot
@@ -71,8 +78,12 @@ def symmetry_groups(procs: list[Process], programs: list[Program]) -> list[list[
 
 
 class Symmetry:
-    def __init__(self, procs: list[Process], programs: list[Program]):
-        self.groups = symmetry_groups(procs, programs)
+    def __init__(self, procs: list[Process], programs: list[Program], holders: Holders | None = None):
+        """``holders``: the machine's knowledge layout, where a swap moves each process's block of
+        bits above tc_base (its copies' observation snapshots) with it. Without it, processes that
+        issue bulk copies are not swapped."""
+        self.holders = holders
+        self.groups = symmetry_groups(procs, programs, copies_movable=holders is not None)
         self.warp_of = [p.warp for p in procs]
         self.cta_of = [p.cta for p in procs]
         # memo table: a record's image under a permutation (records recur across states)
@@ -104,9 +115,14 @@ class Symmetry:
             new_procs[new] = state.procs[old]
         bit_pairs = []
         for old, new in perm.items():
-            bit_pairs.append((3 << (2 * old), 2 * old, 2 * new))
+            bit_pairs.append((3 << (2 * old), 2 * old, 2 * new, 3))
+        if self.holders is not None:  # each process's snapshot block moves with it
+            for old, new in perm.items():
+                src, width = self.holders.proc_block(old)
+                ones = (1 << width) - 1
+                bit_pairs.append((ones << src, src, self.holders.proc_block(new)[0], ones))
         moved = 0
-        for mask, _, _ in bit_pairs:
+        for mask, _, _, _ in bit_pairs:
             moved |= mask
 
         keep = ~moved
@@ -124,9 +140,9 @@ class Symmetry:
             out = get(bits)
             if out is None:
                 out = bits & keep
-                for mask, src, dst in bit_pairs:
+                for mask, src, dst, ones in bit_pairs:
                     if bits & mask:
-                        out |= ((bits >> src) & 3) << dst
+                        out |= ((bits >> src) & ones) << dst
                 images[bits] = out
             return out
 

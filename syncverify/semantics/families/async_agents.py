@@ -102,7 +102,7 @@ class AsyncAgentOps:
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
             key = (SPACE_DATA, cta, buf, slot)
             self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
-            snap = self.tma2_issue(w, p, lanes) if op.cta_group == 2 else 0  # (families/tcgen05.py)
+            snap = self.copy_issue(w, p, lanes, op.cta_group == 2)  # (families/copy_causality.py)
             for _ in range(ins.threads):
                 self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)
                 w.agents.append((AG_TMA, cta, buf, slot, m, nbytes, p, op.span.line, snap))
@@ -424,7 +424,7 @@ class AsyncAgentOps:
         if rules.tx_out_of_range(s.tx - nbytes):  # (the span is built only for the report)
             self._tx_check(m, s.tx - nbytes, self._agent_span(line))
         if a[8]:
-            self.tma2_complete(w, a, m)  # a 2-SM copy (families/tcgen05.py)
+            self.copy_complete(w, a, m)  # its issuer's observations (families/copy_causality.py)
         self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
 
 
@@ -481,6 +481,8 @@ class AsyncAgentEncoding:
             w["live"] = w["live"] | b
             w["inflight"] = w["inflight"] | b
             self.set_record(w, c.record, (), ())
+            # what the issuing lanes have observed, carried by the completion (CopyCausalityOps.copy_issue)
+            self.carry_obs(w, e.lanes, (enc.snap_holder(c),))
         return z3.BoolVal(True), False
 
     def ev_async_read(self, w: Work, e: Event, hard: list, soft: list, dynamic: list) -> tuple[Any, bool]:

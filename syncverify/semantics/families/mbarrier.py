@@ -170,10 +170,14 @@ class MbarrierOps(ScopeOps):
         # the same records as one pass per target: the new init records carry no barrier bits.
         mask = 0
         for m in targets:
-            if w.mbars[m][M_VALID] or ins.threads > 1:
-                why = "it is still live (inval it first)" if w.mbars[m][M_VALID] else \
-                    f"{ins.threads} threads init it at once (wrap the init in `first thread`)"
-                raise Violation("SV403", f"init of {self.mb_label(m)}: {why}", op.span)
+            if w.mbars[m][M_VALID]:
+                raise Violation("SV403", f"init of {self.mb_label(m)}: it is still live (inval it first)", op.span)
+            if ins.threads > 1:
+                # Every thread writes the same fresh state into a barrier no one uses yet: its state stays
+                # well defined, so the search goes on past the finding (docs/engines.md, "Findings that end
+                # a path") and reports what comes after it too.
+                w.soft.append(Violation("SV403", f"init of {self.mb_label(m)}: {ins.threads} threads init it at "
+                                        "once (wrap the init in `first thread`)", op.span))
             mb = rules.mb_init(count)
             w.mbars[m] = (mb.valid, mb.k, mb.pend, mb.exp, mb.tx, 1, (), 0)
             mask |= self.holders.mb_cur(m) | self.holders.mb_last(m)
@@ -347,11 +351,18 @@ class MbarrierOps(ScopeOps):
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.
             w.lone = bool(mb[M_OBSERVED])
+        self._wait_effect(w, m, proc, op, lanes)
+        return True
+
+    def _wait_effect(self, w: _Work, m: int, proc, op: ir.MbarWait | ir.MbarTestWait, lanes: int) -> None:
+        """What a wait (or a probe) that returns true orders: with .acquire, everything released
+        into the completed phase; with .relaxed, only the observations (execution order)."""
         if op.sem != "acquire":
             w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
         if op.sem == "acquire":
+            rdata = w.mbars[m][M_RDATA]
             self._check_cta_scope_data(w, m, proc.cta, lanes, op.span.line)
-            if op.scope == "cta" and mb[M_RDATA] & 2:
+            if op.scope == "cta" and rdata & 2:
                 # A warning, not an error: the release side is at .cluster scope here (a .cta one is
                 # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
                 # .cta scope on barriers its peers release at .cluster scope (docs/model.md, "Scopes").
@@ -361,15 +372,30 @@ class MbarrierOps(ScopeOps):
                     "each scope includes the other thread, so prefer wait.acquire.cluster (CUTLASS relies on "
                     "the .cta form)", op.span, severity=Severity.WARNING))
             w.records = acquire(w.records, self.holders.mb_last(m), lanes)
-        return True
-
 
     def op_test_wait(self, w, p, proc, op: ir.MbarTestWait, ins, env, ctx, lanes) -> bool:
-        """`mbarrier.test_wait.parity` whose result nothing branches on: it never blocks. When the
-        phase its parity names has completed it returns true and has the effect of a passing
-        `wait` (the acquire, the observation); otherwise it returns false and orders nothing."""
-        self.op_wait(w, p, proc, op, ins, env, ctx, lanes)
+        """`mbarrier.test_wait.parity` whose result nothing uses: it never blocks, names no phase
+        (PTX: any parity is a valid operand) and so is never a stale waiter. It returns true when
+        the last completed phase has its parity — but unless the probing lanes are already ordered
+        after that completion, it may return false there too (the completion need not be visible
+        yet). False has no effect, and it orders less than true, so every finding of an execution
+        where an unforced probe returns true is one of the same execution where it returns false:
+        the model takes false. Where the lanes know an observation of that phase (a wait of theirs,
+        or one ordered before them), PTX's coherence makes the probe see the completion: it returns
+        true and orders what a passing wait orders (the acquire, or the observations for .relaxed)."""
+        m = self._mbar(w, p, op.bar, proc.cta, env, ctx)
+        self._check_barrier_usable(w, p, m, lanes, op.span, "test_wait")
+        parity = self._eval(op.parity, env, ctx)
+        s = self._rule_state(w.mbars[m])
+        if rules.mb_wait_passes(s, parity) and self._has_observed(w, m, proc.cta, s.k - 1, lanes):
+            self._wait_effect(w, m, proc, op, lanes)
         return True
+
+    @staticmethod
+    def _has_observed(w: _Work, m: int, cta: int, phase: int, lanes: int) -> bool:
+        """Do all of ``lanes`` know a wait's observation of that phase of barrier m?"""
+        return any(r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m and r[R_CTA] == cta and r[R_SLOT] == phase
+                   and r[R_KNOWN] & lanes == lanes for r in w.records)
 
 
 HANDLERS: dict[type, Callable] = {

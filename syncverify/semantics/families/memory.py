@@ -123,17 +123,22 @@ class MemoryOps:
                 if r[R_KIND] == WRITE and r[R_SLOT] == slot and r[R_OBJ] == obj and r[R_CTA] == cta and \
                         r[R_SPACE] == space and generic_proxy_write(r[R_FLAGS]) and not r[R_FLAGS] & F_SUPERSEDED \
                         and (r[R_AKNOWN] & lanes) != lanes and not self._apart(r, p, region):
+                    # A missing proxy fence: reported, and the search goes on as if it were there (the state
+                    # the step reaches is the fenced one's), so what comes after it is reported too
+                    # (docs/engines.md, "Findings that end a path").
                     if r[R_FLAGS] & F_GENERIC:  # a cp.async copy (families/cp_async.py)
-                        raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, "
-                                        f"but the cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} "
-                                        "wrote it through the generic proxy, and no fence.proxy.async by a thread "
-                                        "that had seen the copy complete orders it before this read", span,
-                                        related=((r[R_LINE], "the unfenced cp.async write"),))
-                    raise Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but "
-                                    f"the generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} reaches "
-                                    "it through no fence.proxy.async covering the slot (the writer's before the "
-                                    "synchronization, or the reading thread's after it)", span,
-                                    related=((r[R_LINE], "the unfenced generic write"),))
+                        w.soft.append(Violation(
+                            "SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but the "
+                            f"cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} wrote it through the "
+                            "generic proxy, and no fence.proxy.async by a thread that had seen the copy complete "
+                            "orders it before this read", span, related=((r[R_LINE], "the unfenced cp.async write"),)))
+                        break
+                    w.soft.append(Violation(
+                        "SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but the generic "
+                        f"write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} reaches it through no "
+                        "fence.proxy.async covering the slot (the writer's before the synchronization, or the "
+                        "reading thread's after it)", span, related=((r[R_LINE], "the unfenced generic write"),)))
+                    break
 
     @staticmethod
     def _lanes_unordered(r: tuple, p: int, part: int) -> bool:

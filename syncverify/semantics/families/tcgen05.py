@@ -42,7 +42,6 @@ from ...engines.bmc_events import Copy, Record, Unsupported, static_value
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
-    AG_TMA,
     AG_UMMA,
     F_ASYNC,
     F_INFLIGHT,
@@ -68,9 +67,7 @@ from ..state import (
     SPACE_START,
     SPACE_TMEM,
     TC_TAGS,
-    TMA2_SLOTS,
     WRITE,
-    carry_obs,
     clear_bits,
     release,
 )
@@ -162,6 +159,7 @@ class Tcgen05Ops:
         Known through a thread synchronization alone: SV603. Otherwise a race."""
         fenced = self.holders.tc_fenced(p, lanes)
         behind = self._pipelined(w, p, fenced, key, _PIPELINED.get((issuer, kind), frozenset()))
+        reported = False  # one SV603 per access (the first record it is ordered after by thread sync only)
         for r in w.records:
             if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind:
                 continue
@@ -179,10 +177,16 @@ class Tcgen05Ops:
             else:
                 missing = (f"{self.proc_label(p)} ran no tcgen05.fence::after_thread_sync between the "
                            "synchronization and this access")
-            raise Violation("SV603", f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered after "
-                            f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
-                            "across threads only with the fence pair)", span,
-                            related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
+            # A missing fence leaves the state as well defined as the fence would: the search goes on as if
+            # it were there and reports what comes after it too (docs/engines.md, "Findings that end a path").
+            if reported:
+                continue
+            reported = True
+            w.soft.append(Violation(
+                "SV603", f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered after "
+                f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
+                "across threads only with the fence pair)", span,
+                related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
 
     @staticmethod
     def _pipelined(w, p: int, fenced: int, key: tuple, after: frozenset[str]) -> set[tuple]:
@@ -461,6 +465,7 @@ class Tcgen05Ops:
         §9.7.16.6.1), ordered in program order after the synchronization: no after-fence is needed
         (the sequence of ptx-semantics.md §7: users finish, before-fence + barrier, dealloc)."""
         whole = self.holders.proc_mask(p)
+        reported = False  # one SV603 per dealloc
         for r in w.records:
             if r[R_SPACE] != SPACE_TMEM or r[R_CTA] != cta:
                 continue
@@ -469,34 +474,14 @@ class Tcgen05Ops:
                 continue  # the whole warp's own ld/st after its wait: every lane after its own part
             if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
                 self._tc_race(p, r[:4], WRITE, r, span, "tmem.dealloc")
-            if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p:
+            if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p and not reported:
+                reported = True
                 other = f"{self._tc_access_name(r)} at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])}"
-                raise Violation("SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
-                                f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
-                                "tcgen05.fence::before_thread_sync between that access and the synchronization",
-                                span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],))
-
-    # ------------------------------------------------------------------ 2-SM copies
-    def tma2_issue(self, w, p: int, lanes: int) -> int:
-        """A `tma.load … cta_group 2` is issued: what its lanes have observed is marked with a free
-        snapshot slot of the thread, which the agent carries (as 1 + slot in its last field). Its
-        completion lands on the pair leader's barrier, where nothing else of the issuing thread
-        arrives: the causality from the issuer's waits to that completion goes through the copy."""
-        used = {a[8] - 1 for a in w.agents if a[0] == AG_TMA and a[6] == p and a[8]}
-        slot = next((i for i in range(TMA2_SLOTS) if i not in used), None)
-        if slot is None:
-            raise BudgetExceeded(f"{self.proc_label(p)} has more than {TMA2_SLOTS} 2-SM copies in flight")
-        w.records = carry_obs(w.records, lanes, self.holders.tma2_snap(p, slot))
-        return slot + 1
-
-    def tma2_complete(self, w, a: tuple, m: int) -> None:
-        """The copy's complete-tx is causally after its issue: the observations marked then are
-        carried into the barrier's current phase (no data: PTX's complete-tx releases the copy's
-        own writes only)."""
-        snap = self.holders.tma2_snap(a[6], a[8] - 1)
-        w.records = carry_obs(w.records, snap, self.holders.mb_cur(m))
-        if not any(b[0] == AG_TMA and b[6] == a[6] and b[8] == a[8] for b in w.agents):
-            w.records = clear_bits(w.records, snap)
+                w.soft.append(Violation(
+                    "SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
+                    f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
+                    "tcgen05.fence::before_thread_sync between that access and the synchronization",
+                    span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
 
     def _tc_exit(self, w, cta: int) -> None:
         """SV404: a CTA exits while a tcgen05 operation it issued, or one writing its tensor memory,
