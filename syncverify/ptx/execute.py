@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .cfg import EXIT, Cfg, affects_sync
+from .globalsync import global_note, refuse_global_wait
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
 from .values import UNKNOWN, Value, compute, float_imm_bits, mask, width
 
@@ -395,7 +396,8 @@ class WarpRun:
                     b = bad[0]
                     raise self.refuse(ins, f"a branch is decided by a value that is not known (data, time or an "
                                       f"unbound parameter; bind it with --param) and a path it decides contains "
-                                      f"`{b.opcode}` at PTX line {b.line}")
+                                      f"`{b.opcode}` at PTX line {b.line}{global_note(self, ins.guard)}")
+                refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
                 self._region_ok[i] = region
             for r in region:
