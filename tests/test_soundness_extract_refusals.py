@@ -118,6 +118,8 @@ _LOOP = ("  mov.u32 %r1, 0;\n  mov.u32 %r2, 0;\n$L__BB0_1:\n"
      "  @%p2 bra $L__BB0_1;\n", False),
     ("  @%p1 bra $L__BB0_2;\n  mov.u64 %rd1, %clock64;\n  setp.gt.u64 %p2, %rd1, 5000;\n"  # a deadline
      "  @!%p2 bra $L__BB0_1;\n", False),
+    ("  @%p1 bra $L__BB0_2;\n  mov.u64 %rd1, %clock64;\n  setp.gt.u64 %p2, %rd1, 5000;\n"  # one that traps
+     "  @%p2 trap;\n  bra.uni $L__BB0_1;\n", True),
 ])
 def test_only_a_loop_that_always_tests_again_is_a_wait(false_path, wait):  # type: ignore[no-untyped-def]
     mod = _kernel(_LOOP.format(false=false_path))
@@ -297,3 +299,14 @@ def test_the_checked_twins_agree_with_the_explicit_engine():
     for ptx, kernel, block in [(PROBES, "spin", 64), (MASKS, "elect_full", 64), (FLAGS, "trip_from_global", 128)]:
         text = extract(load_module(ptx), Launch(block=(block, 1, 1)), kernel).text
         assert check_protocol(load(text, path=f"{kernel}.sync"), Options()).verdict.value == "safe"
+
+
+def test_an_atom_guarding_a_barrier_operation_is_named_in_the_refusal():
+    """`if (atomicAdd(ticket, 1) == 0) arrive(bar)`: refused (as before) at the arrive, naming the atom."""
+    body = ("  ld.param.u64 %rd1, [k_param_0];\n  mov.u32 %r2, 0;\n  mbarrier.init.shared::cta.b64 [%r2], 1;\n"
+            "  atom.global.add.u32 %r1, [%rd1], 1;\n  setp.eq.s32 %p1, %r1, 0;\n"
+            "  @%p1 mbarrier.arrive.shared::cta.b64 %rd2, [%r2];\n  ret;\n")
+    mod = _kernel(body, ".param .u64 k_param_0")
+    with pytest.raises(PtxError, match=r"guard predicate .* not known \(it derives from `atom.global.add.u32` at "
+                                       r"PTX line 12, a flag in global memory"):
+        extract(mod, Launch(block=(32, 1, 1), params={"0": 0x100000}))

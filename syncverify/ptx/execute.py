@@ -361,7 +361,8 @@ class WarpRun:
             run_mask, unknown = guard
             if unknown:
                 if affects_sync(ins):
-                    raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known")
+                    raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
+                                      + global_note(self, ins.guard))
                 self.havoc(ins, unknown)
             if run_mask:
                 self.execute(ins, run_mask)

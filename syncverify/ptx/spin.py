@@ -20,7 +20,9 @@ try_wait of the same barrier and parity reached on the way (each of them may
 fail too). Paths decided by unknown values (a clock, a flag) or by lanes that
 disagree are all followed. The try_wait is a wait exactly when no path reaches
 anything but such try_waits and ordinary computation: a path that comes back to
-a state it was in (registers, local memory, position) cycles and cannot give up;
+a state it was in (registers, local memory, position) cycles and cannot give up,
+nor can one that ends in `trap` (a watchdog that aborts the kernel: PTX "Abort
+execution", nothing after it runs);
 a path that reaches a thread exit, any other synchronizing instruction, or does
 not settle within MAX_PROBE_STEPS steps is a way out with the phase incomplete,
 and `spins` names it.
@@ -123,6 +125,11 @@ def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, o
                     at += 1
                 else:
                     at = target if run_mask else at + 1
+                continue
+            if ins.base == "trap":  # a watchdog that aborts the kernel never goes on: the lanes it stops end
+                if run_mask == lanes and not unknown:
+                    break
+                at += 1
                 continue
             if ins.base in ("ret", "exit"):
                 if run_mask == 0 and not unknown:
