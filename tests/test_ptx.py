@@ -228,7 +228,10 @@ def test_unknown_branch_without_synchronization_is_skipped_and_with_it_refused()
   bar.sync 0;
   ret;
 """
-    quiet = _kernel(".param .u64 k_param_0", head + "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n" + tail)
+    # the store goes to another buffer: every lane storing to the word all lanes read would be threads
+    # communicating through global memory, refused (tests/test_soundness_global_comm.py)
+    quiet = _kernel(".param .u64 k_param_0, .param .u64 k_param_1", head + "  ld.param.u64 %rd2, [k_param_1];\n"
+                    "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd2], %r2;\n" + tail)
     text = extract(quiet, Launch(block=(32, 1, 1))).text
     assert "syncthreads;" in text
     loud = _kernel(".param .u64 k_param_0", head + "  bar.sync 1, 32;\n" + tail)

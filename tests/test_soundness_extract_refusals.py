@@ -244,11 +244,12 @@ def test_the_stream_k_wait_is_refused_whatever_the_engine(engine, capsys):  # ty
 
 
 def test_the_fixup_without_its_wait_no_longer_extracts_like_the_one_with_it(capsys):  # type: ignore[no-untyped-def]
-    """Both extracted the same protocol when the spin was skipped as data. The one without the wait has no
-    global-memory read that decides anything: it extracts (its global-memory race is outside the model,
-    docs/extract.md), the one with it is refused."""
+    """Both extracted the same protocol when the spin was skipped as data. The one with the wait is refused at
+    the wait's load; the one without it at the read of the partials another CTA stores (its threads
+    communicate through global memory: tests/test_soundness_global_comm.py)."""
     mod = load_module(FLAGS)
-    extract(mod, Launch(block=(128, 1, 1)), "stream_k_fixup_no_wait")
+    with pytest.raises(PtxError, match="threads communicate through global memory"):
+        extract(mod, Launch(block=(128, 1, 1)), "stream_k_fixup_no_wait")
     with pytest.raises(PtxError, match="reads a flag in global memory"):
         extract(mod, Launch(block=(128, 1, 1)), "stream_k_fixup")
 
@@ -288,10 +289,15 @@ def test_a_strong_global_load_or_atom_deciding_a_branch_is_a_flag(load, refused)
         assert "syncthreads;" in extract(mod, launch).text
 
 
-def test_a_flag_read_whose_value_decides_nothing_is_data():
+def test_a_flag_read_whose_value_decides_nothing_is_data_unless_it_acquires():
+    """A relaxed load whose value decides nothing is data; an acquire load is refused wherever it is (#31: it
+    exists only to synchronize with a release: tests/test_soundness_global_comm.py)."""
     body = _FLAG.replace("  setp.eq.s32 %p1, %r1, 0;\n  @%p1 bra $L__BB0_2;\n", "")
-    mod = _kernel(body.format(load="ld.acquire.gpu.global.u32 %r1, [%rd1];"), ".param .u64 k_param_0")
+    mod = _kernel(body.format(load="ld.relaxed.gpu.global.u32 %r1, [%rd1];"), ".param .u64 k_param_0")
     assert "syncthreads;" in extract(mod, Launch(block=(32, 1, 1), params={"0": 0x100000})).text
+    mod = _kernel(body.format(load="ld.acquire.gpu.global.u32 %r1, [%rd1];"), ".param .u64 k_param_0")
+    with pytest.raises(PtxError, match="acquire semantics"):
+        extract(mod, Launch(block=(32, 1, 1), params={"0": 0x100000}))
 
 
 def test_the_checked_twins_agree_with_the_explicit_engine():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .cfg import EXIT, Cfg, affects_sync
+from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
 from .values import UNKNOWN, Value, compute, float_imm_bits, mask, width
@@ -212,7 +213,7 @@ class WarpRun:
 
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
                  ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
-                 zero: dict[str, set[int]] | None = None):
+                 zero: dict[str, set[int]] | None = None, gcomm: GlobalAccesses | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
         self.rank, self.ctaid, self.warp, self.params = cta_rank, ctaid, warp, params
         self.param_names = list(params)
@@ -228,6 +229,9 @@ class WarpRun:
         self.pc = 0  # the instruction being executed
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
+        self.gcomm = gcomm  # where the global-memory accesses go (globalcomm.py); None: not recorded
+        if gcomm is not None:
+            gcomm.start(self)
 
     # ---- values ----------------------------------------------------------------------------------
 
@@ -363,6 +367,8 @@ class WarpRun:
                 if affects_sync(ins):
                     raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
                                       + global_note(self, ins.guard))
+                if self.gcomm is not None:
+                    self.gcomm.note(self, ins, unknown)
                 self.havoc(ins, unknown)
             if run_mask:
                 self.execute(ins, run_mask)
@@ -401,6 +407,8 @@ class WarpRun:
                 refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
                 self._region_ok[i] = region
+            if self.gcomm is not None:
+                self.gcomm.note_region(self, region, active)
             for r in region:
                 self.havoc(r, active)
             top.pc = join
@@ -421,6 +429,8 @@ class WarpRun:
     def execute(self, ins: Instr, lanes: int) -> None:
         from .sync import execute_sync  # the synchronization instructions live in their own module
 
+        if self.gcomm is not None:
+            self.gcomm.note(self, ins, lanes)
         if execute_sync(self, ins, lanes):
             return
         base, mods, ops = ins.base, ins.mods, ins.operands
@@ -697,8 +707,10 @@ def _src(ins: Instr) -> str:
 source_of = _src  # "FILE:LINE (inlined at FILE:LINE)" of an instruction
 
 
-def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, int], list[Event]]:
-    """Events of every warp of every CTA of the chosen cluster, keyed by (CTA rank, warp)."""
+def run_cluster(mod: Module, fn: Function, launch: Launch,
+                gcomm: GlobalAccesses | None = None) -> dict[tuple[int, int], list[Event]]:
+    """Events of every warp of every CTA of the chosen cluster, keyed by (CTA rank, warp); their
+    global-memory accesses go to `gcomm`."""
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
     cfg = Cfg(fn)
@@ -707,7 +719,7 @@ def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, in
     out: dict[tuple[int, int], list[Event]] = {}
     zero: dict[str, set[int]] = {"read": set(), "write": set()}
     for rank, ctaid, w in cluster_warps(launch):
-        out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero).run()
+        out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm).run()
     clash = zero["read"] & zero["write"]
     if clash:
         raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "
