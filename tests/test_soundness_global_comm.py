@@ -189,3 +189,19 @@ def test_a_write_in_a_skipped_data_branch_still_counts():
             "  st.global.u32 [%rd4], %r1;\n$L__BB0_2:\n  ld.global.u32 %r4, [%rd1];\n")
     with pytest.raises(PtxError, match=r"threads communicate .* `st\.global\.u32` at PTX line 16"):
         extract(_kernel(body), Launch(block=(32, 1, 1), grid=(1, 1, 1)))
+
+
+def test_symbolic_extraction_applies_the_same_rules():
+    """`--symbolic` records no accesses: every global access of the kernel counts, by any thread."""
+    from syncverify.ptx.globalcomm import check_static
+
+    mod = load_module(FLAGS)
+    fn = next(f for f in mod.entries() if f.name == "stream_k_fixup_no_wait")
+    with pytest.raises(PtxError, match="threads communicate through global memory"):
+        check_static(mod, fn, Launch(block=(128, 1, 1)))
+    mod = load_module(COMM)
+    fn = next(f for f in mod.entries() if f.name == "acquire_unused")
+    with pytest.raises(PtxError, match="acquire semantics"):
+        check_static(mod, fn, Launch(block=(64, 1, 1)))
+    for name in ("own_tile", "relaxed_unused"):
+        check_static(mod, next(f for f in mod.entries() if f.name == name), Launch(block=(64, 1, 1)))

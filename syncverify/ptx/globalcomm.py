@@ -379,14 +379,16 @@ class GlobalAccesses:
 
     # ---- the checks ----------------------------------------------------------------------------------
 
-    def check(self, all_clusters: bool) -> None:
-        """Refuse the first read that may see another thread's write; then any acquire in the kernel."""
+    def check(self, all_clusters: bool, executed: bool = True) -> None:
+        """Refuse the first read that may see another thread's write; then any acquire in the kernel.
+        `executed` False: the accesses were not recorded (symbolic extraction), every one of the kernel's
+        counts, as made by any thread."""
         run = self.run0
         if run is None:
             return
         accesses = list(self.accesses)
         taint = identity_taint(run.cfg) if not all_clusters else set()
-        if not all_clusters and not any(ins.guard in taint for ins in run.cfg.body if ins.guard):
+        if executed and not all_clusters and not any(ins.guard in taint for ins in run.cfg.body if ins.guard):
             # no branch or guard depends on which cluster runs: every cluster executes what this one executed,
             # at the same addresses where they do not depend on it either
             for a in self.accesses:
@@ -394,7 +396,7 @@ class GlobalAccesses:
                 moved = acc is not None and bool(_names(acc[2]) & taint)
                 accesses.append(_Access(a.ins, None, a.reads, a.writes, a.keys, None if moved else a.span,
                                         "a thread of a cluster not run"))
-        elif not all_clusters:  # the threads not run may execute any global access of the kernel
+        elif not all_clusters or not executed:  # threads not run may execute any global access of the kernel
             for ins in run.cfg.body:
                 acc = global_access(ins)
                 if acc is None:
@@ -508,3 +510,15 @@ def all_clusters_run(launch: Launch, ran: set[int]) -> bool:
         total *= max(g // c, 1)
     return ran >= set(range(total))
 
+
+
+def check_static(mod: Module, fn: object, launch: Launch) -> None:
+    """The rules above for an extraction that does not record accesses (symbolic extraction): every global
+    access of the kernel counts, by any thread, with its pointer and no address."""
+    from .execute import Memory, WarpRun, _params
+    cfg = Cfg(fn)  # type: ignore[arg-type]
+    run = WarpRun(mod, fn, cfg, Memory(mod, fn, launch), launch, 0, (0, 0, 0), 0,  # type: ignore[arg-type]
+                  _params(fn, launch))  # type: ignore[arg-type]
+    gcomm = GlobalAccesses(launch)
+    gcomm.start(run)
+    gcomm.check(False, executed=False)

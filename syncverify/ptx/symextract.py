@@ -28,6 +28,7 @@ import z3
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .extract import MAX_CLUSTERS, Extracted, pick_kernel
+from .globalcomm import check_static
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
@@ -129,6 +130,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                 raise sp.refusal from None
             todo[:0] = [(lo, sp.at - 1), (sp.at, hi)]
     _other_clusters(mod, launch, name, fn, bits, tuple(out))
+    check_static(mod, fn, launch)  # threads communicating through global memory, acquires of it: refused
     return tuple(out)
 
 
