@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .execute import Launch, WarpRun
 
 ANY = ("any",)
-SHARED = ("shared",)
+SHARED = ("shared",)  # not global memory: shared, local, constant or parameter memory
 Key = tuple[object, ...]
 # a thread: (cluster index, CTA rank, warp, lane); None for a thread of a cluster that was not run
 Thread = tuple[int, int, int, int] | None
@@ -320,8 +320,10 @@ class GlobalAccesses:
                 return frozenset({("tmap", where[0], where[2])})
             return frozenset({("tmap", k[1], k[2]) if k[0] == "pa" else k for k in pointer_flow(run).of(op)}
                              or {ANY})
-        keys = {k for k in pointer_flow(run).of(op) if k[0] != "pa" or ins.base in ("ld", "ldu")}
-        keys = {("p", k[1], None) if k[0] == "pa" else k for k in keys}  # the Params struct read generically
+        keys = pointer_flow(run).of(op)
+        if keys and all(k[0] == "pa" for k in keys):
+            return frozenset({SHARED})  # the kernel's parameters themselves, read through a generic address
+        keys = {k for k in keys if k[0] != "pa"}
         if not keys:
             return frozenset({ANY})
         return frozenset(keys)
@@ -331,7 +333,7 @@ class GlobalAccesses:
         acc = global_access(ins)
         if acc is None:
             return
-        from .execute import lanes_of
+        from .execute import LOCAL_GEN, PARAM_BASE, lanes_of
         from .sync import shared_target
         reads, writes, op = acc
         reads = reads and _result_used(run, ins)
@@ -347,8 +349,9 @@ class GlobalAccesses:
             if placed and not isinstance(op, TensorAddr) and not ins.opcode.startswith("cp."):
                 a = run.address(op, lane)
                 if isinstance(a, int):
-                    if shared_target(a, "generic", run.rank) is not None or a >= 0x7D00_0000_0000:
-                        continue  # shared, local or constant memory through a generic address
+                    if shared_target(a, "generic", run.rank) is not None or a >= LOCAL_GEN or (
+                            PARAM_BASE <= a < PARAM_BASE + (len(run.param_names) << 32)):
+                        continue  # shared, local, constant or parameter memory through a generic address
                     if run._in_zero(a):
                         continue
                     span = (a, a + size)
@@ -397,12 +400,14 @@ class GlobalAccesses:
                 accesses.append(_Access(a.ins, None, a.reads, a.writes, a.keys, None if moved else a.span,
                                         "a thread of a cluster not run"))
         elif not all_clusters or not executed:  # threads not run may execute any global access of the kernel
+            ran: dict[int, set[Key]] = {}
+            for a in self.accesses:
+                ran.setdefault(id(a.ins), set()).update(a.keys)
             for ins in run.cfg.body:
                 acc = global_access(ins)
                 if acc is None:
                     continue
-                ran = [a.keys for a in self.accesses if a.ins is ins]
-                keys = frozenset().union(*ran) if ran else self._keys(run, ins, acc[2])
+                keys = frozenset(ran[id(ins)]) if id(ins) in ran else self._keys(run, ins, acc[2])
                 if keys == frozenset({SHARED}) or keys <= self._zero(run):
                     continue
                 reads = acc[0] and _result_used(run, ins)
