@@ -205,3 +205,11 @@ def test_symbolic_extraction_applies_the_same_rules():
         check_static(mod, fn, Launch(block=(64, 1, 1)))
     for name in ("own_tile", "relaxed_unused"):
         check_static(mod, next(f for f in mod.entries() if f.name == name), Launch(block=(64, 1, 1)))
+
+
+def test_a_generic_acquire_of_shared_memory_is_not_refused():
+    """`cuda::atomic_ref` on a __shared__ word through a generic address: shared memory, not this rule's."""
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n  .reg .b32 %r<8>;\n"
+            "  .reg .b64 %rd<8>;\n  .shared .align 4 .b8 flag[4];\n  mov.u64 %rd1, flag;\n"
+            "  cvta.shared.u64 %rd2, %rd1;\n  ld.acquire.cta.u32 %r1, [%rd2];\n  ret;\n}\n")
+    extract(parse_ptx(text, "t.ptx"), Launch(block=(32, 1, 1), grid=(1, 1, 1)))

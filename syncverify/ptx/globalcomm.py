@@ -12,10 +12,10 @@ make, and refuses, at the read, when the bytes a thread reads may be bytes a
 *different* thread writes (another lane, warp, CTA or cluster), naming the
 write.
 
-Where an access is
+Where an access is:
 
-* an access's place is its address when the executor knows it (a bound
-  pointer parameter): two such accesses overlap when their bytes do;
+* its bytes, when the executor knows its address (a bound pointer
+  parameter): two such accesses overlap when their bytes do;
 * otherwise the pointer it goes through: the kernel parameter (and byte
   offset, for a pointer field of a by-value Params struct) its address derives
   from, found by a flow-insensitive def-use walk over the whole function
@@ -31,16 +31,19 @@ Where an access is
 Writes that no thread reads (outputs) and reads of bytes no other thread
 writes (inputs, alpha/beta, each thread's own read-back) are not
 communication. Two writes of the same bytes are not either: no thread of the
-kernel observes which one lands last. An `atom` reads and writes.
+kernel observes which one lands last. An `atom` reads and writes, unless
+nothing reads the old value it returns.
 
-Accesses the executor cannot place -- those in a region it skips (a branch
-decided by data) or under a guard it does not know -- are recorded with their
-pointer and no address. When some clusters of the grid are not run (no
-`--grid`, or more clusters than are compared), the accesses of the threads not
-run are not known: then every global-memory instruction of the kernel text
-counts as executed by a thread of another cluster, with its pointer and no
-address, so a read and a write through the same pointer anywhere in the kernel
-are refused unless all clusters are run and their addresses decide.
+Accesses the executor does not execute -- those in a region it skips (a
+branch decided by data) or under a guard it does not know -- are recorded for
+the lanes that reach them, at their address when the region does not change
+its register, else with their pointer only. When some clusters of the grid
+are not run (no `--grid`, or more clusters than are compared), their threads'
+accesses are not known: if no branch or guard depends on which CTA or cluster
+runs (`identity_taint`), each of them repeats the accesses of the cluster run,
+at the same address where that does not depend on it either; otherwise every
+global-memory instruction of the kernel counts as executed by a thread of
+another cluster, with its pointer only.
 
 Memory declared with `--zero-global` is outside this rule: the user states its
 reads see zero, and the executor refuses a write to bytes whose zero decided
@@ -49,7 +52,7 @@ synchronization (run_cluster).
 Loads and atomics with acquire semantics (`.acquire`, `.acq_rel`) of memory
 other than shared memory are refused wherever they are in the kernel: an
 acquire exists only to synchronize with another thread's release, which is not
-modelled (docs/model.md, "Global memory").
+modelled (docs/model.md, "Kernels read from PTX").
 """
 
 from __future__ import annotations
@@ -301,7 +304,8 @@ class GlobalAccesses:
     launch: Launch
     accesses: list[_Access] = field(default_factory=list)
     clusters: set[int] = field(default_factory=set)
-    seen: set[tuple[int, int]] = field(default_factory=set)  # (instruction line, column) executed or placed
+    seen: set[tuple[int, int]] = field(default_factory=set)  # (line, column) recorded as a global access
+    elsewhere: set[tuple[int, int]] = field(default_factory=set)  # executed at an address not in global memory
     mod: Module | None = None
     run0: WarpRun | None = None
     _index: dict[tuple[object, ...], int] = field(default_factory=dict)
@@ -343,7 +347,6 @@ class GlobalAccesses:
         if keys <= self._zero(run):
             return
         size = _size(ins.mods)
-        self.seen.add((ins.line, ins.column))
         for lane in lanes_of(lanes):
             span = None
             if placed and not isinstance(op, TensorAddr) and not ins.opcode.startswith("cp."):
@@ -351,6 +354,7 @@ class GlobalAccesses:
                 if isinstance(a, int):
                     if shared_target(a, "generic", run.rank) is not None or a >= LOCAL_GEN or (
                             PARAM_BASE <= a < PARAM_BASE + (len(run.param_names) << 32)):
+                        self.elsewhere.add((ins.line, ins.column))
                         continue  # shared, local, constant or parameter memory through a generic address
                     if run._in_zero(a):
                         continue
@@ -360,6 +364,7 @@ class GlobalAccesses:
             if key in self._index:
                 continue
             self._index[key] = len(self.accesses)
+            self.seen.add((ins.line, ins.column))
             who = f"warp {run.warp} of CTA {run.rank}" + (f" of cluster {thread[0]}" if thread[0] else "")
             self.accesses.append(_Access(ins, thread, reads, writes, keys, span, who))
 
@@ -464,6 +469,8 @@ class GlobalAccesses:
             return True
         if (ins.line, ins.column) in self.seen:
             return False
+        if (ins.line, ins.column) in self.elsewhere:
+            return True  # executed, and every address it took was not global memory
         keys = self._keys(run, ins, acc[2])
         return keys == frozenset({SHARED})
 
