@@ -30,10 +30,14 @@ from syncverify.ptx.execute import Launch  # noqa: E402
 from syncverify.ptx.extract import compile_cu, extract  # noqa: E402
 from syncverify.ptx.parse import PtxError, parse_ptx_file  # noqa: E402
 
+# the emitted watchdog (parameter 5) at its largest value never fires: each wait is the spin it stands for
+WATCHDOG_OFF = 2**64 - 1
+
 
 def launch_for(meta: dict) -> Launch:  # type: ignore[type-arg]
     return Launch(block=(meta["block"], 1, 1), cluster=(meta["cluster"], 1, 1), grid=(meta["cluster"], 1, 1),
-                  params={"sv_kernel_param_7": 0}, zero_global=("sv_kernel_param_1",))
+                  params={"sv_kernel_param_7": 0, "sv_kernel_param_5": WATCHDOG_OFF},
+                  zero_global=("sv_kernel_param_1",))
 
 
 def run_one(name: str, entry: dict, out_dir: str, timeout: float) -> dict:  # type: ignore[type-arg]

@@ -20,6 +20,7 @@ from .diagnostics import Diagnostic, InputError, Related, Span
 from .ptx.execute import Launch, ParamBytes
 from .ptx.extract import Extracted, extract, load_module
 from .ptx.parse import Instr, PtxError
+from .ptx.undefined import Undefined, finding_result
 from .result import CheckResult, Verdict
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
@@ -160,6 +161,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
         return cmd_extract_symbolic(args)
     try:
         ex = extract_kernel(args.input, args, args.expect_header)
+    except Undefined as ub:  # no protocol describes the kernel: the finding, and no protocol
+        print(ub.render(), file=sys.stderr)
+        return 1
     except PtxError as err:
         print(err.render(), file=sys.stderr)
         return 2
@@ -184,6 +188,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     try:
         with budgets.clock(options.timeout):  # the executor and the loop roller look at it
             ex = extract_kernel(path, args)
+    except Undefined as ub:
+        return finding_result(path, ub, args.kernel)
     except PtxError as err:
         return err
     except budgets.OutOfBudget as out:

@@ -23,6 +23,7 @@ from .ptx.extract import Extracted, load_module
 from .ptx.parse import PtxError
 from .ptx.symextract import SymbolicKernel, extract_symbolic
 from .ptx.symvalues import SymParam
+from .ptx.undefined import Undefined, finding_result
 from .result import CheckResult, Stats, Verdict
 
 _SYM = re.compile(r"^(?P<name>[^\[\]<>=]+)(?:\[(?P<off>\w+):(?P<len>\w+)\])?\s*>=\s*(?P<lo>-?\w+)$")
@@ -90,6 +91,9 @@ def _write(args: argparse.Namespace, kernel: str, tag: str, text: str) -> None:
 def cmd_extract_symbolic(args: argparse.Namespace) -> int:
     try:
         fams = symbolic_kernel(args.input, args)
+    except Undefined as ub:
+        print(ub.render(), file=sys.stderr)
+        return 1
     except PtxError as err:
         print(err.render(), file=sys.stderr)
         return 2
@@ -128,6 +132,8 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     start = time.monotonic()
     try:
         fams = symbolic_kernel(path, args)
+    except Undefined as ub:
+        return finding_result(path, ub, args.kernel)
     except PtxError as err:
         return err
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"

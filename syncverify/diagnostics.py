@@ -108,6 +108,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV204": ("aligned barrier reached from different sites", Severity.WARNING),
     "SV205": ("cluster barrier arrived twice before it completed", Severity.ERROR),
     "SV206": ("collective operation not executed by its whole warp or warpgroup", Severity.ERROR),
+    "SV207": ("warp-collective instruction executed by a lane outside its member mask", Severity.ERROR),
     "SV301": ("RAW race", Severity.ERROR),
     "SV302": ("WAR race", Severity.ERROR),
     "SV303": ("WAW race", Severity.ERROR),
@@ -132,6 +133,11 @@ CODES: dict[str, tuple[str, Severity]] = {
               Severity.ERROR),
     "SV701": ("verification inconclusive", Severity.WARNING),
 }
+
+
+# Codes only the extraction of a kernel reports: no protocol can express what they are about (a member mask),
+# so their documentation shows a kernel checked, not a protocol.
+KERNEL_ONLY = frozenset({"SV207"})
 
 
 def make(code: str, message: str, span: Span | None = None, *, severity: Severity | None = None,

@@ -9,7 +9,7 @@ import pytest
 
 import syncverify
 from syncverify.cli import main
-from syncverify.diagnostics import CODES, InputError
+from syncverify.diagnostics import CODES, KERNEL_ONLY, InputError
 from syncverify.docs import explain, reference, sections
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,11 @@ def test_run_level_codes_show_a_command_line(code):
 
 @pytest.mark.parametrize("code", [c for c in CODES if not c.startswith(("SV1", "SV7"))])
 def test_checker_examples_are_valid_input(code):
-    """Examples of the model checker's findings must load: the bug is in the protocol, not the syntax."""
+    """Examples of the model checker's findings must load: the bug is in the protocol, not the syntax.
+    A code only kernels can have (KERNEL_ONLY) shows a kernel checked instead."""
+    if code in KERNEL_ONLY:
+        assert "```console\n$ syncverify check tests/data/ptx/" in explain(code)
+        return
     (spec, _), *_ = examples(code)
     assert syncverify.load(spec, path="example.sync").name
 
@@ -160,7 +164,7 @@ def test_matcher_can_fail():
 
 @pytest.mark.parametrize("where,line,block", _blocks("console"), ids=lambda v: str(v)[:40])
 def test_console_samples_print_what_the_docs_say(where, line, block, tmp_path):
-    for name in ("specs", "examples", "kernels"):
+    for name in ("specs", "examples", "kernels", "tests"):
         (tmp_path / name).symlink_to(ROOT / name)
     for command, expected, printed in _run_console(block, tmp_path):
         assert _matches(expected, printed), f"{where}:{line}: `{command}` printed:\n" + "\n".join(printed)

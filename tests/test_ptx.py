@@ -228,7 +228,10 @@ def test_unknown_branch_without_synchronization_is_skipped_and_with_it_refused()
   bar.sync 0;
   ret;
 """
-    quiet = _kernel(".param .u64 k_param_0", head + "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n" + tail)
+    # the store goes to another buffer: every lane storing to the word all lanes read would be threads
+    # communicating through global memory, refused (tests/test_soundness_global_comm.py)
+    quiet = _kernel(".param .u64 k_param_0, .param .u64 k_param_1", head + "  ld.param.u64 %rd2, [k_param_1];\n"
+                    "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd2], %r2;\n" + tail)
     text = extract(quiet, Launch(block=(32, 1, 1))).text
     assert "syncthreads;" in text
     loud = _kernel(".param .u64 k_param_0", head + "  bar.sync 1, 32;\n" + tail)
@@ -303,7 +306,8 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
     expect = parse_expect(read_source(spec), spec)
     ptx = compile_cu(str(root / "kernels" / f"{name}.cu"), out_dir=str(tmp_path))
     launch = Launch(block=(meta["block"], 1, 1), cluster=(meta["cluster"], 1, 1),
-                    params={"sv_kernel_param_7": 0}, zero_global=("sv_kernel_param_1",))
+                    params={"sv_kernel_param_7": 0, "sv_kernel_param_5": WATCHDOG_OFF},
+                    zero_global=("sv_kernel_param_1",))
     text = extract(load_module(ptx), launch, "sv_kernel").text
     res = check_protocol(load(text, path=f"{name}.sync"), Options(timeout=120))
     assert res.verdict.value != "inconclusive"
@@ -315,6 +319,10 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
 
 
 ROOT_CAUSES = frozenset({"SV506", "SV507", "SV508"})
+# An emitted kernel's waits give up when the watchdog (parameter 5, nanoseconds) fires: with a finite one
+# each wait is a probe, which extraction refuses. Extracted at the largest value, the watchdog never fires
+# (`now - t0 > 2^64 - 1` is false for every time) and each wait is the spin it stands for.
+WATCHDOG_OFF = 2**64 - 1
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -338,7 +346,8 @@ def test_clearing_prologue_ordered_only_by_a_relaxed_cluster_arrive_is_a_race(tm
     cu.write_text(src.replace(released, "  __syncthreads();\n  // ---- the protocol body"))
     ptx = compile_cu(str(cu), out_dir=str(tmp_path))
     launch = Launch(block=(meta["block"], 1, 1), cluster=(meta["cluster"], 1, 1),
-                    params={"sv_kernel_param_7": 0}, zero_global=("sv_kernel_param_1",))
+                    params={"sv_kernel_param_7": 0, "sv_kernel_param_5": WATCHDOG_OFF},
+                    zero_global=("sv_kernel_param_1",))
     res = check_protocol(load(extract(load_module(ptx), launch, "sv_kernel").text, path="u.sync"),
                          Options(timeout=120))
     assert {d.code for d in res.diagnostics if d.is_error} == {"SV303"}

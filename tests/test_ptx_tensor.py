@@ -117,8 +117,13 @@ def test_multicast_tensor_load_and_tensor_store():
     store = text.replace("  ret;", "  fence.proxy.async.shared::cta;\n"
                          "  @%p1 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd2, {%r1, %r1}], [%r2];\n"
                          "  @%p1 cp.async.bulk.commit_group;\n  @%p1 cp.async.bulk.wait_group.read 0;\n  ret;")
-    out = extract(parse_ptx(store, "t.ptx"), Launch(block=(32, 1, 1), tensor_bytes={("0", 128): 16})).text
+    # the box it loads is the box it stores through the same map: one CTA (--grid 1), else every other CTA's
+    # store may write what this one loads (threads communicating through global memory, refused)
+    out = extract(parse_ptx(store, "t.ptx"), Launch(block=(32, 1, 1), grid=(1, 1, 1),
+                                                     tensor_bytes={("0", 128): 16})).text
     assert "tma.store s0 bytes 16;" in out
+    with pytest.raises(PtxError, match="threads communicate through global memory"):
+        extract(parse_ptx(store, "t.ptx"), Launch(block=(32, 1, 1), tensor_bytes={("0", 128): 16}))
 
 
 def test_tensor_bytes_option():

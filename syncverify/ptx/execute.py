@@ -26,6 +26,8 @@ from functools import lru_cache
 
 from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
+from .globalcomm import GlobalAccesses
+from .globalsync import global_note, refuse_global_wait
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, Vec
 from .values import UNKNOWN, Value, compute, float_imm_bits, mask, width
 
@@ -216,7 +218,7 @@ class WarpRun:
 
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
                  ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
-                 zero: dict[str, set[int]] | None = None):
+                 zero: dict[str, set[int]] | None = None, gcomm: GlobalAccesses | None = None):
         self.mod, self.fn, self.cfg, self.mem, self.launch = mod, fn, cfg, mem, launch
         self.rank, self.ctaid, self.warp, self.params = cta_rank, ctaid, warp, params
         self.param_names = list(params)
@@ -232,6 +234,9 @@ class WarpRun:
         self.pc = 0  # the instruction being executed
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
+        self.gcomm = gcomm  # where the global-memory accesses go (globalcomm.py); None: not recorded
+        if gcomm is not None:
+            gcomm.start(self)
 
     # ---- values ----------------------------------------------------------------------------------
 
@@ -367,7 +372,10 @@ class WarpRun:
             run_mask, unknown = guard
             if unknown:
                 if affects_sync(ins):
-                    raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known")
+                    raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
+                                      + global_note(self, ins.guard))
+                if self.gcomm is not None:
+                    self.gcomm.note(self, ins, unknown)
                 self.havoc(ins, unknown)
             if run_mask:
                 self.execute(ins, run_mask)
@@ -402,9 +410,12 @@ class WarpRun:
                     b = bad[0]
                     raise self.refuse(ins, f"a branch is decided by a value that is not known (data, time or an "
                                       f"unbound parameter; bind it with --param) and a path it decides contains "
-                                      f"`{b.opcode}` at PTX line {b.line}")
+                                      f"`{b.opcode}` at PTX line {b.line}{global_note(self, ins.guard)}")
+                refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
                 self._region_ok[i] = region
+            if self.gcomm is not None:
+                self.gcomm.note_region(self, region, active)
             for r in region:
                 self.havoc(r, active)
             top.pc = join
@@ -425,6 +436,8 @@ class WarpRun:
     def execute(self, ins: Instr, lanes: int) -> None:
         from .sync import execute_sync  # the synchronization instructions live in their own module
 
+        if self.gcomm is not None:
+            self.gcomm.note(self, ins, lanes)
         if execute_sync(self, ins, lanes):
             return
         base, mods, ops = ins.base, ins.mods, ins.operands
@@ -703,8 +716,10 @@ def _src(ins: Instr) -> str:
 source_of = _src  # "FILE:LINE (inlined at FILE:LINE)" of an instruction
 
 
-def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, int], list[Event]]:
-    """Events of every warp of every CTA of the chosen cluster, keyed by (CTA rank, warp)."""
+def run_cluster(mod: Module, fn: Function, launch: Launch,
+                gcomm: GlobalAccesses | None = None) -> dict[tuple[int, int], list[Event]]:
+    """Events of every warp of every CTA of the chosen cluster, keyed by (CTA rank, warp); their
+    global-memory accesses go to `gcomm`."""
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
     cfg = Cfg(fn)
@@ -713,7 +728,7 @@ def run_cluster(mod: Module, fn: Function, launch: Launch) -> dict[tuple[int, in
     out: dict[tuple[int, int], list[Event]] = {}
     zero: dict[str, set[int]] = {"read": set(), "write": set()}
     for rank, ctaid, w in cluster_warps(launch):
-        out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero).run()
+        out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm).run()
     clash = zero["read"] & zero["write"]
     if clash:
         raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "

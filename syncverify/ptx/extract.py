@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from .. import budget
 from .execute import Launch, run_cluster
+from .globalcomm import GlobalAccesses, all_clusters_run
 from .parse import Function, Instr, Module, PtxError, parse_ptx_file
 from .skeleton import Skeleton, build
 from .writer import render
@@ -92,9 +93,15 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
                        "the language models whole warps")
     if maxn and launch.threads > maxn[0] * (maxn[1] if len(maxn) > 1 else 1) * (maxn[2] if len(maxn) > 2 else 1):
         raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
-    events = run_cluster(mod, fn, launch)
+    gcomm = GlobalAccesses(launch)
+    events = run_cluster(mod, fn, launch, gcomm)
     sk = build(mod, name, launch, events)
-    notes = _other_clusters(mod, fn, launch, sk)
+    try:
+        notes = _other_clusters(mod, fn, launch, sk, gcomm)
+    except PtxError:
+        gcomm.check(False)  # threads that communicate through global memory are the first thing to say
+        raise
+    gcomm.check(all_clusters_run(launch, gcomm.clusters))  # global memory: no thread reads another's writes
     if notes:
         sk = replace(sk, notes=(*sk.notes, *notes))
     text, origin = render(sk, mod.path, expect)
@@ -145,7 +152,8 @@ def cluster_groups(mod: Module, launch: Launch) -> tuple[int, list[int]]:
     return total, out
 
 
-def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton) -> list[str]:
+def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
+                    gcomm: GlobalAccesses | None = None) -> list[str]:
     """With --grid, every cluster of the grid must synchronize like the extracted one.
 
     A protocol describes one cluster; clusters are independent, so the
@@ -171,7 +179,7 @@ def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton) -> 
         budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index} "
                            f"({n} of the {len(others)} other groups of clusters compared)")
         other = replace(launch, cluster_index=ci)
-        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other))) != want:
+        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm))) != want:
             raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
                            f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
                            f"--cluster-index {ci}")

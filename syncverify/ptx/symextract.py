@@ -29,6 +29,7 @@ from .. import budget
 from .cfg import Cfg
 from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .extract import Extracted, cluster_groups, pick_kernel
+from .globalcomm import check_static
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
@@ -137,6 +138,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                        "check of every N. Bind it with --param, or leave unbound the values its trip counts are "
                        "computed from (a tile scheduler's k-tile counts)")
     _other_clusters(mod, launch, name, fn, bits, tuple(out))
+    check_static(mod, fn, launch)  # threads communicating through global memory, acquires of it: refused
     return tuple(out)
 
 

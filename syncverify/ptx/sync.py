@@ -15,7 +15,8 @@ from .access import access, matrix, shared_target
 from .access import space_of as _space
 from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
-from .spin import spins
+from .spin import GivesUp, result_unused, spins
+from .undefined import member_mask
 from .values import UNKNOWN, Value, mask
 from .wgmma_desc import operand_ranges
 
@@ -87,13 +88,9 @@ def _emit(run: WarpRun, kind: str, args: tuple[object, ...], lanes: int, ins: In
 
 
 def _collective_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
-    m = _uniform(run, ins, lanes, lambda lane: _known(run.read(op, lane)))
-    assert isinstance(m, int)
-    m = mask(m, 32) & ((1 << run.nlanes) - 1) if mask(m, 32) != 0xFFFFFFFF else (1 << run.nlanes) - 1
-    if m & lanes != m:
-        raise run.refuse(ins, f"a warp-collective instruction with member mask {m:#x} is executed by lanes "
-                         f"{lanes:#x} only")
-    return m
+    if "sync" not in ins.mods:
+        raise run.refuse(ins, f"`{ins.opcode}` without .sync (a warp-synchronous form before sm_70) is not modelled")
+    return member_mask(run, ins, lanes, op)
 
 
 # ---- warp collectives -------------------------------------------------------------------------------
@@ -164,6 +161,12 @@ def _vote(run: WarpRun, ins: Instr, lanes: int) -> bool:
     for lane in lanes_of(lanes):
         run.write(dst, lane, res, 32)
     return True
+
+
+def _masked_unknown(run: WarpRun, ins: Instr, lanes: int) -> bool:
+    """`match.sync` / `redux.sync d, a, membermask`: the result is data (unknown); the mask is checked."""
+    _collective_mask(run, ins, lanes, ins.operands[2])
+    return _unknown_result(run, ins, lanes)
 
 
 def _activemask(run: WarpRun, ins: Instr, lanes: int) -> bool:
@@ -240,12 +243,17 @@ def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
         sem, scope = _sem_scope(ins, "acquire")
         args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
                                                        _known(run.read(ops[2], lane))))
-        retry = spins(run, run.pc, lanes, ops[0], args)
-        if retry is None:
-            raise run.refuse(ins, "when this try_wait returns false the code goes on without testing the same "
-                             "barrier phase again; the model has only the blocking wait (a spin loop around "
-                             "try_wait), so reading it as one could order what the kernel does not")
-        _emit(run, "wait", (*args, sem, scope), lanes, ins, retry=retry if retry is not ins else None)
+        spin = spins(run, run.pc, lanes, ops[0], args)
+        if isinstance(spin, GivesUp):
+            if result_unused(run, run.pc, ops[0]):  # a probe whose answer nothing reads decides nothing
+                for lane in lanes_of(lanes):
+                    run.write(ops[0], lane, UNKNOWN)
+                return True
+            raise run.refuse(ins, f"this try_wait can give up, so it is a probe, not a wait: {spin.why}. Only a "
+                             "loop that always comes back to a try_wait of the same barrier and parity waits; a "
+                             "bounded retry, a second probe or a watchdog can go on with the phase incomplete, "
+                             "and probes whose result is used are not modelled")
+        _emit(run, "wait", (*args, sem, scope), lanes, ins, retry=spin.retry if spin.retry is not ins else None)
         for lane in lanes_of(lanes):
             run.write(ops[0], lane, 1, 1)  # the blocking reading: it returns once the phase completed
         return True
@@ -468,8 +476,8 @@ def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
 
 
 _HANDLERS = {
-    "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _unknown_result,
-    "redux": _unknown_result, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
+    "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _masked_unknown,
+    "redux": _masked_unknown, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
     "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "membar": _fence, "cp": _cp, "wgmma": _wgmma,
     "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix, "stmatrix": matrix,
 }

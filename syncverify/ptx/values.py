@@ -118,6 +118,27 @@ def _float_setp(op: str, x: float, y: float) -> int | None:
     return _cmp(plain, x, y)  # type: ignore[arg-type]
 
 
+def _against_extreme(op: str, t: str, srcs: list[Value]) -> Value:
+    """`setp` of an unknown value against the smallest or largest value of its type, which every value
+    satisfies or none does: `x > 0xffffffffffffffff` (unsigned) is false whatever x is. A watchdog whose
+    limit is bound to the type's maximum (`now - t0 > limit`) never fires, so the branch is decided."""
+    bits = width(t)
+    unsigned = op in ("lo", "ls", "hi", "hs") or not is_signed(t)
+    lo, hi = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    plain = {"lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}.get(op, op)
+    x, y = srcs
+    if isinstance(y, int):  # unknown OP y
+        k = mask(y, bits) if unsigned else signed(y, bits)
+        table = {("gt", hi): 0, ("lt", lo): 0, ("ge", lo): 1, ("le", hi): 1}
+    elif isinstance(x, int):  # x OP unknown
+        k = mask(x, bits) if unsigned else signed(x, bits)
+        table = {("gt", lo): 0, ("lt", hi): 0, ("ge", hi): 1, ("le", lo): 1}
+    else:
+        return UNKNOWN
+    r = table.get((plain, k))
+    return UNKNOWN if r is None else r
+
+
 def compute(base: str, mods: tuple[str, ...], srcs: list[Value]) -> Value | None:
     """The result of `base.mods srcs` or UNKNOWN; None when the instruction is not a computation here."""
     types = _types(mods)
@@ -139,6 +160,8 @@ def compute(base: str, mods: tuple[str, ...], srcs: list[Value]) -> Value | None
                 return 0
             if base == "or" and 1 in known:
                 return 1
+        if base == "setp" and len(srcs) == 2:
+            return _against_extreme(mods[0], t, srcs)
         return UNKNOWN
     s = [x for x in srcs if isinstance(x, int)]
     a = interp(s[0], t) if s else 0
