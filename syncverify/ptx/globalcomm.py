@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .cfg import Cfg
-from .parse import Addr, Imm, Instr, Module, Name, Operand, Pair, PtxError, TensorAddr
+from .parse import Addr, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, TensorAddr
 
 if TYPE_CHECKING:
     from .execute import Launch, WarpRun
@@ -207,7 +207,7 @@ _SMEM = "<local memory>"
 
 
 def _names(op: Operand) -> set[str]:
-    if isinstance(op, Name):
+    if isinstance(op, Name | NegName):
         return {op.name}
     if isinstance(op, Pair):
         return {op.first, op.second}

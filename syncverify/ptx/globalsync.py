@@ -36,7 +36,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from .cfg import Cfg
-from .parse import Addr, Instr, Name, Operand, Pair, Vec
+from .parse import Addr, Instr, operand_registers
 
 if TYPE_CHECKING:
     from .execute import WarpRun
@@ -45,19 +45,6 @@ _NO_DST = ("st", "red", "bra", "bar", "barrier", "fence", "membar", "cp", "ret",
            "trap", "nanosleep", "mbarrier", "griddepcontrol", "setmaxnreg", "wgmma", "tcgen05", "call")
 _STRONG = ("volatile", "relaxed", "acquire")
 _NOT_GLOBAL = ("param", "const", "local")
-
-
-def _regs(op: Operand) -> set[str]:
-    if isinstance(op, Name):
-        return {op.name}
-    if isinstance(op, Pair):
-        return {op.first, op.second}
-    if isinstance(op, Vec):
-        return {x.name for x in op.items if isinstance(x, Name)}
-    if isinstance(op, Addr) and op.base is not None:
-        return {op.base}
-    name = getattr(op, "name", None)
-    return {name} if isinstance(name, str) else set()
 
 
 _SHARED = "<shared memory>"
@@ -94,12 +81,12 @@ class GlobalFlow:
             if ins.base in ("st", "red", "atom") and ops and _in_shared(ins):
                 # a value stored to shared memory reaches every load of it (`last = atomicAdd(...) == n - 1;`
                 # in a __shared__ flag, then `if (last)`): memory is one pseudo-register
-                used = set().union(*(_regs(o) for o in ops[1:])) | ({ins.guard} if ins.guard else set())
+                used = set().union(*(operand_registers(o) for o in ops[1:])) | ({ins.guard} if ins.guard else set())
                 edges.append((frozenset(used), frozenset({_SHARED})))
-            if not ops or ins.base in _NO_DST or isinstance(ops[0], Addr) or not _regs(ops[0]):
+            if not ops or ins.base in _NO_DST or isinstance(ops[0], Addr) or not operand_registers(ops[0]):
                 continue
-            dst = frozenset(_regs(ops[0]))
-            used = set().union(*(_regs(o) for o in ops[1:])) if len(ops) > 1 else set()
+            dst = frozenset(operand_registers(ops[0]))
+            used = set().union(*(operand_registers(o) for o in ops[1:])) if len(ops) > 1 else set()
             if ins.base in ("ld", "ldu", "atom") and _in_shared(ins):
                 used.add(_SHARED)
             if ins.guard:

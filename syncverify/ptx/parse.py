@@ -107,6 +107,22 @@ class TensorAddr:
 Operand = Name | NegName | Imm | FloatImm | Pair | Addr | Vec | TensorAddr
 
 
+def operand_registers(op: Operand) -> set[str]:
+    """The registers an operand names: a register (negated or not), both of a `%r|%p` pair, an address's
+    base, a vector's register items. (A tensor copy's coordinates are not its registers here: callers that
+    follow them ask for them.)"""
+    if isinstance(op, Name):
+        return {op.name}
+    if isinstance(op, Pair):
+        return {op.first, op.second}
+    if isinstance(op, Vec):
+        return {x.name for x in op.items if isinstance(x, Name)}
+    if isinstance(op, Addr) and op.base is not None:
+        return {op.base}
+    name = getattr(op, "name", None)
+    return {name} if isinstance(name, str) else set()
+
+
 @dataclass(frozen=True, slots=True)
 class Instr:
     """One instruction: `@guard opcode.mods operands;` at PTX line:col, CUDA `src` if known."""

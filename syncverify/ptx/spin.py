@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from .cfg import EXIT, affects_sync
 from .loops import loop_info
-from .parse import Addr, Instr, Name, Operand, Pair, Vec
+from .parse import Instr, Name, Operand, Pair, operand_registers
 
 if TYPE_CHECKING:
     from .execute import WarpRun
@@ -180,19 +180,6 @@ _WRITES_DST = ("mov", "setp", "selp", "set", "and", "or", "xor", "not", "cnot", 
                "vote", "shfl", "cvt", "add", "sub")
 
 
-def _names(op: Operand) -> set[str]:
-    if isinstance(op, Name):
-        return {op.name}
-    if isinstance(op, Pair):
-        return {op.first, op.second}
-    if isinstance(op, Vec):
-        return {x.name for x in op.items if isinstance(x, Name)}
-    if isinstance(op, Addr) and op.base is not None:
-        return {op.base}
-    name = getattr(op, "name", None)
-    return {name} if isinstance(name, str) else set()
-
-
 def result_unused(run: WarpRun, pc: int, pred: Operand) -> bool:
     """True when no instruction reachable after `pc` reads the try_wait's predicate before an unguarded
     instruction overwrites it: its outcome then decides nothing and the try_wait orders nothing the
@@ -212,8 +199,8 @@ def result_unused(run: WarpRun, pc: int, pred: Operand) -> bool:
         if ins.guard == name:
             return False
         ops = ins.operands
-        dst_kill = bool(ops) and ins.base in _WRITES_DST and ins.guard is None and name in _names(ops[0])
-        reads = set().union(*(_names(o) for o in (ops[1:] if dst_kill else ops))) if ops else set()
+        dst_kill = bool(ops) and ins.base in _WRITES_DST and ins.guard is None and name in operand_registers(ops[0])
+        reads = set().union(*(operand_registers(o) for o in (ops[1:] if dst_kill else ops))) if ops else set()
         if name in reads:
             return False
         if dst_kill:

@@ -127,17 +127,17 @@ class MemoryOps:
                     # the step reaches is the fenced one's), so what comes after it is reported too
                     # (docs/engines.md, "Findings that end a path").
                     if r[R_FLAGS] & F_GENERIC:  # a cp.async copy (families/cp_async.py)
-                        w.soft.append(Violation(
-                            "SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but the "
-                            f"cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} wrote it through the "
-                            "generic proxy, and no fence.proxy.async by a thread that had seen the copy complete "
-                            "orders it before this read", span, related=((r[R_LINE], "the unfenced cp.async write"),)))
-                        break
-                    w.soft.append(Violation(
-                        "SV601", f"{what} reads {self.slot_label(*key[1:])} through the async proxy, but the generic "
-                        f"write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} reaches it through no "
-                        "fence.proxy.async covering the slot (the writer's before the synchronization, or the "
-                        "reading thread's after it)", span, related=((r[R_LINE], "the unfenced generic write"),)))
+                        how = (f"cp.async at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} wrote it through the "
+                               "generic proxy, and no fence.proxy.async by a thread that had seen the copy complete "
+                               "orders it before this read")
+                        related = (r[R_LINE], "the unfenced cp.async write")
+                    else:
+                        how = (f"generic write at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} reaches it "
+                               "through no fence.proxy.async covering the slot (the writer's before the "
+                               "synchronization, or the reading thread's after it)")
+                        related = (r[R_LINE], "the unfenced generic write")
+                    w.soft.append(Violation("SV601", f"{what} reads {self.slot_label(*key[1:])} through the async "
+                                            f"proxy, but the {how}", span, related=(related,)))
                     break
 
     @staticmethod
