@@ -111,7 +111,7 @@ UNFIXED, FIXED = 0, 1
 MAX_ERRORS = 12
 MAX_TESTS = 4096  # trip-count tests one expansion may make
 DEFAULT_ASSUMPTIONS = Assumptions()
-LIFT_MIN_STATES = 50_000  # the least states `auto` gives the lift (see lift_result)
+LIFT_MIN_STATES = 150_000  # the least states `auto` gives the lift (see lift_result)
 OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is run concretely
 
 
