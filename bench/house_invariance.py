@@ -56,7 +56,7 @@ def _explicit(protocol: Any, reduce: bool) -> dict:
     static_findings = _first("syncverify.staticcheck:static_findings")
     try:
         machine = Machine(protocol, reduce=reduce)
-    except Exception as err:  # noqa: BLE001 - a refusal is part of the fingerprint
+    except Exception as err:
         return {"refused": f"{type(err).__name__}: {err}"}
     res = explore(protocol, Budget(MAX_STATES, 10_000.0), machine, symmetry=reduce)
     res = merge_static(res, static_findings(protocol, machine.programs))
@@ -90,7 +90,7 @@ def _bmc(path: pathlib.Path) -> dict:
     try:
         engine = BMC(Machine(protocol))
         outcome = engine.run(10_000.0)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return {"refused": f"{type(err).__name__}: {err}"}
     finally:
         budget.solve = real
@@ -129,7 +129,7 @@ def fingerprint(path: pathlib.Path) -> dict:
     record: dict = {}
     try:
         protocol = load(str(path))
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return {"load": f"{type(err).__name__}: {err}"}
     record["explicit"] = _explicit(protocol, True)
     record["unreduced"] = _explicit(protocol, False)

@@ -2,9 +2,10 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .check import Options, check_protocol
+from .check import check_protocol
 from .diagnostics import Diagnostic, InputError, Severity, Span, TraceStep
 from .lang import load
+from .options import Options
 from .result import CheckResult, Verdict
 
 __all__ = ["CheckResult", "Diagnostic", "InputError", "Options", "ProtocolBuilder", "Severity", "Span", "TraceStep",

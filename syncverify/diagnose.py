@@ -33,7 +33,7 @@ from .result import CheckResult, Verdict
 from .semantics.program import OP
 
 if TYPE_CHECKING:
-    from .check import Options
+    from .options import Options
     from .semantics.machine import Machine
 
 RACES = ("SV301", "SV302", "SV303")

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import InputError
 from ..result import CheckResult, Verdict
+from .merging import merge_static, searched
+
+__all__ = ["merge_static", "run_engines", "searched"]
 
 if TYPE_CHECKING:
     from .. import ir
-    from ..check import Options
-    from ..staticcheck import StaticOutcome
+    from ..options import Options
 
 
 def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
@@ -21,7 +23,7 @@ def run_engines(protocol: ir.Protocol, options: Options) -> CheckResult:
     if open_choices(protocol):  # `choose` values: every assignment is a protocol of its own
         from .choices import check_every
 
-        return check_every(protocol, options)
+        return check_every(protocol, options, _run_engines)
     result = _run_engines(protocol, options)
     if protocol.choices and not protocol.assignment and result.bound:  # each pinned: say to what
         result = replace(result, bound=f"{result.bound}; {ranges(protocol)}")
@@ -75,29 +77,3 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"
         result = symbolic.lift_result(result, protocol, options, assumptions)
     return result
-
-
-def searched(static: StaticOutcome) -> StaticOutcome:
-    """The static outcome for an engine that runs the machine (explicit, the lift): its searches
-    check SV406 at every CTA's exit (Machine._tmem_exit), so a complete one — the only kind that
-    says safe — has decided what the walk could not add up (the gap). The bmc engine, which has
-    no such check, keeps the gap."""
-    return replace(static, gap="", stopped_by="")
-
-
-def merge_static(result: CheckResult, findings: list | StaticOutcome) -> CheckResult:
-    """Add the search-free findings; a static error makes the protocol a violation. What the static
-    checks could not decide (a StaticOutcome's gap) makes a safe verdict inconclusive."""
-    if isinstance(findings, list):
-        from ..staticcheck import StaticOutcome as Outcome  # (lazy, like static_outcome above)
-
-        findings = Outcome(findings)
-    if findings.gap and result.verdict is Verdict.SAFE:
-        result = replace(result, verdict=Verdict.INCONCLUSIVE, coverage=findings.gap,
-                         stopped_by=findings.stopped_by)
-    seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-    extra = [d for d in findings.findings if (d.code, d.span.line if d.span else 0) not in seen]
-    if not extra:
-        return result
-    verdict = Verdict.VIOLATION if any(d.is_error for d in extra) else result.verdict
-    return replace(result, verdict=verdict, diagnostics=tuple(extra) + result.diagnostics)

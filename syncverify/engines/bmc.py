@@ -291,8 +291,8 @@ class BMC:
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
     from ..staticcheck import static_outcome
-    from . import merge_static
     from .explicit import _diagnostic, bound_of
+    from .merging import merge_static
 
     start = time.monotonic()
     deadline = start + options.timeout

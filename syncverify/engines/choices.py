@@ -12,6 +12,7 @@ for the first of them, with a note counting the others.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -22,12 +23,13 @@ from ..result import CheckResult, Stats, Verdict
 
 if TYPE_CHECKING:
     from .. import ir
-    from ..check import Options
+    from ..options import Options
 
 
-def check_every(protocol: ir.Protocol, options: Options) -> CheckResult:
-    """Check every assignment of ``protocol``'s `choose` values (it was loaded without one)."""
-    from . import run_engines
+def check_every(protocol: ir.Protocol, options: Options,
+                run_engines: Callable[[ir.Protocol, Options], CheckResult]) -> CheckResult:
+    """Check every assignment of ``protocol``'s `choose` values (it was loaded without one) with
+    ``run_engines`` (the dispatcher's, passed in: it is the module that calls this one)."""
 
     n = count(protocol)
     covers = f"every assignment of {ranges(protocol)} ({n})"

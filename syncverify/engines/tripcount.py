@@ -204,8 +204,8 @@ def check_one(protocol: ir.Protocol, param: str, n: int, defines: Mapping[str, i
     """The explicit engine at ``param`` = n, with the static findings there (as `check` at that
     trip count reports them); None where the protocol is not valid input there."""
     from ..staticcheck import static_outcome
-    from . import merge_static, searched
     from .explicit import Budget, explore
+    from .merging import merge_static, searched
 
     try:
         concrete = load(protocol.source, {**defines, param: n}, path=protocol.path)

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from ..check import Options
 from ..diagnostics import Diagnostic
+from ..options import Options
 from ..result import CheckResult, Verdict, combine_exit
 
 PROGRESS_EVERY = 5.0  # seconds between two plain progress lines

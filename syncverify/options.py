@@ -1,0 +1,40 @@
+"""What a check is asked to do: the engine, the budgets, the readings of unsettled PTX.
+
+A module of its own, importing nothing of the checker, so that the front door (check.py), the
+engines and the root-cause pass (diagnose.py) all read the same options without importing one
+another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from . import budget
+from .diagnostics import Diagnostic
+
+
+@dataclass(frozen=True)
+class Options:
+    engine: str = "auto"  # auto | explicit | z3 | bmc
+    # Budgets (syncverify.budget): max_states and rlimit are deterministic and decide when an engine
+    # gives up; timeout (wall-clock seconds) and max_memory_mb are the user's outer limits.
+    max_states: int = 2_000_000
+    timeout: float = 600.0
+    max_memory_mb: float = 8192.0
+    rlimit: int = budget.DEFAULT_RLIMIT
+    strict: bool = False
+    full_trace: bool = False
+    progress: Callable[[int, int, float, float], None] | None = None  # states, frontier, s, MB
+    # each error of the explicit search as soon as it is found; returning True stops the search
+    on_finding: Callable[[Diagnostic], bool] | None = None
+    defines: Mapping[str, int] = field(default_factory=dict)
+    # Readings of the PTX text that production kernels rely on but PTX does not
+    # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
+    assume_tcgen05_commit_order: bool = True
+    assume_dealloc_blocks: bool = True
+    assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
+
+    def __post_init__(self) -> None:
+        why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)
+        if why is not None:
+            raise ValueError(why)
