@@ -123,32 +123,36 @@ def _emit(path: pathlib.Path) -> dict:
         return {"rc": 0, "cu": _digest(target.read_text()), "json": _digest(target.with_suffix(".json").read_text())}
 
 
-def fingerprint(path: pathlib.Path) -> dict:
+PARTS = ("explicit", "unreduced", "bmc", "promela", "emit")
+
+
+def fingerprint(path: pathlib.Path, parts: tuple[str, ...] = PARTS) -> dict:
     from syncverify.lang import load
 
     record: dict = {}
     try:
         protocol = load(str(path))
-    except Exception as err:
+    except Exception as err:  # a refusal is part of the fingerprint
         return {"load": f"{type(err).__name__}: {err}"}
-    record["explicit"] = _explicit(protocol, True)
-    record["unreduced"] = _explicit(protocol, False)
-    record["bmc"] = _bmc(path)
-    record["promela"] = _export(path)
-    record["emit"] = _emit(path)
+    makers = {"explicit": lambda: _explicit(protocol, True), "unreduced": lambda: _explicit(protocol, False),
+              "bmc": lambda: _bmc(path), "promela": lambda: _export(path), "emit": lambda: _emit(path)}
+    for part in parts:
+        record[part] = makers[part]()
     return record
 
 
 def compare(before: dict, after: dict) -> int:
+    """Every part of every file fingerprinted in ``after`` against ``before`` (a run of some parts
+    or some files is compared on those)."""
     differences = 0
-    for name in sorted(set(before) | set(after)):
-        for part in sorted(set(before.get(name, {})) | set(after.get(name, {}))):
+    for name in sorted(after):
+        for part in sorted(after[name]):
             a, b = before.get(name, {}).get(part), after.get(name, {}).get(part)
             if a != b:
                 differences += 1
                 print(f"DIFFERS {name} {part}\n  before: {json.dumps(a)[:600]}\n  after:  {json.dumps(b)[:600]}")
-    total = sum(len(v) for v in before.values())
-    print(f"{len(before)} files, {total} parts before; {differences} differ")
+    total = sum(len(v) for v in after.values())
+    print(f"{len(after)} files, {total} parts compared; {differences} differ")
     return 1 if differences else 0
 
 
@@ -158,6 +162,7 @@ def main() -> int:
     parser.add_argument("--out")
     parser.add_argument("--compare", nargs=2)
     parser.add_argument("--only", default="", help="a substring of the paths to fingerprint")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"a comma-separated subset of {PARTS}")
     args = parser.parse_args()
     if args.compare:
         return compare(*(json.loads(pathlib.Path(p).read_text()) for p in args.compare))
@@ -165,7 +170,7 @@ def main() -> int:
     result = {}
     for f in files:
         print(f, file=sys.stderr, flush=True)
-        result[str(f)] = fingerprint(f)
+        result[str(f)] = fingerprint(f, tuple(args.parts.split(",")))
     pathlib.Path(args.out).write_text(json.dumps(result, indent=1, sort_keys=True))
     return 0
 
