@@ -91,7 +91,7 @@ def test_tcgen05_specs_are_refused_with_a_reason():
 def test_cli_emit_refusal_exits_2(tmp_path, capsys):
     import argparse
 
-    from syncverify.cli_gpu import cmd_emit
+    from syncverify.cli.emit import cmd_emit
     args = argparse.Namespace(spec=str(ROOT / "specs/cutlass_2sm_tmem_alloc_fixed.sync"), output=str(tmp_path / "k.cu"),
                               defines=[], grid=1, replay=None, check_stride=1)
     assert cmd_emit(args) == 2
@@ -101,7 +101,7 @@ def test_cli_emit_refusal_exits_2(tmp_path, capsys):
 def test_cli_emit_writes_kernel_and_launch(tmp_path):
     import argparse
 
-    from syncverify.cli_gpu import cmd_emit
+    from syncverify.cli.emit import cmd_emit
 
     args = argparse.Namespace(spec=str(ROOT / "specs/cutlass_ws_ring.sync"), output=str(tmp_path / "ring.cu"),
                               defines=[("ITERS", 12)], grid=2, replay=None, check_stride=1)

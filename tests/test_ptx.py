@@ -579,7 +579,7 @@ def test_cli_binds_struct_fields_by_offset(tmp_path):
     """--param NAME[OFFSET:LENGTH]=VALUE|@FILE; the parts of one parameter are merged."""
     import argparse
 
-    from syncverify.cli_extract import _bind, _param
+    from syncverify.cli.extract import _bind, _param
 
     blob = tmp_path / "params.bin"
     blob.write_bytes(bytes(range(16)))

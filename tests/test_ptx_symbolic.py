@@ -1,5 +1,5 @@
 """`--symbolic`: a kernel loop whose trip count is a parameter, kept as a loop and checked for every trip
-count (symvalues.py, loops.py, symloop.py, symextract.py, cli_symbolic.py)."""
+count (symvalues.py, loops.py, symloop.py, symextract.py, cli/symbolic.py)."""
 
 from __future__ import annotations
 

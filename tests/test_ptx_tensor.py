@@ -10,7 +10,7 @@ import argparse
 import pytest
 
 from syncverify.cli import main
-from syncverify.cli_extract import _tensor_bytes
+from syncverify.cli.extract import _tensor_bytes
 from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract
 from syncverify.ptx.parse import PtxError, parse_ptx

@@ -18,7 +18,7 @@ __all__ = ["ExportError", "PromelaModel", "export_model", "export_promela"]
 
 def __getattr__(name: str) -> Any:
     """The exporter is imported on first use: the command line registers `syncverify export`
-    (syncverify.export.cli) on every run, and `check` should not pay for importing it."""
+    (syncverify.cli.export) on every run, and `check` should not pay for importing it."""
     if name in __all__:
         from . import promela
 

@@ -36,7 +36,7 @@ class Undefined(Refusal):
 
     def diagnostic(self) -> Diagnostic:
         """The finding, at the CUDA line of the instruction (its PTX line as a note), or at the PTX line."""
-        from ..cli_extract import _source_file
+        from ..cli.extract import _source_file
 
         ins = self.instr
         ptx = Span(self.path, ins.line, ins.column, ins.line, ins.column + 1)

@@ -1,7 +1,7 @@
 """`syncverify trace SPEC -o trace.html`: the swimlane view of a counterexample or of one schedule.
 
-Kept apart from cli.py (as the GPU commands are) so that the check command's
-module stays small; cli.py only registers the subcommand and its handler.
+One module per command, as the others are: the package (cli/__init__.py) only
+registers the subcommand and its handler.
 
 Exit codes follow `check`: 0 safe, 1 violation, 3 inconclusive — the page is
 written in all three cases — and 2 for bad input or an unwritable output path
@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .budget import positive_float, positive_int
-from .check import Options, check_protocol
-from .diagnostics import InputError, Span, make
-from .result import CheckResult, Verdict
+from ..budget import positive_float, positive_int
+from ..check import Options, check_protocol
+from ..diagnostics import InputError, Span, make
+from ..result import CheckResult, Verdict
 
 
 def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tuple[str, int | str]]) -> None:
@@ -40,16 +40,16 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
 
 
 def _fail(results: list[CheckResult]) -> int:
-    from .report import text
+    from ..report import text
 
     text.render(results, text.make_console(sys.stderr))
     return 2
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from .lang import load
-    from .lang.choices import open_choices
-    from .report.swimlane import process_lanes, render_html, views_for
+    from ..lang import load
+    from ..lang.choices import open_choices
+    from ..report.swimlane import process_lanes, render_html, views_for
 
     bad = [make("SV114", f"-D {name}={raw}: {raw!r} is not an integer", Span("<command line>", 1, 1, 1, 2))
            for name, raw in args.defines if isinstance(raw, str)]

@@ -18,13 +18,13 @@ import sys
 import time
 from dataclasses import replace
 
-from .diagnostics import InputError
-from .ptx.extract import Extracted, load_module
-from .ptx.parse import PtxError
-from .ptx.symextract import SymbolicKernel, extract_symbolic
-from .ptx.symvalues import SymParam
-from .ptx.undefined import Undefined, finding_result
-from .result import CheckResult, Stats, Verdict
+from ..diagnostics import InputError
+from ..ptx.extract import Extracted, load_module
+from ..ptx.parse import PtxError
+from ..ptx.symextract import SymbolicKernel, extract_symbolic
+from ..ptx.symvalues import SymParam
+from ..ptx.undefined import Undefined, finding_result
+from ..result import CheckResult, Stats, Verdict
 
 _SYM = re.compile(r"^(?P<name>[^\[\]<>=]+)(?:\[(?P<off>\w+):(?P<len>\w+)\])?\s*>=\s*(?P<lo>-?\w+)$")
 
@@ -53,7 +53,7 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
-    from .cli_extract import launch_of
+    from .extract import launch_of
 
     mod = load_module(path, args.includes)
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
@@ -125,9 +125,9 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     with what is left of it (each protocol alone had the whole budget once, and a check of five of them
     ran five times as long as asked). A protocol reached with none left is not checked, and the answer is
     inconclusive. The deterministic budgets (states, rlimit) stay per protocol."""
-    from .check import check_protocol
-    from .cli_extract import _at_source, _same_site_sv204
-    from .lang import load
+    from ..check import check_protocol
+    from ..lang import load
+    from .extract import _at_source, _same_site_sv204
 
     start = time.monotonic()
     try:

@@ -1,28 +1,28 @@
-"""Command line: `syncverify check|explain …`. Every subcommand returns an exit code."""
+"""`syncverify check PATH…`: verify specs, or kernels (extracted, then checked).
+
+Registers the command's options (with their [tool.syncverify] defaults applied
+by the package's `main`) and runs it: each file or sweep point in input order,
+findings streamed by report/live.py, `--expect` compared with each file's
+`// expect:` header. Exit codes: 0 safe, 1 violation, 2 input error, 3
+inconclusive, 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import signal
 import sys
-import threading
-from collections.abc import Sequence
 from dataclasses import replace
 
-from . import __version__, budget, cli_extract, cli_gpu, cli_mutate, cli_trace, runs
-from .budget import positive_float, positive_int
-from .check import Options, check_path
-from .diagnostics import CODES, Diagnostic, InputError, Severity, Span, make
-from .export import cli as cli_export
-from .lang import load_many
-from .report import json_report
-from .result import CheckResult, Verdict, combine_exit
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits with 2 and a one-line message (its default is also 2)."""
+from .. import budget, runs
+from ..budget import positive_float, positive_int
+from ..check import Options, check_path
+from ..diagnostics import Diagnostic, InputError, Severity, Span, make
+from ..lang import load_many
+from ..report import json_report
+from ..result import CheckResult, Verdict, combine_exit
+from . import extract as cli_extract
+from .args import define
 
 
 class _Defaults(argparse.HelpFormatter):
@@ -36,29 +36,16 @@ class _Defaults(argparse.HelpFormatter):
         return text
 
 
-def _define(value: str) -> tuple[str, int | str]:
-    """NAME=VALUE; a VALUE that is not an integer is kept as text and reported as SV114."""
-    if "=" not in value:
-        raise argparse.ArgumentTypeError(f"-D {value}: expected NAME=VALUE")
-    name, _, raw = value.partition("=")
-    try:
-        return name.strip(), int(raw.strip(), 0)
-    except ValueError:
-        return name.strip(), raw
-
-
 def _sweep(value: str) -> tuple[str, tuple[int | str, ...]]:
     """NAME=V1,V2,…: a param swept over the values (one value: a plain override)."""
-    name, raw = _define(value)
+    name, raw = define(value)
     if isinstance(raw, int):
         return name, (raw,)
-    return name, tuple(_define(f"{name}={part}")[1] for part in raw.split(","))
+    return name, tuple(define(f"{name}={part}")[1] for part in raw.split(","))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="syncverify", description="Static verifier for GPU kernel synchronization protocols.")
-    parser.add_argument("--version", action="version", version=f"syncverify {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register `check`; returns its parser, on which `main` sets the [tool.syncverify] defaults."""
     check = sub.add_parser("check", help="verify .sync protocol specs",
                            formatter_class=_Defaults,
                            epilog="Defaults can be set in a [tool.syncverify] table of pyproject.toml "
@@ -90,7 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop the search at its first error and check no further file")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="no progress on stderr (and no summary line for json/jsonl/sarif)")
-    parser.check_parser = check  # type: ignore[attr-defined]  # for the [tool.syncverify] defaults
     check.add_argument("--width", type=int, metavar="COLUMNS",
                        help="text width (default: the terminal's; unlimited, one line per step, when piped)")
     check.add_argument("--expect", action="store_true",
@@ -100,19 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     cli_extract.add_launch_args(check, required=False)
-    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
-    explain.add_argument("code")
-    cli_gpu.add_subcommands(sub)
-    cli_trace.add_subcommand(sub, _define)
-    cli_mutate.add_subcommand(sub, _define)
-    cli_export.add_subcommand(sub, _define)
-    cli_extract.add_subcommand(sub)
-    return parser
+    return check
 
 
 def expectation_met(result: CheckResult) -> tuple[bool, str]:
     """Compare a result with its file's `// expect:` header (design §4 --expect)."""
-    from .lang.load import parse_expect, read_source
+    from ..lang.load import parse_expect, read_source
 
     try:
         expect = parse_expect(read_source(result.path), result.path)
@@ -202,7 +181,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if live.refused:
         return 2
     if args.expect:
-        from .report import text
+        from ..report import text
 
         console = text.make_console(sys.stderr)
         ok_all = True
@@ -217,7 +196,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _live(args: argparse.Namespace):
     """Streamed findings, progress, fail-fast and the summary line (report/live.py)."""
-    from .report.live import Live
+    from ..report.live import Live
 
     return Live(fmt=args.format, quiet=args.quiet, fail_fast=args.fail_fast, full_trace=args.full_trace,
                 width=args.width)
@@ -225,7 +204,7 @@ def _live(args: argparse.Namespace):
 
 def _runner(live):
     """check_path, with `-` read from stdin (once) and named `<stdin>` in reports."""
-    from .lang import load
+    from ..lang import load
 
     text = sys.stdin.read()
     live.sources["<stdin>"] = text.splitlines()
@@ -233,7 +212,7 @@ def _runner(live):
     def run(path: str, options: Options) -> CheckResult:
         if path != "-":
             return check_path(path, options)
-        from .check import check_protocol
+        from ..check import check_protocol
 
         try:
             protocol = load(text, options.defines, path="<stdin>")
@@ -249,87 +228,13 @@ def _print(results: list[CheckResult], args: argparse.Namespace) -> None:
     if args.format in ("json", "jsonl"):
         print(json_report.render(results))
     elif args.format == "sarif":
-        from .report import sarif
+        from ..report import sarif
 
         print(sarif.render(results))
     else:
-        from .report import text  # (rich, imported only for text output)
+        from ..report import text  # (rich, imported only for text output)
 
         text.render(results, text.make_console(sys.stdout), full_trace=args.full_trace)
 
 
-def cmd_explain(args: argparse.Namespace) -> int:
-    from .docs import explain
-
-    code = args.code.upper()
-    if code not in CODES:
-        print(f"syncverify: unknown code {args.code}; codes are {', '.join(CODES)}", file=sys.stderr)
-        return 2
-    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
-        from rich.markdown import Markdown
-
-        from .report import text
-
-        text.make_console(sys.stdout).print(Markdown(explain(code)))
-    else:
-        print(explain(code))
-    return 0
-
-
-def _on_sigint(signum: int, frame: object) -> None:
-    """SIGINT: remember it (budget.interrupted says why), then interrupt as Python does. From here
-    on the process only winds down: what the interrupt breaks in objects being freed (a Z3 context
-    cut off in its constructor) is not reported."""
-    budget.interrupted = True
-    sys.unraisablehook = lambda unraisable: None
-    raise KeyboardInterrupt
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    from .config import ConfigError, check_defaults
-
-    try:
-        defaults, _ = check_defaults()
-    except ConfigError as err:
-        print(f"syncverify: {err}", file=sys.stderr)
-        return 2
-    if defaults:
-        parser.check_parser.set_defaults(**defaults)  # type: ignore[attr-defined]
-    args = parser.parse_args(argv)
-    handler = {"check": cmd_check, "explain": cmd_explain, **cli_gpu.HANDLERS, **cli_trace.HANDLERS,
-               **cli_mutate.HANDLERS, **cli_export.HANDLERS, **cli_extract.HANDLERS}[args.command]
-    budget.interrupted = False
-    hook = sys.unraisablehook
-    previous = signal.getsignal(signal.SIGINT)
-    ours = previous is signal.default_int_handler and threading.current_thread() is threading.main_thread()
-    if ours:  # (not when the caller chose its own handling, nor off the main thread, where it cannot)
-        signal.signal(signal.SIGINT, _on_sigint)
-    try:
-        if not ours:
-            return handler(args)
-        with budget.sigint_watched():
-            return handler(args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # the reader went away (`syncverify … | head`): stop quietly, as Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except Exception:
-        if budget.interrupted:  # whatever the interrupt became on its way up (exit 130 either way)
-            return 130
-        raise
-    finally:
-        if ours:
-            signal.signal(signal.SIGINT, previous)
-        if not budget.interrupted:  # (after an interrupt the process is winding down: stay quiet)
-            sys.unraisablehook = hook
-
-
-def entry() -> None:
-    sys.exit(main())
-
-
-if __name__ == "__main__":
-    entry()
+HANDLERS = {"check": cmd_check}

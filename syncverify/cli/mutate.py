@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .budget import positive_float, positive_int
-from .diagnostics import InputError
+from ..budget import positive_float, positive_int
+from ..diagnostics import InputError
 
 
 def add_subcommand(sub: Any, define: Callable[[str], tuple[str, int | str]]) -> None:
-    from .mutate import OPERATORS
+    from ..mutate import OPERATORS
 
     p = sub.add_parser("mutate", help="mutation-test a safe spec: which protocol bugs does the check catch?",
                        description="Apply protocol mutations (" + ", ".join(OPERATORS) + ") at every applicable "
@@ -41,8 +41,8 @@ def add_subcommand(sub: Any, define: Callable[[str], tuple[str, int | str]]) -> 
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    from .mutate import OPERATORS, Outcome, report_dict, run
-    from .report.live import PROGRESS_EVERY
+    from ..mutate import OPERATORS, Outcome, report_dict, run
+    from ..report.live import PROGRESS_EVERY
 
     bad = [f"-D {name}={raw}: {raw!r} is not an integer" for name, raw in args.defines if isinstance(raw, str)]
     operators = None

@@ -28,8 +28,8 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..diagnostics import InputError
+    from ..export.promela import ExportError, export_model
     from ..lang import load
-    from .promela import ExportError, export_model
 
     bad = [f"-D {name}={raw}: {raw!r} is not an integer" for name, raw in args.defines if isinstance(raw, str)]
     if bad:

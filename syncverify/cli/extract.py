@@ -14,14 +14,14 @@ import sys
 import time
 from dataclasses import replace
 
-from . import budget as budgets
-from .cli_symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
-from .diagnostics import Diagnostic, InputError, Related, Span
-from .ptx.execute import Launch, ParamBytes
-from .ptx.extract import Extracted, extract, load_module
-from .ptx.parse import Instr, PtxError
-from .ptx.undefined import Undefined, finding_result
-from .result import CheckResult, Verdict
+from .. import budget as budgets
+from ..diagnostics import Diagnostic, InputError, Related, Span
+from ..ptx.execute import Launch, ParamBytes
+from ..ptx.extract import Extracted, extract, load_module
+from ..ptx.parse import Instr, PtxError
+from ..ptx.undefined import Undefined, finding_result
+from ..result import CheckResult, Verdict
+from .symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
 
@@ -177,8 +177,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
     """Extract and check one kernel; a refusal is returned (the caller prints it and exits 2)."""
-    from .check import check_protocol
-    from .lang import load
+    from ..check import check_protocol
+    from ..lang import load
 
     if args.block is None:
         return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param)")
