@@ -15,8 +15,8 @@ import pytest
 import syncverify
 from syncverify.check import Options, check_path, check_protocol
 from syncverify.cli import main
+from syncverify.codegen import EmitRefused
 from syncverify.codegen.emit import emit
-from syncverify.codegen.support import EmitRefused
 from syncverify.diagnostics import InputError
 from syncverify.export.promela import ExportError, export_model
 from syncverify.export.spin import run_spin, tools_available

@@ -257,9 +257,8 @@ def test_an_unreplayable_shortest_race_gives_way_to_a_race_with_a_hold():
     """The wrong-rank release's shortest counterexample is a WAW race (SV303) whose order splits the warpgroup
     around its wgmma, which no replay can force; its WAR race on the same stage (SV302) has a slow-wgmma hold,
     so that one is replayed. Asked for SV303 alone, the refusal stands."""
-    from syncverify.codegen import replay_order
+    from syncverify.codegen import EmitRefused, replay_order
     from syncverify.codegen.sites import collect_sites, site_index
-    from syncverify.codegen.support import EmitRefused
 
     protocol, order = _order("deepgemm_lane_rank_release_wrong_rank")
     assert order.code == "SV302" and "warpgroup-collective" in order.why_ungated

@@ -11,8 +11,8 @@ import pytest
 import syncverify
 from syncverify import ir
 from syncverify.check import Options, check_protocol
+from syncverify.codegen import EmitRefused
 from syncverify.codegen.emit import emit
-from syncverify.codegen.support import EmitRefused
 from syncverify.diagnostics import InputError
 from syncverify.result import Verdict
 

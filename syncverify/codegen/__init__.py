@@ -5,8 +5,8 @@
 syncverify's front end or checker).
 """
 
+from .base import EmitRefused
 from .emit import Emission, emit
 from .replay import ReplayOrder, replay_order
-from .support import EmitRefused
 
 __all__ = ["Emission", "EmitRefused", "ReplayOrder", "emit", "replay_order"]

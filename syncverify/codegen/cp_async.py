@@ -17,21 +17,13 @@ try_wait loop with a watchdog).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
 from . import ptx
-
-if TYPE_CHECKING:
-    from .kernel import KernelWriter
-
-    _Base = KernelWriter
-else:
-    _Base = object
+from .base import KernelBase
 
 
-class CpAsyncWriter(_Base):
-    """op_* handlers for the cp.async family; KernelWriter supplies line(), the layout and tables."""
+class CpAsyncWriter(KernelBase):
+    """op_* handlers for the cp.async family; KernelBase (base.py) supplies line(), the layout and tables."""
 
     def op_CpAsync(self, op: ir.CpAsync, site: int, part: str, leader: bool) -> None:
         t = self.tables

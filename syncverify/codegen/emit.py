@@ -16,11 +16,12 @@ from .. import ir
 from ..collective import collective_findings, is_wgmma
 from ..semantics.program import compile_program, processes
 from . import ptx, regions
-from .kernel import KernelWriter, Layout, Shape, Tables, make_layout
+from .base import EmitRefused, Layout, Shape, Tables, make_layout
+from .kernel import KernelWriter
 from .replay import ReplayOrder
 from .schedule import Schedule, run_schedule
 from .sites import Site, collect_sites, comment_safe, site_index
-from .support import EmitRefused, check_supported
+from .support import check_supported
 
 LAUNCH_VERSION = 1
 DEFAULT_WATCHDOG_NS = 500_000_000  # far above any legitimate wait of these kernels (they run for microseconds)

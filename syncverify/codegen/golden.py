@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 from ..lang import load
+from .base import EmitRefused
 from .emit import emit
 from .replay import instrumented_order, replay_order
 from .sites import collect_sites, site_index
-from .support import EmitRefused
 
 
 def generate(specs: Path, replay: bool = False) -> dict[str, str]:

@@ -15,17 +15,9 @@ Buffers no access touches by region keep the whole-slot stamps (their kernels ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .. import ir
 from ..semantics.families.regions import part_buffers
-
-if TYPE_CHECKING:
-    from .kernel import KernelWriter
-
-    _Base = KernelWriter
-else:
-    _Base = object
+from .base import EmitRefused, KernelBase
 
 Segment = tuple[int, int, int]  # (lo, hi, stamp): bytes lo ..< hi hold the stamp
 Content = tuple[Segment, ...]
@@ -70,8 +62,6 @@ def view(content: Content, lo: int, hi: int) -> Content:
 def words(seg: tuple[int, int], limit: int, where: str) -> tuple[int, int]:
     """A byte range as the 32-bit words the kernel stamps, clipped to the ``limit`` words every
     writer of the slot covers. The kernel stamps whole words, so a bound inside a word is refused."""
-    from .support import EmitRefused
-
     lo, hi = seg
     if lo % 4 or hi % 4:
         raise EmitRefused(f"{where}: the region bytes {lo}..{hi} does not start and end on a 4-byte word; the "
@@ -114,7 +104,7 @@ SV_DEVICE void sv_check_range(const SvCtx& c, const void* slot, u32 lo, u32 hi, 
 """
 
 
-class RegionWriter(_Base):
+class RegionWriter(KernelBase):
     """The kernel lines of region accesses (a mixin of KernelWriter)."""
 
     def region_write(self, site: int, stamp: str, part: str, late: str | None) -> None:

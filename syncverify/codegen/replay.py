@@ -82,9 +82,9 @@ from ..semantics.machine import Machine
 from ..semantics.program import per_lane
 from ..semantics.state import P_PC, P_VARS
 from . import regions
+from .base import EmitRefused
 from .schedule import stamp
 from .sites import collect_sites, lane_site_index, site_of_instr
-from .support import EmitRefused
 
 HOLD_WINDOW_NS = 100_000  # a 16 KiB bulk copy lands in a few microseconds; hold the read open far longer
 SAFE_WINDOW_NS = 20_000  # late-read on safe protocols: every read waits this long (kernels stay in milliseconds)

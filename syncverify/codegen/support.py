@@ -2,7 +2,8 @@
 
 Refusals are raised as :class:`EmitRefused` with a message meant for the user:
 the CLI prints it and exits with 2, the exit code for input the tool cannot
-take (design §4). Blackwell tensor-memory operations have no sm_90 equivalent,
+take (design §4); the exception is defined in base.py, below every module of
+the emitter. Blackwell tensor-memory operations have no sm_90 equivalent,
 so a spec that uses them is refused rather than approximated.
 """
 
@@ -11,13 +12,9 @@ from __future__ import annotations
 from .. import ir
 from ..lang.choices import open_choices
 from ..semantics.program import per_lane
+from .base import EmitRefused
 from .regions import region_buffers
 from .sites import Site
-
-
-class EmitRefused(Exception):
-    """The spec cannot be emitted as a runnable Hopper kernel."""
-
 
 WGMMA_TILE_BYTES = 2048  # m64n8k32 u8: A is 64x32 bytes; B (256 bytes) is read from the same tile
 
