@@ -66,10 +66,31 @@ def _compiler():
     return "nvrtc"
 
 
-@pytest.mark.parametrize("kernel", sorted(p.relative_to(KERNELS).as_posix() for p in KERNELS.rglob("*.cu")))
-def test_kernel_compiles_for_sm90a(kernel, tmp_path):
+# The committed kernels (kernels/*.cu and the probes), and the replay kernels kernels/index.json names:
+# kernels/replay/ is not committed (codegen/golden.py), so those are written first (the `replays` fixture).
+COMMITTED = sorted(p.relative_to(KERNELS).as_posix() for d in (KERNELS, KERNELS / "probes") for p in d.glob("*.cu"))
+REPLAYS = sorted(e["replay"] for e in json.loads((KERNELS / "index.json").read_text())["specs"] if e.get("replay"))
+
+
+@pytest.fixture(scope="module")
+def replays() -> dict[str, str]:
+    """The replay kernels, as `python3 -m syncverify.codegen.golden --replay` writes them (the checker's search)."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the launch descriptions name specs by their path relative to the repository
+    try:
+        return generate(Path("specs"), replay=True)
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.parametrize("kernel", COMMITTED + REPLAYS)
+def test_kernel_compiles_for_sm90a(kernel, tmp_path, request):
     how = _compiler()
     src = KERNELS / kernel
+    if kernel in REPLAYS:
+        src = tmp_path / kernel
+        src.parent.mkdir()
+        src.write_text(request.getfixturevalue("replays")[kernel])
     if how == "nvcc":
         r = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src)],
                            capture_output=True, text=True, timeout=300)

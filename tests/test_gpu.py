@@ -1,11 +1,18 @@
 """End-to-end checks on a Hopper GPU (marker `gpu`; skipped with the reason where there is none).
 
-Each test runs a committed kernel through the standalone runner, in child processes with a deadline.
+Each test runs a kernel of kernels/ through the standalone runner, in child processes with a deadline: a
+committed one, or a replay kernel (kernels/replay/ is not committed) written first, as
+`python3 -m syncverify.codegen.golden --replay` writes it.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,12 +38,38 @@ def _gpu_or_skip() -> None:
         pytest.skip(f"needs an sm_90 (Hopper) GPU, found compute capability {cc[0]}.{cc[1]}")
 
 
+@functools.cache
+def _replay_dir() -> Path:
+    """The replay kernels, written once, before the first test that runs one: they follow from the checker's
+    search, and kernels/replay/ is not committed (syncverify/codegen/golden.py)."""
+    from syncverify.codegen.golden import generate
+
+    out = Path(tempfile.mkdtemp(prefix="syncverify-replay-"))
+    atexit.register(shutil.rmtree, out, True)
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the launch descriptions name specs by their path relative to the repository
+    try:
+        files = generate(Path("specs"), replay=True)
+    finally:
+        os.chdir(cwd)
+    for rel, text in files.items():
+        if rel.startswith("replay/"):
+            (out / rel).parent.mkdir(exist_ok=True)
+            (out / rel).write_text(text)
+    return out
+
+
+def _kernel(name: str) -> Path:
+    """Where kernels/NAME (.cu and .json) lies: committed, or for replay/NAME where _replay_dir wrote it."""
+    return (_replay_dir() if name.startswith("replay/") else KERNELS) / name
+
+
 def _run(name: str, repeat: int = 3):
     _gpu_or_skip()
     from syncverify.gpu import runner
 
-    launch = json.loads((KERNELS / f"{name}.json").read_text())
-    return runner.run(str(KERNELS / f"{name}.cu"), launch, repeat, deadline_s=10.0)
+    launch = json.loads(_kernel(f"{name}.json").read_text())
+    return runner.run(str(_kernel(f"{name}.cu")), launch, repeat, deadline_s=10.0)
 
 
 def test_safe_ring_completes_with_clean_data():
@@ -165,7 +198,7 @@ def test_unobserved_phase_replay_is_reported_not_forced():
     Prediction, written before the kernel ran: completed 10/10 with clean data."""
     name = "replay/nvfuser_cb_prologue_unobserved_phase"
     res = _run(name)
-    replay = json.loads((KERNELS / f"{name}.json").read_text())["replay"]
+    replay = json.loads(_kernel(f"{name}.json").read_text())["replay"]
     agree, why = oc.agreement({"SV502"}, set(), res.reps, replay)
     assert [r.status for r in res.reps] == [oc.COMPLETED] * 3 and not agree and "not forced" in why, \
         runner_text(res)
@@ -179,8 +212,8 @@ def _sanitize(name: str, tool: str):
         pytest.skip("compute-sanitizer is not on PATH")
     from syncverify.gpu import runner
 
-    launch = json.loads((KERNELS / f"{name}.json").read_text())
-    return runner.run(str(KERNELS / f"{name}.cu"), launch, 1, deadline_s=3.0, sanitize=tool)
+    launch = json.loads(_kernel(f"{name}.json").read_text())
+    return runner.run(str(_kernel(f"{name}.cu")), launch, 1, deadline_s=3.0, sanitize=tool)
 
 
 def test_synccheck_reports_the_missing_wait_of_the_unobserved_phase():

@@ -5,8 +5,11 @@
 CI regenerates them in memory and fails when a committed file differs (tests/test_codegen.py),
 so that the kernels the GPU ran are always the ones the current emitter writes. Replay kernels
 (kernels/replay/) force the checker's counterexample; they depend on the explicit engine's
-search and are regenerated only with --replay. A safe spec's replay kernel is the replay's
-instrumentation with every hold applied (``instrumented_order``): it must stay clean.
+search and are written only with --replay. They are not committed: no test compares them, and
+the tests that compile or run them (tests/test_codegen.py, tests/test_gpu.py) write them first,
+as --replay does. kernels/index.json keeps the replay entries --replay wrote (a run without it
+leaves them as they are). A safe spec's replay kernel is the replay's instrumentation with every
+hold applied (``instrumented_order``): it must stay clean.
 """
 
 from __future__ import annotations
@@ -76,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             prev = {e["name"]: e for e in json.loads(old_index.read_text())["specs"]}
             idx = json.loads(files["index.json"])
             for e in idx["specs"]:
-                for k in ("replay", "replay_refused"):
-                    if k in prev.get(e["name"], {}) and (k != "replay" or (out / prev[e["name"]][k]).exists()):
+                for k in ("replay", "replay_refused"):  # (kernels/replay/ itself is not committed)
+                    if k in prev.get(e["name"], {}):
                         e[k] = prev[e["name"]][k]
             files["index.json"] = json.dumps(idx, indent=1) + "\n"
     for rel, text in files.items():
