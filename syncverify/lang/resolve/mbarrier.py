@@ -1,8 +1,8 @@
 """The mbarrier operations: init, inval, arrive (and arrive_drop, expect_tx), the tx-count
 operations, wait and test_wait, with their semantics and scope qualifiers.
 
-A room of its own because the mbarrier family is the language's largest and its
-qualifier rules (sem and scope) belong to it alone.
+A room of its own because its qualifier rules -- the semantics (.release, .acquire,
+.relaxed) and the scope (.cta, .cluster) of an arrive or a wait -- belong to it alone.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 TMA loads and stores, bulk groups, wgmma reads, cp.async and its groups, cp.async.bulk,
 and the fences (proxy and mbarrier-init).
 
-A room of its own because these operations share the buffer checks (a region of a slot,
-the bytes a copy moves) that no other family needs.
+A room of its own because the accesses and copies share the buffer checks (a region of a
+slot, the bytes a copy moves) that no other family needs; the groups that retire the copies
+and the fences that order them against generic accesses sit with them.
 """
 
 from __future__ import annotations
