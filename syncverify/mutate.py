@@ -42,7 +42,7 @@ from .check import Options, check_protocol
 from .diagnostics import InputError
 from .lang import load
 from .lang.parse import parse
-from .lang.resolve import _MBARRIER_OPS, _split_mnemonic
+from .lang.resolve.operations import _MBARRIER_OPS, _split_mnemonic
 from .result import CheckResult, Verdict
 
 # ---------------------------------------------------------------------------

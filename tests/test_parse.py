@@ -18,7 +18,7 @@ from lark import Lark
 import syncverify
 from syncverify import ir
 from syncverify.lang.parse import grammar_text
-from syncverify.lang.resolve import OPERATIONS
+from syncverify.lang.resolve.operations import OPERATIONS
 
 
 def plain(x: Any) -> Any:
