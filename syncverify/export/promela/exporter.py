@@ -38,6 +38,9 @@ from .tcgen05 import Tcgen05Export
 
 class _Exporter(FactsExport, ProcessExport, KnowledgeExport, MbarrierExport, BarrierExport, MemoryExport,
                 AsyncAgentExport, FenceExport, Tcgen05Export, LifecycleExport):
+    """The model of one protocol: the layout is fixed here, from the engine's ``Machine`` and the run
+    of every process; ``render`` writes the text."""
+
     def __init__(self, protocol: ir.Protocol):
         self.protocol = protocol
         try:

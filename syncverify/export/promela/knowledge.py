@@ -26,7 +26,6 @@ class KnowledgeExport:
         def both(stmt: str) -> str:
             return stmt.format(x="kn") + (" " + stmt.format(x="akn") if akn else "")
 
-
         recs = RECS
         shift = "if (k_has({a}, c)) k_set({a}, l); else k_clr({a}, l); k_clr({a}, c);"
         return [
