@@ -191,7 +191,7 @@ def encode(enc: Encoding, w: Any, e: Event) -> None:
 
 
 def promela(op: ir.Fence, cta: int, part: int, lanes: str, spc: int, nkeys: int) -> list[str]:
-    """The Promela export's step for a proxy fence (its C `fence_proxy`, export/promela.py): the
+    """The Promela export's step for a proxy fence (its C `fence_proxy`, export/promela/fences.py): the
     keys of the slots the state space covers (``spc`` slots per CTA, CTA-major), whether own
     writes count, and the holders that gain acquired writes (``lanes``: the executing lanes'
     holder bits, a Promela expression)."""
