@@ -24,8 +24,9 @@ from test_symbolic import _ring
 import syncverify
 from syncverify import ir
 from syncverify.check import Options, check_protocol
-from syncverify.engines.bmc import BMC, Step, Unsupported, Work
+from syncverify.engines.bmc import BMC, Step, Unsupported
 from syncverify.result import Verdict
+from syncverify.semantics.families.encoding.effects import Work
 from syncverify.semantics.machine import Machine
 
 ENGINES = {e.name: e for e in engines()}
@@ -363,6 +364,14 @@ def test_the_swap_test_compares_every_process_component_and_the_knowledge():
     moved = dict(S)
     moved["pc", a] = S["pc", a] + 1
     assert valid(z3.Not(enc.swapped(moved, a, b, rmap)))
+
+
+def test_the_layout_has_every_member_the_families_use():
+    """The families' encodings are written against the interface of the layout declared in
+    semantics/ (they import nothing from the engine); the engine's layout has all of it."""
+    from syncverify.semantics.families.encoding.layout import Encoding as Layout
+
+    assert isinstance(BMC(Machine(syncverify.load(SYMMETRIC, path="t.sync"))).enc, Layout)
 
 
 @pytest.mark.parametrize("seed", [5, 30, 34])

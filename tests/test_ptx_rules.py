@@ -46,7 +46,7 @@ def test_first_wait_phase_is_the_window_phase_with_the_parity():
 
 def test_first_wait_phase_over_bitvectors_matches_python():
     """The bmc engine evaluates the same function over Z3 bit-vectors (its Arith)."""
-    from syncverify.engines.bmc import Z3A
+    from syncverify.semantics.families.encoding import Z3A
     k = z3.BitVec("k", 16)
     for p in (0, 1):
         for value in range(6):

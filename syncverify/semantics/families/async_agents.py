@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
-from ...engines.bmc_events import Copy, Record, Unsupported, no_operands, static_value
 from .. import rules
 from ..core import (
     STAY,
@@ -66,9 +65,12 @@ from ..state import (
 )
 from . import proxy_fence
 from .encoding import DATA, INIT, Z3A
+from .encoding.events import Copy, Record, Unsupported, no_operands, static_value
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event, Work
+    from .encoding.effects import Work
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 
 
 TMEM_COLUMNS = 512  # tensor-memory columns per CTA (PTX tcgen05 "Tensor Memory": 512 columns x 128 lanes)

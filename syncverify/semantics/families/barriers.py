@@ -13,7 +13,6 @@ import z3
 
 from ... import ir
 from ...diagnostics import Severity
-from ...engines.bmc_events import Unsupported, no_operands, static_value
 from .. import rules
 from ..core import (
     PLACED,
@@ -46,9 +45,12 @@ from ..state import (
     shift_phase,
 )
 from .encoding import Z3A, Z3Arith
+from .encoding.events import Unsupported, no_operands, static_value
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event, Work
+    from .encoding.effects import Work
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 
 
 class BarrierOps:

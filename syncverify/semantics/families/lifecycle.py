@@ -31,7 +31,7 @@ from ..state import (
 )
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Work
+    from .encoding.effects import Work
 
 
 class LifecycleOps:

@@ -14,7 +14,6 @@ import z3
 
 from ... import ir
 from ...diagnostics import Severity
-from ...engines.bmc_events import Record, remote_target, static_value
 from ...expr import EvalError, evaluate
 from .. import rules
 from ..core import (
@@ -60,10 +59,13 @@ from ..state import (
     shift_phase,
 )
 from .encoding import INIT, OBS, Z3A
+from .encoding.events import Record, remote_target, static_value
 from .scopes import ScopeEncoding, ScopeOps
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event, Work
+    from .encoding.effects import Work
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 
 
 class MbarrierOps(ScopeOps):

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
-from ...engines.bmc_events import Record, remote_target, static_value
 from ..core import (
     Violation,
     _key_bounds,
@@ -52,10 +51,13 @@ from ..state import (
     in_program_order_when_own,
 )
 from .encoding import DATA
+from .encoding.events import Record, remote_target, static_value
 from .regions import WHOLE, explicit, region_of
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event, Work
+    from .encoding.effects import Work
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 
 
 class MemoryOps:

@@ -75,9 +75,10 @@ from ..state import (
 from .encoding import DATA
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Encoding, Event
     from ..program import Process
     from ..state import Holders
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,8 @@ from ..state import (
 from .encoding import Z3A
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Event, Work
+    from .encoding.effects import Work
+    from .encoding.events import Event
 
 
 class ScopeOps:

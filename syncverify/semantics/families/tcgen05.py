@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
-from ...engines.bmc_events import Copy, Record, Unsupported, static_value
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
@@ -72,10 +71,13 @@ from ..state import (
     release,
 )
 from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
+from .encoding.effects import Effect, Work
+from .encoding.events import Copy, Record, Unsupported, static_value
 from .tcgen05_carry import COMMIT_RELEASE, commit_release_carries
 
 if TYPE_CHECKING:
-    from ...engines.bmc import Effect, Encoding, Event, Work
+    from .encoding.events import Event
+    from .encoding.layout import Encoding
 from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
@@ -559,8 +561,6 @@ class Tcgen05Encoding:
         arrival with one pending (SV504); the snapshot is released into the current phase, then
         arrive(1). With in-order delivery (Machine._agent_enabled) it waits for the thread's
         earlier commits' arrivals."""
-        from ...engines.bmc_step import Effect, Work
-
         enc = self.enc
         w = Work(self.S)
         m = c.m

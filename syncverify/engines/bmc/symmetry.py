@@ -1,7 +1,8 @@
 """Symmetry reduction of the bmc encoding: which warps are interchangeable in the unrolled
 events (``symmetric_pairs``), and the state with two of them swapped (``swapped``), over which
-the solver orders symmetric states (the module docstring of bmc.py; docs/engines.md gives the
-argument). A mixin of bmc.Encoding."""
+the solver orders symmetric states (the module docstring of engine.py; docs/engines.md gives the
+argument), and what each state component maps to under such a swap (``STATE_COMPONENTS``). A mixin
+of layout.Encoding."""
 
 from __future__ import annotations
 
@@ -9,16 +10,25 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from ..semantics.symmetry import symmetry_groups
+from ...semantics import rules
+from ...semantics.symmetry import symmetry_groups
 
 if TYPE_CHECKING:
-    from .bmc_events import Event
+    from ...semantics.families.encoding.events import Event
 
-
-def _components() -> dict[str, str]:
-    from .bmc_layout import STATE_COMPONENTS  # (bmc_layout imports this module)
-
-    return STATE_COMPONENTS
+# Every component of the state (Encoding.fresh), by what the symmetry of two processes maps it
+# to (Encoding.swapped): "process" components end in a process index (the other process's own),
+# "holder" components are knowledge bit-vectors of one holder (the swapped holder's, bits
+# swapped), "records" components are sets of records (bits swapped), "record" components belong
+# to one record (the swapped record's), "shared" ones name no process.
+STATE_COMPONENTS: dict[str, str] = {
+    **dict.fromkeys(("pc", "parked", "token", "cltoken", "tmtoken", "hist", "jprev"), "process"),
+    **dict.fromkeys(("K", "A"), "holder"),
+    **dict.fromkeys(("live", "inflight", "sup"), "records"),
+    "phase": "record",
+    **dict.fromkeys((*rules.Mbar._fields, "observed", "rd_cur", "rd_last", "nb_count", "nb_arrived", "nb_gen",
+                     "tm_arrived", "tm_gen", "cl_gen", "cl_arrived"), "shared"),
+}
 
 
 class EncodingSymmetry:
@@ -35,7 +45,7 @@ class EncodingSymmetry:
         with equal operands, their records one to one with equal fields, and every static
         mask and record list is mapped onto itself; anything else drops the pair (fewer
         symmetry constraints, never a wrong one)."""
-        if any((key[0] if isinstance(key, tuple) else key) not in _components() for key in self.fresh(0)):
+        if any((key[0] if isinstance(key, tuple) else key) not in STATE_COMPONENTS for key in self.fresh(0)):
             return []  # a state component whose image is not known: no pair can be shown symmetric
         if self.commits:
             return []  # a commit's snapshot holder belongs to one event: the holder swap does not map it
@@ -127,7 +137,7 @@ class EncodingSymmetry:
         eqs = []
         for key, value in S.items():
             name = key[0] if isinstance(key, tuple) else key
-            kind = _components()[name]
+            kind = STATE_COMPONENTS[name]
             if kind == "process" and key[-1] == a:
                 eqs.append(S[(*key[:-1], b)] == value)
             elif kind == "holder" and hswap.get(key[1], key[1]) >= key[1]:

@@ -51,11 +51,13 @@ must know that the peer CTA runs); `tcgen05.commit` where it is the protocol's o
 operation (families/tcgen05.py, Tcgen05Encoding). Anything else (`inval`, the other tcgen05
 operations) is "unsupported" with the reason, not guessed.
 
-Modules: bmc_events.py (the unrolled events and their records), bmc_layout.py (the static layout
-and the state components), bmc_por.py (which moves are independent), bmc_symmetry.py (which
-warps are interchangeable), bmc_step.py (the transition relation); each operation's set-up, uses
-and Z3 encoding live with its family in semantics/families/. This module unrolls, queries and
-decodes counterexamples.
+Modules of engines/bmc/: layout.py (the unrolled events, the static layout and the state
+components), por.py (which moves are independent), symmetry.py (which warps are interchangeable,
+what a swap maps each state component to), step.py (the transition relation); this module queries
+and decodes counterexamples. Each operation's set-up, uses and Z3 encoding live with its family in
+semantics/families/, written in the vocabulary of semantics/families/encoding/ (the events and
+their records, a step's updates and effects, the interface of the layout): the encoding consumes
+the families' semantics, and the families import nothing from the engine.
 """
 
 from __future__ import annotations
@@ -67,23 +69,21 @@ from typing import Any
 
 import z3
 
-from .. import budget as budgets
-from .. import ir
-from ..diagnostics import InputError
-from ..result import CheckResult, Stats, Verdict
-from ..semantics.families.encoding import DATA, INIT, OBS, START, Z3A, Z3Arith
-from ..semantics.machine import Machine, Violation
-from ..semantics.state import AG_TMA, AG_UMMA
-from .bmc_events import Copy, Event, Record, Unsupported
-from .bmc_layout import MAX_EVENTS, REFUSED, STATE_COMPONENTS, Encoding
-from .bmc_por import dependent, touches
-from .bmc_step import EVENTS, Effect, Step, Work, blocked
+from ... import budget as budgets
+from ... import ir
+from ...diagnostics import InputError
+from ...result import CheckResult, Stats, Verdict
+from ...semantics.families.encoding.effects import Work
+from ...semantics.families.encoding.events import Unsupported
+from ...semantics.machine import Machine, Violation
+from ...semantics.state import AG_TMA, AG_UMMA
+from .layout import Encoding
+from .por import dependent, touches
+from .step import Step, blocked
 
 SEED = 0
 TACTIC = ("simplify", "max-bv-sharing", "bit-blast", "sat")  # see BMC.run
 
-__all__ = ['DATA', 'EVENTS', 'INIT', 'MAX_EVENTS', 'OBS', 'REFUSED', 'START', 'STATE_COMPONENTS', 'Z3A', 'Copy',
-           'Effect', 'Encoding', 'Event', 'Record', 'Step', 'Unsupported', 'Work', 'Z3Arith']
 
 @dataclass
 class Outcome:
@@ -100,7 +100,7 @@ class Outcome:
 
 class BMC:
     def __init__(self, machine: Machine, symmetry: bool = True):
-        from ..collective import tmem_may_block
+        from ...collective import tmem_may_block
         why = tmem_may_block(machine)  # Machine._tmem_columns: an allocation without room blocks
         if why:
             raise Unsupported(why)
@@ -290,9 +290,9 @@ class BMC:
 
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
-    from ..staticcheck import static_outcome
-    from .explicit import _diagnostic, bound_of
-    from .merging import merge_static
+    from ...staticcheck import static_outcome
+    from ..explicit import _diagnostic, bound_of
+    from ..merging import merge_static
 
     start = time.monotonic()
     deadline = start + options.timeout
@@ -332,7 +332,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
 
 def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     """Run the solver's schedule through the machine; the finding it ends in, or why not."""
-    from .explicit import _deadlock
+    from ..explicit import _deadlock
 
     state = machine.initial()
     labels = outcome.labels

@@ -5,7 +5,7 @@ decreasing actor order must share an object that not both only read and not both
 This module says which objects each event uses and how (``objects``, built from the families'
 ``USES`` and ``ADDS`` tables), what the exits it may cause change (``ending``), and which events
 run in one step with the one before them (``_fusable``, ``_runs``). A mixin of
-bmc_layout.Encoding."""
+layout.Encoding."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from .. import ir
-from ..semantics.families import async_agents, barriers, mbarrier, memory
-from ..semantics.families.encoding import DATA
-from .bmc_events import Event
+from ... import ir
+from ...semantics.families import async_agents, barriers, mbarrier, memory
+from ...semantics.families.encoding import DATA
+from ...semantics.families.encoding.events import Event
 
 if TYPE_CHECKING:
-    from .bmc_step import Effect
+    from ...semantics.families.encoding.effects import Effect
 
 # per operation type: the shared objects it uses beside its process, its copies and the exits
 # (Encoding.objects), and whether it only adds to its barrier (Encoding.adds_to)

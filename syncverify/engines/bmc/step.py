@@ -1,65 +1,35 @@
 """The transition relation of the bmc encoding: the effect of every actor's possible move from
 one state (``Step``), built from the families' Z3 encodings (their ``EVENTS`` tables and
-``*Encoding`` mixins) over the layout of engines/bmc_layout.py."""
+``*Encoding`` mixins, in the terms of semantics/families/encoding/effects.py) over the layout of
+engines/bmc/layout.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
-from .. import ir
-from ..semantics import rules
-from ..semantics.families.async_agents import EVENTS as ASYNC_EVENTS
-from ..semantics.families.async_agents import AsyncAgentEncoding
-from ..semantics.families.barriers import EVENTS as BARRIER_EVENTS
-from ..semantics.families.barriers import BarrierEncoding
-from ..semantics.families.encoding import Z3A
-from ..semantics.families.lifecycle import LifecycleEncoding
-from ..semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
-from ..semantics.families.mbarrier import MbarrierEncoding
-from ..semantics.families.memory import EVENTS as MEMORY_EVENTS
-from ..semantics.families.memory import MemoryEncoding
-from ..semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS
-from ..semantics.families.tcgen05 import Tcgen05Encoding
-from .bmc_events import Copy, Event
-from .bmc_layout import Encoding
+from ... import ir
+from ...semantics import rules
+from ...semantics.families.async_agents import EVENTS as ASYNC_EVENTS
+from ...semantics.families.async_agents import AsyncAgentEncoding
+from ...semantics.families.barriers import EVENTS as BARRIER_EVENTS
+from ...semantics.families.barriers import BarrierEncoding
+from ...semantics.families.encoding import Z3A
+from ...semantics.families.encoding.effects import Effect, Work
+from ...semantics.families.encoding.events import Copy, Event
+from ...semantics.families.lifecycle import LifecycleEncoding
+from ...semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
+from ...semantics.families.mbarrier import MbarrierEncoding
+from ...semantics.families.memory import EVENTS as MEMORY_EVENTS
+from ...semantics.families.memory import MemoryEncoding
+from ...semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS
+from ...semantics.families.tcgen05 import Tcgen05Encoding
+from .layout import Encoding
 
 # the encoding of each operation type, by family (Step.event)
 EVENTS = {**MBARRIER_EVENTS, **BARRIER_EVENTS, **MEMORY_EVENTS, **ASYNC_EVENTS, **TCGEN05_EVENTS}
-
-
-class Work:
-    """Sequential updates on top of a step's start state (as the machine's _Work)."""
-
-    def __init__(self, S: dict):
-        self.S = S
-        self.upd: dict = {}
-
-    def __getitem__(self, key):
-        return self.upd[key] if key in self.upd else self.S[key]
-
-    def __setitem__(self, key, value) -> None:
-        self.upd[key] = value
-
-    def cond(self, c: Any, key, value) -> None:
-        self[key] = z3.If(c, value, self[key])
-
-
-@dataclass
-class Effect:
-    guard: Any
-    enabled: Any
-    hard: list[tuple[str, Any]]
-    soft: list[tuple[str, Any]]
-    upd: dict
-    objects: dict = field(default_factory=dict)  # object -> "r" / "a" / "w" (see Encoding.objects)
-    # objects a move writes after all, and when: an adding move that completes its phase or
-    # generation (see Encoding.adds_to), the move that ends a CTA (Encoding.final_exit_objects),
-    # a move that breaks a rule
-    dynamic: list[tuple[tuple, Any]] = field(default_factory=list)
 
 
 class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding, Tcgen05Encoding,

@@ -1,8 +1,9 @@
 """The static layout of the bmc encoding: the events every process runs at the spec's params
 (unrolled with the machine's own local control flow, each set up by its family's ``SETUP`` entry),
 their records and knowledge holders, the widths of the numbers, and the state components of one
-step (``fresh``, ``initial``). engines/bmc.py describes the encoding; engines/bmc_step.py builds
-its transition relation over this layout."""
+step (``fresh``, ``initial``). engines/bmc/engine.py describes the encoding; engines/bmc/step.py
+builds its transition relation over this layout. It satisfies the interface the families' encodings
+are written against (semantics/families/encoding/layout.py)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import z3
 
-from .. import ir
-from ..semantics import rules
-from ..semantics.families import async_agents, barriers, cp_async, mbarrier, memory, tcgen05
-from ..semantics.families.encoding import DATA, INIT, OBS, START
-from ..semantics.machine import Machine, Violation
-from ..semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
-from ..semantics.state import FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA, retired_lane_by_lane
-from .bmc_events import Copy, Event, Record, Unsupported
-from .bmc_por import EncodingIndependence
-from .bmc_symmetry import EncodingSymmetry
+from ... import ir
+from ...semantics import rules
+from ...semantics.families import async_agents, barriers, cp_async, mbarrier, memory, tcgen05
+from ...semantics.families.encoding import DATA, INIT, OBS, START
+from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
+from ...semantics.machine import Machine, Violation
+from ...semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
+from ...semantics.state import FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA, retired_lane_by_lane
+from .por import EncodingIndependence
+from .symmetry import EncodingSymmetry
 
 if TYPE_CHECKING:
-    from .bmc_step import Work
+    from ...semantics.families.encoding.effects import Work
 
 MAX_EVENTS = 4000
 
@@ -33,20 +34,6 @@ SETUP: dict[type, Callable] = {**mbarrier.SETUP, **barriers.SETUP, **memory.SETU
                                **tcgen05.SETUP}
 # operations the machine has that this encoding does not model, and why
 REFUSED: dict[type, str] = {**mbarrier.REFUSED, **cp_async.REFUSED, **tcgen05.REFUSED}
-
-# Every component of the state (Encoding.fresh), by what the symmetry of two processes maps it
-# to (Encoding.swapped): "process" components end in a process index (the other process's own),
-# "holder" components are knowledge bit-vectors of one holder (the swapped holder's, bits
-# swapped), "records" components are sets of records (bits swapped), "record" components belong
-# to one record (the swapped record's), "shared" ones name no process.
-STATE_COMPONENTS: dict[str, str] = {
-    **dict.fromkeys(("pc", "parked", "token", "cltoken", "tmtoken", "hist", "jprev"), "process"),
-    **dict.fromkeys(("K", "A"), "holder"),
-    **dict.fromkeys(("live", "inflight", "sup"), "records"),
-    "phase": "record",
-    **dict.fromkeys((*rules.Mbar._fields, "observed", "rd_cur", "rd_last", "nb_count", "nb_arrived", "nb_gen",
-                     "tm_arrived", "tm_gen", "cl_gen", "cl_arrived"), "shared"),
-}
 
 
 class Encoding(EncodingSymmetry, EncodingIndependence):

@@ -1,5 +1,11 @@
 """What the family modules' Z3 encodings (the bmc engine's) share: ``rules.Arith`` over Z3
-terms, and the record spaces."""
+terms, and the record spaces; in its modules, the rest of the vocabulary the encodings are written
+in: events.py (the unrolled events, their records and copies, ``Unsupported``), effects.py (a
+step's updates and a move's effect) and layout.py (the interface of the engine's static layout).
+
+A package of its own so that the bmc encoding consumes the families' semantics and not the
+reverse: the families and the engine (engines/bmc/) both import this vocabulary, and nothing here
+imports the engine."""
 
 from __future__ import annotations
 

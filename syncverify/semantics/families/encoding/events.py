@@ -1,9 +1,11 @@
 """The unrolled events of the bmc encoding: one operation of one process at fixed loop variables
-(``Event``), the records it owns (``Record``) and the asynchronous completions it starts (``Copy``).
+(``Event``), the records it owns (``Record``) and the asynchronous completions it starts (``Copy``);
+the refusal of what the encoding does not model (``Unsupported``) and the set-up helpers the
+families' ``SETUP`` entries share.
 
-A module of its own so that the family modules (semantics/families/*.py), which each set up the
-events of their operations (their ``SETUP`` tables), can build these without importing the
-encoding itself (engines/bmc_layout.py), which imports them."""
+A module of its own, in semantics/, so that the family modules (semantics/families/*.py), which
+each set up the events of their operations (their ``SETUP`` tables), build these without
+importing the engine (engines/bmc/layout.py unrolls the events and imports them)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ir
-from ..semantics.core import Violation
+from .... import ir
+from ...core import Violation
 
 
 class Unsupported(Exception):
@@ -106,10 +108,6 @@ class Event:
     def cross_release(self) -> bool:
         """A release arrive on a peer CTA's barrier: Machine._check_cross_cta_release (SV602)."""
         return isinstance(self.op, ir.MbarArrive) and self.remote and self.op.sem == "release"
-
-
-# Operations that touch only their own process, their slot's records and the copies they issue:
-# `semantics.machine.LOCAL_OPS` minus those this encoding does not model.
 
 
 def remote_target(enc: Any, e: Event, env: dict, ctx: Any) -> None:
