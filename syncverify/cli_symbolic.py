@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import replace
 
+from .cli_kernel import _at_source, _same_site_sv204, launch_of
 from .diagnostics import InputError
 from .ptx.extract import Extracted, load_module
 from .ptx.parse import PtxError
@@ -53,8 +54,6 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
-    from .cli_extract import launch_of
-
     mod = load_module(path, args.includes)
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
 
@@ -126,7 +125,6 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     ran five times as long as asked). A protocol reached with none left is not checked, and the answer is
     inconclusive. The deterministic budgets (states, rlimit) stay per protocol."""
     from .check import check_protocol
-    from .cli_extract import _at_source, _same_site_sv204
     from .lang import load
 
     start = time.monotonic()
