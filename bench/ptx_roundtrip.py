@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 from syncverify.check import Options, check_protocol  # noqa: E402
 from syncverify.lang import load  # noqa: E402
 from syncverify.lang.load import parse_expect, read_source  # noqa: E402
-from syncverify.ptx.execute import Launch  # noqa: E402
 from syncverify.ptx.extract import compile_cu, extract  # noqa: E402
+from syncverify.ptx.launch import Launch  # noqa: E402
 from syncverify.ptx.parse import PtxError, parse_ptx_file  # noqa: E402
 
 # the emitted watchdog (parameter 5) at its largest value never fires: each wait is the spin it stands for

@@ -11,8 +11,8 @@ import pytest
 
 from syncverify.cli import main
 from syncverify.lang import load
-from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract, load_module
+from syncverify.ptx.launch import Launch, ParamBytes
 from syncverify.ptx.parse import Addr, Name, PtxError, parse_ptx, parse_ptx_file
 
 DATA = Path(__file__).parent / "data" / "ptx"
@@ -579,7 +579,8 @@ def test_cli_binds_struct_fields_by_offset(tmp_path):
     """--param NAME[OFFSET:LENGTH]=VALUE|@FILE; the parts of one parameter are merged."""
     import argparse
 
-    from syncverify.cli.extract import _bind, _param
+    from syncverify.cli.extract import _param
+    from syncverify.cli.kernel import _bind
 
     blob = tmp_path / "params.bin"
     blob.write_bytes(bytes(range(16)))

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from syncverify.cli import main
-from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch, ParamBytes
 from syncverify.ptx.parse import PtxError, parse_ptx_file
 
 DATA = Path(__file__).parent / "data" / "ptx"

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 from syncverify.cli import main
-from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch, ParamBytes
 from syncverify.ptx.parse import parse_ptx_file
 
 DATA = Path(__file__).parent / "data" / "ptx"

@@ -14,8 +14,9 @@ import z3
 from syncverify.cli import main
 from syncverify.lang import load
 from syncverify.ptx.cfg import Cfg
-from syncverify.ptx.execute import Launch, Memory, _params, cluster_warps, run_cluster
+from syncverify.ptx.execute import run_cluster
 from syncverify.ptx.extract import load_module
+from syncverify.ptx.launch import Launch, Memory, _params, cluster_warps
 from syncverify.ptx.symextract import concrete_launch, extract_symbolic
 from syncverify.ptx.symloop import WarpAnalysis, WarpLoop
 from syncverify.ptx.symvalues import Sym, SymCtx, SymParam, sym_compute

@@ -11,8 +11,8 @@ import pytest
 
 from syncverify.cli import main
 from syncverify.cli.extract import _tensor_bytes
-from syncverify.ptx.execute import Launch, ParamBytes
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch, ParamBytes
 from syncverify.ptx.parse import PtxError, parse_ptx
 from syncverify.ptx.values import UNKNOWN, compute, float_imm_bits
 

@@ -6,8 +6,8 @@ consumer_release signals each CTA of the cluster from a different warp -- keep t
 from __future__ import annotations
 
 from syncverify.cli import main
-from syncverify.ptx.execute import Launch
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch
 from syncverify.ptx.parse import parse_ptx
 
 HEAD = ".version 8.0\n.target sm_90a\n.address_size 64\n"

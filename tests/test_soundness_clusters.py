@@ -21,8 +21,8 @@ import pytest
 
 from syncverify import budget
 from syncverify.cli import main
-from syncverify.ptx.execute import Launch
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch
 from syncverify.ptx.parse import PtxError, parse_ptx
 
 DATA = Path(__file__).resolve().parent / "data" / "ptx"

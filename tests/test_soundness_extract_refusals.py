@@ -23,8 +23,8 @@ from syncverify.cli import main
 from syncverify.export import export_model
 from syncverify.export.spin import run_spin, tools_available
 from syncverify.lang import load
-from syncverify.ptx.execute import Launch
 from syncverify.ptx.extract import extract, load_module
+from syncverify.ptx.launch import Launch
 from syncverify.ptx.parse import PtxError, parse_ptx
 from syncverify.ptx.undefined import Undefined
 

@@ -24,8 +24,8 @@ import pytest
 
 from syncverify.check import Options, check_protocol
 from syncverify.lang import load
-from syncverify.ptx.execute import Launch, Refusal
 from syncverify.ptx.extract import compile_cu, extract, load_module
+from syncverify.ptx.launch import Launch, Refusal
 from syncverify.ptx.parse import parse_ptx
 
 DATA = Path(__file__).parent / "data" / "ptx" / "lanes"

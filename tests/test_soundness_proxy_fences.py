@@ -25,8 +25,8 @@ from syncverify.check import Options, check_protocol
 from syncverify.cli import main
 from syncverify.export import export_model
 from syncverify.export.spin import run_spin
-from syncverify.ptx.execute import Launch
 from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch
 from syncverify.ptx.parse import PtxError, parse_ptx
 from syncverify.result import CheckResult
 

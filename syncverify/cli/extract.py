@@ -15,12 +15,13 @@ import time
 from dataclasses import replace
 
 from .. import budget as budgets
-from ..diagnostics import Diagnostic, InputError, Related, Span
-from ..ptx.execute import Launch, ParamBytes
+from ..diagnostics import InputError
 from ..ptx.extract import Extracted, extract, load_module
-from ..ptx.parse import Instr, PtxError
+from ..ptx.launch import ParamBytes
+from ..ptx.parse import PtxError
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Verdict
+from .kernel import _at_source, _same_site_sv204, launch_of
 from .symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
@@ -105,15 +106,6 @@ def _tensor_bytes(text: str) -> tuple[tuple[str, int], int]:
     return (m["name"].strip(), off), n
 
 
-def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | bytes | ParamBytes]:
-    """The --param bindings; the byte ranges of one struct parameter are merged."""
-    out: dict[str, int | bytes | ParamBytes] = {}
-    for name, v in pairs:
-        old = out.get(name)
-        out[name] = old.merged(v) if isinstance(old, ParamBytes) and isinstance(v, ParamBytes) else v
-    return out
-
-
 def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g = p.add_argument_group("kernel inputs (.ptx or .cu)")
     g.add_argument("--kernel", help="the kernel (.entry) to extract; needed when the module has several")
@@ -143,12 +135,6 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("--expect", dest="expect_header", metavar="VERDICT",
                    help="write `// expect: VERDICT` as the protocol's header")
     add_launch_args(p, required=True)
-
-
-def launch_of(args: argparse.Namespace) -> Launch:
-    return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=_bind(args.param),
-                  cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
-                  zero_global=tuple(args.zero_global), tensor_bytes=dict(args.tensor_bytes))
 
 
 def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None) -> Extracted:
@@ -222,55 +208,6 @@ def _shown(v: int | bytes | ParamBytes) -> str:
     if isinstance(v, bytes):
         return f"<{len(v)} bytes>"
     return v.show()
-
-
-def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:
-    """SV204 between two statements that came from one PTX instruction: the kernel has one site.
-
-    Each warp's statements are written in its role's block, so one `bar.sync`
-    of the kernel appears once per role; that is not two sites.
-    """
-    if d.code != "SV204":
-        return False
-    lines = [int(x) for x in re.findall(r"line (\d+)", d.message)]
-    instrs = {ex.origin[ln].line for ln in lines if ln in ex.origin}
-    return len(lines) == 2 and len(instrs) == 1
-
-
-def _src_span(ins: Instr, ptx_path: str) -> Span | None:
-    if ins.src is None:
-        return None
-    return Span(_source_file(ins.src.file, ptx_path), ins.src.line, max(ins.src.column, 1), ins.src.line,
-                max(ins.src.column, 1) + 1)
-
-
-def _source_file(name: str, ptx_path: str) -> str:
-    """The CUDA file `.file` names, or the file of that name beside the PTX when the PTX was moved."""
-    if os.path.exists(name):
-        return name
-    beside = os.path.join(os.path.dirname(ptx_path), os.path.basename(name))
-    return beside if os.path.exists(beside) else name
-
-
-def _at_source(d: Diagnostic, ex: Extracted, sync_name: str) -> Diagnostic:
-    if d.span is None or d.span.line not in ex.origin:
-        return d
-    ins = ex.origin[d.span.line]
-    ptx = Span(ex.module.path, ins.line, ins.column, ins.line, ins.column + 1)
-    related = [Related(ptx, "PTX instruction"), Related(d.span, "statement of the extracted protocol")]
-    if ins.src and ins.src.inlined_at:
-        f, ln, col = ins.src.inlined_at[0]
-        f = _source_file(f, ex.module.path)
-        related.insert(0, Related(Span(f, ln, max(col, 1), ln, max(col, 1) + 1), "inlined at"))
-    for r in d.related:
-        if r.span.line in ex.origin:
-            other = ex.origin[r.span.line]
-            span = _src_span(other, ex.module.path) or Span(ex.module.path, other.line, other.column, other.line,
-                                                            other.column + 1)
-            related.append(Related(span, f"{r.message} (PTX line {other.line})"))
-        else:
-            related.append(r)
-    return replace(d, span=_src_span(ins, ex.module.path) or ptx, related=tuple(related))
 
 
 def print_refusal(err: PtxError) -> None:

@@ -25,6 +25,7 @@ from ..ptx.symextract import SymbolicKernel, extract_symbolic
 from ..ptx.symvalues import SymParam
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Stats, Verdict
+from .kernel import _at_source, _same_site_sv204, launch_of
 
 _SYM = re.compile(r"^(?P<name>[^\[\]<>=]+)(?:\[(?P<off>\w+):(?P<len>\w+)\])?\s*>=\s*(?P<lo>-?\w+)$")
 
@@ -53,8 +54,6 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
-    from .extract import launch_of
-
     mod = load_module(path, args.includes)
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
 
@@ -127,7 +126,6 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     inconclusive. The deterministic budgets (states, rlimit) stay per protocol."""
     from ..check import check_protocol
     from ..lang import load
-    from .extract import _at_source, _same_site_sv204
 
     start = time.monotonic()
     try:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .execute import ACCESS_BYTES, CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
-from .parse import Instr, Vec
+from .launch import ACCESS_BYTES, CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
+from .parse import Instr, Operand, Vec
 from .values import UNKNOWN, Value
 
 if TYPE_CHECKING:
-    from .execute import WarpRun
+    from .warp import WarpState
 
 # PTX ISA "st.bulk": "size must be a multiple of 8 ... The maximum value of size operand can be 16777216"
 ST_BULK_MAX = 16777216
@@ -49,7 +49,18 @@ def space_of(ins: Instr) -> str:
     return "generic"
 
 
-def element_bytes(run: WarpRun, ins: Instr) -> int:
+def known(v: Value) -> int | None:
+    """The value when it is known, else None."""
+    return v if isinstance(v, int) else None
+
+
+def barrier_at(run: WarpState, ins: Instr, op: Operand, lane: int) -> tuple[int, int] | None:
+    """(CTA rank, offset) of the barrier (or buffer) the operand names, for one lane; None outside shared memory."""
+    a = run.address(op, lane)
+    return shared_target(a, space_of(ins), run.rank)
+
+
+def element_bytes(run: WarpState, ins: Instr) -> int:
     """Bytes one lane's load or store touches: the element type (the last modifier) times the
     vector count. Refused when the last modifier is not an ld/st type."""
     last = ins.mods[-1] if ins.mods else ""
@@ -59,20 +70,20 @@ def element_bytes(run: WarpRun, ins: Instr) -> int:
     return ACCESS_BYTES[last] * vector_count(ins.mods)
 
 
-def _emit_access(run: WarpRun, kind: str, lanes: int, ins: Instr,
+def _emit_access(run: WarpState, kind: str, lanes: int, ins: Instr,
                  footprint: list[tuple[int, int, int, int]]) -> None:
     ranges = tuple(sorted({(r, s, t) for _lane, r, s, t in footprint}))
     run.events.append(Event(kind, (), lanes, ins, ranges, None, tuple(sorted(set(footprint)))))
 
 
-def _refuse_unknown(run: WarpRun, ins: Instr, space: str) -> None:
+def _refuse_unknown(run: WarpState, ins: Instr, space: str) -> None:
     if space != "generic":
         raise run.refuse(ins, "a shared-memory access whose address is not known")
     raise run.refuse(ins, "a generic-address access whose address is not known (it may be shared "
                      "memory); extraction needs every shared-memory address")
 
 
-def access(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def access(run: WarpState, ins: Instr, lanes: int) -> bool:
     """A load or store that may touch shared memory: an access event with each lane's byte range."""
     base = ins.base
     if ins.opcode.startswith("st.bulk"):
@@ -103,7 +114,7 @@ def access(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def st_bulk(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def st_bulk(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`st.bulk{.weak}{.shared::cta} [a], size, initval;` (PTX ISA 8.6, sm_100): a weak store that
     initializes `size` bytes of shared memory from `a` ("st.bulk instruction initializes a region of
     shared memory starting from the location specified by destination address operand a. The ...
@@ -135,7 +146,7 @@ def st_bulk(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def matrix(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def matrix(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`ldmatrix`/`stmatrix.sync.aligned.m8n8.xN[.trans].shared.b16`: the warp reads or writes N 8x8 matrices
     of 16-bit elements, each of its 8 rows (16 bytes) at the address one lane gives: lanes 0..8N-1 (PTX ISA,
     "Warp-level matrix load/store instructions"). The rows are moved by the warp collectively (each lane's

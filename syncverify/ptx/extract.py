@@ -10,8 +10,9 @@ import tempfile
 from dataclasses import dataclass, replace
 
 from .. import budget
-from .execute import Launch, run_cluster
+from .execute import run_cluster
 from .globalcomm import GlobalAccesses, all_clusters_run
+from .launch import Launch
 from .parse import Function, Instr, Module, PtxError, parse_ptx_file
 from .skeleton import Skeleton, build
 from .writer import render

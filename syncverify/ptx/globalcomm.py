@@ -59,13 +59,24 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from .access import shared_target
 from .cfg import Cfg
+from .launch import (
+    LOCAL_GEN,
+    PARAM_BASE,
+    Launch,
+    Memory,
+    Refusal,
+    _access_bytes,
+    _params,
+    lanes_of,
+    source_of,
+    vector_count,
+)
 from .parse import Addr, Imm, Instr, Module, Name, NegName, Operand, Pair, PtxError, TensorAddr
-
-if TYPE_CHECKING:
-    from .execute import Launch, WarpRun
+from .spin import result_unused
+from .warp import WarpState
 
 ANY = ("any",)
 SHARED = ("shared",)  # not global memory: shared, local, constant or parameter memory
@@ -75,7 +86,6 @@ Thread = tuple[int, int, int, int] | None
 
 
 def _size(mods: tuple[str, ...]) -> int:
-    from .execute import _access_bytes, vector_count
     return _access_bytes(mods) * vector_count(mods)
 
 
@@ -163,7 +173,7 @@ class PointerFlow:
 _FLOWS: weakref.WeakKeyDictionary[Cfg, PointerFlow] = weakref.WeakKeyDictionary()
 
 
-def pointer_flow(run: WarpRun) -> PointerFlow:
+def pointer_flow(run: WarpState) -> PointerFlow:
     got = _FLOWS.get(run.cfg)
     if got is None:
         symbols = frozenset((*run.mem.shared, *run.mem.local, *run.mem.const))
@@ -249,13 +259,12 @@ def identity_taint(cfg: Cfg) -> set[str]:
     return tainted
 
 
-def _result_used(run: WarpRun, ins: Instr) -> bool:
+def _result_used(run: WarpState, ins: Instr) -> bool:
     """Whether the value an `atom` returns may be read (a load's always is: it is the point of it). An atom
     whose old value nothing reads (`atomicAdd(&hist[i], 1)`, compiled to `atom` with a dead result) only
     writes: no thread learns anything from it."""
     if ins.base != "atom":
         return True
-    from .spin import result_unused
     idx = _positions(run.cfg).get(id(ins))
     return idx is None or not result_unused(run, idx, ins.operands[0])
 
@@ -307,17 +316,17 @@ class GlobalAccesses:
     seen: set[tuple[int, int]] = field(default_factory=set)  # (line, column) recorded as a global access
     elsewhere: set[tuple[int, int]] = field(default_factory=set)  # executed at an address not in global memory
     mod: Module | None = None
-    run0: WarpRun | None = None
+    run0: WarpState | None = None
     _index: dict[tuple[object, ...], int] = field(default_factory=dict)
 
     # ---- recording -----------------------------------------------------------------------------------
 
-    def start(self, run: WarpRun) -> None:
+    def start(self, run: WarpState) -> None:
         self.clusters.add(run.launch.cluster_index)
         if self.run0 is None:
             self.run0, self.mod = run, run.mod
 
-    def _keys(self, run: WarpRun, ins: Instr, op: Operand) -> frozenset[Key]:
+    def _keys(self, run: WarpState, ins: Instr, op: Operand) -> frozenset[Key]:
         if ins.opcode.startswith("cp.async.bulk.tensor") and isinstance(op, TensorAddr):
             where = run.tensor_map(run.read(Name(op.base), 0))
             if where is not None:
@@ -332,13 +341,11 @@ class GlobalAccesses:
             return frozenset({ANY})
         return frozenset(keys)
 
-    def note(self, run: WarpRun, ins: Instr, lanes: int, placed: bool = True) -> None:
+    def note(self, run: WarpState, ins: Instr, lanes: int, placed: bool = True) -> None:
         """Record `ins` executed (placed) or possibly executed with an unknown address (placed False)."""
         acc = global_access(ins)
         if acc is None:
             return
-        from .execute import LOCAL_GEN, PARAM_BASE, lanes_of
-        from .sync import shared_target
         reads, writes, op = acc
         reads = reads and _result_used(run, ins)
         keys = self._keys(run, ins, op)
@@ -368,7 +375,7 @@ class GlobalAccesses:
             who = f"warp {run.warp} of CTA {run.rank}" + (f" of cluster {thread[0]}" if thread[0] else "")
             self.accesses.append(_Access(ins, thread, reads, writes, keys, span, who))
 
-    def note_region(self, run: WarpRun, region: list[Instr], lanes: int) -> None:
+    def note_region(self, run: WarpState, region: list[Instr], lanes: int) -> None:
         """The accesses of a region the executor skips: an address whose base register the region never
         writes has the value it has now; any other is not known."""
         written: set[str] = set()
@@ -425,7 +432,7 @@ class GlobalAccesses:
                                "through global memory, which the checker does not model yet")
 
     @staticmethod
-    def _zero(run: WarpRun) -> frozenset[Key]:
+    def _zero(run: WarpState) -> frozenset[Key]:
         names = [run.param_names[int(z)] if z.isdigit() and int(z) < len(run.param_names) else z
                  for z in run.launch.zero_global]
         return frozenset(("p", z, o) for z in names for o in (0, None))
@@ -463,7 +470,7 @@ class GlobalAccesses:
                         ww = next(b for b in w if b.thread != rr.thread or b.thread is None)
                         raise self._refusal(rr, ww)
 
-    def _only_shared(self, run: WarpRun, ins: Instr) -> bool:
+    def _only_shared(self, run: WarpState, ins: Instr) -> bool:
         acc = global_access(ins)
         if acc is None:
             return True
@@ -494,7 +501,6 @@ class GlobalAccesses:
         return ", ".join(parts)
 
     def _refusal(self, r: _Access, w: _Access) -> PtxError:
-        from .execute import source_of
         src = f", CUDA {source_of(w.ins)}" if w.ins.src else ""
         first = f"`{w.ins.opcode}` at PTX line {w.ins.line}{src} ({w.who}"
         first += f", lane {w.thread[3]})" if w.thread is not None else ")"
@@ -506,7 +512,6 @@ class GlobalAccesses:
         return self._at(r.ins, why)
 
     def _at(self, ins: Instr, why: str) -> PtxError:
-        from .execute import Refusal, source_of
         mod = self.mod
         assert mod is not None
         note = f"CUDA source: {source_of(ins)}" if ins.src else "no CUDA source line (compile with -lineinfo)"
@@ -527,10 +532,9 @@ def all_clusters_run(launch: Launch, ran: set[int]) -> bool:
 def check_static(mod: Module, fn: object, launch: Launch) -> None:
     """The rules above for an extraction that does not record accesses (symbolic extraction): every global
     access of the kernel counts, by any thread, with its pointer and no address."""
-    from .execute import Memory, WarpRun, _params
     cfg = Cfg(fn)  # type: ignore[arg-type]
-    run = WarpRun(mod, fn, cfg, Memory(mod, fn, launch), launch, 0, (0, 0, 0), 0,  # type: ignore[arg-type]
-                  _params(fn, launch))  # type: ignore[arg-type]
+    run = WarpState(mod, fn, cfg, Memory(mod, fn, launch), launch, 0, (0, 0, 0), 0,  # type: ignore[arg-type]
+                    _params(fn, launch))  # type: ignore[arg-type]
     gcomm = GlobalAccesses(launch)
     gcomm.start(run)
     gcomm.check(False, executed=False)

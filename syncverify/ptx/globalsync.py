@@ -39,7 +39,7 @@ from .cfg import Cfg
 from .parse import Addr, Instr, operand_registers
 
 if TYPE_CHECKING:
-    from .execute import WarpRun
+    from .warp import WarpState
 
 _NO_DST = ("st", "red", "bra", "bar", "barrier", "fence", "membar", "cp", "ret", "exit", "prefetch", "prefetchu",
            "trap", "nanosleep", "mbarrier", "griddepcontrol", "setmaxnreg", "wgmma", "tcgen05", "call")
@@ -122,7 +122,7 @@ def flow_of(cfg: Cfg) -> GlobalFlow:
     return got
 
 
-def refuse_global_wait(run: WarpRun, branch: int, join: int) -> None:
+def refuse_global_wait(run: WarpState, branch: int, join: int) -> None:
     """Refuse, at the global read's line, a branch decided by an unknown value that is a global-memory
     flag or whose paths repeat the global load it depends on (a spin); return when it is neither."""
     ins = run.cfg.body[branch]
@@ -148,7 +148,7 @@ def refuse_global_wait(run: WarpRun, branch: int, join: int) -> None:
                              "modelled, and skipping the loop would drop a wait")
 
 
-def global_note(run: WarpRun, reg: str | None) -> str:
+def global_note(run: WarpState, reg: str | None) -> str:
     """' (it derives from the global-memory read at PTX line N)' for a register, or ''."""
     if reg is None:
         return ""

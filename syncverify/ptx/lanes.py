@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .execute import Event, Refusal, source_of
+from .launch import Event, Refusal, source_of
 from .parse import Module
 
 _CHUNK = 16

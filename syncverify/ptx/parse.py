@@ -10,6 +10,7 @@ can name both.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -49,6 +50,14 @@ class SrcLoc:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+
+def _source_file(name: str, ptx_path: str) -> str:
+    """The CUDA file `.file` names, or the file of that name beside the PTX when the PTX was moved."""
+    if os.path.exists(name):
+        return name
+    beside = os.path.join(os.path.dirname(ptx_path), os.path.basename(name))
+    return beside if os.path.exists(beside) else name
 
 
 # ---- operands -------------------------------------------------------------------------------------

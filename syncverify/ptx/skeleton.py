@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from . import fences
-from .execute import WARP, Event, Launch, Refusal, source_of
 from .lanes import check_crossing, lane_condition, slot_lanes
+from .launch import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
 
 MAX_SLOTS = 256

@@ -34,12 +34,15 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .access import barrier_at as _bar
+from .access import known as _known
 from .cfg import EXIT, affects_sync
+from .launch import lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
 
 if TYPE_CHECKING:
-    from .execute import WarpRun
+    from .warp import WarpState
 
 MAX_PROBE_STEPS = 20_000
 
@@ -59,7 +62,7 @@ class GivesUp:
     why: str
 
 
-def _frozen(state: WarpRun, start: dict[str, list[object]], relevant: frozenset[str], at: int) -> object:
+def _frozen(state: WarpState, start: dict[str, list[object]], relevant: frozenset[str], at: int) -> object:
     """The position and everything that can differ between two visits of it and matter: the registers that
     differ from where the exploration started (a kernel has thousands; a spin changes a few) and can reach
     a guard or a synchronizing operand (`LoopInfo.relevant`: a retry counter that decides nothing does not
@@ -69,7 +72,7 @@ def _frozen(state: WarpRun, start: dict[str, list[object]], relevant: frozenset[
     return at, regs, local, tuple(state.local_unknown), state.exited
 
 
-def _fork(state: WarpRun) -> WarpRun:
+def _fork(state: WarpState) -> WarpState:
     out = copy.copy(state)
     out.regs = {k: list(v) for k, v in state.regs.items()}
     out.local = [dict(m) for m in state.local]
@@ -83,11 +86,9 @@ def _fail(tries: int) -> str:
     return f" after {tries} more failed test{'s' if tries != 1 else ''} of the phase" if tries else ""
 
 
-def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, object]) -> Spin | GivesUp:
+def spins(run: WarpState, pc: int, lanes: int, pred: Operand, key: tuple[object, object]) -> Spin | GivesUp:
     """Whether the try_wait at `pc` (executed by `lanes`, its result in `pred`, testing `key` = (barrier,
     parity)) is a spin: every path its false outcomes take comes back to a try_wait of `key`."""
-    from .sync import try_wait_key  # the operands of a try_wait, as the executor reads them
-
     body = run.cfg.body
     name = _pred_name(pred)
     if name is None:
@@ -98,7 +99,7 @@ def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, o
             start.write(Name(name), lane, 0, 1)
     origin: dict[str, list[object]] = {k: list(v) for k, v in start.regs.items()}
     relevant = loop_info(run.cfg).relevant(bool(run.launch.zero_global))
-    todo: list[tuple[WarpRun, int, int]] = [(start, pc + 1, 0)]
+    todo: list[tuple[WarpState, int, int]] = [(start, pc + 1, 0)]
     seen: set[object] = set()
     retry: Instr | None = None
     steps = 0
@@ -162,6 +163,13 @@ def spins(run: WarpRun, pc: int, lanes: int, pred: Operand, key: tuple[object, o
     return Spin(retry)
 
 
+def try_wait_key(run: WarpState, ins: Instr, lanes: int) -> tuple[object, object] | None:
+    """(barrier, parity) of a `mbarrier.try_wait.parity`, if every executing lane agrees and knows them."""
+    ops = ins.operands
+    vals = {(_bar(run, ins, ops[1], lane), _known(run.read(ops[2], lane))) for lane in lanes_of(lanes)}
+    return next(iter(vals)) if len(vals) == 1 else None
+
+
 def _is_same_wait(ins: Instr) -> bool:
     return ins.opcode.startswith("mbarrier.try_wait.parity")
 
@@ -180,7 +188,7 @@ _WRITES_DST = ("mov", "setp", "selp", "set", "and", "or", "xor", "not", "cnot", 
                "vote", "shfl", "cvt", "add", "sub")
 
 
-def result_unused(run: WarpRun, pc: int, pred: Operand) -> bool:
+def result_unused(run: WarpState, pc: int, pred: Operand) -> bool:
     """True when no instruction reachable after `pc` reads the try_wait's predicate before an unguarded
     instruction overwrites it: its outcome then decides nothing and the try_wait orders nothing the
     kernel relies on (dropping its acquire can only remove order, never add it)."""

@@ -27,9 +27,9 @@ import z3
 
 from .. import budget
 from .cfg import Cfg
-from .execute import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .extract import Extracted, cluster_groups, pick_kernel
 from .globalcomm import check_static
+from .launch import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 import z3
 
 from .cfg import Cfg
-from .execute import PARAM_BASE, Event, Launch, Memory, Refusal, WarpRun, _Entry, lanes_of
+from .execute import WarpRun
+from .launch import PARAM_BASE, Event, Launch, Memory, Refusal, _bits, lanes_of
 from .loops import ExitTest, loop_info
 from .parse import Function, Instr, Module, Name, NegName, Operand, Vec
 from .symvalues import Sym, SymCtx, as_term, sym_compute
 from .values import UNKNOWN, Value, compute
+from .warp import _Entry
 
 MAX_PERIOD = 64
 MAX_TRANSIENT = 64
@@ -330,8 +332,6 @@ class SymWarpRun(WarpRun):
 
 
 def _width(ins: Instr) -> int:
-    from .execute import _bits
-
     return _bits(ins.mods)
 
 

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from . import fences
 from .access import access, matrix, shared_target
-from .access import space_of as _space
-from .execute import CLUSTER, RANK, SH_GEN, Event, lanes_of
+from .access import barrier_at as _bar
+from .access import known as _known
+from .launch import CLUSTER, RANK, SH_GEN, Event, lanes_of
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import GivesUp, result_unused, spins
 from .undefined import member_mask
@@ -21,7 +22,7 @@ from .values import UNKNOWN, Value, mask
 from .wgmma_desc import operand_ranges
 
 if TYPE_CHECKING:
-    from .execute import WarpRun
+    from .warp import WarpState
 
 _NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
                  "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
@@ -35,7 +36,7 @@ _WHY = {
 }
 
 
-def execute_sync(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def execute_sync(run: WarpState, ins: Instr, lanes: int) -> bool:
     """Execute `ins` if it is a collective or synchronization instruction; False for ordinary ones."""
     op = ins.opcode
     for prefix in _NOT_MODELLED:
@@ -60,7 +61,7 @@ def _maybe_shared(ins: Instr) -> bool:
     return not any(m in ("global", "param", "const", "local") for m in mods)
 
 
-def _uniform(run: WarpRun, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+def _uniform(run: WarpState, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
     """Compute f(lane) for every executing lane; they must agree and be known."""
     vals = {f(lane) for lane in lanes_of(lanes)}
     if len(vals) != 1:
@@ -73,21 +74,12 @@ def _uniform(run: WarpRun, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # 
     return v  # type: ignore[return-value]
 
 
-def _known(v: Value) -> int | None:
-    return v if isinstance(v, int) else None
-
-
-def _bar(run: WarpRun, ins: Instr, op: Operand, lane: int) -> tuple[int, int] | None:
-    a = run.address(op, lane)
-    return shared_target(a, _space(ins), run.rank)
-
-
-def _emit(run: WarpRun, kind: str, args: tuple[object, ...], lanes: int, ins: Instr,
+def _emit(run: WarpState, kind: str, args: tuple[object, ...], lanes: int, ins: Instr,
           ranges: tuple[tuple[int, int, int], ...] = (), retry: Instr | None = None) -> None:
     run.events.append(Event(kind, args, lanes, ins, ranges, retry))
 
 
-def _collective_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
+def _collective_mask(run: WarpState, ins: Instr, lanes: int, op: Operand) -> int:
     if "sync" not in ins.mods:
         raise run.refuse(ins, f"`{ins.opcode}` without .sync (a warp-synchronous form before sm_70) is not modelled")
     return member_mask(run, ins, lanes, op)
@@ -95,7 +87,7 @@ def _collective_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
 
 # ---- warp collectives -------------------------------------------------------------------------------
 
-def _elect(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _elect(run: WarpState, ins: Instr, lanes: int) -> bool:
     m = _collective_mask(run, ins, lanes, ins.operands[1])
     leader = (m & -m).bit_length() - 1
     dst = ins.operands[0]
@@ -108,7 +100,7 @@ def _elect(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _shfl(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _shfl(run: WarpState, ins: Instr, lanes: int) -> bool:
     dst, a, b, c, mop = ins.operands[:5]
     _collective_mask(run, ins, lanes, mop)
     mode = ins.mods[1] if len(ins.mods) > 1 else "idx"
@@ -143,7 +135,7 @@ def _shfl(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _vote(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _vote(run: WarpState, ins: Instr, lanes: int) -> bool:
     dst, src, mop = ins.operands[:3]
     m = _collective_mask(run, ins, lanes, mop)
     preds = {lane: run.read(src, lane) for lane in lanes_of(m)}
@@ -163,29 +155,29 @@ def _vote(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _masked_unknown(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _masked_unknown(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`match.sync` / `redux.sync d, a, membermask`: the result is data (unknown); the mask is checked."""
     _collective_mask(run, ins, lanes, ins.operands[2])
     return _unknown_result(run, ins, lanes)
 
 
-def _activemask(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _activemask(run: WarpState, ins: Instr, lanes: int) -> bool:
     for lane in lanes_of(lanes):
         run.write(ins.operands[0], lane, lanes, 32)
     return True
 
 
-def _unknown_result(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _unknown_result(run: WarpState, ins: Instr, lanes: int) -> bool:
     for lane in lanes_of(lanes):
         run.write(ins.operands[0], lane, UNKNOWN)
     return True
 
 
-def _ignore(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _ignore(run: WarpState, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _mapa(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _mapa(run: WarpState, ins: Instr, lanes: int) -> bool:
     generic = "shared::cluster" not in ins.mods
     for lane in lanes_of(lanes):
         a, r = run.read(ins.operands[1], lane), run.read(ins.operands[2], lane)
@@ -198,7 +190,7 @@ def _mapa(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _getctarank(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _getctarank(run: WarpState, ins: Instr, lanes: int) -> bool:
     space = "cluster" if "shared::cluster" in ins.mods else "generic"
     for lane in lanes_of(lanes):
         t = shared_target(run.read(ins.operands[1], lane), space, run.rank)
@@ -208,20 +200,13 @@ def _getctarank(run: WarpRun, ins: Instr, lanes: int) -> bool:
 
 # ---- barriers ---------------------------------------------------------------------------------------
 
-def try_wait_key(run: WarpRun, ins: Instr, lanes: int) -> tuple[object, object] | None:
-    """(barrier, parity) of a `mbarrier.try_wait.parity`, if every executing lane agrees and knows them."""
-    ops = ins.operands
-    vals = {(_bar(run, ins, ops[1], lane), _known(run.read(ops[2], lane))) for lane in lanes_of(lanes)}
-    return next(iter(vals)) if len(vals) == 1 else None
-
-
 def _sem_scope(ins: Instr, sem_default: str) -> tuple[str, str]:
     sem = next((m for m in ins.mods if m in ("release", "relaxed", "acquire")), sem_default)
     scope = next((m for m in ins.mods if m in ("cta", "cluster")), "cta")
     return sem, scope
 
 
-def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _mbarrier(run: WarpState, ins: Instr, lanes: int) -> bool:
     mods = ins.mods
     sub = mods[0]
     ops = ins.operands
@@ -280,7 +265,7 @@ def _mbarrier(run: WarpRun, ins: Instr, lanes: int) -> bool:
     raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
 
 
-def _bar_cta(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _bar_cta(run: WarpState, ins: Instr, lanes: int) -> bool:
     mods = ins.mods
     if mods and mods[0] == "warp":  # bar.warp.sync mask
         m = _collective_mask(run, ins, lanes, ins.operands[0])
@@ -309,7 +294,7 @@ def _bar_cta(run: WarpRun, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _fence(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _fence(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`fence.*` and `membar.*`, each form by its whole opcode (ptx/fences.py): an async-proxy fence
     keeps its state space and half, a fence the model credits nothing to is skipped, any other
     form is refused."""
@@ -323,7 +308,7 @@ def _fence(run: WarpRun, ins: Instr, lanes: int) -> bool:
 
 # ---- copies -----------------------------------------------------------------------------------------
 
-def _cp(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _cp(run: WarpState, ins: Instr, lanes: int) -> bool:
     op, ops, mods = ins.opcode, ins.operands, ins.mods
     if not op.startswith("cp.async.bulk"):
         raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
@@ -362,7 +347,7 @@ def _cp(run: WarpRun, ins: Instr, lanes: int) -> bool:
     raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
 
 
-def tensor_copy_bytes(run: WarpRun, ins: Instr, tmap: Operand, lane: int) -> int | None:
+def tensor_copy_bytes(run: WarpState, ins: Instr, tmap: Operand, lane: int) -> int | None:
     """The bytes one tensor copy moves: the box of its tensor map, as bound with --tensor-bytes.
 
     The box is encoded in the 128-byte tensor map by the host (cuTensorMapEncodeTiled); the PTX holds
@@ -384,7 +369,7 @@ def tensor_copy_bytes(run: WarpRun, ins: Instr, tmap: Operand, lane: int) -> int
     return n
 
 
-def _tensor_copy(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`cp.async.bulk.tensor.Nd.dst.src…`: tile-mode TMA loads (complete_tx on an mbarrier, optionally
     multicast) and stores (bulk group), with the byte count of their tensor map's box."""
     mods, ops = ins.mods, ins.operands
@@ -416,7 +401,7 @@ def _tensor_copy(run: WarpRun, ins: Instr, lanes: int) -> bool:
     raise run.refuse(ins, f"`{ins.opcode}` affects synchronization and is not modelled")
 
 
-def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
+def _wgmma(run: WarpState, ins: Instr, lanes: int) -> bool:
     sub = ins.mods[0]
     if sub == "fence":
         return True
@@ -436,7 +421,7 @@ def _wgmma(run: WarpRun, ins: Instr, lanes: int) -> bool:
 _ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "u8": 1, "s8": 1, "b1": 1, "f32": 4, "s32": 4}
 
 
-def _wgmma_mma(run: WarpRun, ins: Instr, lanes: int) -> None:
+def _wgmma_mma(run: WarpState, ins: Instr, lanes: int) -> None:
     """`wgmma.mma_async.sync.aligned.mMnNkK.dtype.atype.btype d, a, b, …`: the async reads of A and B, the
     exact bytes each matrix descriptor names (wgmma_desc.py). The major-ness comes from the instruction:
     f16/bf16 with A in shared memory have `d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b,

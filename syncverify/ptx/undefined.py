@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, Related, Span, make
 from ..result import CheckResult, Verdict
-from .execute import Refusal, lanes_of
-from .parse import Instr, Operand
+from .launch import Refusal, lanes_of
+from .parse import Instr, Operand, _source_file
 
 if TYPE_CHECKING:
-    from .execute import WarpRun
+    from .warp import WarpState
 
 
 class Undefined(Refusal):
     """The kernel's behavior is undefined at `instr` (PTX says so); `code` is the finding's code."""
 
-    def __init__(self, run: WarpRun, instr: Instr, code: str, why: str):
+    def __init__(self, run: WarpState, instr: Instr, code: str, why: str):
         base = run.refuse(instr, why)
         self.who = f"warp {run.warp} of CTA {run.rank}"
         super().__init__(base.path, base.line, base.column, f"{code} undefined behavior ({self.who}): {why}",
@@ -36,8 +36,6 @@ class Undefined(Refusal):
 
     def diagnostic(self) -> Diagnostic:
         """The finding, at the CUDA line of the instruction (its PTX line as a note), or at the PTX line."""
-        from ..cli.extract import _source_file
-
         ins = self.instr
         ptx = Span(self.path, ins.line, ins.column, ins.line, ins.column + 1)
         related = [Related(ptx, "PTX instruction")]
@@ -57,7 +55,7 @@ def finding_result(path: str, ub: Undefined, kernel: str | None = None) -> Check
                        bound="undefined behavior at the launch given", diagnostics=(ub.diagnostic(),))
 
 
-def member_mask(run: WarpRun, ins: Instr, lanes: int, op: Operand) -> int:
+def member_mask(run: WarpState, ins: Instr, lanes: int, op: Operand) -> int:
     """The member mask of a warp-collective `.sync` instruction executed by `lanes`.
 
     A mask that is not known is refused, never assumed full: whether it leaves out an executing lane

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .execute import ParamBytes
+from .launch import ParamBytes
 from .parse import Instr
 from .roll import Loop, roll
 from .skeleton import Skeleton, Stmt
