@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ...semantics.machine import Machine
 
 
-class Reduction(Protocol):
+class ReductionView(Protocol):
     """What these rules read of the reduction that asks them (successors.Reduction)."""
 
     machine: Machine
@@ -64,7 +64,7 @@ def _at_final_cluster_wait(machine: Machine, state: State, q: int) -> bool:
     return machine.programs[q].code[npc].kind == END
 
 
-def lone_final_exit(reduction: Reduction, state: State, p: int) -> bool:
+def lone_final_exit(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing final `cluster.wait`, which ends p, be taken alone? (module docstring)"""
     machine = reduction.machine
     if machine.loop_hook is not None:  # a symbolic trip count: _run_local must not be asked here
@@ -80,7 +80,7 @@ def lone_final_exit(reduction: Reduction, state: State, p: int) -> bool:
     return True
 
 
-def lone_early_exit(reduction: Reduction, state: State, p: int) -> bool:
+def lone_early_exit(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing final `cluster.wait`, which ends p, be taken alone while other
     processes still run (an idle warp leaving after the prologue's cluster barrier)?
 
@@ -110,7 +110,7 @@ def lone_early_exit(reduction: Reduction, state: State, p: int) -> bool:
     return _at_final_cluster_wait(reduction.machine, state, p) and _may_leave_early(reduction, state, p)
 
 
-def lone_exit_after_wait(reduction: Reduction, state: State, p: int) -> bool:
+def lone_exit_after_wait(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing mbarrier wait, after which p ends, be taken alone while other
     processes still run (CUTLASS's producer leaving at the last wait of its load_tail)? Where the
     wait itself may be taken alone (the caller decides that by the rules for passing waits) and
@@ -123,7 +123,7 @@ def lone_exit_after_wait(reduction: Reduction, state: State, p: int) -> bool:
     return _may_leave_early(reduction, state, p)
 
 
-def _may_leave_early(reduction: Reduction, state: State, p: int) -> bool:
+def _may_leave_early(reduction: ReductionView, state: State, p: int) -> bool:
     """The conditions of lone_early_exit on p's exit (its docstring), but where p stands."""
     machine = reduction.machine
     if machine.loop_hook is not None or not reduction.cluster_arrivals_waited:
@@ -137,7 +137,7 @@ def _may_leave_early(reduction: Reduction, state: State, p: int) -> bool:
     return any(q != p and code[q].code[state.procs[q][P_PC]].kind != END for q in machine.procs_of_cta[cta])
 
 
-def _no_all_thread_named_barrier(reduction: Reduction) -> list[bool]:
+def _no_all_thread_named_barrier(reduction: ReductionView) -> list[bool]:
     """Per CTA: no program of it has a named-barrier operation without a thread count (remembered)."""
     memo = getattr(reduction, "_early_exit_ctas", None)
     if memo is None:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ...semantics.machine import Machine
 
 
-class Reduction(Protocol):
+class ReductionView(Protocol):
     """What this rule reads of the reduction that asks it (successors.Reduction)."""
 
     machine: Machine
@@ -53,7 +53,7 @@ class Reduction(Protocol):
                      landings_ok: bool = False, updates: list | None = None) -> list[bool] | None: ...
 
 
-def lone_named_arrival(reduction: Reduction, state: State, p: int) -> bool:
+def lone_named_arrival(reduction: ReductionView, state: State, p: int) -> bool:
     """May the named-barrier arrival of process p be taken alone in ``state``? (module docstring)"""
     from ...semantics.core import Violation
 
