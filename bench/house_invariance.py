@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import io
 import json
 import pathlib
@@ -57,12 +58,17 @@ def _explicit(protocol: Any, reduce: bool) -> dict:
     explore = _first("syncverify.engines.explicit:explore")
     merge_static = _first("syncverify.engines:merge_static")
     static_findings = _first("syncverify.staticcheck:static_findings")
+    # partial-order reduction: the search's choice (explore's `reduce`) or, before it was, the machine's
+    by_search = "reduce" in inspect.signature(explore).parameters
     try:
-        machine = Machine(protocol, reduce=reduce)
+        machine = Machine(protocol) if by_search else Machine(protocol, reduce=reduce)
     except Exception as err:
         return {"refused": f"{type(err).__name__}: {err}"}
     states = MAX_STATES if reduce else MAX_STATES_UNREDUCED
-    res = explore(protocol, Budget(states, 10_000.0), machine, symmetry=reduce)
+    if by_search:
+        res = explore(protocol, Budget(states, 10_000.0), machine, symmetry=reduce, reduce=reduce)
+    else:
+        res = explore(protocol, Budget(states, 10_000.0), machine, symmetry=reduce)
     res = merge_static(res, static_findings(protocol, machine.programs))
     return {
         "verdict": str(res.verdict.value),

@@ -13,7 +13,7 @@ programs instead of during the search:
   exits" (§7).
 
 Control flow depends only on loop variables and on who executes, so each process runs one fixed
-sequence of operations (the search's `_future` relies on the same fact). The column totals are
+sequence of operations (the reduction's walk over `Machine.future` relies on the same fact). The column totals are
 therefore exact for every execution that runs to the end; the search decides the rest (an
 allocation that finds no room blocks: Machine.op_tmem). They are added up by tmem_walk, which
 summarises loops instead of stepping every trip, and says so (WalkIncomplete) when it cannot.
@@ -78,7 +78,7 @@ def tmem_findings(protocol: ir.Protocol, programs: list[Program], deadline: floa
     if not any(isinstance(ins.op, ir.TmemAlloc) for prog in programs for ins in prog.code):
         return []
     out = []
-    machine = Machine(protocol, reduce=False)
+    machine = Machine(protocol)
     for cta, (alloc, free, _) in sorted(tmem_totals(machine, deadline=deadline).items()):
         where = f"CTA {cta}" if protocol.cluster > 1 else "the CTA"
         first = _first_in_program(machine, cta)

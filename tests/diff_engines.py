@@ -72,8 +72,8 @@ def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float
         from syncverify.staticcheck import static_findings
 
         start = time.monotonic()
-        machine = Machine(protocol, reduce=reduce)
-        res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry)
+        machine = Machine(protocol)
+        res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry, reduce=reduce)
         res = merge_static(res, static_findings(protocol, machine.programs))
         # the root causes check_protocol adds for every engine (the others run through it)
         return _from_result(root_causes(protocol, res, Options(max_states=max_states, timeout=seconds)), start)

@@ -44,10 +44,10 @@ def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep
                 except InputError:  # programs the front end rejects are not the point here
                     continue
                 acted.clear()
-                reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+                reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
                 if not acted:
                     continue
-                full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+                full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
                 if full.verdict not in (Verdict.SAFE, Verdict.VIOLATION):
                     continue
                 assert agree(reduced, full), (scope, index, pinned, text)

@@ -18,9 +18,10 @@ import pytest
 
 from syncverify import ir, load
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.reduction import Reduction, ref_element, touches
+from syncverify.engines.reduction import Reduction
 from syncverify.expr import Context
 from syncverify.result import CheckResult, Verdict
+from syncverify.semantics.footprint import ref_element, touches
 from syncverify.semantics.machine import Machine
 
 BUDGET = Budget(max_states=200_000, seconds=300)
@@ -122,8 +123,8 @@ def _findings(result: CheckResult) -> tuple[set[str], set[str]]:
 def test_one_barrier_array_against_the_unreduced_search(name):  # type: ignore[no-untyped-def]
     text, verdict = CASES[name]
     protocol = load(text, path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict == verdict, full.diagnostics
     assert reduced.verdict == verdict, reduced.diagnostics
     assert _findings(reduced) == _findings(full), (reduced.diagnostics, full.diagnostics)
@@ -136,14 +137,14 @@ def test_a_release_is_taken_alone_while_bytes_are_ahead_on_another_element(monke
     """The consumer's release of mb[2] while the producer's later copies onto mb[0] and mb[1] are
     still ahead: per element nothing can count bytes on mb[2], so the release is taken alone."""
     protocol = load(_RING.format(first=_RELEASE_AFTER_READ), path="t.sync")
-    machine = Machine(protocol, reduce=True)
+    machine = Machine(protocol)
     seen: list[tuple[str, int | None, bool]] = []
     ask = Reduction._no_bytes_ahead
 
     def recorded(self, state, p, cta, bar):  # type: ignore[no-untyped-def]
         out = ask(self, state, p, cta, bar)
-        m = self._arrive_target(state, p, cta)
-        seen.append((self.mb_names[m][1], self.mb_names[m][2], out))
+        m = self.machine.arrive_target(state, p, cta)
+        seen.append((self.machine.mb_names[m][1], self.machine.mb_names[m][2], out))
         return out
 
     monkeypatch.setattr(Reduction, "_no_bytes_ahead", recorded)
@@ -156,12 +157,12 @@ def test_elements_of_references():  # type: ignore[no-untyped-def]
     machine = Machine(protocol)
     ctx = Context(0, 0, frozenset())
     consumer = next(p for p in machine.procs if p.role == "consumer").index
-    ahead = machine.waits_ahead[consumer][0]
+    ahead = Reduction(machine).waits_ahead[consumer][0]
     assert ahead == frozenset({("mb", None)})  # `mb[k % 2]`: any element
     assert touches(ahead, "mb", 3) and not touches(ahead, "other", 0)
     ring = Machine(load(_RING.format(first=_RELEASE_AFTER_READ), path="t.sync"))
     producer = next(p for p in ring.procs if p.role == "producer").index
-    tx = ring.tx_ahead[producer][0]
+    tx = Reduction(ring).tx_ahead[producer][0]
     assert tx == frozenset({("mb", 0), ("mb", 1)})
     assert touches(tx, "mb", 1) and not touches(tx, "mb", 2) and touches(tx, "mb", None)
     wait = next(ins.op for ins in machine.programs[consumer].code if isinstance(ins.op, ir.MbarWait))

@@ -120,7 +120,7 @@ def test_war_is_not_reported_as_raw():
 #
 # Task property (and tests/test_reductions.py's): the error codes must not change with the
 # reductions off. They do whenever a generic write and a read of one slot are both enabled: the
-# partial-order reduction takes the local access of the lowest process first (machine.successors
+# partial-order reduction takes the local access of the lowest process first (Reduction.successors
 # docstring: "if they conflict each order reports the race"), which is true, but the two orders
 # report DIFFERENT codes (bug 2), so the reduced search reports one and the plain search both.
 #
@@ -138,7 +138,7 @@ def _codes(r: CheckResult) -> set[str]:
 def _both(text: str) -> tuple[set[str], set[str]]:
     protocol = load(text, path="t.sync")
     reduced = explore(protocol, Budget(), Machine(protocol))
-    plain = explore(protocol, Budget(), Machine(protocol, reduce=False), symmetry=False)
+    plain = explore(protocol, Budget(), Machine(protocol), symmetry=False, reduce=False)
     assert reduced.verdict == plain.verdict  # (this part holds)
     return _codes(reduced), _codes(plain)
 
@@ -438,8 +438,8 @@ def test_an_arrive_completing_phase_0_is_not_taken_before_a_first_parity_1_wait(
     phase 1 and is not stale), so the arrive does not commute with it and partial-order reduction must
     not take it alone (found by the SPIN cross-check: the reduced search used to say safe)."""
     protocol = load(LONE_ARRIVE_BEFORE_A_FRESH_START)
-    result = explore(protocol, Budget(max_states=10_000, seconds=30), Machine(protocol, reduce=reduce),
-                     symmetry=True)
+    result = explore(protocol, Budget(max_states=10_000, seconds=30), Machine(protocol),
+                     symmetry=True, reduce=reduce)
     assert result.verdict == Verdict.VIOLATION
     assert {d.code for d in result.diagnostics} & {"SV301", "SV302"}
 

@@ -1,4 +1,4 @@
-"""The exits after a kernel's last cluster barrier taken alone (engines/exit_por.py) against
+"""The exits after a kernel's last cluster barrier taken alone (engines/reduction/exit.py) against
 the unreduced search.
 
 Each protocol is checked with every reduction on and with none: verdicts and error codes must
@@ -18,10 +18,10 @@ import pytest
 from reduction_slices import compare_where_it_acts, error_codes
 
 from syncverify import load
-from syncverify.engines import exit_por
 from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.reduction import exit as exit_rules
+from syncverify.engines.reduction import successors as successors_mod
 from syncverify.result import Verdict
-from syncverify.semantics import machine as machine_mod
 from syncverify.semantics.machine import Machine
 
 BUDGET = Budget(max_states=100_000, seconds=120)
@@ -114,22 +114,22 @@ protocol t {
 
 
 def _fired(monkeypatch, rule: str = "lone_final_exit") -> list[int]:
-    """Count the exits the rule (a function of engines/exit_por.py) takes alone in the searches that follow."""
+    """Count the exits the rule (a function of engines/reduction/exit.py) takes alone in the searches that follow."""
     fired: list[int] = []
-    real = getattr(exit_por, rule)
+    real = getattr(exit_rules, rule)
 
-    def counting(machine, state, p):
-        ok = real(machine, state, p)
+    def counting(reduction, state, p):
+        ok = real(reduction, state, p)
         if ok:
             fired.append(p)
         return ok
 
-    monkeypatch.setattr(machine_mod, rule, counting)
+    monkeypatch.setattr(successors_mod, rule, counting)
     return fired
 
 
 def _refuse(monkeypatch, rule: str) -> None:
-    monkeypatch.setattr(machine_mod, rule, lambda machine, state, p: False)
+    monkeypatch.setattr(successors_mod, rule, lambda reduction, state, p: False)
 
 
 def _against_the_unreduced_search(monkeypatch, case: tuple[str, set[str], bool], rule: str) -> None:
@@ -139,15 +139,15 @@ def _against_the_unreduced_search(monkeypatch, case: tuple[str, set[str], bool],
     text, expected, applies = case
     protocol = load(text, path="t.sync")
     fired = _fired(monkeypatch, rule)
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
     assert bool(fired) is applies, fired
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict in (Verdict.SAFE, Verdict.VIOLATION)
     assert _codes(full) == expected, full.diagnostics
     assert reduced.verdict == full.verdict and _codes(reduced) == expected, reduced.diagnostics
     if applies:
         _refuse(monkeypatch, rule)
-        without = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+        without = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
         assert without.verdict == reduced.verdict and _codes(without) == expected
         assert reduced.stats.states <= without.stats.states, (reduced.stats, without.stats)
         assert reduced.stats.transitions < without.stats.transitions, (reduced.stats, without.stats)
@@ -183,7 +183,7 @@ def test_every_cluster_program_ending_in_the_shape_agrees(monkeypatch):
     assert compare_where_it_acts((("cluster2-seq", 13), ("cluster2", 80)), fired) >= 25
 
 
-# ---- exits taken alone while other processes still run (exit_por.lone_early_exit) ----------------------
+# ---- exits taken alone while other processes still run (exit.lone_early_exit) ----------------------
 
 # name -> (spec, the unreduced search's error codes, whether the rule must take some exit alone)
 EARLY = {
@@ -323,7 +323,7 @@ def test_every_cluster_program_with_an_early_exit_agrees(monkeypatch):
     assert compared >= 20 and sum(same) >= compared // 2, (compared, sum(same))
 
 
-# ---- a passing mbarrier wait that ends its process, while others run (exit_por.lone_exit_after_wait) ----
+# ---- a passing mbarrier wait that ends its process, while others run (exit.lone_exit_after_wait) ----
 
 def test_every_cluster_program_whose_last_wait_ends_a_warp_agrees(monkeypatch):
     """Programs of the cluster2 scope on which a warp's last operation, a passing mbarrier wait, is

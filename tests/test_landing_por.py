@@ -1,5 +1,5 @@
 """A copy's landing taken alone while other updates of its barrier can still come first
-(Reduction._lands_first with the updates the walk collects, tx_por.updates_commute): a peer's
+(Reduction._lands_first with the updates the walk collects, tx.updates_commute): a peer's
 multicast copy landing on this CTA's full barrier, this CTA's own arrive.expect_tx, a
 complete_tx. Each search is compared with the unreduced one: same verdict, same error codes.
 The bug twins are cases where the rule must stand aside (a landing that completes the phase in
@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from syncverify import load
-from syncverify.engines import reduction
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.tx_por import updates_commute
+from syncverify.engines.reduction import tx
+from syncverify.engines.reduction.tx import updates_commute
 from syncverify.result import CheckResult, Verdict
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.rules import MAX_COUNT
@@ -132,9 +132,9 @@ def test_landings_against_updates_that_can_come_first(name, monkeypatch):
         taken.append(out)
         return out
 
-    monkeypatch.setattr(reduction, "updates_commute", counted)
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    monkeypatch.setattr(tx, "updates_commute", counted)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict == verdict, full.diagnostics
     assert reduced.verdict == verdict, reduced.diagnostics
     assert _codes(reduced) == _codes(full), (reduced.diagnostics, full.diagnostics)

@@ -1,4 +1,4 @@
-"""Named-barrier arrivals taken alone (engines/named_por.py) against the unreduced search.
+"""Named-barrier arrivals taken alone (engines/reduction/named.py) against the unreduced search.
 
 Each protocol is checked with every reduction on and with none; the verdicts and the error
 codes must agree, and each protocol states what the unreduced search must find, so that a
@@ -136,8 +136,8 @@ protocol t {
 def test_named_arrivals_alone_agree_with_the_unreduced_search(name):
     text, expected = CASES[name]
     protocol = load(text, path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict != Verdict.INCONCLUSIVE and reduced.verdict != Verdict.INCONCLUSIVE
     assert _codes(full) == expected, full.diagnostics
     assert reduced.verdict == full.verdict
@@ -148,8 +148,8 @@ def test_named_arrivals_alone_agree_with_the_unreduced_search(name):
 @pytest.mark.parametrize("bug", [0, 1])
 def test_fa3_forward_at_one_warp_per_warpgroup_agrees_with_the_unreduced_search(bug):
     protocol = load(str(FAMILIES / "fa3_fwd.sync"), {"W": 1, "TILES": 2, "NBLK": 2, "BUG": bug})
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict == (Verdict.VIOLATION if bug else Verdict.SAFE)
     assert reduced.verdict == full.verdict
     assert _codes(reduced) == _codes(full)
@@ -159,6 +159,6 @@ def test_named_arrivals_are_taken_alone_in_the_fa3_mainloop():
     """The reduction's effect, as a state count (not a time): FA3's forward pass at 2 warps per
     warpgroup was 13,916 states with named-barrier arrivals always expanded."""
     protocol = load(str(FAMILIES / "fa3_fwd.sync"), {"W": 2})
-    result = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    result = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
     assert result.verdict == Verdict.SAFE
     assert result.stats.states < 8_000

@@ -1,4 +1,4 @@
-"""Named-barrier waits in the walk of what can come first (engines/precede_walk.py) against
+"""Named-barrier waits in the walk of what can come first (engines/reduction/precede_walk.py) against
 the unreduced search.
 
 The walk takes a `bar.sync` wait with an explicit count to pass only when the open generation's
@@ -18,8 +18,8 @@ import pytest
 from reduction_slices import compare_where_it_acts, error_codes
 
 from syncverify import load
-from syncverify.engines import precede_walk
 from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.reduction import precede_walk
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
 
@@ -50,10 +50,10 @@ def _held(monkeypatch) -> list[int]:
 def test_fa3_agrees_with_the_unreduced_search(defines, verdict, codes, monkeypatch):
     protocol = load(str(FA3), defines)
     held = _held(monkeypatch)
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
     assert held, "the walk held no named wait back: the protocol no longer exercises the rule"
-    full = explore(protocol, Budget(max_states=400_000, seconds=300), Machine(protocol, reduce=False),
-                   symmetry=False)
+    full = explore(protocol, Budget(max_states=400_000, seconds=300), Machine(protocol),
+                   symmetry=False, reduce=False)
     assert full.verdict == verdict and error_codes(full) == codes, full.diagnostics
     assert reduced.verdict == verdict and error_codes(reduced) == codes, reduced.diagnostics
 

@@ -7,8 +7,8 @@
    (mbarrier and buffer indices, knowledge bit positions) and the representatives the
    symmetry reduction picks, so this is a real check on both.
 2. Reductions: the default search (partial-order reduction + symmetry) must give the
-   same verdict as the plain search (``Machine(protocol, reduce=False)`` +
-   ``explore(..., symmetry=False)``), and findings among the plain search's (RAW and
+   same verdict as the plain search (``explore(..., symmetry=False,
+   reduce=False)``), and findings among the plain search's (RAW and
    WAR as one family; see ``race_family``).
 """
 
@@ -126,7 +126,7 @@ def both_searches(text: str, defines: dict | None = None) -> tuple[CheckResult, 
     protocol = load(text, defines or {}, path="t.sync")
     budget = Budget(max_states=200_000, seconds=60)
     reduced = explore(protocol, budget, Machine(protocol))
-    plain = explore(protocol, budget, Machine(protocol, reduce=False), symmetry=False)
+    plain = explore(protocol, budget, Machine(protocol), symmetry=False, reduce=False)
     return reduced, plain
 
 

@@ -1,4 +1,4 @@
-"""The remembered answers of the reduction's walk (engines/precede_memo.py) against the walk.
+"""The remembered answers of the reduction's walk (engines/reduction/precede_memo.py) against the walk.
 
 Every call the search makes is answered twice, from the table and by a fresh walk, and the two
 must be equal, with the named-barrier arrivals and the updates of a landing's barrier that the
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from syncverify import load
-from syncverify.engines import precede_memo
 from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.reduction import precede_memo
 from syncverify.semantics.machine import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +32,7 @@ POINTS = [
 @pytest.mark.parametrize(("path", "defines"), POINTS, ids=[f"{Path(p).stem}{d}" for p, d in POINTS])
 def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
     calls = {"checked": 0, "updates": 0}
+    memos: list = []  # the table the search asked (one per search)
     remembered = precede_memo.PrecedeMemo.__call__
 
     def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False, updates=None):
@@ -48,6 +49,8 @@ def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
         # the updates of m, as a multiset: the walk meets the processes in its own order
         assert sorted(got_updates or []) == sorted(fresh_updates or [])
         calls["checked"] += 1
+        if self not in memos:
+            memos.append(self)
         calls["updates"] += bool(got_updates)
         if named is not None:
             named[1].extend(got_named)
@@ -59,6 +62,6 @@ def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
     protocol = load(str(ROOT / path), defines)
     machine = Machine(protocol)
     explore(protocol, Budget(max_states=6_000, seconds=120), machine)
-    memo = machine._precede
+    [memo] = memos
     assert isinstance(memo, precede_memo.PrecedeMemo)
     assert calls["checked"] > 100 and memo.hits > 0, (calls, memo.hits, memo.misses)

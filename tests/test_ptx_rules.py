@@ -123,12 +123,12 @@ protocol stale_tma {
                          ids=["ordered", "unordered", "tma"])
 def test_first_wait_window_with_the_reductions_off_agrees(text, expected):
     """A completion moves the phase a first wait means, so the reduction must not take an arrive or a
-    landing before such a wait (Machine._completes_fresh_phase_before_a_first_wait, _can_precede)."""
+    landing before such a wait (Reduction._completes_fresh_phase_before_a_first_wait, _can_precede)."""
     from syncverify.engines.explicit import Budget, explore
     from syncverify.semantics.machine import Machine
     proto = load(text, path="t.sync")
     for reduce in (True, False):
-        found = explore(proto, Budget(), Machine(proto, reduce=reduce), symmetry=reduce)
+        found = explore(proto, Budget(), Machine(proto), symmetry=reduce, reduce=reduce)
         assert {d.code for d in found.diagnostics if d.is_error} == expected, reduce
 
 
@@ -190,7 +190,7 @@ def test_rearrive_is_not_hidden_by_the_reduction():
     from syncverify.semantics.machine import Machine
     proto = load(TLX_PROLOGUE_EARLY, path="t.sync")
     for reduce in (True, False):
-        found = explore(proto, Budget(), Machine(proto, reduce=reduce), symmetry=reduce)
+        found = explore(proto, Budget(), Machine(proto), symmetry=reduce, reduce=reduce)
         assert "SV205" in {d.code for d in found.diagnostics}, reduce
 
 
@@ -520,7 +520,7 @@ def test_split_warp_syncwarp_with_the_reductions_off_agrees():
     from syncverify.semantics.machine import Machine
     for text, expected in [(HALF_WARPS_SYNCWARP, set()), (HALF_WARPS_READ_FIRST, {"SV301"})]:
         proto = load(text, path="t.sync")
-        found = explore(proto, Budget(), Machine(proto, reduce=False), symmetry=False)
+        found = explore(proto, Budget(), Machine(proto), symmetry=False, reduce=False)
         assert {d.code for d in found.diagnostics if d.is_error} == expected
 
 

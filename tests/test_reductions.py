@@ -15,6 +15,7 @@ import pytest
 
 from syncverify import load
 from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.reduction import Reduction
 from syncverify.result import CheckResult, Verdict
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.symmetry import symmetry_groups
@@ -47,7 +48,7 @@ def _errors(result: CheckResult) -> set[str]:
 @cache
 def _fully_reduced(path: Path) -> CheckResult:
     protocol = load(str(path), _small_defines(path))
-    return explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    return explore(protocol, BUDGET, Machine(protocol), symmetry=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -56,8 +57,8 @@ def test_reductions_preserve_findings(path, mode):
     protocol = load(str(path), _small_defines(path))
     reduced = _fully_reduced(path)
     por, symmetry = MODES[mode]
-    other = explore(protocol, UNREDUCED_BUDGET if mode == "none" else BUDGET, Machine(protocol, reduce=por),
-                    symmetry=symmetry)
+    other = explore(protocol, UNREDUCED_BUDGET if mode == "none" else BUDGET, Machine(protocol),
+                    symmetry=symmetry, reduce=por)
     assert reduced.verdict != Verdict.INCONCLUSIVE
     if other.verdict == Verdict.INCONCLUSIVE:
         # symmetry alone is the unreduced search where no processes are interchangeable (the tcgen05
@@ -112,8 +113,8 @@ def test_peer_operations_against_the_peers_exit(op, fenced):
     if fenced and op == "multicast":
         end = "if cta == 1 { elect { arrive.expect_tx bar2 bytes 16; } wait bar2 parity 0; }\n  cluster.sync;"
     protocol = load(_PEER_EXIT.format(op=PEER_OPS[op], end=end), path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert _errors(reduced) == _errors(full), (reduced.diagnostics, full.diagnostics)
     assert ("SV404" in _errors(full)) == (not fenced)
     if fenced:
@@ -141,10 +142,10 @@ protocol arrive_and_leave {{
 @pytest.mark.parametrize("a_waits", [False, True], ids=["a_leaves", "a_waits"])
 def test_cluster_operations_against_an_arrival_that_exits(a_waits):
     protocol = load(_ARRIVE_AND_LEAVE.format(a_waits="cluster.wait;" if a_waits else ""), path="t.sync")
-    machine = Machine(protocol, reduce=True)
-    assert machine.cluster_arrivals_waited == a_waits
+    machine = Machine(protocol)
+    assert Reduction(machine).cluster_arrivals_waited == a_waits
     reduced = explore(protocol, BUDGET, machine, symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert _errors(reduced) == _errors(full) == (set() if a_waits else {"SV30x"})
     if a_waits:
         assert reduced.stats.states < full.stats.states
@@ -175,13 +176,13 @@ protocol arrive_before_landing {
 
 def test_an_arrive_against_a_landing_on_its_barrier():
     protocol = load(_ARRIVE_BEFORE_LANDING, path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert _errors(full) == {"SV503"}
     assert _errors(reduced) == _errors(full), reduced.diagnostics
 
 
-# Steps taken alone when nothing that can come first conflicts with them (Machine._can_precede,
+# Steps taken alone when nothing that can come first conflicts with them (Reduction._can_precede,
 # docs/model.md): a copy's landing, a passing wait that observes a phase first, an arrive.expect_tx.
 # Each protocol below has a violation in some order only; the reduction got each wrong (a false
 # "safe") with the condition named dropped: the reduced search must find what the unreduced one finds.
@@ -336,8 +337,8 @@ protocol p {
 @pytest.mark.parametrize("name", _CAN_PRECEDE)
 def test_steps_taken_alone_against_what_can_come_first(name):
     protocol = load(_CAN_PRECEDE[name], path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict == Verdict.VIOLATION
     assert reduced.verdict == Verdict.VIOLATION, reduced.diagnostics
     assert _errors(reduced) == _errors(full), (reduced.diagnostics, full.diagnostics)
@@ -349,6 +350,6 @@ def test_the_ring_at_eight_stages_is_a_chain():
     whole search is a few states per step of the protocol (it was 43,528 states at ITERS=8)."""
     path = Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"
     protocol = load(str(path), {"STAGES": 8, "CONSUMERS": 4, "ITERS": 8})
-    result = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
+    result = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
     assert result.verdict == Verdict.SAFE
     assert result.stats.states < 1_000

@@ -175,8 +175,8 @@ def test_reduced_and_unreduced_searches_agree(name):
     protocol = syncverify.load(REDUCTION_CASES[name], path=f"{name}.sync", defines=None)
     if "ITERS" in protocol.loop_params:
         protocol = syncverify.load(REDUCTION_CASES[name], path=f"{name}.sync", defines={"ITERS": 1})
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert reduced.verdict == full.verdict != Verdict.INCONCLUSIVE
     fam = lambda r: {"SV30x" if d.code in ("SV301", "SV302") else d.code for d in r.diagnostics if d.is_error}  # noqa: E731
     assert fam(reduced) <= fam(full) and bool(fam(reduced)) == bool(fam(full))
@@ -185,8 +185,8 @@ def test_reduced_and_unreduced_searches_agree(name):
 
 def test_symmetry_shrinks_the_epilogue_search():
     protocol = syncverify.load(str(SPECS / "cutlass_epilogue_warp_parts.sync"), {"ITERS": 1})
-    sym = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=True)
-    plain = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    sym = explore(protocol, BUDGET, Machine(protocol), symmetry=True, reduce=False)
+    plain = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert sym.verdict == plain.verdict == Verdict.SAFE
     assert sym.stats.states < plain.stats.states
 

@@ -1,7 +1,7 @@
 """A consumer's release of a stage to the peer CTA's producer (a remote arrive) taken alone
 without a cluster barrier at the end of the kernel, as CUTLASS issues it: `.cta` scope (an
 SV602 warning: it only guards reuse) and the peer kept alive by its producer's wait for the
-release (Reduction._peer_cannot_end_first, reduction.reuse_warnings_only). Each search is
+release (Reduction._peer_cannot_end_first, element.reuse_warnings_only). Each search is
 compared with the unreduced one: the same verdict, error codes and warning codes; the twins
 without the producer's final wait let the peer exit first (SV404)."""
 
@@ -90,8 +90,8 @@ def test_remote_releases_against_the_unreduced_search(name, monkeypatch):
         return out
 
     monkeypatch.setattr(Reduction, "_peer_cannot_end_first", counted)
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict == verdict, full.diagnostics
     assert reduced.verdict == verdict, reduced.diagnostics
     assert _findings(reduced) == _findings(full), (reduced.diagnostics, full.diagnostics)

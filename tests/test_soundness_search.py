@@ -381,7 +381,7 @@ def test_each_finding_keeps_its_shortest_counterexample(text):
     protocol = syncverify.load(text, path="t.sync")
 
     def findings(reduce: bool) -> list[tuple[str, int, int]]:
-        out = search(Machine(protocol, reduce=reduce), Budget(), None)
+        out = search(Machine(protocol), Budget(), None, reduce=reduce)
         assert out.complete
         return sorted((v.code, v.span.line, len(labels)) for v, labels in out.errors)
 

@@ -586,4 +586,4 @@ def test_a_2sm_copy_reaches_the_pair_leaders_barrier_for_the_reduction():
     m = Machine(protocol)
     p = next(q.index for q in m.procs if q.cta == 1 and q.role == "producer")
     pc = next(pc for pc, ins in enumerate(m.programs[p].code) if isinstance(ins.op, ir.TmaLoad))
-    assert m._targets(p, m.programs[p].code[pc].op, pc, (0,) * len(m.programs[p].var_names)) == (0, 1)
+    assert m.targets(p, m.programs[p].code[pc].op, pc, (0,) * len(m.programs[p].var_names)) == (0, 1)

@@ -1,5 +1,5 @@
 """Landings and arrive.expect_tx taken alone with other copies in flight on their barrier
-(engines/tx_por.py): the condition itself, and whole searches against the unreduced one."""
+(engines/reduction/tx.py): the condition itself, and whole searches against the unreduced one."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ import pytest
 
 from syncverify import load
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.tx_por import MAX_LANDINGS, landings_commute
+from syncverify.engines.reduction.tx import MAX_LANDINGS, landings_commute
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.rules import MAX_COUNT
@@ -87,8 +87,8 @@ CASES["expect_tx_of_all_the_copies"] = (
 def test_byte_counts_taken_alone_agree_with_the_unreduced_search(name):
     text, expected = CASES[name]
     protocol = load(text, path="t.sync")
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    full = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert full.verdict != Verdict.INCONCLUSIVE
     if expected is None:
         assert full.verdict == Verdict.VIOLATION
@@ -103,8 +103,8 @@ def test_the_two_cta_gemm_agrees_with_the_unreduced_search(bug):
     """One math warp per CTA, 2 k-blocks through 1 stage (the bug needs a stage reused)."""
     params = {"MATH": 1, "IDLE": 0, "KITERS": 2, "STAGES": 1, "BUG": bug}
     protocol = load(str(FAMILIES / "gemm_2cta_multicast.sync"), params)
-    reduced = explore(protocol, BUDGET, Machine(protocol, reduce=True), symmetry=True)
-    other = explore(protocol, BUDGET, Machine(protocol, reduce=False), symmetry=False)
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    other = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
     assert other.verdict == (Verdict.VIOLATION if bug else Verdict.SAFE), other.coverage
     assert reduced.verdict == other.verdict
     assert _codes(reduced) == _codes(other)

@@ -77,7 +77,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .. import ir
-from ..engines.reduction import ref_element
+from ..semantics.footprint import ref_element
 from ..semantics.machine import Machine
 from ..semantics.program import per_lane
 from ..semantics.state import P_PC, P_VARS

@@ -20,6 +20,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
 from .. import ir
+from ..engines.reduction import successors_of
 from ..expr import evaluate
 from ..semantics.machine import Machine, StepResult
 from ..semantics.state import P_PC, P_VARS, State
@@ -82,15 +83,16 @@ def _is_write(m: Machine, state: State, res: StepResult) -> bool:
 
 
 def run_schedule(protocol: ir.Protocol, site_of: dict[int, int]) -> Schedule:
-    sched = _walk(Machine(protocol), site_of, intended=False)
+    sched = _walk(Machine(protocol), site_of, intended=False, reduce=True)
     if not sched.complete and sched.stuck.startswith("violation"):
-        retry = _walk(_NoRaceCheck(protocol, reduce=False), site_of, intended=True)
+        retry = _walk(_NoRaceCheck(protocol), site_of, intended=True, reduce=False)
         if retry.steps > sched.steps:
             return retry
     return sched
 
 
-def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
+def _walk(m: Machine, site_of: dict[int, int], intended: bool, reduce: bool) -> Schedule:
+    successors = successors_of(m, reduce)
     nsites = len(site_of)
     out = Schedule(intended=intended)
     occ: Counter[tuple[int, int]] = Counter()
@@ -101,7 +103,7 @@ def _walk(m: Machine, site_of: dict[int, int], intended: bool) -> Schedule:
     parted = regions.region_buffers(m.protocol)
     lane_sites = lane_site_index(collect_sites(m.protocol))
     while out.steps < MAX_STEPS:
-        results = list(m.successors(s))
+        results = list(successors(s))
         ok = [r for r in results if r.state is not None]
         if intended:
             ok.sort(key=lambda r: _is_write(m, s, r))  # stable: readers and completions first

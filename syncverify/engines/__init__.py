@@ -69,7 +69,7 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
     from ..staticcheck import (
-        static_outcome,  # (lazy: staticcheck imports the machine, which imports engines.reduction)
+        static_outcome,  # (lazy: staticcheck imports the machine)
     )
 
     result = merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))

@@ -35,6 +35,7 @@ from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
+from .reduction import successors_of
 from .witness import barrier_of, trim
 
 MAX_DISTINCT_ERRORS = 12
@@ -211,9 +212,11 @@ OnError = Callable[[Violation, list[tuple]], bool]
 
 
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
-           progress: Progress | None = None, on_error: OnError | None = None) -> SearchOutcome:
+           progress: Progress | None = None, on_error: OnError | None = None, reduce: bool = True) -> SearchOutcome:
+    """Explore the machine's states; ``reduce``: with partial-order reduction (engines/reduction/),
+    or every step the model offers."""
     with cyclic_gc_paused():
-        return _search(machine, budget, symmetry, progress, on_error)
+        return _search(machine, budget, symmetry, progress, on_error, reduce)
 
 
 def _path_to(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
@@ -226,7 +229,8 @@ def _path_to(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | No
 
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
-            progress: Progress | None, on_error: OnError | None = None) -> SearchOutcome:
+            progress: Progress | None, on_error: OnError | None = None, reduce: bool = True) -> SearchOutcome:
+    successors = successors_of(machine, reduce)
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
@@ -277,7 +281,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     stop = "stopped at the first error (--fail-fast)"
                     break
             state, sid = queue.popleft()
-            results: list[StepResult] = list(machine.successors(state))
+            results: list[StepResult] = list(successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
                 v = _deadlock(machine, state)
                 key = (v.code, v.span.line if v.span else 0, "deadlock")
@@ -425,13 +429,14 @@ def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace:
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
             strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
-            on_finding: Callable[[Diagnostic], bool] | None = None) -> CheckResult:
+            on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool = True) -> CheckResult:
     """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
-    will be reported); returning True stops the search there (--fail-fast)."""
+    will be reported); returning True stops the search there (--fail-fast). `symmetry` and `reduce`:
+    the search's reductions (symmetry between identical warps, partial-order reduction)."""
     sym = Symmetry(machine.procs, machine.programs, machine.holders) if symmetry else None
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(_diagnostic(machine, v, labels, full_trace, sym)))
-    outcome = search(machine, budget, sym, progress, on_error)
+    outcome = search(machine, budget, sym, progress, on_error, reduce)
     diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))

@@ -13,8 +13,8 @@ by a :class:`TripCount` instead of a constant bound (``Machine.loop_hook``):
   the ITERS it stands for, and every concrete successor for every ITERS is
   one of them: the abstraction is exact on finite prefixes.
 * Partial-order reduction and symmetry act per concrete ITERS (each branch
-  asks ``Machine.successors`` with its own trip count), so they keep the
-  guarantees they have for the explicit engine. (The machine does not take
+  asks ``Reduction.successors`` with its own trip count), so they keep the
+  guarantees they have for the explicit engine. (The reduction does not take
   the steps that need every process's sequence of operations fixed alone
   while a loop hook is installed: a copy's landing, a first observing wait,
   an arrive.expect_tx.)
@@ -104,6 +104,7 @@ from ..semantics.state import (
 from ..semantics.symmetry import Symmetry
 from .explicit import Budget, _deadlock, _diagnostic, cyclic_gc_paused, explore
 from .periodic import Plan, ProcPlan, Refusal, liftable_params, plan
+from .reduction import Reduction
 from .tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
@@ -548,6 +549,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     machine = Machine(p.protocol, assumptions)
+    successors = Reduction(machine).successors
     hook = TripCount(p)
     machine.loop_hook = hook
     machine.deadline = start + seconds
@@ -572,9 +574,9 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         """Per branch of the trip count: the successors, the mode after them, the ITERS they run with."""
         if mode[0] == FIXED:
             hook.fixed = mode[1]
-            return [(list(machine.successors(state)), mode, mode[1])]
+            return [(list(successors(state)), mode, mode[1])]
         hook.fixed, hook.known, hook.tested = None, mode[1], []
-        results = list(machine.successors(state))
+        results = list(successors(state))
         top = max([mode[1], *hook.tested])
         # Each result stands for every ITERS above the tests of its own step, which its counters
         # show (a test answered true moved a counter to the value tested). Tests made by steps
@@ -592,7 +594,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             # possibly a step partial-order reduction took alone: with ITERS fixed it may not qualify
             for n in range(mode[1] + 1, top + 1):
                 hook.fixed = n
-                out.append((list(machine.successors(state)), (FIXED, n), n))
+                out.append((list(successors(state)), (FIXED, n), n))
             return out
         # A full expansion: with ITERS = n every step is enabled as before, and a step whose own
         # tests stayed below n has the same result (it is among the unfixed ones, which stand for
@@ -738,7 +740,7 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
             return None
         state = sym.canon(res.state)[0]
     # no final step: a deadlock in the state reached
-    if list(machine.successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
+    if list(Reduction(machine).successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
         return None
     v = _deadlock(machine, state)
     return (machine, sym, v) if v.code == want.code else None

@@ -147,8 +147,7 @@ def schedule(protocol: ir.Protocol, *, assume_tcgen05_commit_order: bool = True,
     from ..engines.explicit import build_trace
     from ..semantics.machine import Assumptions, Machine
 
-    m = Machine(protocol, Assumptions(assume_tcgen05_commit_order, assume_dealloc_blocks, assume_commit_release),
-                reduce=False)
+    m = Machine(protocol, Assumptions(assume_tcgen05_commit_order, assume_dealloc_blocks, assume_commit_release))
     state = m.initial()
     labels: list[tuple] = []
     last_moved: dict[tuple, int] = {}

@@ -61,7 +61,7 @@ class StepResult:
     violation: Violation | None = None
     warnings: list[Violation] = field(default_factory=list)
     soft: list[Violation] = field(default_factory=list)
-    lone: bool = False  # the step may be taken alone (partial-order reduction), decided by its rule
+    lone: bool = False  # its rule says the step commutes with the others (the reduction may take it alone)
 
 
 class _Env(dict):

@@ -15,31 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 
 from .. import ir
-from ..engines.exit_por import lone_early_exit, lone_exit_after_wait, lone_final_exit
-from ..engines.named_por import lone_named_arrival
-from ..engines.precede_memo import PrecedeMemo
-from ..engines.precede_walk import can_precede
-from ..engines.reduction import (
-    _ANY_UPDATE,
-    _NO_ARRIVAL,
-    _POR_ARRIVE,
-    _POR_ARRIVE_TX,
-    _POR_CLUSTER,
-    _POR_LOCAL,
-    _POR_NAMED,
-    _POR_NONE,
-    _POR_OTHER,
-    _POR_REACHES,
-    _POR_WAIT,
-    Reduction,
-    _elements_ahead,
-    _must_pass,
-    _por_class,
-    reuse_warnings_only,
-)
 from ..expr import Context, EvalError, evaluate
 from . import rules
 from .core import (
@@ -68,6 +45,7 @@ from .families.memory import MemoryOps
 from .families.regions import Parts
 from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
 from .families.tcgen05 import Tcgen05Ops
+from .footprint import Footprint
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -86,7 +64,6 @@ from .program import (
     wgmma_teams,
 )
 from .state import (
-    AG_TMA,
     FULL,
     LEADER,
     M_EXP,
@@ -131,12 +108,13 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps, LifecycleOps,
-              Reduction):
-    """The transition system of one protocol."""
+              Footprint):
+    """The transition system of one protocol: what can happen in a state (``successors``), and what
+    each step touches (``Footprint``). Which of the steps a search explores is the search's choice
+    (engines/reduction/)."""
 
-    def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions(), reduce: bool = True):
+    def __init__(self, protocol: ir.Protocol, assumptions: Assumptions = Assumptions()):
         self.protocol = protocol
-        self.reduce = reduce
         self.assume = assumptions
         self.procs: list[Process] = processes(protocol)
         self.programs: list[Program] = [compile_program(protocol, p) for p in self.procs]
@@ -160,27 +138,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
         self.cta_threads = protocol.threads
         self.procs_of_cta = [[p.index for p in self.procs if p.cta == c] for c in range(self.ncta)]
-        # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
-        self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
-                                for prog, ctx in zip(self.programs, self.ctx, strict=True)]
-        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait), ctx)
-                            for prog, ctx in zip(self.programs, self.ctx, strict=True)]
-        # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
-        self.tx_ahead = [_elements_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive), ctx)
-                         for prog, ctx in zip(self.programs, self.ctx, strict=True)]
-        self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in self.programs]
-        # Does every cluster arrive of every program have a cluster wait after it on every path
-        # to the end? Then no thread can count on the cluster barrier and exit (an exited
-        # thread's arrival still counts, so such an exit could complete a generation without
-        # a warp that has not arrived): see successors() on taking cluster operations alone.
-        # It must come before the warp's next arrive: a warp may arrive again once the generation
-        # of its earlier arrival has completed (rules.cb_arrives_twice), so whether a second arrive
-        # breaks SV205 depends on the order of other warps' arrivals, which must all be explored.
-        waited_before_next = [_must_pass(prog, ir.ClusterWait, ir.ClusterArrive) for prog in self.programs]
-        self.cluster_arrivals_waited = all(
-            waited_before_next[q][pc + 1] for q, prog in enumerate(self.programs)
-            for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.ClusterArrive))
-        # the CTAs an operation of process p at (pc, vars) targets: see _targets
+        # the CTAs an operation of process p at (pc, vars) targets: see targets
         self._target_memo: dict[tuple[int, int, tuple], tuple[int, ...] | None] = {}
         self._arrive_bar_memo: dict[tuple[int, int, tuple], int | None] = {}
         # _lanes per process: (whole process, leader alone); a one-thread process is its leader
@@ -191,17 +149,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         self.team_mask = [sum(self.holders.proc_mask(q) for q in team) for team in self.wgmma_team]
         self.teams = sorted({team for team in self.wgmma_team if team})
         self.team_index = [self.teams.index(team) if team else -1 for team in self.wgmma_team]
-        # what successors() needs to know of each instruction for the reduction, fixed by the program
-        self._por_class = [[_por_class(ins) for ins in prog.code] for prog in self.programs]
-        if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
-            self._por_class = [[_POR_OTHER if c is _POR_CLUSTER else c for c in cs] for cs in self._por_class]
-        # the processes that are parts of one warp split between roles: their syncwarps meet (op_syncwarp),
-        # so those are not local steps
+        # the processes that are parts of one warp split between roles: their syncwarps meet (op_syncwarp)
         self.warp_parts = {p.index: tuple(q.index for q in self.procs if q.cta == p.cta and q.warp == p.warp)
                            for p in self.procs if not p.whole_warp}
-        for q in self.warp_parts:
-            self._por_class[q] = [_POR_OTHER if ins.kind == OP and isinstance(ins.op, ir.Syncwarp) else c
-                                  for ins, c in zip(self.programs[q].code, self._por_class[q], strict=True)]
         # Loop bounds as the symbolic engine sees them: (process, pc of FOR_INIT/FOR_NEXT, lo, hi,
         # value about to be tested) -> (lo, hi). None (the default) runs the loops as written; the
         # periodicity proof installs a hook that answers the trip-count test for a symbolic ITERS.
@@ -213,11 +163,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         self._local_memo: dict[tuple[int, int, tuple], tuple[int, tuple]] = {}
         self._envs: dict[tuple[int, tuple], _Env] = {}
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
-        # the mbarrier events of each instruction and the next one, by (process, pc, variables): see _future
+        # the mbarrier events of each instruction and the next one, by (process, pc, variables): see future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
-        # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
-        # in the dict), answered from a table keyed by what it reads (precede_memo)
-        self._precede = PrecedeMemo(self, partial(can_precede, self, {}))
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -367,128 +314,17 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
     def done(self, state: State, p: int) -> bool:
         return self.programs[p].code[state.procs[p][P_PC]].kind == END
 
-    def successors(self, state: State) -> Iterator[StepResult]:
-        """Every step enabled in ``state`` — or, by partial-order reduction, just one.
-
-        Partial-order reduction: an operation in LOCAL_OPS touches only its own
-        process, the records of the slot it accesses and agents it creates. It is
-        never blocked, and it commutes with every step of every other process or
-        agent: two accesses to one slot that are both enabled are concurrent, so
-        if they conflict each order reports the race (records are checked in both
-        directions), and if they do not, both orders reach the same state. Such a
-        step can therefore be taken alone (a persistent set of size one, [Godefroid
-        1996]); since it stays enabled, no deadlock is lost either. Steps that end
-        the process (exit has effects on barriers) or that violate a rule are not
-        taken alone. The state graph is acyclic (loops are bounded), so the
-        cycle proviso holds trivially. Passing mbarrier waits, arrives, operations that
-        reach another CTA and cluster-barrier arrives and passing waits are taken alone under
-        the conditions their handlers and _lone_reaching_op state (docs/model.md).
-
-        Where none of those applies, three more steps are taken alone when nothing they do not
-        commute with can run before them (_can_precede, docs/model.md): a passing wait that
-        observes its phase first, an arrive.expect_tx on the CTA's own barrier, a bulk copy's
-        landing. Not while some process's step breaks a rule (that violation is then reported
-        as it stands, not after other steps that might turn it into another one), and not under
-        a loop hook (with a symbolic trip count the processes' sequences are not fixed)."""
-        tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
+    def successors(self, state: State, tried: dict[int, StepResult | None] | None = None,
+                   landed: dict[tuple, StepResult] | None = None) -> Iterator[StepResult]:
+        """Every step enabled in ``state``: the operation of each process that stands at one (unless
+        it is blocked), then the completion of each asynchronous agent in flight that can complete
+        (equal agents once). ``tried`` (by process) and ``landed`` (by agent): steps the caller has
+        already computed in this state, handed out instead of computed again."""
         procs = state.procs
-        landed: dict[tuple, StepResult] = {}  # landings computed for the reduction, reused below
-        if self.reduce:
-            observing: list[int] = []  # passing waits that observe a phase first: taken alone below, maybe
-            arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
-            naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
-            for p, classes in enumerate(self._por_class):
-                cls = classes[procs[p][P_PC]]
-                if cls is _POR_LOCAL or cls is _POR_CLUSTER:
-                    lone_wait = False
-                elif cls is _POR_REACHES:
-                    lone_wait = False
-                    if not self._lone_reaching_op(state, p):
-                        continue
-                elif cls is _POR_WAIT:
-                    lone_wait = True
-                elif cls is _POR_ARRIVE:
-                    lone_wait = False
-                    if not self._lone_reaching_op(state, p):
-                        continue
-                else:
-                    if cls is _POR_ARRIVE_TX:
-                        arriving.append(p)
-                    elif cls is _POR_NAMED:
-                        naming.append(p)
-                    continue
-                res = tried[p] = self.step_process(state, p)
-                if res is None or res.violation is not None or res.soft or \
-                        (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res))):
-                    continue
-                early = False  # an exit taken alone while others run (exit_por.lone_early_exit)
-                if self.programs[p].code[res.state.procs[p][P_PC]].kind == END:
-                    if cls is _POR_WAIT:
-                        if not lone_exit_after_wait(self, state, p):
-                            continue
-                    elif cls is not _POR_CLUSTER:
-                        continue
-                    elif not lone_final_exit(self, state, p):
-                        early = lone_early_exit(self, state, p)
-                        if not early:
-                            continue
-                if lone_wait:
-                    if not res.lone:
-                        observing.append(p)
-                        continue
-                    if not self._no_lifecycle_ahead(state, p, self._element_of(
-                            p, self.programs[p].code[procs[p][P_PC]].op.bar, procs[p][P_VARS])):
-                        continue
-                elif cls is _POR_CLUSTER and not res.lone and not early:
-                    continue
-                if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
-                    continue
-                yield res
-                return
-            if self.loop_hook is None and (observing or arriving or naming or state.agents) and \
-                    not self._some_step_breaks_a_rule(state, tried):
-                # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
-                # not where another process's step breaks a rule: that is reported here, as it stands.
-                for p in observing:
-                    pstate = procs[p]
-                    m = self._wait_targets[(p, pstate[P_PC], pstate[P_VARS])][0]
-                    # in phase 0 the wait may pass without observing (a first wait with parity 1): then
-                    # nothing may change the phase first; later it observes, and only arrivals conflict
-                    forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 else _NO_ARRIVAL
-                    if self._can_precede(state, m, p, None, forbidden, False) is not None:
-                        yield tried[p]  # type: ignore[misc]
-                        return
-                for p in arriving:
-                    m = self._arrive_target(state, p)
-                    # the cheap condition first: both are pure, the order only saves work
-                    if m is None or not self._landings_commute(state, m, None, p) or \
-                            self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None:
-                        continue
-                    res = tried[p] = self.step_process(state, p)
-                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
-                            not self._completes_fresh_phase_before_a_first_wait(state, res, p):
-                        yield res
-                        return
-                for p in naming:
-                    if not lone_named_arrival(self, state, p):
-                        continue
-                    res = tried[p]
-                    if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                            self.programs[p].code[res.state.procs[p][P_PC]].kind != END:
-                        yield res
-                        return
-                for a in state.agents:
-                    if a[0] != AG_TMA or a in landed or not self._lands_first(state, a):
-                        continue
-                    res = landed[a] = self.step_agent(state, a)
-                    if res.violation is None and not res.warnings and not res.soft:
-                        yield res
-                        return
-        for p, classes in enumerate(self._por_class):
-            if classes[procs[p][P_PC]] is _POR_NONE:
+        for p, prog in enumerate(self.programs):
+            if prog.code[procs[p][P_PC]].kind != OP:
                 continue
-            res = tried[p] if p in tried else self.step_process(state, p)
+            res = tried[p] if tried is not None and p in tried else self.step_process(state, p)
             if res is not None:
                 yield res
         seen = set()
@@ -498,7 +334,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
             seen.add(a)
             if not self._agent_enabled(state, a):
                 continue
-            yield landed[a] if a in landed else self.step_agent(state, a)
+            yield landed[a] if landed is not None and a in landed else self.step_agent(state, a)
 
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":
@@ -614,8 +450,6 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
             pass
         return f"line {line}"
 
-
-# The mbarrier events of an operation, as _can_precede sees them (see Machine._future)
 
 
 _HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,

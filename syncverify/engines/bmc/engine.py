@@ -333,6 +333,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
 def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     """Run the solver's schedule through the machine; the finding it ends in, or why not."""
     from ..explicit import _deadlock
+    from ..reduction import Reduction
 
     state = machine.initial()
     labels = outcome.labels
@@ -358,7 +359,7 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
             return None, f"step {n + 1} breaks a rule ({finding.code}) before the end"
         state = res.state
     if outcome.deadlock:
-        if list(machine.successors(state)) or all(machine.done(state, p) for p in range(len(machine.procs))):
+        if list(Reduction(machine).successors(state)) or all(machine.done(state, p) for p in range(len(machine.procs))):
             return None, "the final state is not a deadlock"
         return _deadlock(machine, state), ""
     return None, "the schedule ends without a finding"

@@ -179,7 +179,7 @@ class BarrierOps:
         w.cluster = tuple(rules.cb_arrive(cb, proc.nthreads, 1 << p))
         self._cb_try_complete(w)
         # Taken alone by partial-order reduction where every arrival is waited on before an exit
-        # (cluster_arrivals_waited): then the generation cannot complete without this arrival —
+        # (Reduction.cluster_arrivals_waited): then the generation cannot complete without this arrival —
         # the threads that arrived have not exited, and this warp runs — so no wait of it can
         # pass and no exit can complete it first; arrivals add up and releases accumulate in
         # any order.
@@ -193,7 +193,7 @@ class BarrierOps:
         w.records = acquire(w.records, 1 << self.holders.cl_last, lanes)
         w.procs[p] = (*ps[:P_CLTOKEN], -1, *ps[P_CLTOKEN + 1:])
         # Taken alone by partial-order reduction where every arrival is waited on before an exit
-        # (cluster_arrivals_waited): what it reads (the generation, the knowledge of the
+        # (Reduction.cluster_arrivals_waited): what it reads (the generation, the knowledge of the
         # completed one) changes only when the next generation completes, which then needs this
         # warp's next arrival; what it writes is its own.
         w.lone = True

@@ -1,7 +1,7 @@
 """Remembering what can come before a step across states (the reduction's fixpoint, once per key).
 
 The partial-order reduction asks, several times per state, what the other actors can execute
-before one step (Machine._can_precede): a least fixpoint that walks every process along its
+before one step (Reduction._can_precede): a least fixpoint that walks every process along its
 fixed sequence of operations. On the 2-CTA multicast GEMM at 4 math warps that walk was 29 of
 54 s of the search (cProfile: 173,065 calls, about 150 instruction look-ups each), and no two
 calls had equal states: the states differ in their access records and in the parts of the
@@ -9,9 +9,9 @@ barriers and processes that the walk never reads. Projected on what it reads, th
 calls had 16,043 distinct arguments. So the answer is remembered under that projection.
 
 What the walk reads, and so what the key holds (anything it does not hold must not be read by
-Machine._can_precede; a new read there needs its field here):
+Reduction._can_precede; a new read there needs its field here):
 
-* each process's position: program counter and variables (``_future`` depends on nothing
+* each process's position: program counter and variables (``Machine.future`` depends on nothing
   else while no loop hook is installed; with one, nothing is remembered);
 * each named barrier's open generation (count, threads arrived, generation number) and each
   process's wait token: a named-barrier wait passes in the walk by the first two, and a warp
@@ -38,10 +38,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..semantics.state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
+from ...semantics.state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
 
 if TYPE_CHECKING:
-    from ..semantics.machine import Machine
+    from ...semantics.machine import Machine
 
 LIMIT = 1 << 18  # entries remembered before the table starts over (each a few hundred bytes)
 

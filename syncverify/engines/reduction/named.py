@@ -5,11 +5,11 @@ completes when its count is reached, and the next arrival opens a new one. Two a
 one barrier therefore commute, except where one of them completes the generation: then
 the other lands in the next generation in one order and in this one in the other. An
 arrival a of process p is taken alone (a persistent set of one step, as for the other
-steps of Machine.successors) when no execution that leaves p where it stands can complete
+steps of Reduction.successors) when no execution that leaves p where it stands can complete
 the open generation g, nor make a complete it in front of another arrival on the barrier:
 
 * counted barriers (`bar.sync id, N`): the threads already in g plus every arrival on the
-  barrier that the other processes can make before a (Machine._can_precede: an
+  barrier that the other processes can make before a (Reduction._can_precede: an
   over-approximation that follows each process along its fixed sequence of operations,
   through every mbarrier wait that can pass, and stops a warp after its own `bar.sync` on
   this barrier, which waits for g) stay below N. Then no arrival completes g before a, and a
@@ -33,20 +33,31 @@ block), so no deadlock is lost.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..expr import EvalError
-from ..semantics.program import BAR_WAIT
-from ..semantics.state import P_PC, P_TOKEN, P_VARS, State
+from ...expr import EvalError
+from ...semantics.program import BAR_WAIT
+from ...semantics.state import P_PC, P_TOKEN, P_VARS, State
 
 if TYPE_CHECKING:
-    from ..semantics.machine import Machine
+    from ...semantics.machine import Machine
 
 
-def lone_named_arrival(machine: Machine, state: State, p: int) -> bool:
+class ReductionView(Protocol):
+    """What this rule reads of the reduction that asks it (successors.Reduction)."""
+
+    machine: Machine
+
+    def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
+                     freeze: bool, named: tuple[int, list] | None = None,
+                     landings_ok: bool = False, updates: list | None = None) -> list[bool] | None: ...
+
+
+def lone_named_arrival(reduction: ReductionView, state: State, p: int) -> bool:
     """May the named-barrier arrival of process p be taken alone in ``state``? (module docstring)"""
-    from ..semantics.core import Violation
+    from ...semantics.core import Violation
 
+    machine = reduction.machine
     pstate = state.procs[p]
     op = machine.programs[p].code[pstate[P_PC]].op
     try:
@@ -58,7 +69,7 @@ def lone_named_arrival(machine: Machine, state: State, p: int) -> bool:
     if nb.warps >> warp & 1 or (nb.arrived and nb.count != count):
         return False  # a second arrival of the warp (SV203), or a count mismatch (SV202): not alone
     before: list[tuple] = []
-    if machine._can_precede(state, -1, p, None, frozenset(), False, (idx, before)) is None:
+    if reduction._can_precede(state, -1, p, None, frozenset(), False, (idx, before)) is None:
         return False
     if not nb.arrived and any(ev[2] != count or ev[3] != site for ev in before):
         return False  # which arrival opens the generation would decide its count or site

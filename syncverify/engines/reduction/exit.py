@@ -31,16 +31,23 @@ rule or warns. So {p's step} is a persistent set, and the graph is acyclic (cycl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from .. import ir
-from ..expr import EvalError
-from ..semantics.core import Violation
-from ..semantics.program import END, OP
-from ..semantics.state import P_PC, P_VARS, State
+from ... import ir
+from ...expr import EvalError
+from ...semantics.core import Violation
+from ...semantics.program import END, OP
+from ...semantics.state import P_PC, P_VARS, State
 
 if TYPE_CHECKING:
-    from ..semantics.machine import Machine
+    from ...semantics.machine import Machine
+
+
+class ReductionView(Protocol):
+    """What these rules read of the reduction that asks them (successors.Reduction)."""
+
+    machine: Machine
+    cluster_arrivals_waited: bool
 
 
 def _at_final_cluster_wait(machine: Machine, state: State, q: int) -> bool:
@@ -57,8 +64,9 @@ def _at_final_cluster_wait(machine: Machine, state: State, q: int) -> bool:
     return machine.programs[q].code[npc].kind == END
 
 
-def lone_final_exit(machine: Machine, state: State, p: int) -> bool:
+def lone_final_exit(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing final `cluster.wait`, which ends p, be taken alone? (module docstring)"""
+    machine = reduction.machine
     if machine.loop_hook is not None:  # a symbolic trip count: _run_local must not be asked here
         return False
     if state.agents or state.cluster[1] or any(nb.arrived for nb in state.named):
@@ -72,14 +80,14 @@ def lone_final_exit(machine: Machine, state: State, p: int) -> bool:
     return True
 
 
-def lone_early_exit(machine: Machine, state: State, p: int) -> bool:
+def lone_early_exit(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing final `cluster.wait`, which ends p, be taken alone while other
     processes still run (an idle warp leaving after the prologue's cluster barrier)?
 
     Conditions (docs/model.md, "Exits taken alone"): p stands at a `cluster.wait` after which it
     ends; some other process of p's CTA has not ended; p shares no state with other processes (not
     part of a warp split between roles, nor of a wgmma team); every cluster arrive of every program
-    is waited on before that warp's next arrive and its end (Machine.cluster_arrivals_waited); and
+    is waited on before that warp's next arrive and its end (Reduction.cluster_arrivals_waited); and
     no program of p's CTA uses an all-thread named barrier (`syncthreads`, `bar.sync` without a
     count), whose generations an exit re-evaluates.
 
@@ -99,10 +107,10 @@ def lone_early_exit(machine: Machine, state: State, p: int) -> bool:
     and may find further findings on paths where p stays longer. So the verdict is preserved, the
     reduced findings are among the unreduced ones, and they differ only where the reduced ones
     include that SV404 (tests/test_exit_por.py checks both on exhaustive programs)."""
-    return _at_final_cluster_wait(machine, state, p) and _may_leave_early(machine, state, p)
+    return _at_final_cluster_wait(reduction.machine, state, p) and _may_leave_early(reduction, state, p)
 
 
-def lone_exit_after_wait(machine: Machine, state: State, p: int) -> bool:
+def lone_exit_after_wait(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing mbarrier wait, after which p ends, be taken alone while other
     processes still run (CUTLASS's producer leaving at the last wait of its load_tail)? Where the
     wait itself may be taken alone (the caller decides that by the rules for passing waits) and
@@ -112,30 +120,32 @@ def lone_exit_after_wait(machine: Machine, state: State, p: int) -> bool:
     generation: its exit then lowers the generation's count, and since every arrival is waited
     on before that warp arrives again or ends, no step but a wait, enabled no later, can tell
     when the generation completed (docs/model.md, "Exits taken alone while others run")."""
-    return _may_leave_early(machine, state, p)
+    return _may_leave_early(reduction, state, p)
 
 
-def _may_leave_early(machine: Machine, state: State, p: int) -> bool:
+def _may_leave_early(reduction: ReductionView, state: State, p: int) -> bool:
     """The conditions of lone_early_exit on p's exit (its docstring), but where p stands."""
-    if machine.loop_hook is not None or not machine.cluster_arrivals_waited:
+    machine = reduction.machine
+    if machine.loop_hook is not None or not reduction.cluster_arrivals_waited:
         return False
     if p in machine.warp_parts or machine.wgmma_team[p]:
         return False
     cta = machine.procs[p].cta
-    if not _no_all_thread_named_barrier(machine)[cta]:
+    if not _no_all_thread_named_barrier(reduction)[cta]:
         return False
     code = machine.programs
     return any(q != p and code[q].code[state.procs[q][P_PC]].kind != END for q in machine.procs_of_cta[cta])
 
 
-def _no_all_thread_named_barrier(machine: Machine) -> list[bool]:
+def _no_all_thread_named_barrier(reduction: ReductionView) -> list[bool]:
     """Per CTA: no program of it has a named-barrier operation without a thread count (remembered)."""
-    memo = getattr(machine, "_early_exit_ctas", None)
+    memo = getattr(reduction, "_early_exit_ctas", None)
     if memo is None:
+        machine = reduction.machine
         memo = [not any(ins.kind == OP and isinstance(ins.op, ir.BarSync | ir.BarArrive) and ins.op.count is None
                         for q in machine.procs_of_cta[c] for ins in machine.programs[q].code)
                 for c in range(machine.ncta)]
-        machine._early_exit_ctas = memo
+        reduction._early_exit_ctas = memo
     return memo
 
 

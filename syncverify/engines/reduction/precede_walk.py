@@ -34,14 +34,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..expr import EvalError
-from ..semantics.core import Violation
-from ..semantics.program import BAR_WAIT
-from ..semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
-from .reduction import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
+from ...expr import EvalError
+from ...semantics.core import Violation
+from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
+from ...semantics.program import BAR_WAIT
+from ...semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
 
 if TYPE_CHECKING:
-    from ..semantics.machine import Machine
+    from ...semantics.machine import Machine
+
+_ANY_UPDATE = frozenset({_EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE})  # every event that changes a barrier
+_NO_ARRIVAL = frozenset({_EV_ARRIVE, _EV_FREE, _EV_LIFE})  # what a first observing wait must not follow
 
 # a segment: (the wait it starts with or None, the events up to the next wait, the key of that
 # next wait or None, the process ends there, a position that cannot be evaluated comes there)
@@ -59,7 +62,7 @@ def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) ->
     seg = table.get(key, table)
     if seg is not table:
         return seg  # type: ignore[return-value]
-    future = machine._future
+    future = machine.future
     fut = future(key)
     if fut is None:
         table[key] = None
@@ -126,7 +129,7 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                 landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
     """For each process, whether it can reach its end before the step; None when some actor can
     first reach an event on m of a kind in ``forbidden`` (or a position that cannot be
-    evaluated). The arguments are Machine._can_precede's (its docstring says what each means);
+    evaluated). The arguments are Reduction._can_precede's (its docstring says what each means);
     ``table`` keeps the segments.
 
     ``updates``: the arrivals and byte counts of the processes on m in the set are appended to it

@@ -1,0 +1,230 @@
+"""Per-element rules of the partial-order reduction: what the operations ahead of a process can
+still touch, barrier element by barrier element, and the rules that read it to take an arrive, a
+wait or an operation that reaches another CTA alone.
+
+A rule here asks, of one step, whether another process can still init, inval, wait on or count
+bytes on the barrier element the step touches, or whether the CTA it reaches can exit before it;
+the tables of what each program can still touch from each pc are computed once per machine
+(Reduction.__init__). They are a room of their own because they are the reduction's reading of
+the program's future, which the model itself never needs (docs/model.md, "The search and its
+reductions").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ... import ir
+from ...expr import Context
+from ...semantics.core import StepResult
+from ...semantics.footprint import Element, ref_element, touches
+from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, OP, Program
+from ...semantics.state import M_K, P_CLTOKEN, P_PC, P_VARS, State
+
+if TYPE_CHECKING:
+    from ...semantics.machine import Machine
+
+
+def reuse_warnings_only(res: StepResult) -> bool:
+    """Are a plain arrive's findings only SV602 warnings (a `.cta`-scope remote arrive that carries
+    no data made outside the target CTA, so it only guards reuse)? Such a step may still be taken
+    alone: the warning is decided on the records the arriving lanes know that were made outside
+    the target CTA. Only the arriving process's own steps (its accesses, waits and barrier waits)
+    make a record known to its lanes; another process's step can only remove such a record (a
+    covering write) or leave it, so what is a warning here, with the step first, is a warning in
+    every order that runs the step later, and the barrier's record of a data-carrying release
+    is not set in any of them (docs/model.md)."""
+    return all(w.code == "SV602" for w in res.warnings)
+
+
+def _successor_pcs(prog: Program) -> list[list[int]]:
+    """The control-flow graph of a program: every pc's possible next pcs, each branch both ways."""
+    code = prog.code
+    n = len(code)
+    succ: list[list[int]] = []
+    for pc, ins in enumerate(code):
+        nxt = [] if ins.kind == END else [pc + 1]
+        if ins.kind in (FOR_INIT, BRANCH):
+            nxt.append(ins.target)
+        elif ins.kind == JUMP:
+            nxt = [ins.target]
+        elif ins.kind == FOR_NEXT:
+            nxt.append(ins.target)
+        succ.append([t for t in nxt if t < n])
+    return succ
+
+
+def _elements_ahead(prog: Program, kinds: tuple[type, ...], ctx: Context) -> list[frozenset[Element]]:
+    """For every pc: the mbarrier elements that ops of the given kinds can still touch from there.
+
+    An index is evaluated in the process's context alone (its CTA, instance and roles; the
+    protocol's parameters are constants by now): one that reads a loop or `let` variable stands
+    for every element of its array. Extracted kernels keep all their barriers in one array, so
+    a name alone would make every barrier conflict with every other (docs/model.md)."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
+    own = [frozenset({ref_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and isinstance(ins.op, kinds)
+           else frozenset() for ins in code]
+    ahead = list(own)
+    changed = True
+    while changed:  # backward fixpoint over the (small) control-flow graph
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            acc = own[pc].union(*(ahead[t] for t in succ[pc])) if succ[pc] else own[pc]
+            if acc != ahead[pc]:
+                ahead[pc] = acc
+                changed = True
+    return ahead
+
+
+def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bool]:
+    """For every pc: does every path from there to the end pass an op of ``kind`` (and, with
+    ``before``, pass it before any op of that kind)?
+
+    The complement of a least fixpoint, "some path reaches END (or ``before``) without passing
+    one", over the control-flow graph with every branch taken both ways (so it holds for any
+    values)."""
+    code = prog.code
+    n = len(code)
+    succ = _successor_pcs(prog)
+    escapes = [ins.kind == END or (before is not None and ins.kind == OP and isinstance(ins.op, before))
+               for ins in code]
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            ins = code[pc]
+            if escapes[pc] or (ins.kind == OP and isinstance(ins.op, kind)):
+                continue
+            if any(escapes[t] for t in succ[pc]):
+                escapes[pc] = changed = True
+    return [not e for e in escapes]
+
+
+class ElementRules:
+    """The per-element conditions over a machine's states (a mixin of Reduction)."""
+
+    machine: Machine
+    lifecycle_ahead: list[list[frozenset[Element]]]
+    waits_ahead: list[list[frozenset[Element]]]
+    tx_ahead: list[list[frozenset[Element]]]
+    cluster_wait_ahead: list[list[bool]]
+
+    def _lone_reaching_op(self, state: State, p: int) -> bool:
+        """May this operation, which reaches a barrier or another CTA, be taken alone?
+
+        A plain arrive (on this CTA's barrier or a peer's) commutes with every other
+        step except a wait, init or inval of that barrier. Against a wait, taking the
+        arrive first reports any violation the other order would (an arrive that
+        completes the phase makes a late wait stale, SV501; an arrive before the
+        wait that observes the previous phase breaks the consumption rule, SV502)
+        and otherwise reaches the same state. A bulk-tensor load or tensor-core
+        commit checks that its barriers are usable when issued. Neither commutes
+        with an init or inval of the barrier, so these are taken alone only when no
+        other process of a target CTA can still reach an init or inval of that
+        barrier array.
+
+        An operation on a peer CTA (a remote arrive or access, a multicast copy or
+        commit) is also checked against the peer's exit (SV404): taking it first
+        would hide the order in which the peer exits before it. So it is taken alone
+        only when the peer cannot exit first (_peer_cannot_exit_first, or failing that
+        _peer_cannot_end_first)."""
+        machine = self.machine
+        pstate = state.procs[p]
+        ins = machine.programs[p].code[pstate[P_PC]]
+        targets = machine.targets(p, ins.op, pstate[P_PC], pstate[P_VARS])
+        if targets is None:
+            return False  # not evaluable here: the step reports it, and is not taken alone
+        op = ins.op
+        own = machine.procs[p].cta
+        elem = machine.element_of(p, op.bar, pstate[P_VARS]) \
+            if isinstance(op, ir.MbarArrive | ir.TmaLoad | ir.UmmaCommit) else None
+        for d in targets:
+            if elem is not None and not self._no_lifecycle_ahead(state, p, elem, d):
+                return False
+            if d != own and not (self._peer_cannot_exit_first(state, p, d) or self._peer_cannot_end_first(state, p, d)):
+                return False
+        if isinstance(op, ir.MbarArrive) and not self._no_bytes_ahead(state, p, targets[0], op.bar):
+            return False
+        return True
+
+    def _no_bytes_ahead(self, state: State, p: int, cta: int, bar: ir.Ref) -> bool:
+        """Can no other step count bytes or arrive asynchronously on the barrier of an arrive
+        before it? An arrive and a copy's landing (or a complete_tx) on one barrier do not
+        commute: with the tx-count at 0, the arrive first completes the phase and the bytes
+        land in the next one, while the landing first leaves the phase waiting for bytes that
+        never come (and a landing in the next phase, unlike an arrive, breaks no consumption
+        rule that would report it). So the arrive is taken alone only when nothing in flight
+        completes on that barrier and no other process can still count bytes on it."""
+        machine = self.machine
+        m = machine.arrive_target(state, p, cta)
+        if m is None:
+            return False
+        if any(a[4] == m for a in state.agents):
+            return False
+        _, name, index = machine.mb_names[m]
+        return not any(q != p and touches(self.tx_ahead[q][state.procs[q][P_PC]], name, index)
+                       for q in range(len(machine.procs)))
+
+    def _peer_cannot_exit_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, whatever the others do?
+
+        True when p has not arrived on the cluster barrier's current generation, and some
+        process of that CTA must pass a cluster wait before it can end, for the current
+        generation or a later one (it has not arrived yet, or arrived on the current one).
+        Such a generation completes only once every thread not yet exited has arrived —
+        p's included, and p cannot arrive (or exit) before taking its next step."""
+        machine = self.machine
+        if state.procs[p][P_CLTOKEN] >= 0:
+            return False
+        gen = state.cluster[0]
+        for q in machine.procs_of_cta[cta]:
+            qs = state.procs[q]
+            if self.cluster_wait_ahead[q][qs[P_PC]] and (qs[P_CLTOKEN] < 0 or qs[P_CLTOKEN] >= gen):
+                return True
+        return False
+
+    def _peer_cannot_end_first(self, state: State, p: int, cta: int) -> bool:
+        """Can CTA ``cta`` not exit before process p's next step, by what can run before it?
+
+        A CTA exits when its last process ends. ``_can_precede`` (nothing forbidden, p frozen)
+        over-approximates what every execution that avoids p's step runs, and says which processes
+        can reach their end in it: if some process of ``cta`` cannot, no such execution has the
+        CTA exit first. CUTLASS's producer keeps its CTA alive this way: its load_tail waits on
+        every empty barrier for the consumers' releases, the peer's remote ones included
+        (docs/model.md). Not under a loop hook, where the sequences are not fixed."""
+        machine = self.machine
+        if machine.loop_hook is not None:
+            return False
+        ends = self._can_precede(state, -1, p, None, frozenset(), False)
+        return ends is not None and not all(ends[q] for q in machine.procs_of_cta[cta])
+
+    def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:
+        """Does this arrive complete a phase of a barrier that another process may still wait on
+        without any history? Such a first wait means the phase of PTX's window with its parity
+        (rules.first_wait_phase), which the completion moves: with parity 1 on a fresh barrier it
+        passes at once (the CUTLASS producer start) but blocks once phase 0 has completed; with
+        parity 0 it observes phase 0 in phase 1 but waits for phase 2 once phase 1 has completed.
+        Neither is stale, so nothing reports the difference on the path that takes the arrive
+        first (the causal SV501 check needs the path where the wait observes early). The two
+        orders then reach different behaviours, so the arrive must not be taken alone."""
+        machine = self.machine
+        for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
+            if before[M_K] == after[M_K]:
+                continue
+            cta, name, index = machine.mb_names[m]  # the barrier's CTA: the arrive may be remote
+            for q in machine.procs_of_cta[cta]:
+                if q != p and touches(self.waits_ahead[q][state.procs[q][P_PC]], name, index) and \
+                        machine._jprev(before, q) is None:
+                    return True
+        return False
+
+    def _no_lifecycle_ahead(self, state: State, p: int, elem: Element, cta: int | None = None) -> bool:
+        """No other process of ``cta`` (default: p's CTA) can still init or inval barrier element ``elem``."""
+        machine = self.machine
+        name, index = elem
+        for q in machine.procs_of_cta[machine.procs[p].cta if cta is None else cta]:
+            if q != p and touches(self.lifecycle_ahead[q][state.procs[q][P_PC]], name, index):
+                return False
+        return True

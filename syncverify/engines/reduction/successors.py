@@ -1,0 +1,306 @@
+"""The reduced successor function: of the steps the model offers in a state, the ones a search
+explores (partial-order reduction).
+
+The model (semantics/machine.py) says what can happen: ``Machine.successors`` yields every enabled
+step, and the machine's footprint queries (semantics/footprint.py) say what a step touches. The
+search decides what to explore: ``Reduction(machine).successors`` yields one step where that step
+may be taken alone (a persistent set of size one) and every enabled step otherwise. The rules it
+asks are the modules beside it: element.py (what a program can still touch, per barrier element),
+tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), and the walk
+of what can come before a step (precede_walk.py, remembered by precede_memo.py). Why each rule is
+sound is in docs/model.md, "The search and its reductions".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING
+
+from ... import ir
+from ...semantics.core import StepResult
+from ...semantics.program import END, OP, Instr
+from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
+from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
+from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
+from .named import lone_named_arrival
+from .precede_memo import PrecedeMemo
+from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
+from .tx import LandingRules
+
+if TYPE_CHECKING:
+    from ...semantics.machine import Machine
+
+
+# How successors() treats the instruction at a pc: not an operation (no step), an operation of
+# LOCAL_OPS, an mbarrier wait or an arrive that may be taken alone when no init/inval of its barrier
+# lies ahead, an arrive.expect_tx on the CTA's own barrier (taken alone when nothing that conflicts
+# with it can come first, _can_precede), or any other operation (never taken alone).
+_POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
+    "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
+_POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named.py)
+
+
+# Operations that only touch their own process, their slot's records and agents they create.
+LOCAL_OPS = frozenset({
+    ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
+    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence,
+})
+
+
+def _por_class(ins: Instr) -> str:
+    """The static part of successors()' choice of a step to take alone: the operation's type
+    and, for an arrive, the form that _lone_arrive accepts (its dynamic part, the barrier's
+    lifecycle ahead, is checked on each state)."""
+    if ins.kind != OP:
+        return _POR_NONE
+    op = ins.op
+    if isinstance(op, ir.MbarWait):
+        return _POR_WAIT
+    if isinstance(op, ir.TmaLoad | ir.UmmaCommit) or (isinstance(op, ir.Access) and op.remote is not None):
+        return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
+    if isinstance(op, ir.TcMma) and op.cta_group == 2:
+        return _POR_OTHER  # reads and writes the peer CTA's memory
+    if type(op) in LOCAL_OPS:
+        return _POR_LOCAL
+    if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
+        return _POR_ARRIVE
+    if isinstance(op, ir.MbarArrive) and not op.drop and op.remote is None:
+        return _POR_ARRIVE_TX  # an arrive.expect_tx on its own CTA's barrier: see successors()
+    if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
+        return _POR_CLUSTER
+    if isinstance(op, ir.BarSync | ir.BarArrive):
+        return _POR_NAMED
+    return _POR_OTHER
+
+
+class Reduction(ElementRules, LandingRules):
+    """The partial-order reduction of one machine's steps: ``successors`` is the search's successor
+    function; the tables it reads of each program, fixed by the program, are computed here once."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
+        self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
+                                for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait), ctx)
+                            for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
+        self.tx_ahead = [_elements_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive), ctx)
+                         for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in machine.programs]
+        # Does every cluster arrive of every program have a cluster wait after it on every path
+        # to the end? Then no thread can count on the cluster barrier and exit (an exited
+        # thread's arrival still counts, so such an exit could complete a generation without
+        # a warp that has not arrived): see successors() on taking cluster operations alone.
+        # It must come before the warp's next arrive: a warp may arrive again once the generation
+        # of its earlier arrival has completed (rules.cb_arrives_twice), so whether a second arrive
+        # breaks SV205 depends on the order of other warps' arrivals, which must all be explored.
+        waited_before_next = [_must_pass(prog, ir.ClusterWait, ir.ClusterArrive) for prog in machine.programs]
+        self.cluster_arrivals_waited = all(
+            waited_before_next[q][pc + 1] for q, prog in enumerate(machine.programs)
+            for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.ClusterArrive))
+        # what successors() needs to know of each instruction, fixed by the program
+        self._por_class = [[_por_class(ins) for ins in prog.code] for prog in machine.programs]
+        if not self.cluster_arrivals_waited:  # cluster operations are then never taken alone
+            self._por_class = [[_POR_OTHER if c is _POR_CLUSTER else c for c in cs] for cs in self._por_class]
+        # the processes that are parts of one warp split between roles (Machine.warp_parts): their
+        # syncwarps meet (op_syncwarp), so those are not local steps
+        for q in machine.warp_parts:
+            self._por_class[q] = [_POR_OTHER if ins.kind == OP and isinstance(ins.op, ir.Syncwarp) else c
+                                  for ins, c in zip(machine.programs[q].code, self._por_class[q], strict=True)]
+        # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
+        # in the dict), answered from a table keyed by what it reads (precede_memo)
+        self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
+
+    def successors(self, state: State) -> Iterator[StepResult]:
+        """Every step enabled in ``state`` — or, by partial-order reduction, just one.
+
+        Partial-order reduction: an operation in LOCAL_OPS touches only its own
+        process, the records of the slot it accesses and agents it creates. It is
+        never blocked, and it commutes with every step of every other process or
+        agent: two accesses to one slot that are both enabled are concurrent, so
+        if they conflict each order reports the race (records are checked in both
+        directions), and if they do not, both orders reach the same state. Such a
+        step can therefore be taken alone (a persistent set of size one, [Godefroid
+        1996]); since it stays enabled, no deadlock is lost either. Steps that end
+        the process (exit has effects on barriers) or that violate a rule are not
+        taken alone. The state graph is acyclic (loops are bounded), so the
+        cycle proviso holds trivially. Passing mbarrier waits, arrives, operations that
+        reach another CTA and cluster-barrier arrives and passing waits are taken alone under
+        the conditions their handlers and _lone_reaching_op state (docs/model.md).
+
+        Where none of those applies, three more steps are taken alone when nothing they do not
+        commute with can run before them (_can_precede, docs/model.md): a passing wait that
+        observes its phase first, an arrive.expect_tx on the CTA's own barrier, a bulk copy's
+        landing. Not while some process's step breaks a rule (that violation is then reported
+        as it stands, not after other steps that might turn it into another one), and not under
+        a loop hook (with a symbolic trip count the processes' sequences are not fixed).
+
+        Where no step is taken alone, every step the model offers (Machine.successors), those
+        computed here handed on rather than computed again."""
+        machine = self.machine
+        tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
+        procs = state.procs
+        landed: dict[tuple, StepResult] = {}  # landings computed for the reduction, reused below
+        observing: list[int] = []  # passing waits that observe a phase first: taken alone below, maybe
+        arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
+        naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
+        for p, classes in enumerate(self._por_class):
+            cls = classes[procs[p][P_PC]]
+            if cls is _POR_LOCAL or cls is _POR_CLUSTER:
+                lone_wait = False
+            elif cls is _POR_REACHES:
+                lone_wait = False
+                if not self._lone_reaching_op(state, p):
+                    continue
+            elif cls is _POR_WAIT:
+                lone_wait = True
+            elif cls is _POR_ARRIVE:
+                lone_wait = False
+                if not self._lone_reaching_op(state, p):
+                    continue
+            else:
+                if cls is _POR_ARRIVE_TX:
+                    arriving.append(p)
+                elif cls is _POR_NAMED:
+                    naming.append(p)
+                continue
+            res = tried[p] = machine.step_process(state, p)
+            if res is None or res.violation is not None or res.soft or \
+                    (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res))):
+                continue
+            early = False  # an exit taken alone while others run (exit.lone_early_exit)
+            if machine.programs[p].code[res.state.procs[p][P_PC]].kind == END:
+                if cls is _POR_WAIT:
+                    if not lone_exit_after_wait(self, state, p):
+                        continue
+                elif cls is not _POR_CLUSTER:
+                    continue
+                elif not lone_final_exit(self, state, p):
+                    early = lone_early_exit(self, state, p)
+                    if not early:
+                        continue
+            if lone_wait:
+                if not res.lone:
+                    observing.append(p)
+                    continue
+                if not self._no_lifecycle_ahead(state, p, machine.element_of(
+                        p, machine.programs[p].code[procs[p][P_PC]].op.bar, procs[p][P_VARS])):
+                    continue
+            elif cls is _POR_CLUSTER and not res.lone and not early:
+                continue
+            if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                continue
+            yield res
+            return
+        if machine.loop_hook is None and (observing or arriving or naming or state.agents) and \
+                not self._some_step_breaks_a_rule(state, tried):
+            # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
+            # not where another process's step breaks a rule: that is reported here, as it stands.
+            for p in observing:
+                m = machine.wait_barrier(state, p)
+                # in phase 0 the wait may pass without observing (a first wait with parity 1): then
+                # nothing may change the phase first; later it observes, and only arrivals conflict
+                forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 else _NO_ARRIVAL
+                if self._can_precede(state, m, p, None, forbidden, False) is not None:
+                    yield tried[p]  # type: ignore[misc]
+                    return
+            for p in arriving:
+                m = machine.arrive_target(state, p)
+                # the cheap condition first: both are pure, the order only saves work
+                if m is None or not self._landings_commute(state, m, None, p) or \
+                        self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None:
+                    continue
+                res = tried[p] = machine.step_process(state, p)
+                if res is not None and res.violation is None and not res.warnings and not res.soft and \
+                        machine.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
+                        not self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                    yield res
+                    return
+            for p in naming:
+                if not lone_named_arrival(self, state, p):
+                    continue
+                res = tried[p]
+                if res is not None and res.violation is None and not res.warnings and not res.soft and \
+                        machine.programs[p].code[res.state.procs[p][P_PC]].kind != END:
+                    yield res
+                    return
+            for a in state.agents:
+                if a[0] != AG_TMA or a in landed or not self._lands_first(state, a):
+                    continue
+                res = landed[a] = machine.step_agent(state, a)
+                if res.violation is None and not res.warnings and not res.soft:
+                    yield res
+                    return
+        yield from machine.successors(state, tried, landed)
+
+    def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
+        """Does the step of some process break a rule (a violation, whether it ends its path or is
+        a soft finding the search goes on past)? The steps are computed into ``tried`` (a blocked
+        wait costs a lookup), for the expansion to reuse. A soft finding counts too: taking another
+        step alone first would report it later than on its shortest path, or (a fence the other step
+        issues) not at all."""
+        machine = self.machine
+        procs = state.procs
+        for p, classes in enumerate(self._por_class):
+            if classes[procs[p][P_PC]] is _POR_NONE:
+                continue
+            res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
+            if res is not None and (res.violation is not None or res.soft):
+                return True
+        return False
+
+    def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
+                     freeze: bool, named: tuple[int, list] | None = None,
+                     landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
+        """What the other actors can execute before one step (of process ``frozen``, or the
+        landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
+        its end first; None when some actor can first reach an event on m of a kind in
+        ``forbidden`` (or an operation whose target cannot be evaluated). ``freeze``: the caller
+        has made sure that nothing else can complete m's current phase first (a landing with
+        every update of m forbidden), so a wait on m passes only if it passes now.
+
+        Control flow depends only on loop variables, so each process runs a fixed sequence of
+        operations from where it stands (``Machine.future``); the frozen process does not move. The
+        set computed is the least fixpoint of: a process can execute the next operation of its
+        sequence if that is not an mbarrier wait, or a wait that can pass first. A wait on m'
+        passes only if it passes now or once a phase of m' completes, which requires as many
+        arrivals on m' from what can run first (operations of the sequences so far, commits in
+        flight) as m' has pending, or, when none is pending, a byte count that can change (a
+        copy in flight or issued, an expect_tx or complete_tx). An inval, init or arrive_drop of
+        m', a non-positive arrival count, an invalid m' and every other kind of wait (all-thread
+        named barriers, cluster barriers, tensor memory) are taken to pass, except the wait of a
+        `bar.sync` with an explicit count, which passes only when its generation can fill
+        (precede_walk.py). Every execution that avoids the step
+        runs, per process, a prefix of its sequence inside this set: by induction along the
+        execution, a wait in it passed either in the phase it sees now or after a completion,
+        whose arrivals or bytes came from the actors' earlier moves, all inside the set. So
+        this over-approximates what can happen before the step.
+
+        With ``freeze``, a wait on m that passes now while m is in phase 0, or that is its
+        process's first wait on m, answers None: a first wait means the phase of PTX's window
+        (rules.first_wait_phase), so one that passes now (the CUTLASS producer start on a fresh
+        barrier, or parity 0 observing phase 0 in phase 1) blocks once the step completes the
+        phase, reporting nothing.
+
+        ``landings_ok``: copies in flight may land on m first (the caller checks with
+        _landings_commute that their sums never complete m's phase early).
+
+        ``updates``: with ``freeze``, the processes' arrivals and byte counts on m in the set are
+        appended to it as (arrivals, tx-count change) instead of answering None (an arrive_drop,
+        init or inval of m still answers None), and a wait on m in the set that passes now
+        answers None where any was appended; the caller checks their sums (_lands_first).
+
+        ``named`` = (index, out): the step is an arrival on named barrier ``index`` (m is -1 and
+        nothing is forbidden); every arrival on it that can come first is appended to ``out`` as
+        its event, and a process stops after a `bar.sync` on it and at a wait parked on it: the
+        caller (named.py) takes the step only where the open generation cannot complete before
+        it, so such a wait cannot pass first.
+
+        The walk is precede_walk.py; its answers are remembered by what it reads
+        (precede_memo.py, kept as ``_precede``)."""
+        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
+
+
+__all__ = ["LOCAL_OPS", "Reduction"]

@@ -1,0 +1,147 @@
+"""When byte counts on one mbarrier commute: the condition behind taking a copy's landing or an
+`arrive.expect_tx` alone while other copies into the same barrier are still in flight.
+
+A landing subtracts its bytes from the barrier's tx-count; an `arrive.expect_tx` adds its
+bytes and removes its arrivals from the pending count. Each then completes the phase if
+pending arrivals and tx-count are both 0. The updates themselves add up in any order, so two
+of them commute unless the phase completes between them: then the later one counts in the
+next phase in one order only. With nothing but the step t and the landings L in flight able
+to change the barrier first (the caller's Reduction._can_precede condition), the barrier's
+state after any set of them is the sum of the set, whatever the order. If no set short of
+all of them (t with every landing) leaves it at 0 pending and 0 bytes, no order completes
+the phase before its last update, and every order ends in the same state: t then commutes
+with every landing at every point of every execution, which is what taking it alone needs.
+The same sums also stay inside the tx-count's range (±(2^20−1), SV503), so no order reports
+an overflow that another does not.
+
+Sets are enumerated, so this is refused past MAX_LANDINGS copies in flight on the barrier.
+
+The rules that ask it are here too (LandingRules): a copy's landing against the updates of its
+barrier that can come first, an arrive.expect_tx against the copies in flight.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...expr import EvalError
+from ...semantics.core import Violation
+from ...semantics.rules import MAX_COUNT
+from ...semantics.state import AG_TMA, M_PEND, M_TX, P_PC, P_VARS, State
+from .precede_walk import _ANY_UPDATE
+
+if TYPE_CHECKING:
+    from ...semantics.machine import Machine
+
+MAX_LANDINGS = 10
+Update = tuple[int, int]  # (arrivals it removes from the pending count, what it adds to the tx-count)
+
+
+def landings_commute(pend: int, tx: int, step_arrivals: int, step_tx: int, landings: list[int]) -> bool:
+    """May a step that removes ``step_arrivals`` pending arrivals and adds ``step_tx`` to the
+    tx-count be taken before the ``landings`` (byte counts) in flight on the same barrier, which
+    has ``pend`` arrivals pending and tx-count ``tx``? (module docstring)"""
+    return updates_commute(pend, tx, (step_arrivals, step_tx), [(0, -b) for b in landings])
+
+
+def updates_commute(pend: int, tx: int, step: Update, updates: list[Update]) -> bool:
+    """May ``step`` be taken before ``updates`` of the same barrier, each a (arrivals, tx-count
+    change) pair, when these are all that can change the barrier first? The barrier after any
+    set of them is its sum; no set short of all of them with the step may leave it at 0 pending
+    and tx-count 0 (module docstring), every sum keeps the tx-count in range (SV503) and the
+    pending count at or above 0 (an arrive past it is SV504, whose report would then depend on
+    the order)."""
+    n = len(updates)
+    if n > MAX_LANDINGS:
+        return False
+    full = (1 << n) - 1
+    arr = [0] * (1 << n)
+    sums = [0] * (1 << n)
+    for s in range(1, 1 << n):
+        low = s & -s
+        a, d = updates[low.bit_length() - 1]
+        arr[s] = arr[s ^ low] + a
+        sums[s] = sums[s ^ low] + d
+    for s in range(1 << n):
+        for with_step in (False, True):
+            p = pend - arr[s] - (step[0] if with_step else 0)
+            t = tx + sums[s] + (step[1] if with_step else 0)
+            if not -MAX_COUNT <= t <= MAX_COUNT or p < 0:
+                return False
+            if p == 0 and t == 0 and not (with_step and s == full):
+                return False
+    return True
+
+
+class LandingRules:
+    """The conditions for a copy's landing and an arrive.expect_tx against the other byte counts on
+    their barrier (a mixin of Reduction)."""
+
+    machine: Machine
+
+    def _lands_first(self, state: State, a: tuple) -> bool:
+        """May the landing of bulk copy ``a`` be taken alone (partial-order reduction)?
+
+        A landing writes its slot's in-flight record and counts its bytes on its barrier m
+        (completing the phase, maybe). It does not commute with another update of m (an
+        arrive, expect_tx, complete_tx, another copy's landing or a commit's arrival: the
+        intermediate tx-count decides whether and when the phase completes), with an init or
+        inval of m, or with the exit of its CTA (an exit before it is SV404). So it is taken
+        alone only when none of these can happen before it, whatever the other actors do: in
+        what can run before it (``_can_precede``, with m's phase frozen), no commit counts
+        on m, no process reaches an arrive_drop, init or inval of m, and some process of the
+        copy's CTA does not reach its end. What can come first otherwise commutes with it or,
+        taken after it, reports a violation of its own (docs/model.md). The other updates of m
+        that can come first — copies in flight, and the arrivals, tx updates and copies of the
+        processes in that set (a peer's multicast copy, the CTA's own arrive.expect_tx) — are
+        allowed where no set of them short of all, with the landing, completes m's phase
+        (updates_commute), and then no wait on m in the set may pass now."""
+        machine = self.machine
+        if not self._landings_commute(state, a[4], a, -1):  # the cheap condition first
+            return False
+        updates: list = []
+        ends = self._can_precede(state, a[4], -1, a, _ANY_UPDATE, True, landings_ok=True, updates=updates)
+        if ends is None or all(ends[q] for q in machine.procs_of_cta[a[1]]):
+            return False
+        if not updates:
+            return True
+        mb = state.mbars[a[4]]
+        updates.extend((0, -nbytes) for nbytes in self._other_landings(state, a[4], a))
+        return updates_commute(mb[M_PEND], mb[M_TX], (0, -a[5]), updates)
+
+    def _landings_commute(self, state: State, m: int, agent: tuple | None, p: int) -> bool:
+        """Do the copies in flight on m (other than ``agent``) commute with the step: the landing
+        of ``agent``, or process p's arrive.expect_tx on m (landings_commute)?"""
+        machine = self.machine
+        landings = self._other_landings(state, m, agent)
+        if not landings:
+            return True
+        mb = state.mbars[m]
+        if agent is not None:
+            return landings_commute(mb[M_PEND], mb[M_TX], 0, -agent[5], landings)
+        pstate = state.procs[p]
+        ins = machine.programs[p].code[pstate[P_PC]]
+        env, ctx = machine.env(p, pstate[P_VARS]), machine.ctx[p]
+        try:
+            arrivals = machine._eval(ins.op.count, env, ctx) * ins.threads
+            nbytes = machine._eval(ins.op.tx_bytes, env, ctx) * ins.threads
+        except (EvalError, Violation):
+            return False
+        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
+
+    @staticmethod
+    def _other_landings(state: State, m: int, agent: tuple | None) -> list[int]:
+        """The byte counts of the copies in flight on m, less ``agent`` (once: equal copies may be
+        one interned tuple)."""
+        landings = []
+        skip = agent is not None
+        for b in state.agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            if b[4] == m and b[0] == AG_TMA:
+                landings.append(b[5])
+        return landings
+
+
+__all__ = ["MAX_LANDINGS", "LandingRules", "Update", "landings_commute", "updates_commute"]
