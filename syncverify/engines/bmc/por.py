@@ -69,7 +69,8 @@ class EncodingIndependence:
     def _peer_outlives(self, e: Event, cta: int) -> bool:
         """Can CTA ``cta`` not have exited when process e.proc runs e, whatever the others do?
 
-        (engines/reduction/element.py, `_peer_cannot_exit_first`, decided statically.) The process has arrived on the
+        (`_peer_cannot_exit_first` of engines/reduction/element.py, decided statically.) The
+        process has arrived on the
         cluster barrier a times before e and waited after each, so generations 0..a-1 have
         completed and generation a cannot complete without its next arrival. A process q of the
         peer CTA arrives once per generation (a second arrive before its wait is SV205), so its
