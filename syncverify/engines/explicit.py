@@ -29,14 +29,14 @@ from operator import is_not
 
 from .. import budget as budgets
 from .. import ir
-from ..diagnostics import Diagnostic, Severity, TraceStep
+from ..diagnostics import Diagnostic, Severity
 from ..result import CheckResult, Stats, Verdict
 from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
-from ..semantics.state import P_PC, P_VARS, State
+from ..semantics.state import State
 from ..semantics.symmetry import Symmetry
 from .reduction import successors_of
-from .witness import barrier_of, trim
+from .witness import deadlock, diagnostic
 
 MAX_DISTINCT_ERRORS = 12
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
@@ -283,7 +283,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             state, sid = queue.popleft()
             results: list[StepResult] = list(successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
-                v = _deadlock(machine, state)
+                v = deadlock(machine, state)
                 key = (v.code, v.span.line if v.span else 0, "deadlock")
                 if key not in errors:
                     errors[key] = (v, sid, None)
@@ -328,105 +328,6 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     )
 
 
-def _deadlock(machine: Machine, state: State) -> Violation:
-    """SV201 (or SV503 when bytes that never arrive are the cause): every blocked process."""
-    blocked = [p for p in range(len(machine.procs)) if not machine.done(state, p)]
-    lines = [f"{machine.proc_label(p)} {machine.blocked_reason(state, p)}" for p in blocked]
-    first = blocked[0]
-    ins = machine.programs[first].code[state.procs[first][P_PC]]
-    span = ins.op.span if ins.op is not None else machine.protocol.span
-    tx_stuck = [m for m in range(len(machine.mb_names)) if state.mbars[m][0] and state.mbars[m][2] == 0
-                and state.mbars[m][4] != 0]
-    roles = sorted({machine.procs[p].role or "cta" for p in blocked})
-    if tx_stuck and any(machine.mb_label(m) in line for m in tx_stuck for line in lines):
-        desc = "; ".join(machine.describe_mbar(state, m) for m in tx_stuck)
-        return Violation("SV503", f"deadlock: all arrivals are in but the transaction bytes never balance ({desc}). "
-                         "Blocked: " + "; ".join(lines), span, procs=tuple(blocked))
-    return Violation("SV201", f"deadlock: {', '.join(roles)} can never move again. Blocked: " + "; ".join(lines),
-                     span, procs=tuple(blocked))
-
-
-# ---------------------------------------------------------------------- traces
-def _diff(machine: Machine, before: State, after: State) -> str:
-    parts = []
-    for m, (a, b) in enumerate(zip(before.mbars, after.mbars, strict=True)):
-        if a[:5] != b[:5]:
-            parts.append(machine.describe_mbar(after, m))
-    for i, (a, b) in enumerate(zip(before.named, after.named, strict=True)):
-        if a != b:
-            cta = f"@cta{i // 16}" if machine.ncta > 1 else ""
-            parts.append(f"bar {i % 16}{cta}: {b.arrived} arrived, gen {b.gen}")
-    if before.cluster != after.cluster:
-        parts.append(f"cluster barrier: {after.cluster[1]} arrived, gen {after.cluster[0]}")
-    return "; ".join(parts)
-
-
-def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
-                symmetry: Symmetry | None = None, involved: tuple[int, ...] = ()) -> tuple[TraceStep, ...]:
-    """Replay a path of step labels and describe each step.
-
-    Under symmetry reduction the search stored representatives; the replay
-    applies the same canonicalization and tracks the permutations so that each
-    step is attributed to the warp that really took it."""
-    state = machine.initial()
-    real = list(range(len(machine.procs)))  # representative index -> real process
-    if symmetry is not None:
-        state, perm = symmetry.canon(state)
-        real = _follow(real, perm)
-    steps: list[TraceStep] = []
-    for n, label in enumerate(labels, start=1):
-        if label[0] == "p":
-            p = label[1]
-            ps = state.procs[p]
-            ins = machine.programs[p].code[ps[P_PC]]
-            proc = machine.procs[real[p]]
-            role = machine.proc_label(real[p])
-            line = ins.line
-            op_text = machine.protocol.text_of(ins.op.span if ins.op is not None else None)
-            iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
-            cta = proc.cta
-            note = ""
-            barrier = barrier_of(machine, state, p, ins.op)
-        else:
-            a = label[1]
-            cta, line = a[1], a[7]
-            role = "async agent"
-            iteration = ""
-            op_text = ("bulk copy completes", "tensor-core commit arrives", "cp.async.mbarrier.arrive arrives")[a[0]]
-            note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
-            barrier = ""
-        res = machine.step(state, label)
-        after = res.state if res is not None and res.state is not None else state
-        if res is not None and res.violation is not None:
-            note = (note + " " if note else "") + f"<- {res.violation.code}"
-        steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
-                               state=_diff(machine, state, after), barrier=barrier))
-        state = after
-        if symmetry is not None and res is not None and res.state is not None:
-            state, perm = symmetry.canon(state)
-            real = _follow(real, perm)
-    if full:
-        return tuple(steps)
-
-    return trim(steps, {machine.proc_label(real[p]) for p in involved})
-
-
-def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
-    if not perm:
-        return real
-    out = list(real)
-    for old, new in perm.items():
-        out[new] = real[old]
-    return out
-
-
-def _diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: bool,
-                symmetry: Symmetry | None) -> Diagnostic:
-    from .witness import diagnostic
-
-    return diagnostic(machine, v, labels, full_trace, symmetry)
-
-
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
             strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
             on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool = True) -> CheckResult:
@@ -435,10 +336,10 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     the search's reductions (symmetry between identical warps, partial-order reduction)."""
     sym = Symmetry(machine.procs, machine.programs, machine.holders) if symmetry else None
     on_error = None if on_finding is None else \
-        (lambda v, labels: on_finding(_diagnostic(machine, v, labels, full_trace, sym)))
+        (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
     outcome = search(machine, budget, sym, progress, on_error, reduce)
-    diags = [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
-    diags += [_diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
+    diags = [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
+    diags += [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     stats = Stats(outcome.states, outcome.transitions, outcome.seconds, outcome.peak_mb)
     bound = bound_of(protocol)

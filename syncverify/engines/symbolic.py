@@ -102,10 +102,11 @@ from ..semantics.state import (
     State,
 )
 from ..semantics.symmetry import Symmetry
-from .explicit import Budget, _deadlock, _diagnostic, cyclic_gc_paused, explore
+from .explicit import Budget, cyclic_gc_paused, explore
 from .periodic import Plan, ProcPlan, Refusal, liftable_params, plan
 from .reduction import Reduction
 from .tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
+from .witness import deadlock, diagnostic
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
 UNFIXED, FIXED = 0, 1
@@ -671,7 +672,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             if not keep(new_mode):
                 continue
             if not results and not all(machine.done(state, q) for q in range(nprocs)):
-                v = _deadlock(machine, state)
+                v = deadlock(machine, state)
                 pending.append((errors, (v.code, v.span.line if v.span else 0, "deadlock"), v, sid, None, iters))
             for res in results:
                 transitions += 1
@@ -742,7 +743,7 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
     # no final step: a deadlock in the state reached
     if list(Reduction(machine).successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
         return None
-    v = _deadlock(machine, state)
+    v = deadlock(machine, state)
     return (machine, sym, v) if v.code == want.code else None
 
 
@@ -829,13 +830,13 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         rep = replay(protocol, chosen, defines, f, assumptions)
         if rep is not None:
             machine, sym, v = rep
-            diags.append(_diagnostic(machine, v, f.labels, full_trace, sym))
+            diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
             iters.append(f.iters)
     for f in out.warnings:
         rep = replay(protocol, chosen, defines, f, assumptions)
         if rep is not None:
             machine, sym, v = rep
-            diags.append(_diagnostic(machine, v, f.labels, full_trace, sym))
+            diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     if iters:
         return Lift(Verdict.VIOLATION, f"{chosen.param}={min(iters)}", "", tuple(diags), stats)

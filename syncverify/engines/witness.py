@@ -26,7 +26,7 @@ from collections.abc import Sequence, Set
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Span, TraceStep, make
 from ..semantics.machine import Machine, Violation
-from ..semantics.state import P_VARS, State
+from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
 
 MAX_UNTRIMMED = 12  # traces this short are shown whole
@@ -39,8 +39,6 @@ def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | No
     label names the real warp, each agent label the real issuing warp."""
     if symmetry is None or not symmetry.groups:
         return list(labels)
-    from .explicit import _follow
-
     state, perm = symmetry.canon(machine.initial())
     real = _follow(list(range(len(machine.procs))), perm)
     out: list[tuple] = []
@@ -76,8 +74,6 @@ def final_finding(machine: Machine, labels: Sequence[tuple], v: Violation) -> Vi
     """Replay a real path and find `v` again at its end: raised or recorded by the last step, or,
     for a deadlock, in the state the path ends in; with the real warps' names. None if the replay
     does not reproduce it (then the caller keeps the search's own finding)."""
-    from .explicit import _deadlock
-
     line = v.span.line if v.span else 0
     state = machine.initial()
     for n, label in enumerate(labels, start=1):
@@ -93,7 +89,7 @@ def final_finding(machine: Machine, labels: Sequence[tuple], v: Violation) -> Vi
             return None
         state = res.state
     if v.message.startswith("deadlock"):
-        again = _deadlock(machine, state)
+        again = deadlock(machine, state)
         return again if again.code == v.code else None
     return None
 
@@ -186,8 +182,6 @@ def diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: 
                symmetry: Symmetry | None) -> Diagnostic:
     """The reported finding: message, names, related locations and trace all in the real warps'
     frame; the trace shortened unless `full_trace`."""
-    from .explicit import build_trace
-
     path = real_path(machine, labels, symmetry)
     found = final_finding(machine, path, v) if symmetry is not None and symmetry.groups else None
     if found is None:  # no symmetry, or a replay that did not reproduce it: the search's own finding
@@ -253,3 +247,94 @@ def names_in(message: str, steps: Sequence[TraceStep]) -> list[str]:
     are in the representatives' frame)."""
     return [role for role in {s.role for s in steps} if re.search(rf"(?<![\w\[.]){re.escape(role)}(?![\w\]])",
                                                                   message)]
+
+
+def deadlock(machine: Machine, state: State) -> Violation:
+    """SV201 (or SV503 when bytes that never arrive are the cause): every blocked process."""
+    blocked = [p for p in range(len(machine.procs)) if not machine.done(state, p)]
+    lines = [f"{machine.proc_label(p)} {machine.blocked_reason(state, p)}" for p in blocked]
+    first = blocked[0]
+    ins = machine.programs[first].code[state.procs[first][P_PC]]
+    span = ins.op.span if ins.op is not None else machine.protocol.span
+    tx_stuck = [m for m in range(len(machine.mb_names)) if state.mbars[m][0] and state.mbars[m][2] == 0
+                and state.mbars[m][4] != 0]
+    roles = sorted({machine.procs[p].role or "cta" for p in blocked})
+    if tx_stuck and any(machine.mb_label(m) in line for m in tx_stuck for line in lines):
+        desc = "; ".join(machine.describe_mbar(state, m) for m in tx_stuck)
+        return Violation("SV503", f"deadlock: all arrivals are in but the transaction bytes never balance ({desc}). "
+                         "Blocked: " + "; ".join(lines), span, procs=tuple(blocked))
+    return Violation("SV201", f"deadlock: {', '.join(roles)} can never move again. Blocked: " + "; ".join(lines),
+                     span, procs=tuple(blocked))
+
+
+def _diff(machine: Machine, before: State, after: State) -> str:
+    parts = []
+    for m, (a, b) in enumerate(zip(before.mbars, after.mbars, strict=True)):
+        if a[:5] != b[:5]:
+            parts.append(machine.describe_mbar(after, m))
+    for i, (a, b) in enumerate(zip(before.named, after.named, strict=True)):
+        if a != b:
+            cta = f"@cta{i // 16}" if machine.ncta > 1 else ""
+            parts.append(f"bar {i % 16}{cta}: {b.arrived} arrived, gen {b.gen}")
+    if before.cluster != after.cluster:
+        parts.append(f"cluster barrier: {after.cluster[1]} arrived, gen {after.cluster[0]}")
+    return "; ".join(parts)
+
+
+def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
+                symmetry: Symmetry | None = None, involved: tuple[int, ...] = ()) -> tuple[TraceStep, ...]:
+    """Replay a path of step labels and describe each step.
+
+    Under symmetry reduction the search stored representatives; the replay
+    applies the same canonicalization and tracks the permutations so that each
+    step is attributed to the warp that really took it."""
+    state = machine.initial()
+    real = list(range(len(machine.procs)))  # representative index -> real process
+    if symmetry is not None:
+        state, perm = symmetry.canon(state)
+        real = _follow(real, perm)
+    steps: list[TraceStep] = []
+    for n, label in enumerate(labels, start=1):
+        if label[0] == "p":
+            p = label[1]
+            ps = state.procs[p]
+            ins = machine.programs[p].code[ps[P_PC]]
+            proc = machine.procs[real[p]]
+            role = machine.proc_label(real[p])
+            line = ins.line
+            op_text = machine.protocol.text_of(ins.op.span if ins.op is not None else None)
+            iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
+            cta = proc.cta
+            note = ""
+            barrier = barrier_of(machine, state, p, ins.op)
+        else:
+            a = label[1]
+            cta, line = a[1], a[7]
+            role = "async agent"
+            iteration = ""
+            op_text = ("bulk copy completes", "tensor-core commit arrives", "cp.async.mbarrier.arrive arrives")[a[0]]
+            note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
+            barrier = ""
+        res = machine.step(state, label)
+        after = res.state if res is not None and res.state is not None else state
+        if res is not None and res.violation is not None:
+            note = (note + " " if note else "") + f"<- {res.violation.code}"
+        steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
+                               state=_diff(machine, state, after), barrier=barrier))
+        state = after
+        if symmetry is not None and res is not None and res.state is not None:
+            state, perm = symmetry.canon(state)
+            real = _follow(real, perm)
+    if full:
+        return tuple(steps)
+
+    return trim(steps, {machine.proc_label(real[p]) for p in involved})
+
+
+def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
+    if not perm:
+        return real
+    out = list(real)
+    for old, new in perm.items():
+        out[new] = real[old]
+    return out

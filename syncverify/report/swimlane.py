@@ -144,7 +144,7 @@ def schedule(protocol: ir.Protocol, *, assume_tcgen05_commit_order: bool = True,
     trace builder, so the page shows exactly what the checker would report for this
     path. If the schedule reaches a violation or a state where nobody can move, it
     stops there and that step is highlighted."""
-    from ..engines.explicit import build_trace
+    from ..engines.witness import build_trace
     from ..semantics.machine import Assumptions, Machine
 
     m = Machine(protocol, Assumptions(assume_tcgen05_commit_order, assume_dealloc_blocks, assume_commit_release))

@@ -291,8 +291,9 @@ class BMC:
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
     from ...staticcheck import static_outcome
-    from ..explicit import _diagnostic, bound_of
+    from ..explicit import bound_of
     from ..merging import merge_static
+    from ..witness import diagnostic
 
     start = time.monotonic()
     deadline = start + options.timeout
@@ -323,7 +324,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
                                  bound=bound, stats=stats, coverage=f"internal: bmc counterexample not reproduced "
                                  f"by the explicit semantics ({why})")
         else:
-            diag = _diagnostic(machine, v, outcome.labels, options.full_trace, None)
+            diag = diagnostic(machine, v, outcome.labels, options.full_trace, None)
             result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.VIOLATION,
                                  bound=bound, diagnostics=(diag,), stats=stats,
                                  coverage=f"counterexample {outcome.depth} steps deep, by Z3 in {outcome.seconds:.1f}s")
@@ -332,8 +333,8 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
 
 def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     """Run the solver's schedule through the machine; the finding it ends in, or why not."""
-    from ..explicit import _deadlock
     from ..reduction import Reduction
+    from ..witness import deadlock
 
     state = machine.initial()
     labels = outcome.labels
@@ -361,5 +362,5 @@ def replay(machine: Machine, outcome: Outcome) -> tuple[Violation | None, str]:
     if outcome.deadlock:
         if list(Reduction(machine).successors(state)) or all(machine.done(state, p) for p in range(len(machine.procs))):
             return None, "the final state is not a deadlock"
-        return _deadlock(machine, state), ""
+        return deadlock(machine, state), ""
     return None, "the schedule ends without a finding"
