@@ -57,7 +57,7 @@ def _explicit(protocol: Any, reduce: bool) -> dict:
     Budget = _first("syncverify.engines.explicit:Budget")
     explore = _first("syncverify.engines.explicit:explore")
     merge_static = _first("syncverify.engines:merge_static")
-    static_findings = _first("syncverify.staticcheck:static_findings")
+    static_findings = _first("syncverify.static.checks:static_findings", "syncverify.staticcheck:static_findings")
     # partial-order reduction: the search's choice (explore's `reduce`) or, before it was, the machine's
     by_search = "reduce" in inspect.signature(explore).parameters
     try:

@@ -69,7 +69,7 @@ def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float
         from syncverify.engines import merge_static
         from syncverify.engines.explicit import Budget, explore
         from syncverify.semantics.machine import Machine
-        from syncverify.staticcheck import static_findings
+        from syncverify.static.checks import static_findings
 
         start = time.monotonic()
         machine = Machine(protocol)
@@ -108,13 +108,13 @@ def _bmc(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
 
 
 def _spin(protocol: ir.Protocol, max_states: int, seconds: float, cc_flags: tuple[str, ...] = ("-O2",)) -> Answer:
-    """SPIN on the exported model, with the search-free findings (staticcheck.py) added as every
+    """SPIN on the exported model, with the search-free findings (static/checks.py) added as every
     engine adds them (engines.merge_static): the export models the search, not the static checks,
     so without them a protocol only a static check rejects would read as a disagreement."""
     from syncverify.export.promela import ExportError, export_model
     from syncverify.export.spin import run_spin
     from syncverify.semantics.machine import Machine
-    from syncverify.staticcheck import static_findings
+    from syncverify.static.checks import static_findings
 
     start = time.monotonic()
     try:

@@ -420,7 +420,7 @@ def _check_case(path: Path) -> None:
     assert res.verdict == ref.verdict, (res, ref)
     assert _errors(res) <= _errors(ref)
     if res.verdict is Verdict.VIOLATION:
-        from syncverify.staticcheck import static_findings
+        from syncverify.static.checks import static_findings
         static = {(d.code, d.span) for d in static_findings(protocol, Machine(protocol).programs)}
         found = [d for d in res.diagnostics if d.is_error and (d.code, d.span) not in static]
         assert len(found) <= 1 and (found or static)

@@ -1,6 +1,6 @@
 """SV406 on every trip count and at any length: the tensor-memory totals and the exit check.
 
-The column totals of each CTA are added up by an exact walk (syncverify/tmem_walk.py) that
+The column totals of each CTA are added up by an exact walk (syncverify/static/tmem_walk.py) that
 summarises loops instead of stepping a fixed number of operations, and the search checks the
 columns at every CTA's exit (Machine._tmem_exit), so the all-iterations lift sees a leak at the
 trip counts where it happens. Each reproducer has a near twin that keeps its answer.
@@ -27,8 +27,8 @@ from syncverify.export.spin import tools_available
 from syncverify.lang import load
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
-from syncverify.staticcheck import static_findings
-from syncverify.tmem_walk import WalkIncomplete, tmem_totals
+from syncverify.static.checks import static_findings
+from syncverify.static.tmem_walk import WalkIncomplete, tmem_totals
 
 # alloc on even trips, dealloc on odd ones: balanced at even ITERS, 64 columns leaked at odd ones
 LEAK_ODD = """\

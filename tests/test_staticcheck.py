@@ -2,7 +2,7 @@
 
 from syncverify import load
 from syncverify.semantics.machine import Machine
-from syncverify.staticcheck import static_findings
+from syncverify.static.checks import static_findings
 
 BASE = """protocol st {{
   cluster {cluster};

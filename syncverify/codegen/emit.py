@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..collective import collective_findings, is_wgmma
 from ..semantics.program import compile_program, processes
+from ..static.collective import collective_findings, is_wgmma
 from . import ptx, regions
 from .base import EmitRefused, Layout, Shape, Tables, make_layout
 from .kernel import KernelWriter
@@ -81,7 +81,7 @@ def _check_wgmma(protocol: ir.Protocol, sites: list[Site], programs) -> None:
             if not isinstance(op.pending, ir.Const) or op.pending.value != 0:
                 raise EmitRefused(f"{protocol.path}:{s.line}: only `wgmma.wait 0` is emitted (each wgmma read keeps "
                                   "its own accumulator, checked when the wait retires it)")
-    # the checker's SV206 rule (syncverify.collective): a kernel that breaks it is undefined, not emitted
+    # the checker's SV206 rule (syncverify.static.collective): a kernel that breaks it is undefined, not emitted
     for d in collective_findings(protocol, programs):
         site = next((s for s in sites if s.op.span == d.span), None)
         if site is not None and is_wgmma(site.op):

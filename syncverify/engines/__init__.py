@@ -68,8 +68,8 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
-    from ..staticcheck import (
-        static_outcome,  # (lazy: staticcheck imports the machine)
+    from ..static.checks import (
+        static_outcome,  # (lazy: static.checks imports the machine)
     )
 
     result = merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))

@@ -1,4 +1,4 @@
-"""How the search-free findings (staticcheck.py) join an engine's result: one rule for every
+"""How the search-free findings (static/checks.py) join an engine's result: one rule for every
 engine, in a module of its own so that each engine and the dispatcher (engines/__init__.py)
 import it without importing one another."""
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..result import CheckResult, Verdict
 
 if TYPE_CHECKING:
-    from ..staticcheck import StaticOutcome
+    from ..static.checks import StaticOutcome
 
 
 def searched(static: StaticOutcome) -> StaticOutcome:
@@ -25,7 +25,7 @@ def merge_static(result: CheckResult, findings: list | StaticOutcome) -> CheckRe
     """Add the search-free findings; a static error makes the protocol a violation. What the static
     checks could not decide (a StaticOutcome's gap) makes a safe verdict inconclusive."""
     if isinstance(findings, list):
-        from ..staticcheck import StaticOutcome as Outcome  # (lazy, like static_outcome above)
+        from ..static.checks import StaticOutcome as Outcome  # (lazy, like static_outcome above)
 
         findings = Outcome(findings)
     if findings.gap and result.verdict is Verdict.SAFE:

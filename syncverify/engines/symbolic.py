@@ -891,7 +891,7 @@ def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: floa
 
 def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> CheckResult:
     """`--engine z3`: the proof for every trip count alone (no bounded search first)."""
-    from ..staticcheck import static_outcome
+    from ..static.checks import static_outcome
     from .merging import merge_static, searched
 
     deadline = time.monotonic() + options.timeout

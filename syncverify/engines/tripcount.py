@@ -203,7 +203,7 @@ def check_one(protocol: ir.Protocol, param: str, n: int, defines: Mapping[str, i
               max_states: int, seconds: float, full_trace: bool = False) -> CheckResult | None:
     """The explicit engine at ``param`` = n, with the static findings there (as `check` at that
     trip count reports them); None where the protocol is not valid input there."""
-    from ..staticcheck import static_outcome
+    from ..static.checks import static_outcome
     from .explicit import Budget, explore
     from .merging import merge_static, searched
 

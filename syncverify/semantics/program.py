@@ -222,7 +222,7 @@ class _Compiler:
 
     def op(self, op: ir.Op, lanes: int) -> None:
         if lanes != self.proc.lane_mask and lanes != 1 << self.proc.leader_lane and not isinstance(op, _LANE_OPS) \
-                and not is_wgmma(op):  # (wgmma by part of a warp is SV206: collective.py)
+                and not is_wgmma(op):  # (wgmma by part of a warp is SV206: static/collective.py)
             raise InputError([make("SV116", f"`{type(op).__name__}` by some lanes of {self.proc.label()}: in a "
                                    "lane guard only data accesses, mbarrier arrivals and tx counts, bulk copies "
                                    "and fence.proxy.async are modelled (let the whole warp, or its elected lane, "

@@ -100,7 +100,7 @@ class Outcome:
 
 class BMC:
     def __init__(self, machine: Machine, symmetry: bool = True):
-        from ...collective import tmem_may_block
+        from ...static.collective import tmem_may_block
         why = tmem_may_block(machine)  # Machine._tmem_columns: an allocation without room blocks
         if why:
             raise Unsupported(why)
@@ -290,7 +290,7 @@ class BMC:
 
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
-    from ...staticcheck import static_outcome
+    from ...static.checks import static_outcome
     from ..explicit import bound_of
     from ..merging import merge_static
     from ..witness import diagnostic

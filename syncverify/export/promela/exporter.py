@@ -48,7 +48,7 @@ class _Exporter(FactsExport, ProcessExport, KnowledgeExport, MbarrierExport, Bar
         except InputError as err:
             raise ExportError("; ".join(f"{d.code}: {d.message}" for d in err.diagnostics)) from None
         m = self.machine
-        from ...collective import tmem_may_block
+        from ...static.collective import tmem_may_block
         why = tmem_may_block(m)  # Machine._tmem_columns: an allocation without room blocks
         if why:
             raise ExportError(why)

@@ -333,7 +333,7 @@ class AsyncAgentOps:
     def _tmem_exit(self, w: _Work, cta: int) -> None:
         """SV406 when CTA ``cta`` exits with columns still allocated (PTX tcgen05, ptx-semantics.md
         §7: all Tensor Memory allocated "must be explicitly deallocated … before the kernel exits").
-        Checked on every path, so the all-iterations lift sees it at every trip count (tmem_walk.py
+        Checked on every path, so the all-iterations lift sees it at every trip count (static/tmem_walk.py
         adds the totals up for the engines without the columns); reported at the CTA's first alloc
         in program order, where the walk's finding is reported too."""
         used = w.tmem[self._tmem_columns_index(cta)][0]

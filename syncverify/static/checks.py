@@ -27,10 +27,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from . import ir
+from .. import ir
+from ..diagnostics import Diagnostic, make
+from ..semantics.program import OP, Program
 from .collective import collective_findings, tmem_findings
-from .diagnostics import Diagnostic, make
-from .semantics.program import OP, Program
 from .tmem_walk import WalkIncomplete
 
 

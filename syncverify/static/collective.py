@@ -21,10 +21,10 @@ summarises loops instead of stepping every trip, and says so (WalkIncomplete) wh
 
 from __future__ import annotations
 
-from . import ir
-from .diagnostics import Diagnostic, make
-from .semantics.machine import TMEM_COLUMNS, Machine
-from .semantics.program import OP, Program, is_wgmma
+from .. import ir
+from ..diagnostics import Diagnostic, make
+from ..semantics.machine import TMEM_COLUMNS, Machine
+from ..semantics.program import OP, Program, is_wgmma
 from .tmem_walk import WalkIncomplete, tmem_totals
 
 

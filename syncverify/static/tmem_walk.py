@@ -29,11 +29,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from . import budget as budgets
-from . import ir
-from .expr import EvalError, evaluate, free_names
-from .semantics.machine import Machine
-from .semantics.program import BRANCH, END, FOR_INIT, JUMP, LET, OP, Program
+from .. import budget as budgets
+from .. import ir
+from ..expr import EvalError, evaluate, free_names
+from ..semantics.machine import Machine
+from ..semantics.program import BRANCH, END, FOR_INIT, JUMP, LET, OP, Program
 
 # Instructions the walk may visit in one check (all processes together; about a second of work). A
 # summarised loop costs the instructions of one trip, so only a loop whose trips allocate
