@@ -1,7 +1,7 @@
 """Proofs for every trip count: the explicit semantics with ITERS symbolic and loop counters kept modulo a period.
 
-The engine behind `--engine z3` and the lift of `auto` (docs/engines.md), in five rooms, in the
-order a protocol passes through them:
+The engine behind `--engine z3` and the lift of `auto` (docs/engines.md), in five rooms, from the
+innermost out (a protocol enters at ``entry`` and reaches ``hook`` last):
 
 * ``hook``: the symbolic trip count, the ``Machine.loop_hook`` that answers the trip-count tests
   of the plan's loops (``periodic.plan``), and the modes it leaves in a state (ITERS fixed or not);
