@@ -2,7 +2,7 @@
 
 Each engine takes a loaded protocol and a budget and answers a verdict with
 its error codes. Engines that are not part of the installed version (the
-all-iterations engine `engines/symbolic.py`, SPIN through the Promela export)
+all-iterations engine `engines/symbolic/`, SPIN through the Promela export)
 are detected by import and reported unavailable with the reason, so a test or
 benchmark skips them cleanly instead of failing.
 

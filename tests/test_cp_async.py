@@ -306,7 +306,7 @@ def test_group_wait_needs_a_constant():
 
 def test_the_lift_shifts_cp_async_group_numbers():
     """The multistage ring is proved for every trip count: the lift's normalization shifts the
-    cp.async group numbers with the bulk and wgmma ones (symbolic._normalize). Its twin with
+    cp.async group numbers with the bulk and wgmma ones (engines/symbolic/key.py). Its twin with
     the waits one group short stays a violation."""
     res = check_protocol(syncverify.load("specs/cutlass_sm80_multistage_cp_async.sync"), Options(engine="z3",
                                                                                               timeout=120))

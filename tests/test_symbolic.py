@@ -1,4 +1,4 @@
-"""The unbounded engine (engines/symbolic.py, engines/periodic.py): cross-checks against the explicit engine.
+"""The unbounded engine (engines/symbolic/, engines/periodic.py): cross-checks against the explicit engine.
 
 * Bounded: the periodic search restricted to exactly ITERS = N (trip count symbolic,
   counters shifted modulo the period, merges on normalized keys) must give the

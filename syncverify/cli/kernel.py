@@ -1,4 +1,4 @@
-"""What `extract` and `check` on a kernel share, concrete or symbolic (cli_extract.py, cli_symbolic.py).
+"""What `extract` and `check` on a kernel share, concrete or symbolic (cli/extract.py, cli/symbolic.py).
 
 The launch the command line gives (`launch_of`), and a finding on an extracted protocol placed at the
 CUDA source line of the instruction behind its statement (`_at_source`), with the PTX line and the line of

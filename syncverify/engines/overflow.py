@@ -30,6 +30,7 @@ from .. import ir
 from ..budget import solve
 from ..expr import MAX_MAGNITUDE, Context
 from ..semantics.program import FOR_INIT, LET, Program
+from .carith import z3_binary
 
 RLIMIT = 5_000_000
 SEED = 0
@@ -142,34 +143,6 @@ class _Encoder:
         return z3.Int(f"%unknown#{self.fresh}"), env
 
 
-def z3_binary(op: str, a: z3.ArithRef, b: z3.ArithRef, right: ir.Expr) -> z3.ArithRef | None:
-    """C's binary operation on Z3 integers (truncating `/` and `%`, comparisons and `&&`, `||` giving 0
-    or 1, as ``expr.evaluate``); None for what it does not model: bitwise operators, shifts, and a
-    divisor that is not a non-zero constant (``right`` is the divisor's expression)."""
-    one, zero = z3.IntVal(1), z3.IntVal(0)
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op in ("/", "%"):
-        if not isinstance(right, ir.Const) or right.value == 0:
-            return None
-        d = right.value
-        q = z3.If(a >= 0, a / abs(d), -((-a) / abs(d)))  # C: truncation toward zero
-        q = q if d > 0 else -q
-        return q if op == "/" else a - d * q
-    cmp = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
-    if op in cmp:
-        return z3.If(cmp[op], one, zero)
-    if op == "&&":
-        return z3.If(z3.And(a != 0, b != 0), one, zero)
-    if op == "||":
-        return z3.If(z3.Or(a != 0, b != 0), one, zero)
-    return None
-
-
 def _can_overflow(ob: Obligation, e: ir.Expr, low: int, high: int) -> bool:
     """Can some binary operation of e leave ±2^62 for a trip count in [low, high]?"""
     n = z3.Int("%N")
@@ -209,4 +182,4 @@ def first_overflow(obligations: Iterable[Obligation], low: int) -> tuple[int, in
     return best
 
 
-__all__ = ["CounterRange", "Obligation", "OverflowUnknown", "first_overflow", "z3_binary"]
+__all__ = ["CounterRange", "Obligation", "OverflowUnknown", "first_overflow"]

@@ -44,7 +44,8 @@ from ..expr import Context, free_names
 from ..lang import load
 from ..semantics.machine import Machine
 from ..semantics.program import BRANCH, FOR_INIT, FOR_NEXT, LET, OP, Instr, Program
-from .overflow import CounterRange, Obligation, OverflowUnknown, first_overflow, z3_binary
+from .carith import Unsupported, z3_term
+from .overflow import CounterRange, Obligation, OverflowUnknown, first_overflow
 from .tripcount import SettleRefusal, ancestors, settle_point
 
 BASE = 1000  # the trip count the plan's machine is compiled with (large, so that no bound folds to a special case)
@@ -206,39 +207,6 @@ def _divisor_product(e: ir.Expr) -> int:
     return 1
 
 
-class _Unsupported(Exception):
-    pass
-
-
-def _z3(e: ir.Expr, env: Mapping[str, z3.ArithRef], ctx: Context) -> z3.ArithRef:
-    """The value of e as a Z3 integer, with C's truncating `/` and `%` (expr.py)."""
-    match e:
-        case ir.Const(value=v):
-            return z3.IntVal(v)
-        case ir.Var(name=n):
-            if n not in env:
-                raise _Unsupported(f"`{n}` has no value")
-            return env[n]
-        case ir.Builtin(name=n):
-            return z3.IntVal(ctx.cta if n == "cta" else ctx.instance)
-        case ir.InRole(role=r):
-            return z3.IntVal(int(r in ctx.roles))
-        case ir.UnOp(op=op, operand=x):
-            v = _z3(x, env, ctx)
-            return -v if op == "-" else z3.If(v == 0, z3.IntVal(1), z3.IntVal(0))
-        case ir.BinOp(op=op, left=left, right=right):
-            value = z3_binary(op, _z3(left, env, ctx), _z3(right, env, ctx), right)
-            if value is None:
-                raise _Unsupported("a division by a non-constant" if op in ("/", "%")
-                                   else f"operator `{op}` on a loop counter")
-            return value
-        case ir.Cond(cond=c, then=then, orelse=orelse):
-            return z3.If(_z3(c, env, ctx) != 0, _z3(then, env, ctx), _z3(orelse, env, ctx))
-        case ir.Pick(name=n):
-            raise _Unsupported(f"the `choose` value `{n}` on a loop counter")
-    raise _Unsupported("an unknown expression")
-
-
 def periodic(e: ir.Expr, counters: Mapping[str, int], ctx: Context, period: int, threshold: int,
              rlimit: int = RLIMIT) -> bool | None:
     """Does e(v + P) = e(v) hold for all values of the counters v ≥ K + offset(v) (shifted together)
@@ -247,8 +215,8 @@ def periodic(e: ir.Expr, counters: Mapping[str, int], ctx: Context, period: int,
     base = {n: z3.Int(n) for n in names}
     shifted = {n: (v + period if n in counters else v) for n, v in base.items()}
     try:
-        now, later = _z3(e, base, ctx), _z3(e, shifted, ctx)
-    except _Unsupported:
+        now, later = z3_term(e, base, ctx), z3_term(e, shifted, ctx)
+    except Unsupported:
         return False
     solver = z3.Solver()
     solver.set("rlimit", rlimit)

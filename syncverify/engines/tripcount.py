@@ -37,6 +37,7 @@ from ..expr import MAX_MAGNITUDE, Context, EvalError, evaluate, free_names
 from ..lang import load
 from ..result import CheckResult, Verdict
 from ..semantics.machine import Assumptions, Machine
+from .carith import Unsupported, z3_term  # (the same exact C arithmetic as the periodicity proofs)
 
 _NOBODY = Context(0, 0, frozenset())  # (unused: `_inline` turned the built-ins and roles into variables)
 MAX_SETTLE = 32  # the largest trip count before which trip-count-derived values may still change
@@ -115,15 +116,13 @@ def _inline(e: ir.Expr, param: str, derived: Mapping[str, ir.ParamSite], values:
 def _settles(h: ir.Expr, param: str, base: int, what: str) -> int:
     """The smallest L ≤ MAX_SETTLE with h(N) = h(base) for every N in [L, 2^62] and every value of
     the other variables; SettleRefusal if there is none (or Z3 cannot tell)."""
-    from .periodic import _Unsupported, _z3  # (the same exact C arithmetic as the periodicity proofs)
-
     names = sorted(free_names(h) - {param})
     env = {n: z3.Int(n) for n in names}
     n_var = z3.Int(f"%{param}")
     try:
-        at_n = _z3(h, {**env, param: n_var}, _NOBODY)
-        at_base = _z3(h, {**env, param: z3.IntVal(base)}, _NOBODY)
-    except _Unsupported as err:
+        at_n = z3_term(h, {**env, param: n_var}, _NOBODY)
+        at_base = z3_term(h, {**env, param: z3.IntVal(base)}, _NOBODY)
+    except Unsupported as err:
         raise SettleRefusal(f"{what} uses an operation the lift does not follow ({err})") from None
     low = 0
     while True:

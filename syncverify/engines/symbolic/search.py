@@ -1,0 +1,243 @@
+"""The periodic search: breadth-first over the abstraction, one branch per trip count a step can tell apart.
+
+What is searched. The machine of ``semantics.machine`` is run unchanged, except
+that the trip-count test of the loops found by ``periodic.plan`` is answered
+by a :class:`TripCount` instead of a constant bound (``Machine.loop_hook``):
+
+* while ITERS is *not yet fixed*, the state carries T, the largest counter
+  value already tested true ("ITERS > T"). A test ``u < ITERS`` with u ≤ T is
+  true. A step whose tests reach values above T has, besides its successors
+  for every ITERS beyond them (all tests true), the successors for each
+  ITERS = n with T < n ≤ the largest value tested — computed concretely with
+  ITERS fixed at n. So every abstract successor is a concrete successor for
+  the ITERS it stands for, and every concrete successor for every ITERS is
+  one of them: the abstraction is exact on finite prefixes.
+* Partial-order reduction and symmetry act per concrete ITERS (each branch
+  asks ``Reduction.successors`` with its own trip count), so they keep the
+  guarantees they have for the explicit engine. (The reduction does not take
+  the steps that need every process's sequence of operations fixed alone
+  while a loop hook is installed: a copy's landing, a first observing wait,
+  an arrive.expect_tx.)
+
+A room of its own: the search drives the machine and the key; what its findings mean for the
+protocol (replayed at their trip count) is decided in ``answers``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from ... import budget as budgets
+from ...semantics.machine import Assumptions, BudgetExceeded, Machine, StepResult, Violation
+from ...semantics.state import P_PC, P_VARS, State
+from ...semantics.symmetry import Symmetry
+from ..explicit import cyclic_gc_paused
+from ..periodic import Plan
+from ..reduction import Reduction
+from ..witness import deadlock
+from .hook import FIXED, UNFIXED, TripCount, _Unexpected
+from .key import _shape, normalize
+
+MAX_ERRORS = 12
+DEFAULT_ASSUMPTIONS = Assumptions()
+
+
+# ---------------------------------------------------------------------- the search
+@dataclass
+class Finding:
+    violation: Violation
+    labels: list[tuple]
+    iters: int  # the concrete trip count its path runs with
+    final: bool = True  # the last label is the step that reports it (False: a deadlock in the state reached)
+
+
+@dataclass
+class LiftOutcome:
+    complete: bool
+    states: int
+    transitions: int
+    seconds: float
+    errors: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    stop_reason: str = ""
+    stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
+
+
+def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
+                  seconds: float = 600.0, only: int | None = None, memory_mb: float = math.inf) -> LiftOutcome:
+    """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction."""
+    with cyclic_gc_paused():
+        return _lifted_search(p, assumptions, max_states, seconds, only, memory_mb)
+
+
+def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: float,
+                   only: int | None, memory_mb: float) -> LiftOutcome:
+    start = time.monotonic()
+    base_mb = budgets.rss_mb()
+    machine = Machine(p.protocol, assumptions)
+    successors = Reduction(machine).successors
+    hook = TripCount(p)
+    machine.loop_hook = hook
+    machine.deadline = start + seconds
+    sym = Symmetry(machine.procs, machine.programs, machine.holders)
+    sh = _shape(p, machine)
+    nprocs = len(machine.procs)
+    floor = p.min_iters - 1  # ITERS > floor
+
+    mains = [(q, pp.main.init_pc, pp.main.slot, pp.main.hi_off) for q, pp in p.procs]
+
+    def counter_top(state: State) -> int:
+        """The largest trip-count test value the counters of processes in their main loop stand for."""
+        return max((state.procs[q][P_VARS][slot] - hi_off for q, init_pc, slot, hi_off in mains
+                    if state.procs[q][P_PC] > init_pc), default=-1)
+
+    def keep(mode: tuple[int, int]) -> bool:
+        if only is None:
+            return True
+        return mode[1] < only if mode[0] == UNFIXED else mode[1] == only
+
+    def expand(state: State, mode: tuple[int, int]) -> list[tuple[list[StepResult], tuple[int, int], int]]:
+        """Per branch of the trip count: the successors, the mode after them, the ITERS they run with."""
+        if mode[0] == FIXED:
+            hook.fixed = mode[1]
+            return [(list(successors(state)), mode, mode[1])]
+        hook.fixed, hook.known, hook.tested = None, mode[1], []
+        results = list(successors(state))
+        top = max([mode[1], *hook.tested])
+        # Each result stands for every ITERS above the tests of its own step, which its counters
+        # show (a test answered true moved a counter to the value tested). Tests made by steps
+        # partial-order reduction probed but did not take only add branches with ITERS fixed.
+        by_known: dict[int, list[StepResult]] = {}
+        for res in results:
+            # a step that ends in a violation shows no counters: it stands for ITERS above every test
+            known = top if res.state is None else max(mode[1], counter_top(res.state))
+            by_known.setdefault(known, []).append(res)
+        # with ``only``, an unfixed branch is kept only while it stands for ITERS = only too
+        out = [(group, (UNFIXED, known), known + 1 if only is None else only) for known, group in by_known.items()]
+        if not results:
+            out.append(([], (UNFIXED, top), top + 1 if only is None else only))
+        if len(results) <= 1:
+            # possibly a step partial-order reduction took alone: with ITERS fixed it may not qualify
+            for n in range(mode[1] + 1, top + 1):
+                hook.fixed = n
+                out.append((list(successors(state)), (FIXED, n), n))
+            return out
+        # A full expansion: with ITERS = n every step is enabled as before, and a step whose own
+        # tests stayed below n has the same result (it is among the unfixed ones, which stand for
+        # n too). Only the steps that tested n or more are recomputed with ITERS fixed at n.
+        for n in range(mode[1] + 1, top + 1):
+            hook.fixed = n
+            changed = []
+            for res in results:
+                if res.state is None or counter_top(res.state) >= n:
+                    again = machine.step(state, res.label)
+                    if again is not None:
+                        changed.append(again)
+            if changed:
+                out.append((changed, (FIXED, n), n))
+        return out
+
+    # initial states: the initial local runs may already test the trip count
+    hook.fixed, hook.known, hook.tested = None, floor, []
+    try:
+        init0 = machine.initial()
+        top = max([floor, *hook.tested])
+        starts = [(init0, (UNFIXED, top))]
+        for n in range(floor + 1, top + 1):
+            hook.fixed = n
+            starts.append((machine.initial(), (FIXED, n)))
+    except (_Unexpected, BudgetExceeded) as err:
+        return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err),
+                           stopped_by=budgets.TIME if isinstance(err, BudgetExceeded) else "")
+    index: dict[tuple, int] = {}
+    parents: list[tuple[int, tuple | None]] = []
+    nodes: list[tuple[State, tuple[int, int]]] = []
+    queue: deque[int] = deque()
+    for st, mode in starts:
+        if not keep(mode):
+            continue
+        st = sym.canon(st)[0]
+        key = normalize(sh, st, mode)
+        if key not in index:
+            index[key] = len(nodes)
+            nodes.append((st, mode))
+            parents.append((-1, None))
+            queue.append(index[key])
+    reached: set[tuple[State, tuple[int, int]]] = set()
+    errors: dict[tuple, Finding] = {}
+    warnings: dict[tuple, Finding] = {}
+    pending: list[tuple[dict, tuple, Violation, int, tuple | None, int]] = []
+    transitions = 0
+    stop = kind = ""
+    popped = 0
+    while queue:
+        if len(nodes) > max_states:
+            stop, kind = budgets.reached(budgets.STATES, max_states), budgets.STATES
+            break
+        popped += 1
+        if popped % 256 == 0:
+            budgets.stop_if_interrupted()
+            if budgets.rss_mb() - base_mb > memory_mb:
+                stop, kind = budgets.reached(budgets.MEMORY, memory_mb), budgets.MEMORY
+                break
+        if popped % 256 == 0 and time.monotonic() - start > seconds:
+            stop, kind = budgets.reached(budgets.TIME, seconds), budgets.TIME
+            break
+        if len(errors) >= MAX_ERRORS:
+            stop = f"stopped after {MAX_ERRORS} distinct violations"
+            break
+        sid = queue.popleft()
+        state, mode = nodes[sid]
+        try:
+            branches = expand(state, mode)
+        except (_Unexpected, BudgetExceeded) as err:
+            stop, kind = str(err), budgets.TIME if isinstance(err, BudgetExceeded) else ""
+            break
+        for results, new_mode, iters in branches:
+            if not keep(new_mode):
+                continue
+            if not results and not all(machine.done(state, q) for q in range(nprocs)):
+                v = deadlock(machine, state)
+                pending.append((errors, (v.code, v.span.line if v.span else 0, "deadlock"), v, sid, None, iters))
+            for res in results:
+                transitions += 1
+                for w in res.warnings:
+                    pending.append((warnings, (w.code, w.span.line if w.span else 0), w, sid, res.label, iters))
+                for v in res.soft:
+                    pending.append((errors, (v.code, v.span.line if v.span else 0, 0), v, sid, res.label, iters))
+                if res.violation is not None:
+                    v = res.violation
+                    pending.append((errors, (v.code, v.span.line if v.span else 0,
+                                             v.related[0][0] if v.related else 0), v, sid, res.label, iters))
+                    continue
+                nxt = sym.canon(res.state)[0]
+                before = len(reached)
+                reached.add((nxt, new_mode))  # (one hash: a set that did not grow had it already)
+                if len(reached) == before:
+                    continue  # this very state was reached before: its key is known
+                key = normalize(sh, nxt, new_mode)
+                new = len(nodes)
+                if index.setdefault(key, new) == new:
+                    nodes.append((nxt, new_mode))
+                    parents.append((sid, res.label))
+                    queue.append(new)
+            for table, key, v, at, label, n in pending:
+                if key not in table:
+                    table[key] = Finding(v, _path(parents, at, label), n, label is not None)
+            pending.clear()
+
+    return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
+                       seconds=time.monotonic() - start, errors=list(errors.values()),
+                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind)
+
+
+def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
+    labels = [] if last is None else [last]
+    while parents[sid][0] >= 0:
+        parent, label = parents[sid]
+        labels.append(label)
+        sid = parent
+    return labels[::-1]
