@@ -30,7 +30,6 @@ from ...result import Stats, Verdict
 from ...semantics.machine import Assumptions, Machine, Violation
 from ...semantics.symmetry import Symmetry
 from ..periodic import Plan, Refusal, liftable_params, plan
-from ..reduction import Reduction
 from ..tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
 from ..witness import deadlock, diagnostic
 from .search import DEFAULT_ASSUMPTIONS, Finding, lifted_search
@@ -64,7 +63,8 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
             return None
         state = sym.canon(res.state)[0]
     # no final step: a deadlock in the state reached
-    if list(Reduction(machine).successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
+    # a deadlock: the model offers no step (a reduced search offers one exactly when it does)
+    if list(machine.successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
         return None
     v = deadlock(machine, state)
     return (machine, sym, v) if v.code == want.code else None
