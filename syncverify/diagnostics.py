@@ -102,6 +102,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV116": ("construct not supported in this position", Severity.ERROR),
     "SV117": ("malformed `expect:` header", Severity.ERROR),
     "SV118": ("bad `choose` declaration or use", Severity.ERROR),
+    "SV119": ("bad sweep manifest", Severity.ERROR),
     "SV201": ("deadlock", Severity.ERROR),
     "SV202": ("named-barrier thread counts disagree within one generation", Severity.ERROR),
     "SV203": ("a warp contributes twice to one named-barrier generation", Severity.WARNING),

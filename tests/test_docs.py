@@ -40,7 +40,7 @@ def examples(code: str) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("code", [c for c in CODES if c.startswith("SV1")])
 def test_input_error_examples_report_their_code(code):
-    if code in ("SV112", "SV114"):  # a missing file and a bad -D: shown as command lines
+    if code in ("SV112", "SV114", "SV119"):  # a missing file, a bad -D, a bad manifest: shown as command lines
         assert "```console" in explain(code) and f"SV{code[2:]}" in explain(code)
         return
     ((spec, expected),) = examples(code)

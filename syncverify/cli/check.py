@@ -51,7 +51,7 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
                            epilog="Defaults can be set in a [tool.syncverify] table of pyproject.toml "
                            "(docs/api.md). Exit codes: 0 safe, 1 violation, 2 input error, 3 inconclusive, "
                            "130 interrupted.")
-    check.add_argument("paths", nargs="+", metavar="PATH",
+    check.add_argument("paths", nargs="*", metavar="PATH",
                        help="spec files or directories (searched for *.sync), or kernels (.ptx, .cu); "
                        "- reads one spec from stdin")
     check.add_argument("--format", choices=["text", "json", "jsonl", "sarif"], default="text",
@@ -86,6 +86,15 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     cli_extract.add_launch_args(check, required=False)
+    sweep = check.add_argument_group("sweeps (docs/sweeps.md)")
+    sweep.add_argument("--manifest", metavar="FILE",
+                       help="check every point of a sweep manifest (TOML), over --jobs local workers or --ray")
+    sweep.add_argument("--ray", metavar="auto|ADDRESS",
+                       help="run the manifest's points as tasks on this Ray cluster (pip install 'syncverify[ray]')")
+    sweep.add_argument("--cache", metavar="DIR",
+                       help="where a sweep keeps builds and verdicts by content (default: $SYNCVERIFY_CACHE or "
+                       "~/.cache/syncverify); shared storage lets machines share it")
+    sweep.add_argument("--no-cache", action="store_true", help="a sweep keeps nothing between runs")
     return check
 
 
@@ -117,6 +126,12 @@ def _bad_defines(defines: list[tuple[str, int | str]]) -> list[Diagnostic]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.manifest is not None or args.ray is not None:
+        return _cmd_sweep(args)
+    if not args.paths:  # a usage error, as argparse reports one (PATH is optional only beside --manifest)
+        print("syncverify check: error: the following arguments are required: PATH (or --manifest FILE)",
+              file=sys.stderr)
+        raise SystemExit(2)
     bad = _bad_defines([(name, raw) for name, values in args.defines for raw in values])
     if bad:
         results = [CheckResult(path="<command line>", protocol=None, verdict=Verdict.ERROR, bound="",
@@ -192,6 +207,25 @@ def cmd_check(args: argparse.Namespace) -> int:
                 console.print(f"{r.path}{r.point()}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """`check --manifest FILE`: the sweep (syncverify/sweep/); paths and -D belong in the manifest."""
+    from .. import sweep
+
+    if args.manifest is None:
+        print("syncverify check: --ray runs a sweep: give --manifest FILE", file=sys.stderr)
+        return 2
+    if args.paths or args.defines:
+        print("syncverify check: with --manifest, the points (paths, -D values, launches) are the manifest's",
+              file=sys.stderr)
+        return 2
+    if args.format == "jsonl":
+        print("syncverify check: a sweep reports as text, json or sarif", file=sys.stderr)
+        return 2
+    cache = None if args.no_cache else (args.cache or sweep.default_cache())
+    return sweep.main(args.manifest, fmt=args.format, jobs=args.jobs, cache=cache, ray=args.ray,
+                      expect=args.expect, quiet=args.quiet)
 
 
 def _live(args: argparse.Namespace):
