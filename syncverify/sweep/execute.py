@@ -54,6 +54,8 @@ def run_point(payload: dict[str, Any], cache_root: str) -> dict[str, Any]:
     record: dict[str, Any] = {"name": point.name, "path": point.path, "config": dict(point.config),
                               "expect": None if point.expect is None else list(point.expect),
                               "cached": False, "built": False, "host": os.uname().nodename}
+    if point.triton:
+        return {**record, **_triton(point, base, cache), "seconds": round(time.monotonic() - started, 3)}
     target = point.path
     if point.path.endswith(".cu"):
         built = build_ptx(point, base, cache)
@@ -71,6 +73,34 @@ def run_point(payload: dict[str, Any], cache_root: str) -> dict[str, Any]:
     if key is not None and outcome["status"] != "crashed":  # a crash may be the machine's, not the point's
         cache.put_json("verdicts", key, outcome)
     return {**record, **outcome, "seconds": round(time.monotonic() - started, 3)}
+
+
+def _triton(point: Point, base: str, cache: Cache) -> dict[str, Any]:
+    """A `[[triton]]` point: keyed by the module's bytes, Triton's version and the point; checked by
+    triton_point.py in a child process."""
+    try:
+        from importlib.metadata import version
+
+        triton_version = version("triton")
+    except Exception:  # not installed: the child says so, and the point is not cached
+        triton_version = None
+    key = None if triton_version is None else digest(checker_digest(), triton_version, point.triton,
+                                                     files_digest([point.path]) or "")
+    if key is not None and (hit := cache.get_json("verdicts", key)) is not None:
+        return {**hit, "cached": True}
+    timeout = dict(point.budgets).get("timeout", 600.0)
+    env = {**os.environ, "SYNCVERIFY_CACHE": str(cache.root)}  # Triton's builds go to the sweep's cache
+    cmd = [sys.executable, "-m", "syncverify.sweep.triton_point", point.triton]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=base, env=env,
+                              timeout=timeout + GUARD_SLACK)
+    except subprocess.TimeoutExpired:
+        return {"status": "crashed", "codes": [], "warnings": [], "findings": [], "sarif": None, "exit": None,
+                "message": f"the check ran past its guard of {timeout + GUARD_SLACK:.0f} s"}
+    outcome = outcome_of(proc.returncode, proc.stdout, proc.stderr)
+    if key is not None and outcome["status"] != "crashed":
+        cache.put_json("verdicts", key, outcome)
+    return outcome
 
 
 def _nvcc() -> str | None:

@@ -59,6 +59,8 @@ class Point:
     budgets: tuple[tuple[str, float], ...] = ()
     config: tuple[tuple[str, str], ...] = ()  # a sweep point's axis values (for the table by configuration)
     line: int = 0  # where the manifest names it
+    # a `[[triton]]` point: its module, kernel, call, config index and shape, as JSON (triton_point.py); "" else
+    triton: str = ""
 
     def argv(self, path: str | None = None) -> list[str]:
         """The `syncverify check` arguments of this point (its .cu replaced by ``path`` once compiled)."""
@@ -84,12 +86,12 @@ class _Lines:
     """Where each `[[point]]` / `[[sweep]]` table starts, and where a key is written in it (tomllib keeps no
     positions): errors then point at the line that says the wrong thing."""
 
-    HEADER = re.compile(r"^\s*\[\[\s*(point|sweep)\s*\]\]")
+    HEADER = re.compile(r"^\s*\[\[\s*(point|sweep|triton)\s*\]\]")
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.lines = text.splitlines()
-        self.starts: dict[str, list[int]] = {"point": [], "sweep": []}
+        self.starts: dict[str, list[int]] = {"point": [], "sweep": [], "triton": []}
         for i, line in enumerate(self.lines, 1):
             m = self.HEADER.match(line)
             if m:
@@ -101,7 +103,7 @@ class _Lines:
             return Span(self.path, 1, 1, 1, 2)
         first = starts[index]
         if key is not None:
-            heads = sorted(self.starts["point"] + self.starts["sweep"])
+            heads = sorted(line for lines in self.starts.values() for line in lines)
             end = next((s for s in heads if s > first), len(self.lines) + 1)
             for i in range(first, end):
                 text = self.lines[i - 1]
@@ -129,24 +131,28 @@ def load(path: str | Path) -> Manifest:
         line, col = _toml_position(str(err))
         raise _fail(Span(str(path), line, col, line, col + 1), f"the manifest is not valid TOML: {err}") from None
     where = _Lines(str(path), text)
-    unknown = set(data) - {"defaults", "point", "sweep"}
+    unknown = set(data) - {"defaults", "point", "sweep", "triton"}
     if unknown:
         raise _fail(Span(str(path), 1, 1, 1, 2), f"unknown table(s) {sorted(unknown)}: expected [defaults], "
-                    "[[point]] and [[sweep]]")
+                    "[[point]], [[sweep]] and [[triton]]")
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise _fail(Span(str(path), 1, 1, 1, 2), "[defaults] must be a table")
     base = path.resolve().parent
     points: list[Point] = []
     # the manifest's order: points and sweeps as they appear in the file
-    order = sorted([(line, "point", i) for i, line in enumerate(where.starts["point"])]
-                   + [(line, "sweep", i) for i, line in enumerate(where.starts["sweep"])])
+    order = sorted((line, kind, i) for kind, lines in where.starts.items() for i, line in enumerate(lines))
     for _, kind, index in order:
         table = data.get(kind, [])[index]
         if kind == "point":
             points.append(_point(table, defaults, base, where, kind, index, {}))
-        else:
+        elif kind == "sweep":
             points.extend(_sweep(table, defaults, base, where, index))
+        else:
+            from .triton_table import triton_points
+
+            points.extend(triton_points(table, defaults, base, lambda key, msg, i=index: _fail(
+                where.span("triton", i, key), msg), where.span("triton", index).line))
     names = [p.name for p in points]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -195,6 +201,16 @@ def _point(table: Mapping[str, Any], defaults: Mapping[str, Any], base: Path, wh
             raise bad(key, f"`{key}` must be a list of strings")
     if flags and not str(file).endswith(".cu"):
         raise bad("nvcc_flags", "`nvcc_flags` are for a .cu point")
+    expect, engine, budgets = common_fields(merged, bad)
+    return Point(name=name, path=str(file), define=tuple(sorted(define.items())), args=tuple(args),
+                 nvcc_flags=tuple(flags), expect=expect, engine=engine, budgets=budgets,
+                 config=tuple((k, str(v)) for k, v in config.items()),
+                 line=where.span(kind, index).line)
+
+
+def common_fields(merged: Mapping[str, Any], bad: Any) -> tuple[tuple[str, ...] | None, str,
+                                                                tuple[tuple[str, float], ...]]:
+    """A point's `expect`, `engine` and budgets, checked (``bad(key, message)`` makes the input error)."""
     expect = merged.get("expect")
     if expect is not None:
         if expect == "safe":
@@ -211,10 +227,7 @@ def _point(table: Mapping[str, Any], defaults: Mapping[str, Any], base: Path, wh
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise bad(key, f"`{key}` must be a positive number")
             budgets.append((key, float(value)))
-    return Point(name=name, path=str(file), define=tuple(sorted(define.items())), args=tuple(args),
-                 nvcc_flags=tuple(flags), expect=None if expect is None else tuple(sorted(expect)), engine=engine,
-                 budgets=tuple(budgets), config=tuple((k, str(v)) for k, v in config.items()),
-                 line=where.span(kind, index).line)
+    return None if expect is None else tuple(sorted(expect)), engine, tuple(budgets)
 
 
 def _sweep(table: Mapping[str, Any], defaults: Mapping[str, Any], base: Path, where: _Lines,
@@ -227,12 +240,12 @@ def _sweep(table: Mapping[str, Any], defaults: Mapping[str, Any], base: Path, wh
     out = []
     for combo in itertools.product(*(axes[n] for n in names)):
         config = dict(zip(names, combo, strict=True))
-        filled = {k: _fill(v, config) for k, v in table.items() if k != "axes"}
+        filled = {k: fill(v, config) for k, v in table.items() if k != "axes"}
         out.append(_point(filled, defaults, base, where, "sweep", index, config))
     return out
 
 
-def _fill(value: Any, config: Mapping[str, Any]) -> Any:
+def fill(value: Any, config: Mapping[str, Any]) -> Any:
     """`{AXIS}` in a string takes the axis value; a string that is only `{AXIS}` takes it with its type."""
     if isinstance(value, str):
         whole = re.fullmatch(r"\{(\w+)\}", value)
@@ -240,8 +253,8 @@ def _fill(value: Any, config: Mapping[str, Any]) -> Any:
             return config[whole[1]]
         return re.sub(r"\{(\w+)\}", lambda m: str(config[m[1]]) if m[1] in config else m[0], value)
     if isinstance(value, list):
-        return [_fill(v, config) for v in value]
+        return [fill(v, config) for v in value]
     if isinstance(value, dict):
-        return {k: _fill(v, config) for k, v in value.items()}
+        return {k: fill(v, config) for k, v in value.items()}
     return value
 
