@@ -262,3 +262,46 @@ def test_ray_unavailable_is_an_input_error(tmp_path, capsys, monkeypatch):
     started = time.monotonic()
     assert main(["check", "--manifest", str(m), "--no-cache", "--ray", "auto"]) == 2
     assert "pip install 'syncverify[ray]'" in capsys.readouterr().err and time.monotonic() - started < 60
+
+
+TRITON = """
+[defaults]
+timeout = 300
+[[triton]]
+name = "ring_sum {config} K={K}"
+module = "{module}"
+kernel = "ring_sum"
+call = "sweep_call"
+axes = { K = [512] }
+"""
+
+
+def test_triton_autotune_configs_are_points_and_a_rerun_hits_the_cache(tmp_path, capsys):
+    """tests/data/triton/ring_sum.py's three configs at one shape: the 3-stage ring (`k & (NUM_STAGES - 1)`
+    is `k % NUM_STAGES` only for powers of two) is the violation, and nothing is checked twice."""
+    pytest.importorskip("triton", reason="needs Triton 3.9 (pip install 'syncverify[triton]')")
+    pytest.importorskip("syncverify.triton", reason="needs the Triton front door")
+    module = Path(__file__).parent / "data" / "sweep" / "ring_sum_sweep.py"
+    m = tmp_path / "m.toml"
+    m.write_text(TRITON.replace("{module}", str(module)))
+    cache = tmp_path / "cache"
+    rc, first, _ = _sweep(capsys, "--manifest", str(m), "--cache", str(cache), "-j", "2")
+    got = {p["config"]["config"].split(",")[1]: (p["status"], p["codes"]) for p in first["points"]}
+    assert got["NUM_STAGES=2"] == ("safe", []) and got["NUM_STAGES=4"] == ("safe", [])
+    assert got["NUM_STAGES=3"][0] == "violation" and "SV502" in got["NUM_STAGES=3"][1] and rc == 1
+    bad = next(p for p in first["points"] if "NUM_STAGES=3" in p["name"])
+    assert any(f["file"].endswith("ring_sum.py") and f["code"] == "SV502" for f in bad["findings"])
+    _, second, _ = _sweep(capsys, "--manifest", str(m), "--cache", str(cache))
+    assert all(p["cached"] for p in second["points"])
+    assert [(p["status"], p["codes"]) for p in second["points"]] == [(p["status"], p["codes"]) for p in first["points"]]
+
+
+def test_a_triton_table_naming_no_kernel_is_an_input_error(tmp_path, capsys):
+    pytest.importorskip("triton", reason="needs Triton 3.9")
+    pytest.importorskip("syncverify.triton", reason="needs the Triton front door")
+    module = Path(__file__).parent / "data" / "sweep" / "ring_sum_sweep.py"
+    m = tmp_path / "m.toml"
+    m.write_text(TRITON.replace("{module}", str(module)).replace('kernel = "ring_sum"', 'kernel = "ring_summ"'))
+    assert main(["check", "--manifest", str(m)]) == 2
+    err = capsys.readouterr().err
+    assert "m.toml:7:1: SV119" in err and "has no `ring_summ`" in err

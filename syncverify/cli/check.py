@@ -225,7 +225,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     cache = None if args.no_cache else (args.cache or sweep.default_cache())
     return sweep.main(args.manifest, fmt=args.format, jobs=args.jobs, cache=cache, ray=args.ray,
-                      expect=args.expect, quiet=args.quiet)
+                      expect=args.expect, quiet=args.quiet, verbose=args.full_trace)
 
 
 def _live(args: argparse.Namespace):

@@ -58,7 +58,7 @@ def sweep(manifest_path: str, *, jobs: int = 1, cache: str | None = None, ray: s
 
 
 def main(manifest_path: str, *, fmt: str, jobs: int, cache: str | None, ray: str | None, expect: bool,
-         quiet: bool) -> int:
+         quiet: bool, verbose: bool = False) -> int:
     """`check --manifest`: run the sweep and print its report; the exit code."""
     from ..diagnostics import InputError
 
@@ -80,7 +80,7 @@ def main(manifest_path: str, *, fmt: str, jobs: int, cache: str | None, ray: str
     elif fmt == "sarif":
         print(report.render_sarif(records))
     else:
-        report.render_text(records, sys.stdout, expect)
+        report.render_text(records, sys.stdout, expect, verbose)
     if not quiet or fmt == "text":
         print(report.summary(records, seconds, about), file=sys.stderr)
     if expect:

@@ -52,7 +52,7 @@ def summary(records: Sequence[dict[str, Any]], seconds: float, about: dict[str, 
             f"in {seconds:.1f} s{where}")
 
 
-def render_text(records: Sequence[dict[str, Any]], out: IO[str], expect: bool) -> None:
+def render_text(records: Sequence[dict[str, Any]], out: IO[str], expect: bool, verbose: bool = False) -> None:
     for r in records:
         mark = ""
         if expect:
@@ -60,9 +60,15 @@ def render_text(records: Sequence[dict[str, Any]], out: IO[str], expect: bool) -
             mark = "  expect " + ("ok" if met else "MISMATCH" if met is False else "MISSING")
         codes = f" {', '.join(r['codes'])}" if r.get("codes") else ""
         print(f"{r['name']}: {r['status']}{codes}{mark}", file=out)
-        for f in r.get("findings", []):
+        findings = r.get("findings", [])
+        for f in findings:
+            if f["level"] != "error" and not verbose:
+                continue
             where = f"{_shown(f['file'])}:{f['line']}:{f['column']}" if f.get("line") else _shown(f["file"])
             print(f"  {where}: {f['code']} {f['message']}", file=out)
+        warned = Counter(f["code"] for f in findings if f["level"] != "error")
+        if warned and not verbose:  # (a safe kernel's warnings, summarized: the JSON and SARIF reports have each)
+            print("  warnings: " + ", ".join(f"{code} ×{n}" for code, n in sorted(warned.items())), file=out)
         if r["status"] in ("refused", "build-failed", "crashed", "error") and r.get("message"):
             for line in r["message"].splitlines()[:6]:
                 print(f"  {line}", file=out)
