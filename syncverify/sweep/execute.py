@@ -89,10 +89,9 @@ def _triton(point: Point, base: str, cache: Cache) -> dict[str, Any]:
     if key is not None and (hit := cache.get_json("verdicts", key)) is not None:
         return {**hit, "cached": True}
     timeout = dict(point.budgets).get("timeout", 600.0)
-    env = {**os.environ, "SYNCVERIFY_CACHE": str(cache.root)}  # Triton's builds go to the sweep's cache
     cmd = [sys.executable, "-m", "syncverify.sweep.triton_point", point.triton]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=base, env=env,
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=base,
                               timeout=timeout + GUARD_SLACK)
     except subprocess.TimeoutExpired:
         return {"status": "crashed", "codes": [], "warnings": [], "findings": [], "sarif": None, "exit": None,

@@ -11,7 +11,8 @@ builds the call for one problem shape:
     axes = { K = [512, 4096] }
 
 Each point is one config at one shape: the call's arguments with the config's values and its `num_warps`,
-`num_stages`, `num_ctas` (a config's `pre_hook` is not run: it touches device tensors), checked by
+`num_stages`, `num_ctas` (a config's `pre_hook` is not run: it touches device tensors; the call function may
+take the config values it needs as keyword parameters -- a descriptor's block, as a pre_hook sets it), checked by
 `syncverify.triton.check` without a GPU. It runs in a child process, as every point does: `python3 -m
 syncverify.sweep.triton_point POINT_JSON` prints the check's SARIF and exits as `check` does (2 with the
 refusal on stderr when extraction refuses the kernel).
@@ -20,6 +21,7 @@ refusal on stderr when extraction refuses the kernel).
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -74,7 +76,11 @@ def run(spec: dict[str, Any]) -> int:
     module = load_module(spec["module"])
     kernel = getattr(module, spec["kernel"])
     config = configs_of(kernel)[spec["config"]]
-    grid, args, kwargs = getattr(module, spec["call"])(**spec["shape"])
+    call = getattr(module, spec["call"])
+    # the config's values the call names (a descriptor's block, which a config's pre_hook would set)
+    wanted = inspect.signature(call).parameters
+    given = {k: v for k, v in (config.kwargs if config is not None else {}).items() if k in wanted}
+    grid, args, kwargs = call(**spec["shape"], **given)
     kwargs = dict(kwargs)
     if config is not None:
         kwargs.update(config.kwargs)

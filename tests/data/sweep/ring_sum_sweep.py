@@ -9,11 +9,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "triton"))
 
-from ring_sum import ring_sum  # noqa: E402,F401  (the kernel the manifest names)
-from triton.experimental.gluon import language as gl  # noqa: E402
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E402
+from ring_sum import ring_sum  # noqa: F401  (the kernel the manifest names)
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from syncverify import triton as svt  # noqa: E402
+from syncverify import triton as svt
 
 BLOCK_M, BLOCK_K = 128, 64
 
