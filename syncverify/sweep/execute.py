@@ -25,7 +25,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .cache import Cache, arg_files, checker_digest, digest, files_digest
-from .manifest import Point
+from .points import Point
 
 GUARD_SLACK = 120.0  # seconds a check may run past its own --timeout before the sweep kills it
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..diagnostics import InputError
-from .manifest import BUDGETS, Point, common_fields, fill
+from .points import BUDGETS, Point, common_fields, fill
 
 _KEYS = {"name", "module", "kernel", "call", "axes", "expect", "engine", *BUDGETS}
 
