@@ -78,6 +78,9 @@ def _demangle(name: str) -> str | None:
 
 def kernel_type(path: str, fn: Function) -> str:
     """T of the entry `cutlass::device_kernel<T>`, as C++ source."""
+    if not fn.name.startswith("_Z"):  # an unmangled (extern "C") name: no template, so no CUTLASS kernel
+        raise PtxError(path, fn.line, 1, f"--cutlass-problem: the kernel is not a CUTLASS "
+                       f"`cutlass::device_kernel<GemmKernel>` but `{fn.name}`")
     text = _demangle(fn.name)
     if text is None:
         raise PtxError(path, fn.line, 1, f"--cutlass-problem: cannot demangle the kernel name {fn.name[:80]}… "
