@@ -100,8 +100,8 @@ def bound_line(compiled: Compiled) -> str:
     """What the verdict covers: the launch, the integers the call bound and the boxes, by the call's names."""
     la = compiled.launch
     md = compiled.metadata
-    out = (f"launch block {la.block[0]}, cluster {la.cluster[0]}, grid " + "x".join(map(str, la.grid or (1,)))
-           + f", num_warps={md.get('num_warps', '?')}, num_stages={md.get('num_stages', '?')}")
+    out = f"launch block {la.block[0]}, cluster {la.cluster[0]}, grid " + "x".join(map(str, la.grid or (1,)))
+    out += "".join(f", {k}={md[k]}" for k in ("num_warps", "num_stages") if k in md)
     if compiled.constexprs:
         out += ", " + ", ".join(f"{k}={v}" for k, v in compiled.constexprs.items())
     shown = [f"{compiled.labels.get(k, k)}={v}" for k, v in la.params.items()
