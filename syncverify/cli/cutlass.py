@@ -8,7 +8,7 @@ import argparse
 import copy
 import re
 
-from ..ptx.cutlass_host import host_launch
+from ..ptx.cutlass_host import cutlass_include, host_launch
 from ..ptx.extract import load_module, pick_kernel
 from ..ptx.parse import Module
 
@@ -39,13 +39,18 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     """The module, and the arguments with the launch CUTLASS's host code computed: --grid, --block,
     --cluster and --dynamic-smem set from it; its Params fields and boxes bound to parameter 0 before any
     --param / --tensor-bytes given too (those are applied on top)."""
-    mod = load_module(path, args.includes)
+    includes = list(args.includes)
+    auto = cutlass_include()  # a .cu of a CUTLASS kernel compiles against the nvidia-cutlass headers too
+    if auto is not None and auto not in includes:
+        includes.append(auto)
+    mod = load_module(path, includes)
     name = pick_kernel(mod, args.kernel)
     fn = next(f for f in mod.entries() if f.name == name)
-    host = host_launch(path, fn, list(args.includes), args.cutlass_problem, args.cutlass_sms,
+    host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,
                        args.cutlass_beta, quiet=getattr(args, "quiet", False))
     out = copy.copy(args)
     out.kernel = name
+    out.includes = includes
     out.grid, out.block, out.cluster, out.dynamic_smem = host.grid, host.block, host.cluster, host.dynamic_smem
     out.param = [("0", host.param_bytes()), *args.param]
     out.tensor_bytes = [(("0", o), n) for o, n, _ in host.boxes] + list(args.tensor_bytes)
