@@ -73,6 +73,24 @@ def _strip(text: str) -> str:
     return re.sub(r" *//[^\n]*", "", text)
 
 
+def test_the_2x1_pingpong_gemm_gets_the_hand_written_harness_launch(tmp_path):  # type: ignore[no-untyped-def]
+    """Ping-pong, cluster 2x1, M=256 N=128 K=128 (`fields 256 128 128 2` in tests/test_ptx_pingpong.py:
+    B multicast to both CTAs in 8 KiB slices): the same launch, bytes and boxes, the same protocol."""
+    ptx = _unzip(tmp_path, DATA / "sm90_gemm_pingpong_2x1.ptx.gz")
+    mod, host = _host(ptx, (256, 128, 128, 1))
+    assert (host.grid, host.block, host.cluster, host.dynamic_smem) == ((2, 1, 1), (384, 1, 1), (2, 1, 1), 215040)
+    hand = (DATA / "sm90_gemm_pingpong_2x1_fields_256x128x128.bin").read_bytes()
+    assert all(host.image[o: o + n] == hand[o: o + n] for o, n, _ in host.fields)
+    boxes = {128: 8192, 384: 8192, 896: 4096, 1152: 4096}
+    assert {o: n for o, n, _ in host.boxes} == boxes
+    ours = Launch(block=host.block, cluster=host.cluster, grid=host.grid, dynamic_smem=host.dynamic_smem,
+                  params={"0": host.param_bytes()}, tensor_bytes={("0", o): n for o, n, _ in host.boxes})
+    theirs = Launch(block=(384, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=215040,
+                    params={"0": ParamBytes(tuple((o, hand[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in boxes.items()})
+    assert _strip(extract(mod, ours).text) == _strip(extract(mod, theirs).text)
+
+
 def test_a_seeded_2x1_gemm_is_flagged_from_the_problem_shape_alone(tmp_path, capsys):  # type: ignore[no-untyped-def]
     """The consumer_wait-skipped build (tests/test_ptx_cutlass.py's seed 1), checked with one command:
     the hand-harness test's finding, SV301 at the A copy with the wgmma as the other access."""
