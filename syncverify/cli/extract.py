@@ -18,9 +18,10 @@ from .. import budget as budgets
 from ..diagnostics import InputError
 from ..ptx.extract import Extracted, extract, load_module
 from ..ptx.launch import ParamBytes
-from ..ptx.parse import PtxError
+from ..ptx.parse import Module, PtxError
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Verdict
+from . import cutlass as cli_cutlass
 from .kernel import _at_source, _same_site_sv204, launch_of
 from .symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 
@@ -126,6 +127,7 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR",
                    help="include directory for compiling a .cu")
     add_symbolic_arg(g)
+    cli_cutlass.add_args(g)
 
 
 def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -134,19 +136,31 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     p.add_argument("-o", dest="output", metavar="FILE", help="write the protocol here (default: stdout)")
     p.add_argument("--expect", dest="expect_header", metavar="VERDICT",
                    help="write `// expect: VERDICT` as the protocol's header")
-    add_launch_args(p, required=True)
+    add_launch_args(p, required=False)  # --block, unless --cutlass-problem computes it
 
 
-def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None) -> Extracted:
-    mod = load_module(path, args.includes)
+def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None,
+                   mod: Module | None = None) -> Extracted:
+    mod = mod or load_module(path, args.includes)
     return extract(mod, launch_of(args), args.kernel, expect)
+
+
+def _with_cutlass(path: str, args: argparse.Namespace) -> tuple[Module | None, argparse.Namespace]:
+    """--cutlass-problem: the module and the launch CUTLASS's host code computed (cli/cutlass.py)."""
+    if getattr(args, "cutlass_problem", None) is None:
+        return None, args
+    return cli_cutlass.resolve(path, args)
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     if args.symbolic is not None:
         return cmd_extract_symbolic(args)
     try:
-        ex = extract_kernel(args.input, args, args.expect_header)
+        mod, args = _with_cutlass(args.input, args)
+        if args.block is None:
+            raise PtxError(args.input, 1, 1, "extracting a kernel needs its launch: give --block (and --cluster, "
+                           "--param), or --cutlass-problem MxNxK for a CUTLASS GEMM")
+        ex = extract_kernel(args.input, args, args.expect_header, mod)
     except Undefined as ub:  # no protocol describes the kernel: the finding, and no protocol
         print(ub.render(), file=sys.stderr)
         return 1
@@ -166,14 +180,19 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     from ..check import check_protocol
     from ..lang import load
 
+    try:
+        mod, args = _with_cutlass(path, args)
+    except PtxError as err:
+        return err
     if args.block is None:
-        return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param)")
+        return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param), "
+                        "or --cutlass-problem MxNxK for a CUTLASS GEMM")
     if getattr(args, "symbolic", None) is not None:
         return check_symbolic(path, args, options)
     start = time.monotonic()
     try:
         with budgets.clock(options.timeout):  # the executor and the loop roller look at it
-            ex = extract_kernel(path, args)
+            ex = extract_kernel(path, args, mod=mod)
     except Undefined as ub:
         return finding_result(path, ub, args.kernel)
     except PtxError as err:

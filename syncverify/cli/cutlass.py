@@ -1,0 +1,57 @@
+"""`--cutlass-problem MxNxK[xL]` on `check` and `extract`: a CUTLASS sm90 GEMM's launch, Params fields and
+tensor-map boxes computed by CUTLASS's own host code (ptx/cutlass_host.py), so that no host program is
+written by hand. The kernel's type comes from its PTX entry; a `.cu` is compiled first."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+
+from ..ptx.cutlass_host import cutlass_include, host_launch
+from ..ptx.extract import load_module, pick_kernel
+from ..ptx.parse import Module
+
+
+def _problem(text: str) -> tuple[int, int, int, int]:
+    parts = [p for p in re.split(r"[x,]", text) if p.strip()]
+    try:
+        vals = [int(p, 0) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MxNxK or MxNxKxL") from None
+    if len(vals) not in (3, 4) or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MxNxK or MxNxKxL of positive numbers")
+    return (vals[0], vals[1], vals[2], vals[3] if len(vals) == 4 else 1)
+
+
+def add_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--cutlass-problem", type=_problem, metavar="MxNxK[xL]",
+                   help="a CUTLASS sm90 GEMM: compute its launch, Params fields and tensor-map boxes for this "
+                        "problem with CUTLASS's own host code (built once with nvcc; docs/cutlass.md)")
+    g.add_argument("--cutlass-sms", type=int, metavar="N",
+                   help="SMs the tile scheduler is given (default: the CTAs of one cluster, so that every tile "
+                        "of the problem passes through the cluster that is extracted)")
+    g.add_argument("--cutlass-beta", type=float, default=0.0, metavar="BETA",
+                   help="the epilogue's beta (0: C is not loaded)")
+
+
+def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Namespace]:
+    """The module, and the arguments with the launch CUTLASS's host code computed: --grid, --block,
+    --cluster and --dynamic-smem set from it; its Params fields and boxes bound to parameter 0 before any
+    --param / --tensor-bytes given too (those are applied on top)."""
+    includes = list(args.includes)
+    auto = cutlass_include()  # a .cu of a CUTLASS kernel compiles against the nvidia-cutlass headers too
+    if auto is not None and auto not in includes:
+        includes.append(auto)
+    mod = load_module(path, includes)
+    name = pick_kernel(mod, args.kernel)
+    fn = next(f for f in mod.entries() if f.name == name)
+    host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,
+                       args.cutlass_beta, quiet=getattr(args, "quiet", False))
+    out = copy.copy(args)
+    out.kernel = name
+    out.includes = includes
+    out.grid, out.block, out.cluster, out.dynamic_smem = host.grid, host.block, host.cluster, host.dynamic_smem
+    out.param = [("0", host.param_bytes()), *args.param]
+    out.tensor_bytes = [(("0", o), n) for o, n, _ in host.boxes] + list(args.tensor_bytes)
+    return mod, out

@@ -1,0 +1,99 @@
+// The fields of a CUTLASS sm90 GEMM kernel's Params that decide its control flow -- mode, problem shape,
+// hardware info, tile scheduler, the collectives' TMA transaction byte counts, the epilogue's fusion
+// parameters (alpha, beta: whether C is loaded) -- and the box of each TMA tensor map, computed by CUTLASS's
+// own host code on the CPU, without a CUDA driver or GPU (syncverify/cutlass.py builds and runs it):
+// GemmKernel::to_underlying_arguments's first half, with the scheduler from
+// TileScheduler::to_underlying_arguments. The mainloop's and the epilogue's TMA descriptors and pointers,
+// which only a driver encodes, are left out; their bytes stay unknown to extraction.
+//
+// SV_GEMM_KERNEL is the kernel's type, as the PTX entry `cutlass::device_kernel<T>` names it (demangled).
+// Usage: params M N K L SM_COUNT BETA OUT.bin. Prints, one per line:
+//   launch GRID_X GRID_Y GRID_Z BLOCK_X BLOCK_Y BLOCK_Z CLUSTER_X CLUSTER_Y CLUSTER_Z DYNAMIC_SMEM
+//   field OFFSET LENGTH NAME          (bytes of OUT.bin that hold a computed field)
+//   box OFFSET BYTES NAME             (the tensor map at OFFSET of the Params moves BYTES per copy)
+//   params SIZE
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include "cutlass/cutlass.h"
+#include "cute/tensor.hpp"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+using namespace cute;
+
+using GemmKernel = SV_GEMM_KERNEL;
+
+// Bytes one TMA instruction of this copy moves: the box of its tensor map. make_tma_copy_atom
+// (cute/atom/copy_traits_sm90_tma.hpp) sizes the atom by the whole CTA tile (num_bits_per_tma) and
+// make_tma_copy_desc truncates the encoded box by the number of CTAs the copy is multicast to, each CTA
+// loading its slice: the box is the atom's bytes over the TiledCopy's thread count (1 without multicast).
+template <class TMA>
+int tma_box_bytes(TMA const&) {
+  constexpr int atom_bits = decltype(cute::size<1>(typename TMA::Traits::SrcLayout{}))::value;
+  return atom_bits / 8 / int(typename TMA::TiledNumThr{});
+}
+
+int main(int argc, char** argv) {
+  if (argc != 8) {
+    std::fprintf(stderr, "usage: %s M N K L SM_COUNT BETA OUT.bin\n", argv[0]);
+    return 2;
+  }
+  using Params = typename GemmKernel::Params;
+  using TileScheduler = typename GemmKernel::TileScheduler;
+  using ProblemShape = typename GemmKernel::ProblemShape;
+  using TileShape = typename GemmKernel::TileShape;
+  using ClusterShape = typename GemmKernel::DispatchPolicy::ClusterShape;
+  int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]), L = std::atoi(argv[4]);
+  int sm_count = std::atoi(argv[5]);
+  ProblemShape shape{M, N, K, L};
+  cutlass::KernelHardwareInfo hw{0, sm_count, 0};  // as to_underlying_arguments: no max_active_clusters
+  typename TileScheduler::Arguments sched_args{};
+  constexpr uint32_t NumEpilogueSubTiles = GemmKernel::CollectiveEpilogue::get_store_pipe_increment(TileShape{});
+  if (TileScheduler::template get_workspace_size<ProblemShape, float>(sched_args, shape, hw, 2) != 0) {
+    std::fprintf(stderr, "error: this tile scheduler needs a workspace in global memory at this problem "
+                         "(stream-K reduction or separate reduction): its Params point into it\n");
+    return 3;
+  }
+  static Params p{};  // zero; only the fields below are bound
+  p.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  p.problem_shape = shape;
+  p.hw_info = hw;
+  p.scheduler = TileScheduler::to_underlying_arguments(append<4>(shape, 1), TileShape{}, ClusterShape{}, hw,
+                                                       sched_args, nullptr, NumEpilogueSubTiles);
+  using Epilogue = typename GemmKernel::CollectiveEpilogue;
+  typename Epilogue::FusionCallbacks::Arguments thread{};
+  thread.alpha = 1.0f;
+  thread.beta = float(std::atof(argv[6]));
+  p.epilogue.thread = Epilogue::FusionCallbacks::to_underlying_arguments(shape, thread, nullptr);
+  FILE* f = std::fopen(argv[7], "wb");
+  if (f == nullptr) { std::perror(argv[7]); return 2; }
+  std::fwrite(&p, sizeof p, 1, f);
+  std::fclose(f);
+  auto at = [&](const void* field) { return int((const char*)field - (const char*)&p); };
+  dim3 grid = GemmKernel::get_grid_shape(p), block = GemmKernel::get_block_shape();
+  std::printf("launch %u %u %u %u %u %u %d %d %d %d\n", grid.x, grid.y, grid.z, block.x, block.y, block.z,
+              int(size<0>(ClusterShape{})), int(size<1>(ClusterShape{})), int(size<2>(ClusterShape{})),
+              int(GemmKernel::SharedStorageSize));
+  std::printf("field %d %d mode\n", at(&p.mode), int(sizeof p.mode));
+  std::printf("field %d %d problem_shape\n", at(&p.problem_shape), int(sizeof p.problem_shape));
+  std::printf("field %d %d hw_info\n", at(&p.hw_info), int(sizeof p.hw_info));
+  std::printf("field %d %d scheduler\n", at(&p.scheduler), int(sizeof p.scheduler));
+  // the mainloop's transaction byte counts: constants of the collective (default member initializers)
+  static_assert(offsetof(decltype(p.mainloop), tma_transaction_bytes_nk) ==
+                offsetof(decltype(p.mainloop), tma_transaction_bytes) + 8, "three consecutive u32");
+  std::printf("field %d 12 mainloop.tma_transaction_bytes\n", at(&p.mainloop.tma_transaction_bytes));
+  std::printf("field %d %d epilogue.thread\n", at(&p.epilogue.thread), int(sizeof p.epilogue.thread));
+  std::printf("field %d 4 epilogue.tma_transaction_bytes\n", at(&p.epilogue.tma_transaction_bytes));
+  std::printf("box %d %d mainloop.tma_load_a\n", at(p.mainloop.tma_load_a.get_tma_descriptor()),
+              tma_box_bytes(p.mainloop.tma_load_a));
+  std::printf("box %d %d mainloop.tma_load_b\n", at(p.mainloop.tma_load_b.get_tma_descriptor()),
+              tma_box_bytes(p.mainloop.tma_load_b));
+  std::printf("box %d %d epilogue.tma_load_c\n", at(p.epilogue.tma_load_c.get_tma_descriptor()),
+              tma_box_bytes(p.epilogue.tma_load_c));
+  std::printf("box %d %d epilogue.tma_store_d\n", at(p.epilogue.tma_store_d.get_tma_descriptor()),
+              tma_box_bytes(p.epilogue.tma_store_d));
+  std::printf("params %d\n", int(sizeof p));
+  return 0;
+}
