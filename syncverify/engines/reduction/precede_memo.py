@@ -39,7 +39,7 @@ state about positions no other state shares, nearly every call misses: on the CU
 they took 268 MB, 5 KB an entry, 17 KB per stored state: nearly all the memory of the search. So
 each projected part is numbered once (one small integer per distinct value, per process for the
 positions), and the key is those numbers packed into one ``bytes`` object (its hash is cached by
-Python; about 100 bytes). Numbering is a bijection between values and numbers for as long as the
+Python; about 100 bytes on a GEMM of 12 warps). Numbering is a bijection between values and numbers for as long as the
 table lives (the tables start over together), so two keys are equal exactly when the projections
 are: nothing is merged that the tuple keys kept apart. The projections of a state are computed once
 per state, not once per call: the parts of the state last asked about are kept (by reference, so
@@ -139,7 +139,8 @@ class PrecedeMemo:
         agents.sort()
         rest = self._rest((own, tuple(agents), m, frozen, forbidden, freeze,
                            named[0] if named is not None else None, landings_ok, collect))
-        return array("q", [*self._last_positions, self._last_mbars_n, self._last_named_n, rest]).tobytes()
+        # 4 bytes a number: each numbering grows only on a miss, and the table starts over at LIMIT
+        return array("i", [*self._last_positions, self._last_mbars_n, self._last_named_n, rest]).tobytes()
 
     def __call__(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                  freeze: bool, named: tuple[int, list] | None = None,
