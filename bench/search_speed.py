@@ -229,6 +229,8 @@ def table(rows: list[tuple[Case, Run | None, Run | None]], labels: tuple[str, st
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--before", default="", help="git ref to measure beside the working tree (e.g. main)")
+    ap.add_argument("--before-tree", default="", help="a directory holding the source tree of --before (instead of "
+                    "extracting it with git archive)")
     ap.add_argument("--cap", type=float, default=150.0, help="CPU seconds per case per tree")
     ap.add_argument("--max-states", type=int, default=2_000_000, help="the search's state budget")
     ap.add_argument("--heavy", action="store_true", help="also the cases that take minutes")
@@ -247,7 +249,9 @@ def main() -> int:
         scratch = Path(tmp) / "ptx"
         scratch.mkdir()
         base: Path | None = None
-        if args.before:
+        if args.before_tree:
+            base = Path(args.before_tree)
+        elif args.before:
             base = Path(tmp) / "before"
             base.mkdir()
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True,
