@@ -31,6 +31,7 @@ import gzip
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -242,7 +243,7 @@ def main() -> int:
     if "--out" in shown:
         i = shown.index("--out")
         del shown[i:i + 2]
-    command = " ".join(["nice -n 5 python3 bench/search_speed.py", *shown])
+    command = " ".join(["nice -n 5 python3 bench/search_speed.py", shlex.join(shown)])
     chosen = [c for c in cases() if (args.heavy or not c.heavy) and args.only in c.name]
     rows: list[tuple[Case, Run | None, Run | None]] = []
     with tempfile.TemporaryDirectory() as tmp:
