@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -219,12 +220,30 @@ def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
         return _search(machine, budget, symmetry, progress, on_error, reduce)
 
 
-def _path_to(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
+class Parents:
+    """Each stored state's parent and the label of the step from it, by state number: the numbers
+    in an array (8 bytes each) and the labels interned (a label is ("p", process) or ("a", agent):
+    few distinct values, built afresh by every step). A list of (parent, label) pairs kept a pair
+    and a label, about 130 bytes, per stored state."""
+
+    def __init__(self) -> None:
+        self.parent = array("q", [-1])
+        self.label: list[tuple | None] = [None]
+        self._labels: dict[tuple, tuple] = {}
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def append(self, parent: int, label: tuple) -> None:
+        self.parent.append(parent)
+        self.label.append(self._labels.setdefault(label, label))
+
+
+def _path_to(parents: Parents, sid: int, last: tuple | None) -> list[tuple]:
     labels = [] if last is None else [last]
     while sid > 0:
-        parent, label = parents[sid]
-        labels.append(label)
-        sid = parent
+        labels.append(parents.label[sid])
+        sid = parents.parent[sid]
     return labels[::-1]
 
 
@@ -236,7 +255,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
     visited = Visited(Interner())
-    parents: list[tuple[int, tuple | None]] = [(-1, None)]
+    parents = Parents()
     queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
@@ -306,7 +325,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 nxt = visited.add(res.state if canon is None else canon(res.state)[0], state.records)
                 if nxt is not None:
                     queue.append((nxt, len(parents)))
-                    parents.append((sid, res.label))
+                    parents.append(sid, res.label)
     except BudgetExceeded as exc:  # the clock, inside one step
         stop, kind = str(exc), budgets.TIME
     finally:

@@ -206,24 +206,26 @@ class Reduction(ElementRules, LandingRules):
                 if self._can_precede(state, m, p, None, forbidden, False) is not None:
                     yield tried[p]  # type: ignore[misc]
                     return
+            # The conditions on each candidate are pure and all must hold, so they are asked cheapest
+            # first: the step itself is already in ``tried`` (_some_step_breaks_a_rule computed it), and
+            # one that warns (the SV204 of a CUTLASS epilogue's bar.sync) needs no walk. On the 1x1
+            # ping-pong GEMM that skips most of the walks the named arrivals asked for.
             for p in arriving:
                 m = machine.arrive_target(state, p)
-                # the cheap condition first: both are pure, the order only saves work
-                if m is None or not self._landings_commute(state, m, None, p) or \
-                        self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is None:
+                if m is None or not self._landings_commute(state, m, None, p):
                     continue
-                res = tried[p] = machine.step_process(state, p)
+                res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
                 if res is not None and res.violation is None and not res.warnings and not res.soft and \
                         machine.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
+                        self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is not None and \
                         not self._completes_fresh_phase_before_a_first_wait(state, res, p):
                     yield res
                     return
             for p in naming:
-                if not lone_named_arrival(self, state, p):
-                    continue
                 res = tried[p]
                 if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                        machine.programs[p].code[res.state.procs[p][P_PC]].kind != END:
+                        machine.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
+                        lone_named_arrival(self, state, p):
                     yield res
                     return
             for a in state.agents:

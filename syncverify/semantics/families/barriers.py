@@ -57,10 +57,21 @@ class BarrierOps:
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
     def _nb_expected(self, w: _Work, cta: int, nb: rules.NamedBar) -> int:
+        """The threads a generation needs: its count, or every thread of the CTA still running.
+        (Asked at every arrival: on the ping-pong GEMM the sum over the CTA's processes was a tenth
+        of the search, so what it reads of each process is looked up once per machine.)"""
         if nb.count is not None:
             return nb.count
-        return sum(self.procs[q].nthreads for q in self.procs_of_cta[cta]
-                   if self.programs[q].code[w.procs[q][P_PC]].kind != END)
+        procs = w.procs
+        return sum([n for q, code, n in self._cta_threads()[cta] if code[procs[q][P_PC]].kind != END])
+
+    def _cta_threads(self) -> list[list[tuple[int, list, int]]]:
+        """Per CTA: each process's index, its code and its thread count (fixed by the machine)."""
+        table = self.__dict__.get("_cta_threads_table")
+        if table is None:
+            table = self.__dict__["_cta_threads_table"] = [
+                [(q, self.programs[q].code, self.procs[q].nthreads) for q in qs] for qs in self.procs_of_cta]
+        return table
 
     def _nb_arrive(self, w: _Work, p: int, proc: Process, bar_id: int, count: int | None, span, aligned: bool,
                    lanes: int) -> None:
