@@ -82,6 +82,8 @@ class StorageOps:
         return cached
 
     def _bar_region(self, m: int) -> int:
+        """The barrier's bytes as an explicit region of its slot (the same for every owner: give
+        Parts.overlap any process as its owner; an owner < 0 would mean the whole slot)."""
         lo = self._storage()[0][m][2]
         return explicit(lo, lo + MBAR_BYTES)
 
@@ -94,7 +96,7 @@ class StorageOps:
             return
         size = self.protocol.buffers[buf].bytes
         for m in bars:
-            if not w.mbars[m][M_VALID] or not self.parts.overlap(region, p, self._bar_region(m), -1, size):
+            if not w.mbars[m][M_VALID] or not self.parts.overlap(region, p, self._bar_region(m), p, size):
                 continue
             if not self._knows(w.records, (SPACE_INIT, cta, m, 0), lanes):
                 raise Violation("SV409", f"{what} by {self.proc_label(p)} of {self.slot_label(cta, buf, slot)} is "
@@ -124,7 +126,7 @@ class StorageOps:
         lo_i, hi_i = _key_bounds(w, key)
         for r in w.records[lo_i:hi_i]:
             if r[:4] != key or r[R_FLAGS] & F_MBAR or \
-                    not self.parts.overlap(r[R_REGION], r[R_OWNER], self._bar_region(m), -1, size):
+                    not self.parts.overlap(r[R_REGION], r[R_OWNER], self._bar_region(m), p, size):
                 continue
             if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
                 how = "a copy still in flight" if r[R_FLAGS] & F_INFLIGHT else \
