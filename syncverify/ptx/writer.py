@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
+from . import storage
 from .launch import ParamBytes
 from .parse import Instr
 from .roll import Loop, roll
-from . import storage
 from .skeleton import Skeleton, Stmt
 
 
@@ -85,7 +85,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
         if name in placed:
             arr = f"[{n}]" if n > 1 else ""
             lines.append(f"  mbarrier {name}{arr}{storage.declaration(*placed[name])};".ljust(40)
-                         + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}: data before its init, after its inval")
+                         + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}: data before its init, after "
+                         "its inval")
     for r in sk.roles:
         bodies = r.per_cta
         if all(_texts(b) == _texts(bodies[0]) for b in bodies):

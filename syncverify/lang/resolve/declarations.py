@@ -182,7 +182,7 @@ class Declarations(Names):
             return None
         nbytes = 8 * (size or 1)
         where = self.span(array.children[0]) if array is not None else self.span(buf_t)
-        if buf.slots is None and array is not None or not 0 <= slot < (buf.slots or 1):
+        if (buf.slots is None and array is not None) or not 0 <= slot < (buf.slots or 1):
             self.error("SV104", f"mbarrier `{name}` in `{buf_t}[{slot}]`: slot {slot} is out of range for "
                        f"`{buf_t}{'' if buf.slots is None else f'[{buf.slots}]'}`", where)
             return None

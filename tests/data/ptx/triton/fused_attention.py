@@ -8,9 +8,10 @@ file itself is not kept here; the PTX beside this file was built from triton-lan
 003da478d84f5bb0f51b3988cf0ea0bbe60282b7): the two functions are cut out of it by name with `ast`, the
 `autotune` decorator left off (the configuration is given here instead, as one of the tutorial's
 `configs_tma`: BLOCK_M 64, BLOCK_N 64, 4 warps, fp16, non-causal STAGE 1) and written, at their own line
-numbers, to a module of their own, since the tutorial file imports torch and asks for a GPU at import. N_CTX is compiled as a constant (a small shape,
-320: five k tiles, so that every configuration's stages are refilled), as `_attn_fwd_inner_tma` takes it as a
-constexpr.
+numbers, to a module of their own, since the tutorial file imports torch and asks for a GPU at import.
+N_CTX is compiled as a constant (a small shape, 320: five k tiles, so that every configuration's stages are
+refilled), as `_attn_fwd_inner_tma` takes it as a constexpr. The module's name in the PTX's line table is
+the tutorial's file name; findings name the tutorial's lines.
 
 Usage: python3 fused_attention.py TUTORIAL.py OUT_DIR [NUM_STAGES]
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -80,7 +82,8 @@ def main(tutorial: str, out: str, stages: int = 3) -> None:
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_stages": stages, "num_warps": 4})
         name = f"fused_attention_s{stages}.ptx"
         # source paths made relative: the kernels' module by the tutorial's name, Triton's own by their place
-        ptx = k.asm["ptx"].replace(f'"{path}"', f'"{path.name}"').replace(f'"{path.parent}"', '"."')
+        # (whatever temporary directory it was compiled in: Triton's cache may hold an earlier one's)
+        ptx = re.sub(r'"[^"\n]*/' + re.escape(path.name) + '"', f'"{path.name}"', k.asm["ptx"])
         ptx = ptx.replace(f'"{Path(triton.__file__).parent.parent}/', '"')
         Path(out, name).write_text(ptx)
         print(name, k.metadata.shared, "bytes of shared memory,", k.metadata.num_warps, "warps, triton",
