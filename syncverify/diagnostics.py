@@ -120,6 +120,8 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV405": ("remote operation targets a CTA outside the cluster", Severity.ERROR),
     "SV406": ("tensor memory not deallocated before exit", Severity.ERROR),
     "SV407": ("local-form mbarrier arrive on a peer CTA's barrier", Severity.ERROR),
+    "SV408": ("bytes of a live barrier used as data", Severity.ERROR),
+    "SV409": ("barrier storage re-used while still in use", Severity.ERROR),
     "SV501": ("parity aliasing", Severity.ERROR),
     "SV502": ("arrive-on in a phase after one no wait observed", Severity.ERROR),
     "SV503": ("tx-count out of range or never balanced", Severity.ERROR),

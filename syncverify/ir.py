@@ -530,11 +530,24 @@ class TmemRegion:
 
 
 @dataclass(frozen=True, slots=True)
+class MbarStorage:
+    """`mbarrier B[N] in buf[S] at OFF;`: the barriers' 8-byte objects lie in slot S of buffer
+    ``buffer`` (in every CTA), element e at bytes ``offset + 8e ..< offset + 8e + 8``. The bytes are
+    a barrier between its `init` and its `inval` and data otherwise (PTX: an mbarrier "must be
+    invalidated before the memory is used for any other purpose"); families/storage.py checks it."""
+
+    buffer: str
+    slot: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class Mbarrier:
     name: str
     size: int | None  # None: a scalar barrier
     count: int | None
     span: Span
+    storage: MbarStorage | None = None  # None: the barrier's bytes are used for nothing else
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,6 +194,7 @@ class Scope:
     trips: tuple[int | str, ...] = LOOP_TRIPS  # loop trip counts ("C": the `choose` value)
     layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp)
     tail: str = ""  # a statement every thread runs after the bodies (a cluster.sync that keeps peers' memory alive)
+    mb_in: bool = False  # the mbarrier lies in the first bytes of `buf` (`mbarrier mb count 1 in buf;`)
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -267,6 +268,11 @@ SCOPES: dict[str, Scope] = {
     "proxies2": Scope("proxies2", 2, 1, ((2, 2), (3, 1)),
                       atoms=("write.remote", "write", "fence.cta", "fence.cluster", "fence.acquire", "cluster.sync",
                              "tma.store"), wrappers=("", "elect"), trips=()),
+    # barrier storage: the mbarrier in the first 8 bytes of `buf`, data before its init and after its inval
+    # (SV408, SV409); `read.hi` touches only bytes 32..64, never the barrier's
+    "storage": Scope("storage", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                     atoms=("inval", "init", "read", "write", "read.hi", "write.lo", "wait0", "arrive.expect_tx",
+                            "tma.load", "syncthreads"), wrappers=("", "elect"), trips=(), mb_in=True),
 }
 
 
@@ -347,8 +353,11 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
         lines.append(f"  role w{w} = {unit};")
     if setup:
         lines.append(f"  role setup = warp {body_warps};")
-        lines.append("  mbarrier mb count 1;")
+        if not scope.mb_in:
+            lines.append("  mbarrier mb count 1;")
     lines.append("  smem buf bytes 64;")
+    if setup and scope.mb_in:
+        lines.append("  mbarrier mb count 1 in buf;")
     lines += [f"  {d}" for d in decls]
     if setup:
         if scope.ctas > 1:

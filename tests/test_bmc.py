@@ -216,6 +216,9 @@ SLOW_SPECS = {"cutlass_ws_ring": 3600, "cutlass_ws_ring_no_empty_wait": 3600, "c
 # Specs the solver refuses, with the operation its refusal names: they cannot be cross-checked.
 BMC_REFUSES = {"cp_async_mbarrier_noinc": "cp.async.mbarrier.arrive",
                "cp_async_mbarrier_inc_hang": "cp.async.mbarrier.arrive"}
+# a barrier declared in a buffer's bytes (`mbarrier B in buf[s]`): refused with that reason (families/storage.py)
+BMC_REFUSES |= {p.stem: "a barrier in a buffer's bytes" for p in SPECS.glob("*.sync")
+                if any(mb.storage is not None for mb in syncverify.load(str(p)).mbarriers)}
 
 
 # Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (REFUSED in the family modules)

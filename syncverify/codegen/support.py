@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..lang.choices import open_choices
+from ..semantics.families.storage import uses_storage
 from ..semantics.program import per_lane
 from .base import EmitRefused
 from .regions import region_buffers
@@ -25,6 +26,11 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
     if several:
         raise EmitRefused(f"{protocol.path}: {several}; a kernel is emitted for one assignment: pin each with "
                           "-D NAME=VALUE")
+    shared = uses_storage(protocol)
+    if shared is not None:
+        raise EmitRefused(f"{protocol.path}: {shared}: the emitted kernel places every mbarrier in storage of its "
+                          "own, so a barrier whose bytes a buffer slot shares is not emitted (its lifetime rules, "
+                          "SV408/SV409, are checked by `syncverify check`)")
     parted = region_buffers(protocol)
     for s in sites:
         what = ir.blackwell_op_name(s.op)

@@ -115,7 +115,7 @@ _POSITION = re.compile(r"%(?:ctaid|clusterid)(?:\.([xyz]))?\b")
 
 
 def _shape(sk: Skeleton) -> object:
-    return (sk.mbarriers, sk.slots, [(r.name, r.first_warp, r.count,
+    return (sk.mbarriers, sk.slots, sk.mb_storage, [(r.name, r.first_warp, r.count,
                                       [[(s.text, s.elect, s.only) for s in b] for b in r.per_cta])
                                      for r in sk.roles])
 

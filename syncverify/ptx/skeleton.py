@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
-from . import fences
+from . import fences, storage
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
@@ -57,6 +57,8 @@ class Skeleton:
     slots: tuple[tuple[str, int, int, int, int], ...]  # name, count, bytes, first offset, pieces
     roles: tuple[Role, ...]
     notes: tuple[str, ...]
+    # barriers whose bytes are data too (before their init, after their inval): name, slot, byte in the slot
+    mb_storage: tuple[tuple[str, str, int], ...] = ()
 
 
 def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
@@ -81,18 +83,23 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
                 bars.add(e.args[0][1])  # type: ignore[index]
             elif e.kind == "tma_load":
                 bars.add(e.args[2][1])  # type: ignore[index]
-    mb_arrays = _runs(sorted(bars), 8)
-    mb_name = {}
-    mbarriers = []
-    for k, (start, n) in enumerate(mb_arrays):
-        name = f"mb{k}"
-        mbarriers.append((name, start, n))
-        for j in range(n):
-            mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
     events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
-    slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
+    slots, slot_of, hosted = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()},
+                                    bars)
+    host = storage.hosts(hosted, slot_of)  # barrier offset -> (slot, byte in it): bytes that are data too
+    mb_arrays = storage.runs(sorted(bars), host)
+    mb_name = {}
+    mbarriers = []
+    mb_storage = []
+    for k, (start, n) in enumerate(mb_arrays):
+        name = f"mb{k}"
+        mbarriers.append((name, start, n))
+        if start in host:
+            mb_storage.append((name, *host[start]))
+        for j in range(n):
+            mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     ctx = _Ctx(mod, mb_name, slot_of, notes, slots)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
@@ -133,7 +140,8 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         name = f"w{w}" if n == 1 else f"w{w}_{w + n - 1}"
         roles.append(Role(name, w, n, tuple(key)))
         w += n
-    return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)))
+    return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)),
+                    tuple(mb_storage))
 
 
 def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,
@@ -185,16 +193,6 @@ def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
     return [[(s.text, s.elect) for s in x] for x in a] == [[(s.text, s.elect) for s in x] for x in b]
 
 
-def _runs(offsets: list[int], stride: int) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for o in offsets:
-        if out and out[-1][0] + stride * out[-1][1] == o:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((o, 1))
-    return out
-
-
 def _ranges(e: Event) -> list[tuple[int, int, int]]:
     """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
     if e.kind in ("read", "write", "wgmma_read"):
@@ -243,13 +241,15 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
     """
     bounds: set[int] = set()
     touched: list[tuple[int, int, tuple[object, int]]] = []  # start, end, access id
+    hosted: dict[int, Instr] = {}  # barriers whose bytes accesses touch (data before their init, after their
+    #                                inval), each with the first access that does
     for key, evs in events.items():
         for k, e in enumerate(evs):
             for _r, s, t in _ranges(e):
                 for b in bars:
                     if s < b + 8 and b < t:
-                        raise _refuse(mod, e.instr, f"an access to bytes [{s:#x}, {t:#x}) overlaps the mbarrier "
-                                      f"at {b:#x}")
+                        hosted.setdefault(b, e.instr)
+                        bounds.update((b, b + 8))  # the barrier's bytes: in one slot, never split between two
                 bounds.update((s, t))
                 touched.append((s, t, (key, k)))
     cuts = sorted(bounds)
@@ -291,7 +291,12 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
             for a, b in groups[i + j]:
                 slot_of.append((a, b, f"{name}[{j}]" if n > 1 else name))
         i += n
-    return slots, slot_of
+    for b, instr in hosted.items():
+        pieces = {name for a, end, name in slot_of if a < b + 8 and b < end}
+        if len(pieces) > 1 or not any(a <= b and b + 8 <= end for a, end, _n in slot_of):
+            raise _refuse(mod, instr, f"the bytes of the mbarrier at {b:#x} are accessed as data, but by accesses "
+                          "that split them between slots; the language places a barrier in one slot")
+    return slots, slot_of, set(hosted)
 
 
 class _Ctx:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from . import storage
 from .launch import ParamBytes
 from .parse import Instr
 from .roll import Loop, roll
@@ -67,7 +68,10 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
         span = f"warp {r.first_warp}" if r.count == 1 else f"warps {r.first_warp}..{r.first_warp + r.count - 1}"
         lines.append(f"  role {r.name}{arr} = {decl};".ljust(40) + f"// {span}: threads {32 * r.first_warp}.."
                      f"{32 * (r.first_warp + r.count) - 1}")
+    placed = {name: (ref, off) for name, ref, off in sk.mb_storage}
     for name, start, n in sk.mbarriers:
+        if name in placed:
+            continue  # declared after the buffer whose bytes it shares
         arr = f"[{n}]" if n > 1 else ""
         lines.append(f"  mbarrier {name}{arr};".ljust(40) + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}")
     for name, n, size, start, pieces in sk.slots:
@@ -77,6 +81,12 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
                   else f"{size} bytes of shared memory in {pieces} pieces from {start:#x}")
         lines.append(f"  smem {name}{arr} bytes {decl};".ljust(40) + f"// {where_}"
                      + (f" ({size} bytes each)" if decl != size else ""))
+    for name, start, n in sk.mbarriers:
+        if name in placed:
+            arr = f"[{n}]" if n > 1 else ""
+            lines.append(f"  mbarrier {name}{arr}{storage.declaration(*placed[name])};".ljust(40)
+                         + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}: data before its init, after "
+                         "its inval")
     for r in sk.roles:
         bodies = r.per_cta
         if all(_texts(b) == _texts(bodies[0]) for b in bodies):

@@ -43,6 +43,7 @@ from .families.mbarrier import MbarrierOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
 from .families.regions import Parts
+from .families.storage import StorageOps
 from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
 from .families.tcgen05 import Tcgen05Ops
 from .footprint import Footprint
@@ -108,7 +109,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps, LifecycleOps,
-              Footprint):
+              StorageOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""

@@ -63,6 +63,8 @@ F_LANESYNCED = 512  # an own generic access that a later syncwarp or bar.sync of
 F_GENERIC = 1024  # (with F_ASYNC) an asynchronous write performed in the generic proxy: a non-bulk cp.async
 #                   ("treated as a weak memory operation performed in the generic proxy", PTX cp.async). Ordered
 #                   like the other async accesses, but data for the proxy rule (SV601) and the scope rule (SV602)
+F_MBAR = 2048  # the inval of an mbarrier whose bytes lie in the slot (families/storage.py): a write of those bytes
+#                that a later data access must be ordered after (SV408); not data for SV601/SV602
 
 # process fields
 P_PC, P_VARS, P_TOKEN, P_CLTOKEN, P_BULK, P_WGMMA, P_CPASYNC = range(7)
@@ -95,7 +97,7 @@ def generic_proxy_write(flags: int) -> bool:
     """Is a write record's data in the generic proxy: a plain write, or a cp.async copy (F_GENERIC)?
     An async-proxy read of it (wgmma, bulk store, tcgen05 operand, a TMA load over it) needs a
     fence.proxy.async on the path from it (SV601), and a release across CTAs carries it (SV602)."""
-    return not flags & F_ASYNC or bool(flags & F_GENERIC)
+    return (not flags & F_ASYNC or bool(flags & F_GENERIC)) and not flags & F_MBAR
 
 
 def hidden_like_own_access(flags: int) -> bool:

@@ -172,7 +172,8 @@ MBARRIER_BYTES = 8
 
 def check_smem_capacity(protocol: ir.Protocol) -> list[Diagnostic]:
     buffers = sum((b.slots or 1) * b.bytes for b in protocol.buffers)
-    bars = sum((m.size or 1) * MBARRIER_BYTES for m in protocol.mbarriers)
+    # (a barrier declared in a buffer's bytes takes none of its own)
+    bars = sum((m.size or 1) * MBARRIER_BYTES for m in protocol.mbarriers if m.storage is None)
     if buffers + bars <= SMEM_CAPACITY:
         return []
     largest = max(protocol.buffers, key=lambda b: (b.slots or 1) * b.bytes)

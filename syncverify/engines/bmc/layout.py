@@ -18,6 +18,7 @@ from ...semantics import rules
 from ...semantics.families import async_agents, barriers, cp_async, mbarrier, memory, tcgen05
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
+from ...semantics.families.storage import uses_storage
 from ...semantics.machine import Machine, Violation
 from ...semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
 from ...semantics.state import FULL, LEADER, UNIT_BULK, UNIT_CPASYNC, UNIT_OF, UNIT_WGMMA, retired_lane_by_lane
@@ -41,6 +42,10 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
 
     def __init__(self, machine: Machine):
         self.machine = machine
+        shared = uses_storage(machine.protocol)
+        if shared is not None:
+            raise Unsupported(f"a barrier in a buffer's bytes ({shared}): the records of a barrier's bytes "
+                              "becoming data after its inval are not encoded")
         # called between units of work that can add up to minutes (budget.Meter.check): a budget
         # that runs out ends the build with budget.OutOfBudget
         self.tick: Callable[[], None] = lambda: None

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from ... import ir
 from ...lang.choices import open_choices
+from ...semantics.families.storage import uses_storage
 from .base import ExportError
 from .exporter import _Exporter
 
@@ -60,6 +61,10 @@ def export_model(protocol: ir.Protocol) -> PromelaModel:
     several = open_choices(protocol)
     if several:  # a model of the first assignment would say nothing of the others
         raise ExportError(f"{several}; the model is built for one assignment: pin each with -D NAME=VALUE")
+    shared = uses_storage(protocol)
+    if shared is not None:  # the model has no bytes: a barrier's storage becoming data is not mirrored
+        raise ExportError(f"a barrier in a buffer's bytes ({shared}) is not exported: the model keeps barriers and "
+                          "data slots apart, so the lifetime of bytes that are both (SV408, SV409) has no counterpart")
     exp = _Exporter(protocol)
     return PromelaModel(exp.render(), exp.max_depth())
 

@@ -150,6 +150,8 @@ class Declarations(Names):
     def decl_mbarrier(self, t: Tree) -> None:
         name, array, rest = self._split_array(t.children)
         size, ok = self._array(array)
+        where = next((c for c in rest if isinstance(c, Tree) and c.data == "mb_storage"), None)
+        rest = [c for c in rest if c is not where]
         count = self.const(rest[0], "an mbarrier count") if rest else None
         if not self.declare(name, "mbarrier") or not ok:
             return
@@ -157,7 +159,39 @@ class Declarations(Names):
             self.error("SV105", f"mbarrier `{name}` count {count} is outside 1..{MAX_COUNT} (2^20-1)",
                        self.span(rest[0]))
             count = 1  # reported once here; keeps `init` from reporting a missing count again
-        self.mbarriers[str(name)] = ir.Mbarrier(str(name), size, count, self.span(t))
+        storage = self._mb_storage(where, str(name), size) if where is not None else None
+        self.mbarriers[str(name)] = ir.Mbarrier(str(name), size, count, self.span(t), storage)
+
+    def _mb_storage(self, t: Tree, name: str, size: int | None) -> ir.MbarStorage | None:
+        """`in BUF[S] at OFF`: the buffer slot the barriers' bytes lie in (declared before; SV101),
+        the slot in range and the barriers' 8-byte objects inside it, 8-aligned (SV104)."""
+        buf_t, array, off_t = t.children[0], None, None
+        for c in t.children[1:]:
+            if isinstance(c, Tree) and c.data == "array":
+                array = c
+            elif c is not None:
+                off_t = c
+        buf = self.buffers.get(str(buf_t))
+        if buf is None:
+            self.error("SV101", f"mbarrier `{name}` in `{buf_t}`: no shared-memory buffer `{buf_t}` is declared "
+                       "before it", self.span(buf_t))
+            return None
+        slot = self.const(array.children[0], "a buffer slot") if array is not None else 0
+        offset = self.const(off_t, "a byte offset") if off_t is not None else 0
+        if slot is None or offset is None:
+            return None
+        nbytes = 8 * (size or 1)
+        where = self.span(array.children[0]) if array is not None else self.span(buf_t)
+        if (buf.slots is None and array is not None) or not 0 <= slot < (buf.slots or 1):
+            self.error("SV104", f"mbarrier `{name}` in `{buf_t}[{slot}]`: slot {slot} is out of range for "
+                       f"`{buf_t}{'' if buf.slots is None else f'[{buf.slots}]'}`", where)
+            return None
+        if offset < 0 or offset % 8 or offset + nbytes > buf.bytes:
+            self.error("SV104", f"mbarrier `{name}` at byte {offset} of `{buf_t}`: its {nbytes} bytes must lie "
+                       f"inside the {buf.bytes}-byte slot at an offset that is a multiple of 8 (an mbarrier is an "
+                       "8-byte aligned object)", self.span(off_t) if off_t is not None else where)
+            return None
+        return ir.MbarStorage(str(buf_t), slot, offset)
 
     def decl_named(self, t: Tree) -> None:
         name, array, rest = self._split_array(t.children)

@@ -174,6 +174,7 @@ class MbarrierOps(ScopeOps):
         for m in targets:
             if w.mbars[m][M_VALID]:
                 raise Violation("SV403", f"init of {self.mb_label(m)}: it is still live (inval it first)", op.span)
+            self.storage_init(w, p, lanes, m, op.span)  # bytes still in use as data (families/storage.py)
             if ins.threads > 1:
                 # Every thread writes the same fresh state into a barrier no one uses yet: its state stays
                 # well defined, so the search goes on past the finding (docs/engines.md, "Findings that end
@@ -198,6 +199,7 @@ class MbarrierOps(ScopeOps):
             [self._mbar(w, p, op.bar, proc.cta, env, ctx)]
         for m in targets:
             self._check_barrier_usable(w, p, m, lanes, op.span, "inval")
+            self.storage_inval(w, p, self._part(p, ins), lanes, m, op.span)  # (families/storage.py)
             mb = rules.mb_inval(self._rule_state(w.mbars[m]))
             w.mbars[m] = (mb.valid, *w.mbars[m][1:])
             w.records = tuple(r for r in w.records if r[:4] != (SPACE_INIT, proc.cta, m, 0))

@@ -108,6 +108,7 @@ class MemoryOps:
     def _conflicts(self, w: _Work, p: int, part: int, lanes: int, key: tuple, kind: int, span,
                    what: str, async_op: bool = False, region: int = WHOLE) -> None:
         """Check a new access against the live records of its slot (happens-before, §10.4)."""
+        self.storage_access(w, p, lanes, key, region, span, what)  # bytes of a barrier (families/storage.py)
         space, cta, obj, slot = key
         lo, hi = _key_bounds(w, key)
         run = w.records[lo:hi]  # (the records in their order: a scan meets the key's as a scan of all would)
@@ -157,6 +158,7 @@ class MemoryOps:
         return (r[R_KNOWN] & lanes) == lanes
 
     def _raise_race(self, w, p, lanes, key, kind, r, span, what) -> None:
+        self.storage_unordered(r, what, p, span)  # an inval of a barrier in the slot: SV408 (families/storage.py)
         slot = self.slot_label(*key[1:])
         other = f"{'write' if r[R_KIND] == WRITE else 'read'} at line {r[R_LINE]} by {self._owner_label(r)}"
         if kind == WRITE and r[R_KIND] == WRITE:
