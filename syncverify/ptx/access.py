@@ -18,6 +18,18 @@ from .launch import ACCESS_BYTES, CLUSTER, RANK, SH_GEN, Event, lanes_of, vector
 from .parse import Instr, Operand, Vec
 from .values import UNKNOWN, Value
 
+
+def tmem_word(run: WarpState, rank: int, off: int) -> int | None:
+    """The value a 4-byte load of shared-memory word (rank, off) gives: the tensor-memory address when a
+    tcgen05.alloc wrote it there (ptx/tcgen05.py), else None (data: unknown). A miss is remembered, so
+    that extraction runs again when an allocation later names the word (execute.run_cluster)."""
+    mem = run.mem
+    if (rank, off) in mem.tmem_words:
+        return mem.tmem_words[(rank, off)]
+    mem.tmem_missed.add((rank, off))
+    return None
+
+
 if TYPE_CHECKING:
     from .warp import WarpState
 
@@ -106,8 +118,10 @@ def access(run: WarpState, ins: Instr, lanes: int) -> bool:
         dst = ins.operands[0]
         items = dst.items if isinstance(dst, Vec) else (dst,)
         for lane in lanes_of(lanes):
+            word = next(((r, s) for la, r, s, t in footprint if la == lane and t - s == 4), None)
+            v = tmem_word(run, *word) if base == "ld" and word is not None and len(items) == 1 else None
             for x in items:
-                run.write(x, lane, UNKNOWN)
+                run.write(x, lane, UNKNOWN if v is None else v)
     if base in ("atom", "red"):
         raise run.refuse(ins, "atomics on shared memory are not modelled")
     _emit_access(run, "read" if base in ("ld", "ldu") else "write", lanes, ins, footprint)

@@ -77,6 +77,10 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
                   else f"{size} bytes of shared memory in {pieces} pieces from {start:#x}")
         lines.append(f"  smem {name}{arr} bytes {decl};".ljust(40) + f"// {where_}"
                      + (f" ({size} bytes each)" if decl != size else ""))
+    for name, n, width, first in sk.tmem:
+        arr = f"[{n}]" if n > 1 else ""
+        lines.append(f"  tmem {name}{arr} cols {width};".ljust(40) + f"// tensor-memory columns {first}.."
+                     f"{first + n * width - 1} of the allocation")
     for r in sk.roles:
         bodies = r.per_cta
         if all(_texts(b) == _texts(bodies[0]) for b in bodies):
