@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import fences, tcgen05
-from .access import access, matrix, shared_target
+from .access import access, matrix, peer_bit_cleared, shared_target
 from .access import barrier_at as _bar
 from .access import known as _known
 from .launch import CLUSTER, RANK, SH_GEN, Event, lanes_of
@@ -395,7 +395,7 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
         if group == 2:  # the complete-tx lands on the pair leader's barrier (PTX: .cta_group::2)
             at = args[2][0]
             leader = at == run.rank & ~1 if at != run.rank else \
-                run.rank % 2 == 0 or tcgen05.peer_bit_cleared(run, ins, ops[2])
+                run.rank % 2 == 0 or peer_bit_cleared(run, ops[2])
             if not leader or args[0][0] != run.rank or args[3] != -1:
                 raise run.refuse(ins, "a 2-SM copy (.cta_group::2) is modelled into the issuing CTA without "
                                  "multicast, signalling the pair leader's barrier (the address masked with "

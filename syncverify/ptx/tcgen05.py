@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from .access import shared_target, space_of
 from .launch import Event, lanes_of
-from .parse import Addr, Imm, Instr, Name, Vec
+from .parse import Addr, Instr, Vec
 from .values import UNKNOWN
 from .wgmma_desc import operand_ranges
 
@@ -73,30 +73,6 @@ def _columns(run: WarpState, ins: Instr, taddr: int, width: int) -> tuple[int, i
     if col + width > 512:
         raise run.refuse(ins, f"tensor-memory columns {col}..{col + width} lie beyond the 512 of a CTA")
     return (col, col + width)
-
-
-PEER_BIT = 1 << 24  # the CTA-pair bit of a shared::cluster address (CUTLASS: Sm100MmaPeerBitMask = 0xFEFFFFFF)
-
-
-def peer_bit_cleared(run: WarpState, ins: Instr, op) -> bool:  # type: ignore[no-untyped-def]
-    """Whether the register of address operand ``op`` was last set, in the straight-line code before ``ins``,
-    by an `and` with a constant that clears bit 24: the pair leader's barrier (SM100_TMA_2SM_LOAD masks its
-    own CTA's barrier address with Sm100MmaPeerBitMask, cute/arch/copy_sm100_tma.hpp). Extraction keeps a
-    CTA's own shared-memory addresses without the hardware's rank bits, so the mask is recognized where it
-    is applied; anything else is not taken for the leader's barrier."""
-    reg = getattr(op, "base", None)
-    body = run.cfg.body
-    starts = set(run.cfg.fn.labels.values())
-    i = run.pc
-    while i > 0 and i not in starts:
-        i -= 1
-        prev = body[i]
-        if prev.base == "bra":
-            return False
-        if prev.operands and isinstance(prev.operands[0], Name) and prev.operands[0].name == reg:
-            imm = prev.operands[2] if len(prev.operands) > 2 else None
-            return prev.base == "and" and isinstance(imm, Imm) and not (imm.value & PEER_BIT)
-    return False
 
 
 def execute(run: WarpState, ins: Instr, lanes: int) -> bool:
