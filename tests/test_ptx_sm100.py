@@ -78,8 +78,8 @@ def test_every_tcgen05_instruction_becomes_its_statement(tmp_path):  # type: ign
     assert "tcgen05.commit mb0[4] multicast 0x3 cta_group 2;" in body
     assert body.count("tmem.relinquish cta_group 2;") == 2 and body.count("tmem.dealloc cta_group 2 cols 128;") == 2
     # the epilogue: after-fence, loads and their waits, before-fence, the arrive on the leader's barrier
-    assert "wait mb0[4] parity 0;\n    tcgen05.fence::after_thread_sync;\n    for k0 in 0..4 {\n      tcgen05.ld t0;\n" \
-        "      tcgen05.wait::ld;\n    }\n    tcgen05.fence::before_thread_sync;" in body
+    assert "wait mb0[4] parity 0;\n    tcgen05.fence::after_thread_sync;\n    for k0 in 0..4 {\n" \
+        "      tcgen05.ld t0;\n      tcgen05.wait::ld;\n    }\n    tcgen05.fence::before_thread_sync;" in body
     # CTA 1's release names CTA 0's barrier: umma_arrive_2x1SM_sm0 clears the address's CTA-pair bit
     assert body.count("arrive.release.cluster mb0[5] @ 0;") == 1 and body.count("arrive.release.cluster mb0[5];") == 1
 
