@@ -146,3 +146,31 @@ def test_cutlass_sm100_gemm_extracts_to_the_mainloop_probe(tmp_path):  # type: i
         extract(parse_ptx_file(str(out)), launch)
     assert err.value.line == 1804 and "this try_wait can give up, so it is a probe" in err.value.message
     assert "barrier.h:470" in err.value.note and "tcgen05" not in err.value.message
+
+
+# ---- the one-SM forms: tests/data/ptx/sm100/umma_1sm.cu ------------------------------------------------
+
+def test_the_one_sm_forms_extract_and_check_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """cta_group::1 allocation, MMA and plain commit (umma_arrive), tcgen05.cp into its own columns, the
+    epilogue's tcgen05.st and wait::st: three regions, one per column range; safe."""
+    ptx = _ptx(tmp_path, "umma_1sm_ok.ptx")
+    launch = Launch(block=(96, 1, 1), dynamic_smem=16384)
+    body = re.sub(r" *//[^\n]*", "", extract(parse_ptx_file(str(ptx)), launch).text)
+    for decl in ("tmem t0 cols 64;", "tmem t1 cols 8;", "tmem t2 cols 8;"):  # MMA (N 64), cp (256 bits), st (x8)
+        assert decl in body
+    assert "elect {\n      tcgen05.cp t1, s2 cta_group 1;\n    }" in body
+    assert "elect {\n      tcgen05.mma t0, s0, s1 cta_group 1;\n      tcgen05.commit mb0[1] cta_group 1;\n    }" in body
+    assert "tcgen05.st t2;\n    tcgen05.wait::st;\n    tcgen05.fence::before_thread_sync;" in body
+    capsys.readouterr()
+    assert main(["check", str(ptx), "--block", "96", "--dynamic-smem", "16384"]) == 0
+    got = capsys.readouterr()
+    assert "1 file: 1 safe" in got.out + got.err
+
+
+def test_a_store_never_waited_for_races_with_the_dealloc(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """-DSV_SEED_ST_NO_WAIT: the store is still in flight when the MMA warp frees the columns."""
+    ptx = _ptx(tmp_path, "umma_1sm_st_no_wait.ptx")
+    capsys.readouterr()
+    assert main(["check", str(ptx), "--block", "96", "--dynamic-smem", "16384"]) == 1
+    text = capsys.readouterr().out
+    assert "SV303 WAW race on tmem t2: tmem.dealloc" in text and "umma_1sm.cu:106:5: inlined at" in text
