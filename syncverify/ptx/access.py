@@ -79,6 +79,7 @@ def barrier_at(run: WarpState, ins: Instr, op: Operand, lane: int) -> tuple[int,
 
 
 PEER_BIT = 1 << 24  # the CTA-pair bit of a shared::cluster address (CUTLASS: Sm100MmaPeerBitMask = 0xFEFFFFFF)
+_RANK_HIGH = 0xFE00_0000  # the address bits above the pair bit (the rest of the rank), which the mask keeps
 _PASS = frozenset({"add", "sub", "mov", "cvt", "or", "and"})
 
 
@@ -105,7 +106,7 @@ def peer_bit_cleared(run: WarpState, op: Operand) -> bool:
         srcs = [o for o in prev.operands[1:] if isinstance(o, Name)]
         imms = [o for o in prev.operands[1:] if isinstance(o, Imm)]
         if prev.base == "and" and imms and not imms[0].value & PEER_BIT:
-            return True
+            return imms[0].value & _RANK_HIGH == _RANK_HIGH  # only the pair bit: the other rank bits kept
         if len(srcs) != 1:
             return False
         reg = srcs[0].name
