@@ -134,6 +134,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV602": ("cross-CTA synchronization with .cta scope", Severity.ERROR),
     "SV603": ("tensor-memory access ordered by a thread synchronization without the tcgen05 fence pair",
               Severity.ERROR),
+    "SV604": ("tensor-memory allocation after the CTA relinquished the right to allocate", Severity.ERROR),
     "SV701": ("verification inconclusive", Severity.WARNING),
 }
 

@@ -348,6 +348,16 @@ class TmemAlloc:
 
 
 @dataclass(frozen=True, slots=True)
+class TmemRelinquish:
+    """`tmem.relinquish [cta_group G]` (`tcgen05.relinquish_alloc_permit.cta_group::G.sync.aligned`,
+    CUTLASS's `release_allocation_lock`): the executing CTA gives up the right to allocate tensor
+    memory; a later `tmem.alloc` of that CTA is illegal (PTX §9.7.16.7.1; SV604)."""
+
+    cta_group: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class UmmaCommit:
     """`tcgen05.commit bar [multicast mask] [cta_group N]` (old spelling `umma.commit`, CUTLASS's
     `umma_arrive`): an async arrive(1) per target once every prior asynchronous tcgen05 operation
@@ -403,12 +413,12 @@ class TcFence:
 Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
-    | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence
+    | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence | TmemRelinquish
     | MbarTestWait | CpAsync | CpAsyncArrive
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
-TCGEN05_OPS: tuple[type, ...] = (TcMma, TmemAccess, TcWait, TcFence)
+TCGEN05_OPS: tuple[type, ...] = (TcMma, TmemAccess, TcWait, TcFence, TmemRelinquish)
 
 def blackwell_op_name(op: Op | None) -> str | None:
     """How the spec spells a Blackwell-only operation (tcgen05, or a cta_group 2 TMA copy), else None."""
@@ -424,6 +434,8 @@ def blackwell_op_name(op: Op | None) -> str | None:
         return f"tcgen05.wait::{op.kind}"
     if isinstance(op, TcFence):
         return f"tcgen05.fence::{op.kind}_thread_sync"
+    if isinstance(op, TmemRelinquish):
+        return "tmem.relinquish"
     if isinstance(op, TmaLoad) and op.cta_group == 2:
         return "tma.load cta_group 2"
     return None
@@ -433,7 +445,7 @@ def tensor_core_async(op: Op | None) -> bool:
     """A tcgen05 commit, mma/cp, ld/st, wait or fence, or a 2-SM copy: the operations that only the
     explicit machine models in full (the Promela export refuses them; the bmc encoding refuses
     them too, except a commit that is the protocol's only one of them: docs/engines.md)."""
-    return isinstance(op, UmmaCommit | TcMma | TmemAccess | TcWait | TcFence) or (
+    return isinstance(op, UmmaCommit | TcMma | TmemAccess | TcWait | TcFence | TmemRelinquish) or (
         isinstance(op, TmaLoad) and op.cta_group == 2)
 
 

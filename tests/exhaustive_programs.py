@@ -96,6 +96,7 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("barrier.arrive", "barrier.arrive 1, {bar};", collective=True),
     Atom("tmem.alloc", "tmem.alloc;", collective=True),
     Atom("tmem.dealloc", "tmem.dealloc;", collective=True),
+    Atom("tmem.relinquish", "tmem.relinquish;", collective=True),
     # the conditional operator in a parity and in an index, on a `choose` value or the loop variable
     Atom("wait_c", "wait mb parity C > 0 ? 1 : 0;", mbarrier=True, decl=(CHOOSE,)),
     Atom("wait_kc", "wait mb parity {k} == 0 ? 1 : 0;", mbarrier=True, in_loop=True),
@@ -260,6 +261,10 @@ SCOPES: dict[str, Scope] = {
     "tcgen05": Scope("tcgen05", 1, 2, ((2, 1), (1, 1), (2, 0)),
                      atoms=("tc.mma", "tc.commit", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after", "wait0",
                             "syncthreads"), wrappers=("", "elect"), trips=()),
+    # tensor-memory allocation: columns, the right to allocate given up (SV604), barriers that order them
+    "relinquish": Scope("relinquish", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                        atoms=("tmem.alloc", "tmem.dealloc", "tmem.relinquish", "syncthreads", "syncwarp"),
+                        wrappers=("",), trips=()),
     # proxy fences on either side of the barrier that orders a generic write before a bulk store's read
     "proxies": Scope("proxies", 1, 2, ((2, 2), (3, 1), (3, 0)),
                      atoms=("write", "fence.proxy.async", "fence.cta", "fence.release", "fence.acquire", "syncthreads",

@@ -546,7 +546,7 @@ class KernelWriter(CpAsyncWriter, RegionWriter):
     def op_TmemAlloc(self, op: ir.TmemAlloc, site: int, part: str, leader: bool) -> None:
         raise AssertionError("refused before emission")
 
-    op_UmmaCommit = op_TcMma = op_TmemAccess = op_TcWait = op_TcFence = op_TmemAlloc
+    op_UmmaCommit = op_TcMma = op_TmemAccess = op_TcWait = op_TcFence = op_TmemRelinquish = op_TmemAlloc
 
 
 def _ops(stmts: tuple[ir.Stmt, ...]) -> list[ir.Op]:

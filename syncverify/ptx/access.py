@@ -15,8 +15,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .launch import ACCESS_BYTES, CLUSTER, RANK, SH_GEN, Event, lanes_of, vector_count
-from .parse import Instr, Operand, Vec
+from .parse import Imm, Instr, Name, Operand, Vec
 from .values import UNKNOWN, Value
+
+
+def tmem_word(run: WarpState, rank: int, off: int) -> int | None:
+    """The value a 4-byte load of shared-memory word (rank, off) gives: the tensor-memory address when a
+    tcgen05.alloc wrote it there (ptx/tcgen05.py), else None (data: unknown). A miss is remembered, so
+    that extraction runs again when an allocation later names the word (execute.run_cluster)."""
+    mem = run.mem
+    if (rank, off) in mem.tmem_words:
+        return mem.tmem_words[(rank, off)]
+    mem.tmem_missed.add((rank, off))
+    return None
+
 
 if TYPE_CHECKING:
     from .warp import WarpState
@@ -55,9 +67,50 @@ def known(v: Value) -> int | None:
 
 
 def barrier_at(run: WarpState, ins: Instr, op: Operand, lane: int) -> tuple[int, int] | None:
-    """(CTA rank, offset) of the barrier (or buffer) the operand names, for one lane; None outside shared memory."""
+    """(CTA rank, offset) of the barrier (or buffer) the operand names, for one lane; None outside shared memory.
+    A shared::cluster address of an odd CTA's own barrier with the CTA-pair bit cleared names the pair
+    leader's (peer_bit_cleared: CUTLASS's umma_arrive_2x1SM_sm0)."""
     a = run.address(op, lane)
-    return shared_target(a, space_of(ins), run.rank)
+    space = space_of(ins)
+    t = shared_target(a, space, run.rank)
+    if t is not None and space == "cluster" and t[0] == run.rank and run.rank % 2 and peer_bit_cleared(run, op):
+        return (run.rank - 1, t[1])
+    return t
+
+
+PEER_BIT = 1 << 24  # the CTA-pair bit of a shared::cluster address (CUTLASS: Sm100MmaPeerBitMask = 0xFEFFFFFF)
+_RANK_HIGH = 0xFE00_0000  # the address bits above the pair bit (the rest of the rank), which the mask keeps
+_PASS = frozenset({"add", "sub", "mov", "cvt", "or", "and"})
+
+
+def peer_bit_cleared(run: WarpState, op: Operand) -> bool:
+    """Whether the address register of ``op`` was computed, in the straight-line code before the current
+    instruction, through an `and` with a constant that clears bit 24 -- the CTA-pair bit, which CUTLASS clears
+    with Sm100MmaPeerBitMask to name the pair leader's barrier (SM100_TMA_2SM_LOAD, umma_arrive_2x1SM_sm0).
+    The hardware's shared::cta addresses carry the CTA's rank bits and extraction's do not, so the mask is
+    recognized where it is applied: the chain of definitions is followed back through add/sub/mov/cvt/or/and
+    with one register source, within the basic block; anything else is not taken for the leader's."""
+    reg = getattr(op, "base", None) if not isinstance(op, Name) else op.name
+    body = run.cfg.body
+    starts = set(run.cfg.fn.labels.values())
+    i = run.pc
+    while reg is not None and i > 0 and i not in starts:
+        i -= 1
+        prev = body[i]
+        if prev.base == "bra":
+            return False
+        if not (prev.operands and isinstance(prev.operands[0], Name) and prev.operands[0].name == reg):
+            continue
+        if prev.base not in _PASS:
+            return False
+        srcs = [o for o in prev.operands[1:] if isinstance(o, Name)]
+        imms = [o for o in prev.operands[1:] if isinstance(o, Imm)]
+        if prev.base == "and" and imms and not imms[0].value & PEER_BIT:
+            return imms[0].value & _RANK_HIGH == _RANK_HIGH  # only the pair bit: the other rank bits kept
+        if len(srcs) != 1:
+            return False
+        reg = srcs[0].name
+    return False
 
 
 def element_bytes(run: WarpState, ins: Instr) -> int:
@@ -106,8 +159,10 @@ def access(run: WarpState, ins: Instr, lanes: int) -> bool:
         dst = ins.operands[0]
         items = dst.items if isinstance(dst, Vec) else (dst,)
         for lane in lanes_of(lanes):
+            word = next(((r, s) for la, r, s, t in footprint if la == lane and t - s == 4), None)
+            v = tmem_word(run, *word) if base == "ld" and word is not None and len(items) == 1 else None
             for x in items:
-                run.write(x, lane, UNKNOWN)
+                run.write(x, lane, UNKNOWN if v is None else v)
     if base in ("atom", "red"):
         raise run.refuse(ins, "atomics on shared memory are not modelled")
     _emit_access(run, "read" if base in ("ld", "ldu") else "write", lanes, ins, footprint)

@@ -146,6 +146,10 @@ class Memory:
         for name in dynamic:
             self.shared[name] = dyn
         self.dynamic_base = dyn
+        # tcgen05.alloc: the shared-memory word (CTA rank, offset) each allocation wrote the tensor-memory
+        # address to, and the words loads found empty before an allocation was seen (ptx/tcgen05.py)
+        self.tmem_words: dict[tuple[int, int], int] = {}
+        self.tmem_missed: set[tuple[int, int]] = set()
         self.local: dict[str, int] = {}
         loff = 0
         for v in fn.local_vars:

@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
-from . import fences, storage
+from . import fences, storage, tmem
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
 from .parse import Instr, Module
@@ -27,7 +27,7 @@ from .parse import Instr, Module
 MAX_SLOTS = 256
 # executed by whole warps in the language (elect and lane subsets are refused for them)
 _WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read",
-                    "wgmma_commit", "wgmma_wait"}
+                    "wgmma_commit", "wgmma_wait", *tmem.TMEM_COLLECTIVE}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class Skeleton:
     notes: tuple[str, ...]
     # barriers whose bytes are data too (before their init, after their inval): name, slot, byte in the slot
     mb_storage: tuple[tuple[str, str, int], ...] = ()
+    tmem: tuple[tuple[str, int, int, int], ...] = ()  # tensor-memory regions: name, count, columns, first
 
 
 def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
@@ -67,7 +68,7 @@ def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
 
 
 _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx",
-              "complete_tx"}
+              "complete_tx", "tc_commit"}
 
 
 def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
@@ -81,7 +82,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         for e in evs:
             if e.kind in _BAR_KINDS:
                 bars.add(e.args[0][1])  # type: ignore[index]
-            elif e.kind == "tma_load":
+            elif e.kind in ("tma_load", "tma_load_2sm"):
                 bars.add(e.args[2][1])  # type: ignore[index]
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
@@ -100,7 +101,8 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
             mb_storage.append((name, *host[start]))
         for j in range(n):
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
-    ctx = _Ctx(mod, mb_name, slot_of, notes, slots)
+    regions = tmem.regions(e for evs in (every or events).values() for e in evs)
+    ctx = _Ctx(mod, mb_name, slot_of, notes, slots, regions)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
         """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
@@ -141,7 +143,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         roles.append(Role(name, w, n, tuple(key)))
         w += n
     return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)),
-                    tuple(mb_storage))
+                    tuple(mb_storage), regions)
 
 
 def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,
@@ -195,9 +197,9 @@ def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
 
 def _ranges(e: Event) -> list[tuple[int, int, int]]:
     """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
-    if e.kind in ("read", "write", "wgmma_read"):
+    if e.kind in ("read", "write", "wgmma_read", "tc_mma", "tc_cp"):
         return list(e.ranges)
-    if e.kind == "tma_load":
+    if e.kind in ("tma_load", "tma_load_2sm"):
         (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
         return [(rank, off, off + size)]  # type: ignore[operator]
     if e.kind == "tma_store":
@@ -301,8 +303,9 @@ def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untype
 
 class _Ctx:
     def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str],
-                 slots: Sequence[tuple[str, int, int, int, int]] = ()):
-        self.mod, self.mb, self.notes = mod, mb, notes
+                 slots: Sequence[tuple[str, int, int, int, int]] = (),
+                 regions: tuple[tuple[str, int, int, int], ...] = ()):
+        self.mod, self.mb, self.notes, self.regions = mod, mb, notes, regions
         # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
         self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
                       for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
@@ -463,6 +466,13 @@ class _Ctx:
         if k == "wgmma_read":
             slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
             return [f"wgmma.read {slot};" for slot in slots]
+        if k == "tma_load_2sm":  # into this CTA, completing on the pair leader's barrier (same offset)
+            (_drank, off), size, (_brank, boff), _m = a  # type: ignore[misc]
+            return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + " cta_group 2;")  # type: ignore[arg-type]
+        if k in tmem.TMEM_KINDS:
+            return tmem.render(e, self.regions, lambda ref: self.bar(ref, own),
+                               lambda ev: list(dict.fromkeys(slot for (_r, s, t) in ev.ranges
+                                                             for slot, _n in self.slots_in(s, t))))
         if k in ("read", "write"):
             return self.access(own, e, lanes_full)
         raise AssertionError(k)  # pragma: no cover - every event kind is rendered above

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import fences
-from .access import access, matrix, shared_target
+from . import fences, tcgen05
+from .access import access, matrix, peer_bit_cleared, shared_target
 from .access import barrier_at as _bar
 from .access import known as _known
 from .launch import CLUSTER, RANK, SH_GEN, Event, lanes_of
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
                  "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
                  "cp.async.wait_all", "cp.async.bulk.shared::cluster.shared::cta",
-                 "cp.reduce.async", "st.async", "red.async", "multimem.", "tcgen05.", "call", "trap", "brkpt",
+                 "cp.reduce.async", "st.async", "red.async", "multimem.", "call", "trap", "brkpt",
                  "mbarrier.arrive.noComplete", "wgmma.mma_async.sp",
                  "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
 _WHY = {
@@ -374,6 +374,8 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
     multicast) and stores (bulk group), with the byte count of their tensor map's box."""
     mods, ops = ins.mods, ins.operands
     rest = mods[4:]  # after async.bulk.tensor.Nd
+    group = 2 if "cta_group::2" in rest else 1
+    rest = tuple(m for m in rest if m not in ("cta_group::1", "cta_group::2"))
     if any(m.startswith(("im2col", "tile::", "cta_group")) for m in rest):
         raise run.refuse(ins, f"`{ins.opcode}`: only tile-mode tensor copies are modelled (the bytes of "
                          "im2col and gather modes are not the box)")
@@ -389,7 +391,19 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
             m = _known(run.read(ops[3], lane)) if multicast else -1
             return (dst, tensor_copy_bytes(run, ins, ops[1], lane), mbar, m)
 
-        _emit(run, "tma_load", _uniform(run, ins, lanes, load_args), lanes, ins)
+        args = _uniform(run, ins, lanes, load_args)
+        if group == 2:  # the complete-tx lands on the pair leader's barrier (PTX: .cta_group::2)
+            at = args[2][0]
+            leader = at == run.rank & ~1 if at != run.rank else \
+                run.rank % 2 == 0 or peer_bit_cleared(run, ops[2])
+            if not leader or args[0][0] != run.rank or args[3] != -1:
+                raise run.refuse(ins, "a 2-SM copy (.cta_group::2) is modelled into the issuing CTA without "
+                                 "multicast, signalling the pair leader's barrier (the address masked with "
+                                 "CUTLASS's Sm100MmaPeerBitMask, or the leader's own)")
+            args = (args[0], args[1], (run.rank & ~1, args[2][1]), args[3])
+            _emit(run, "tma_load_2sm", args, lanes, ins)
+            return True
+        _emit(run, "tma_load", args, lanes, ins)
         return True
     if dst_space == "global" and src_space.startswith("shared") and "bulk_group" in rest:
         def store_args(lane: int):  # type: ignore[no-untyped-def]
@@ -464,5 +478,6 @@ _HANDLERS = {
     "elect": _elect, "shfl": _shfl, "vote": _vote, "activemask": _activemask, "match": _masked_unknown,
     "redux": _masked_unknown, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
     "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "membar": _fence, "cp": _cp, "wgmma": _wgmma,
-    "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix, "stmatrix": matrix,
+    "tcgen05": tcgen05.execute, "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix,
+    "stmatrix": matrix,
 }

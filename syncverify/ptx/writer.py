@@ -87,6 +87,10 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
             lines.append(f"  mbarrier {name}{arr}{storage.declaration(*placed[name])};".ljust(40)
                          + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}: data before its init, after "
                          "its inval")
+    for name, n, width, first in sk.tmem:
+        arr = f"[{n}]" if n > 1 else ""
+        lines.append(f"  tmem {name}{arr} cols {width};".ljust(40) + f"// tensor-memory columns {first}.."
+                     f"{first + n * width - 1} of the allocation")
     for r in sk.roles:
         bodies = r.per_cta
         if all(_texts(b) == _texts(bodies[0]) for b in bodies):

@@ -29,7 +29,8 @@ def make_console(stream=None, width: int | None = None) -> Console:
     no_color = bool(os.environ.get("NO_COLOR"))
     if width is None and not (stream or sys.stdout).isatty() and not os.environ.get("COLUMNS", "").isdigit():
         width = 1000
-    return Console(file=stream, highlight=False, soft_wrap=True, no_color=no_color,
+    # emoji=False: rich reads `:100:` as an emoji code, and `file.cu:100:9` would print as `file.cu💯9`
+    return Console(file=stream, highlight=False, soft_wrap=True, no_color=no_color, emoji=False,
                    color_system=None if no_color else "auto", width=width)
 
 

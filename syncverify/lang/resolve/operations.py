@@ -66,6 +66,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "fence.mbarrier_init": _spec(".release .cluster"),
     "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
+    "tmem.relinquish": _spec("", (0, 0), "cta_group"),
     "test_wait": _spec(".parity .acquire .relaxed .cta .cluster .shared::cta", (1, 1), "parity", "parity"),
     "cp.async": _spec(".ca .cg .shared .shared::cta .global", (1, 1)),
     "cp.async.commit_group": _spec(),
@@ -78,6 +79,7 @@ OPERATIONS: dict[str, OpSpec] = {
     # tcgen05 (sm_100a), PTX spelling; `tmem.alloc`/`umma.commit` are the older names
     "tcgen05.alloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .shared::cta .b32", (0, 0), "cta_group cols"),
     "tcgen05.dealloc": _spec(".sync .aligned .cta_group::1 .cta_group::2 .b32", (0, 0), "cta_group cols"),
+    "tcgen05.relinquish_alloc_permit": _spec(".sync .aligned .cta_group::1 .cta_group::2", (0, 0), "cta_group"),
     "tcgen05.commit": _spec(".cta_group::1 .cta_group::2 .mbarrier::arrive::one .shared::cluster .multicast::cluster "
                             ".b64", (1, 1), "multicast cta_group"),
     "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 5), "cta_group"),  # ACC, A, B, SFA, SFB
@@ -119,7 +121,8 @@ _MBARRIER_OPS = {"init", "inval", "arrive", "arrive_drop", "expect_tx", "complet
 _WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "barrier.sync", "barrier.arrive",
                     "cluster.arrive", "cluster.wait",
                     "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc",
-                    "tcgen05.alloc", "tcgen05.dealloc", "tcgen05.ld", "tcgen05.st", "tcgen05.wait::ld",
+                    "tmem.relinquish", "tcgen05.relinquish_alloc_permit", "tcgen05.alloc", "tcgen05.dealloc",
+                    "tcgen05.ld", "tcgen05.st", "tcgen05.wait::ld",
                     "tcgen05.wait::st"}
 
 

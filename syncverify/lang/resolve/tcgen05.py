@@ -39,6 +39,12 @@ class Tcgen05Ops(Statements):
     def op_tmem_dealloc(self, span, quals, operands, clauses):
         return self._tmem(True, span, clauses)
 
+    def op_tmem_relinquish(self, span, quals, operands, clauses):
+        group = self._cta_group(span, quals, clauses)
+        return ir.TmemRelinquish(group, span) if group else None
+
+    op_tcgen05_relinquish_alloc_permit = op_tmem_relinquish
+
     def op_umma_commit(self, span, quals, operands, clauses):
         bar = self.ref(operands[0], "mbarrier")
         mask = self.expr(clauses["multicast"]) if "multicast" in clauses else None

@@ -318,16 +318,20 @@ class AsyncAgentOps:
         successful" — forever when nothing frees them (a deadlock, SV201). Freeing more than is
         allocated is SV406."""
         idx = self._tmem_columns_index(cta)
-        used = w.tmem[idx][0]
+        used, relinquished = w.tmem[idx]
         if not op.dealloc:
+            if relinquished:  # set by tmem.relinquish (families/tcgen05.py, op_tmem_relinquish)
+                raise Violation("SV604", f"tmem.alloc in CTA {cta} after the CTA relinquished the right to "
+                                "allocate (tcgen05.relinquish_alloc_permit: a later tcgen05.alloc of the CTA is "
+                                "illegal)", op.span)
             if used + op.cols > TMEM_COLUMNS:
                 return False
-            w.tmem[idx] = (used + op.cols, 0)
+            w.tmem[idx] = (used + op.cols, relinquished)
             return True
         if op.cols > used:
             raise Violation("SV406", f"tmem.dealloc of {op.cols} columns in CTA {cta}, which has only {used} "
                             "allocated", op.span)
-        w.tmem[idx] = (used - op.cols, 0)
+        w.tmem[idx] = (used - op.cols, relinquished)
         return True
 
     def _tmem_exit(self, w: _Work, cta: int) -> None:

@@ -497,7 +497,16 @@ class Tcgen05Ops:
                                 "flight", self.protocol.span, related=((r[R_LINE], "the asynchronous operation"),))
 
 
+def op_tmem_relinquish(machine: Any, w, p, proc, op: ir.TmemRelinquish, ins, env, ctx, lanes) -> bool:
+    """`tmem.relinquish`: the CTA's columns entry (AsyncAgentOps._tmem_columns) keeps the mark in its second
+    field, which the allocation checks (SV604). No synchronization effect (PTX §9.7.16.7.1)."""
+    idx = machine._tmem_columns_index(proc.cta)
+    w.tmem[idx] = (w.tmem[idx][0], 1)
+    return True
+
+
 HANDLERS: dict[type, Callable] = {
+    ir.TmemRelinquish: op_tmem_relinquish,
     ir.UmmaCommit: Tcgen05Ops.op_umma_commit,
     ir.TcMma: Tcgen05Ops.op_tc_mma,
     ir.TmemAccess: Tcgen05Ops.op_tmem_access,
@@ -616,4 +625,5 @@ REFUSED: dict[type, str] = {
     ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
     ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
     ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
+    ir.TmemRelinquish: "`tmem.relinquish` (the right to allocate tensor memory: not encoded)",
 }
