@@ -147,7 +147,7 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None) -> Extracted:
     mod = load_module(path, args.includes, args.nvcc_flags)
-    return extract(mod, launch_of(args), args.kernel, expect)
+    return extract(mod, launch_of(args), args.kernel, expect, source_names=True)
 
 
 def cmd_extract(args: argparse.Namespace) -> int:

@@ -99,8 +99,11 @@ def pick_kernel(mod: Module, name: str | None) -> str:
     return name
 
 
-def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str | None = None) -> Extracted:
-    """The `.sync` text of `kernel` at `launch`; refusals raise Refusal (a PtxError)."""
+def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str | None = None,
+            source_names: bool = False) -> Extracted:
+    """The `.sync` text of `kernel` at `launch`; refusals raise Refusal (a PtxError). `source_names`: call
+    barriers and buffers by the names of their `__shared__` variables (names.py; the command line does),
+    else by synthetic names (`mbK`, `sK`)."""
     name = pick_kernel(mod, kernel)
     fn = next(f for f in mod.entries() if f.name == name)
     maxn = fn.directives.get(".maxntid") or fn.directives.get(".reqntid")
@@ -111,9 +114,9 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
         raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
     gcomm = GlobalAccesses(launch)
     events = run_cluster(mod, fn, launch, gcomm)
-    sk = build(mod, name, launch, events)
+    sk = build(mod, name, launch, events, source_names=source_names)
     try:
-        notes = _other_clusters(mod, fn, launch, sk, gcomm)
+        notes = _other_clusters(mod, fn, launch, sk, gcomm, source_names)
     except PtxError:
         gcomm.check(False)  # threads that communicate through global memory are the first thing to say
         raise
@@ -169,7 +172,7 @@ def cluster_groups(mod: Module, launch: Launch) -> tuple[int, list[int]]:
 
 
 def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
-                    gcomm: GlobalAccesses | None = None) -> list[str]:
+                    gcomm: GlobalAccesses | None = None, source_names: bool = False) -> list[str]:
     """With --grid, every cluster of the grid must synchronize like the extracted one.
 
     A protocol describes one cluster; clusters are independent, so the
@@ -195,7 +198,7 @@ def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
         budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index} "
                            f"({n} of the {len(others)} other groups of clusters compared)")
         other = replace(launch, cluster_index=ci)
-        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm))) != want:
+        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm), source_names=source_names)) != want:
             raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
                            f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
                            f"--cluster-index {ci}")

@@ -67,7 +67,8 @@ def frames(ins: Instr, mod: Module) -> list[Frame]:
     return [Frame(_source_file(f, mod.path), ln, max(col, 1)) for f, ln, col in raw]
 
 
-def user_frame(ins: Instr, mod: Module, patterns: tuple[str, ...] = LIBRARY_PATTERNS) -> tuple[Frame, list[Frame]] | None:
+def user_frame(ins: Instr, mod: Module,
+               patterns: tuple[str, ...] = LIBRARY_PATTERNS) -> tuple[Frame, list[Frame]] | None:
     """The primary frame (the first in the user's own code) and the other frames of the chain as notes,
     each saying what it is; None without line info."""
     chain = frames(ins, mod)

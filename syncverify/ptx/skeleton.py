@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 from . import fences
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
+from .names import object_names, shared_symbols, split_at_symbols
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
@@ -69,7 +70,7 @@ _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "ar
 
 
 def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
-          every: dict[object, list[Event]] | None = None) -> Skeleton:
+          every: dict[object, list[Event]] | None = None, source_names: bool = False) -> Skeleton:
     """The skeleton of the events; `every` (default: the events themselves) are all the event sequences
     whose protocols must name the same objects: mbarriers and slots are computed over all of them (the
     protocols of the residues of a loop kept as a loop, symextract.py)."""
@@ -81,18 +82,24 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
                 bars.add(e.args[0][1])  # type: ignore[index]
             elif e.kind == "tma_load":
                 bars.add(e.args[2][1])  # type: ignore[index]
-    mb_arrays = _runs(sorted(bars), 8)
+    symbols = shared_symbols(mod, kernel, launch) if source_names else []  # the source's names (names.py)
+    mb_arrays = split_at_symbols(_runs(sorted(bars), 8), symbols)
     mb_name = {}
     mbarriers = []
+    slots, slot_of = _slots(mod, _coalesced(events) if every is None else {k: _coalesce(v) for k, v in every.items()},
+                            bars)
+    bar_names, slot_names = object_names(symbols, mb_arrays, [(n, size, start, p) for _, n, size, start, p in slots])
+    rename = {old: new for (old, *_), new in zip(slots, slot_names, strict=True)}
+    slots = [(rename[nm], *rest) for nm, *rest in slots]  # type: ignore[misc]
+    slot_of = [(a, b, _renamed(nm, rename)) for a, b, nm in slot_of]
     for k, (start, n) in enumerate(mb_arrays):
-        name = f"mb{k}"
+        name = bar_names[k]
         mbarriers.append((name, start, n))
         for j in range(n):
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
     events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
-    slots, slot_of = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()}, bars)
     ctx = _Ctx(mod, mb_name, slot_of, notes, slots)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
@@ -183,6 +190,16 @@ def _align(bodies: list[tuple[Stmt, ...]]) -> list[tuple[Stmt, set[int]]]:
 
 def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
     return [[(s.text, s.elect) for s in x] for x in a] == [[(s.text, s.elect) for s in x] for x in b]
+
+
+def _coalesced(events: dict[tuple[int, int], list[Event]]) -> dict[tuple[int, int], list[Event]]:
+    return {key: _coalesce(evs) for key, evs in events.items()}
+
+
+def _renamed(name: str, rename: dict[str, str]) -> str:
+    """`s0[1]` with `s0` renamed."""
+    base, bracket, rest = name.partition("[")
+    return rename.get(base, base) + bracket + rest
 
 
 def _runs(offsets: list[int], stride: int) -> list[tuple[int, int]]:
