@@ -90,7 +90,7 @@ def test_extracted_objects_carry_the_source_names(tmp_path, capsys):  # type: ig
     assert re.search(r"^  mbarrier full\[3\];", text, re.M) and re.search(r"^  mbarrier empty\[3\];", text, re.M)
     assert "smem tile_0 " in text and "mb0" not in text and not re.search(r"\bs0\b", text)
     assert "wait empty[" in text and "arrive.expect_tx full[" in text
-    code, res = _json(capsys, PARITY, *LAUNCH)
+    _code, res = _json(capsys, PARITY, *LAUNCH)
     assert res["protocol"] == "ws_rowsum(float const*, float*, int)"  # demangled
     assert "wait on empty[0]" in next(d["message"] for d in res["diagnostics"] if d["code"] == "SV201")
 
@@ -193,6 +193,6 @@ def test_a_cu_refusal_points_at_the_loop_in_the_source(capsys):  # type: ignore[
     loops = [n for n, ln in enumerate((OWN / "ws_rowsum.cu").read_text().splitlines(), 1)
              if "for (int t = 0; t < num_tiles; ++t) {" in ln]
     loop = loops[0]  # the producer's loop comes first (warp 0 is executed first)
-    first = [ln for ln in err.splitlines() if ": error: " in ln][0]
+    first = next(ln for ln in err.splitlines() if ": error: " in ln)
     assert f"ws_rowsum.cu:{loop}:" in first
     assert "--param 2=N" in first
