@@ -110,8 +110,10 @@ def early_release(protocol: ir.Protocol, result: CheckResult, options: Options) 
         body, moved = _moved(protocol.body, group)
         if not moved or not _search_clean(replace(protocol, body=body), options, result.stats.seconds):
             continue
+        bar = arrive.bar.name + ("[…]" if arrive.bar.index is not None else "")
+        buf = read.buf.name + ("[…]" if read.buf.index is not None else "")
         out.append(make(
-            "SV302", f"the arrive on `{arrive.bar.name}` releases `{read.buf.name}` before this warp's read of it at "
+            "SV302", f"the arrive on `{bar}` releases `{buf}` before this warp's read of it at "
             f"line {read.span.line}: the buffer may be overwritten while it is read (the WAR race at line "
             f"{d.span.line}). Release it after the last access: with the arrive after the read, the protocol "
             "checks without error at this bound", arrive.span,

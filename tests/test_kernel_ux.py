@@ -196,3 +196,39 @@ def test_a_cu_refusal_points_at_the_loop_in_the_source(capsys):  # type: ignore[
     first = next(ln for ln in err.splitlines() if ": error: " in ln)
     assert f"ws_rowsum.cu:{loop}:" in first
     assert "--param 2=N" in first
+
+
+# ---- the pre-commit hook ------------------------------------------------------------------------------------
+
+def _listed(tmp_path: Path, *ptx: str) -> None:
+    table = "[tool.syncverify]\ntimeout = 120\n"
+    for p in ptx:
+        shutil.copy(p, tmp_path / Path(p).name)
+        table += f'\n[[tool.syncverify.kernels]]\npath = "{Path(p).name}"\nargs = {json.dumps(LAUNCH)}\n'
+    (tmp_path / "pyproject.toml").write_text(table)
+
+
+def test_the_kernels_hook_blocks_a_listed_buggy_kernel(tmp_path, capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    yaml = pytest.importorskip("yaml")
+
+    hooks = {h["id"]: h for h in yaml.safe_load((Path(__file__).parent.parent / ".pre-commit-hooks.yaml").read_text())}
+    hook = hooks["syncverify-kernels"]
+    assert hook["entry"].split() == ["syncverify", "kernels"] and hook["pass_filenames"] is False
+    assert re.search(hook["files"], "src/ws_rowsum.cu") and re.search(hook["files"], "pyproject.toml")
+    monkeypatch.chdir(tmp_path)
+    _listed(tmp_path, SAFE, EARLY)
+    assert main(["kernels", "ws_rowsum.cu"]) == 1
+    out = capsys.readouterr().out
+    assert "ws_rowsum.cu:" in out and "SV302" in out and "safe" in out  # both kernels were checked
+    _listed(tmp_path, SAFE)  # the near twin: only the fixed kernel listed
+    assert main(["kernels"]) == 0
+
+
+def test_the_kernels_hook_refuses_a_bad_table(tmp_path, capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[[tool.syncverify.kernels]]\nargs = ["--block", "96"]\n')
+    assert main(["kernels"]) == 2
+    assert "needs `path" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text("[tool.syncverify]\ntimeout = 60\n")
+    assert main(["kernels"]) == 2
+    assert "no kernels listed" in capsys.readouterr().err
