@@ -47,14 +47,14 @@ def _json(capsys, *argv: str) -> tuple[int, dict]:  # type: ignore[no-untyped-de
 def test_early_release_is_reported_at_the_arrive_that_must_move(capsys):  # type: ignore[no-untyped-def]
     code, res = _json(capsys, EARLY, *LAUNCH)
     assert code == 1
-    at = {(d["code"], Path(d["path"]).name, d["line"]) for d in res["diagnostics"]}
+    at = {(d["code"], Path(d["file"]).name, d["line"]) for d in res["diagnostics"]}
     lines = (OWN / "ws_rowsum.cu").read_text().splitlines()
     ifdef = lines.index("#ifdef EARLY_RELEASE") + 2  # the arrive under it, above the read
     assert "mbar_arrive(&empty[s])" in lines[ifdef - 1]
     assert ("SV302", "ws_rowsum.cu", ifdef) in at  # the root cause, at the line to change
     assert ("SV302", "ws_rowsum.cu", _line_of("tma_load_1d(tile[s]")) in at  # the race, at the helper's call
     # no finding is placed inside the inline-asm helpers
-    assert not any(Path(d["path"]).name == "tma_helpers.cuh" for d in res["diagnostics"])
+    assert not any(Path(d["file"]).name == "tma_helpers.cuh" for d in res["diagnostics"])
 
 
 def test_the_fixed_kernel_has_no_early_release(capsys):  # type: ignore[no-untyped-def]
@@ -68,7 +68,7 @@ def test_wrong_parity_is_reported_at_the_wait_call(capsys):  # type: ignore[no-u
     assert code == 1
     sv507 = [d for d in res["diagnostics"] if d["code"] == "SV507"]
     assert len(sv507) == 1  # every stage's wait is one CUDA line: flipped together, named once
-    assert Path(sv507[0]["path"]).name == "ws_rowsum.cu"
+    assert Path(sv507[0]["file"]).name == "ws_rowsum.cu"
     assert sv507[0]["line"] == _line_of("mbar_wait(&empty[s], (t / STAGES) & 1);")
     assert "`empty[0]`" in sv507[0]["message"]
 
@@ -78,7 +78,7 @@ def test_a_library_pattern_moves_the_location_out_of_that_file(capsys):  # type:
     is kept (here the helper's asm statement)."""
     _, res = _json(capsys, EARLY, *LAUNCH, "--library", "ws_rowsum.cu")
     race = [d for d in res["diagnostics"] if d["code"] == "SV302" and "WAR race" in d["message"]]
-    assert race and Path(race[0]["path"]).name == "tma_helpers.cuh"
+    assert race and Path(race[0]["file"]).name == "tma_helpers.cuh"
 
 
 # ---- names ----------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_the_first_finding_is_streamed_placed_and_the_search_stops_after_it(caps
     kinds = [r["kind"] for r in records]
     assert kinds.index("diagnostic") < kinds.index("result")
     first = records[kinds.index("diagnostic")]
-    assert Path(first["path"]).name == "ws_rowsum.cu"
+    assert Path(first["file"]).name == "ws_rowsum.cu"
     short = records[kinds.index("result")]
     assert short["verdict"] == "violation" and "after the first error" in short["coverage"]
     assert main(["check", EARLY, *LAUNCH, "--format", "json", "-q", "--after-first-error", "0",

@@ -16,7 +16,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "severity": d.severity.value,
         "message": d.message,
         # the file of the finding: a kernel's findings are in its CUDA source, not in the checked .ptx/.cu
-        "path": span.path if span else None,
+        "file": span.path if span else None,
         "line": span.line if span else None,
         "column": span.column if span else None,
         "end_line": span.end_line if span else None,
@@ -26,7 +26,7 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
              "iteration": s.iteration, "state": s.state, "barrier": s.barrier}
             for s in d.trace
         ],
-        "related": [{"path": r.span.path, "line": r.span.line, "column": r.span.column, "message": r.message}
+        "related": [{"file": r.span.path, "line": r.span.line, "column": r.span.column, "message": r.message}
                     for r in d.related],
         "notes": list(d.notes),
         "suppressed": d.suppressed,
