@@ -13,6 +13,7 @@ no error. The finding carries the race's code (SV302) at the arrive, ahead of th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -88,10 +89,11 @@ def _moved(stmts: tuple[ir.Stmt, ...], lines: set[int]) -> tuple[tuple[ir.Stmt, 
     return tuple(out), moved
 
 
-def early_release(protocol: ir.Protocol, result: CheckResult, options: Options) -> list[Diagnostic]:
-    """An arrive above the read it should follow, when moving it below the read makes the protocol clean."""
-    from .diagnose import _search_clean, same_site
-
+def early_release(protocol: ir.Protocol, result: CheckResult, options: Options,
+                  search_clean: Callable[[ir.Protocol, Options, float], bool],
+                  same_site: Callable[[Options, int, list[int]], list[int]]) -> list[Diagnostic]:
+    """An arrive above the read it should follow, when moving it below the read makes the protocol clean
+    (`search_clean` and `same_site`: diagnose.py's, passed in so that the two modules import one way)."""
     out: list[Diagnostic] = []
     tried: set[int] = set()
     arrive_lines = sorted({s.span.line for block in _blocks(protocol.body) for s in block
@@ -108,7 +110,7 @@ def early_release(protocol: ir.Protocol, result: CheckResult, options: Options) 
         group = set(same_site(options, arrive.span.line, arrive_lines))
         tried |= group
         body, moved = _moved(protocol.body, group)
-        if not moved or not _search_clean(replace(protocol, body=body), options, result.stats.seconds):
+        if not moved or not search_clean(replace(protocol, body=body), options, result.stats.seconds):
             continue
         bar = arrive.bar.name + ("[…]" if arrive.bar.index is not None else "")
         buf = read.buf.name + ("[…]" if read.buf.index is not None else "")

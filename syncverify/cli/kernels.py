@@ -29,7 +29,7 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from . import build_parser
+    from .check import add_subcommand as add_check
     from .check import cmd_check
 
     try:
@@ -44,8 +44,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         return 2
     worst = 0
     for path, extra in listed:
-        parser = build_parser()
-        parser.check_parser.set_defaults(**defaults)  # type: ignore[attr-defined]
+        parser = argparse.ArgumentParser(prog="syncverify")  # `check` alone, with the table's defaults
+        add_check(parser.add_subparsers(dest="command")).set_defaults(**defaults)
         try:
             parsed = parser.parse_args(["check", path, *extra])
         except SystemExit:

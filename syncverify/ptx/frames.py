@@ -22,7 +22,8 @@ from .parse import Instr, Module, _source_file
 # Path pieces that mark a library header. CUTLASS/CuTe, CCCL (cub, thrust, libcu++), Triton, and the
 # CUDA toolkit's own headers (`sm_30_intrinsics.hpp` holds `__syncwarp`, `crt/` the device functions).
 LIBRARY_PATTERNS: tuple[str, ...] = (
-    "cutlass/", "cute/", "cub/", "thrust/", "cuda/std/", "cuda/__", "cccl/", "libcudacxx/", "triton/",
+    "cutlass/", "cute/", "cub/", "thrust/", "cuda/std/", "cuda/__", "cccl/", "libcudacxx/", "triton/language/",
+    "triton/runtime/", "triton/experimental/",
     "crt/", "sm_20_intrinsics", "sm_30_intrinsics", "sm_32_intrinsics", "sm_60_atomic", "sm_90_rt",
     "cuda_runtime", "device_functions", "cooperative_groups", "/cuda/include/", "/targets/",
 )
@@ -39,8 +40,9 @@ class Frame:
 
 
 def is_library(path: str, patterns: tuple[str, ...]) -> bool:
-    norm = path.replace("\\", "/")
-    return any(p in norm for p in patterns)
+    """Does the path contain a pattern, starting at a directory boundary (`cute/` is not `execute/`)?"""
+    norm = "/" + path.replace("\\", "/")
+    return any(("/" + p if not p.startswith("/") else p) in norm for p in patterns)
 
 
 @lru_cache(maxsize=16)
