@@ -6,8 +6,9 @@ symbols out as ptxas does). An mbarrier array that is exactly such a symbol is c
 (`full[3]` rather than `mb0[0..2]`); a run of barriers that spans two symbols is split at the boundary
 (`full` and `empty` declared one after the other are two arrays, not one). A buffer slot inside a symbol
 is named after it: the symbol's name when the slots cover it exactly, else `NAME_k` (the k-th slot cut
-from it, e.g. the part of `tile` one consumer warp reads). Objects in no symbol keep the synthetic names
-(`mbK`, `sK`). Names are only names: the protocol's meaning does not depend on them.
+from it, e.g. the part of `tile` one consumer warp reads). Objects in no symbol, or in a dynamic `extern
+__shared__` array (whose members -lineinfo does not describe), keep the synthetic names (`mbK`, `sK`).
+Names are only names: the protocol's meaning does not depend on them.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def shared_symbols(mod: Module, kernel: str, launch: Launch) -> list[tuple[str, 
     for sym, off in mem.shared.items():
         name = short_name(sym)
         size = sizes.get(sym)
-        if name is not None and name not in _RESERVED:
-            out.append((name, off, size if size is not None else 1 << 40))  # dynamic: to the end
+        # a dynamic `extern __shared__` array (CUTLASS's SharedStorage carved out of `smem[]`) names no member:
+        # its parts keep the synthetic names (the members' names would need DWARF types, which -lineinfo omits)
+        if name is not None and name not in _RESERVED and size is not None:
+            out.append((name, off, size))
     return sorted(out, key=lambda t: t[1])
 
 
