@@ -232,3 +232,13 @@ def test_the_kernels_hook_refuses_a_bad_table(tmp_path, capsys, monkeypatch):  #
     (tmp_path / "pyproject.toml").write_text("[tool.syncverify]\ntimeout = 60\n")
     assert main(["kernels"]) == 2
     assert "no kernels listed" in capsys.readouterr().err
+
+
+def test_a_long_demangled_name_keeps_its_outer_template_only():
+    from syncverify.cli.kernel import _brief
+
+    inner = ", ".join(f"cute::C<{i}>" for i in range(40))
+    full = f"void ns::device_kernel<ns::Gemm<cute::tuple<{inner}>, int> >(ns::Gemm<cute::tuple<{inner}>, int>::Params)"
+    short = _brief(full)
+    assert short == "void ns::device_kernel<ns::Gemm<…> >(ns::Gemm<cute::tuple<…>, int>::Params)"
+    assert _brief("k(int)") == "k(int)"  # a short name as it is

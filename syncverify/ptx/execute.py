@@ -110,7 +110,8 @@ class WarpRun(WarpState):
             join = self.cfg.ipdom.get(i, EXIT)
             if join == EXIT:
                 raise self.refuse(ins, "a branch is decided by a value that is not known (data, time or an "
-                                  "unbound parameter) and its paths do not join before the exit")
+                                  "unbound parameter) and its paths do not join before the exit"
+                                  + param_hint(self.fn, ins.guard, set(self.launch.params)))
             region = self._region_ok.get(i)
             if region is None:
                 bad = [self.cfg.body[n] for n in sorted(self.cfg.region(i, join)) if affects_sync(self.cfg.body[n])]
