@@ -33,6 +33,8 @@ KEYS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "width": ("width", int),
     "full-trace": ("full_trace", bool),
     "no-assume": ("no_assume", bool),
+    "after-first-error": ("after_first_error", (int, float)),
+    "warning-traces": ("warning_traces", bool),
 }
 
 

@@ -86,8 +86,8 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     check.add_argument("--warning-traces", action="store_true",
                        help="a kernel's warnings each with its trace (default: one line per code, with a count)")
     check.add_argument("--after-first-error", type=float, metavar="SECONDS",
-                       help="stop the search this long after its first error (default for kernels: "
-                       f"{cli_extract.AFTER_FIRST_ERROR:g}; 0: search on until done or out of budget)")
+                       help="stop the search this long after its first error (default: for kernels "
+                       f"{cli_extract.AFTER_FIRST_ERROR:g}, for specs never; 0: never)")
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     cli_extract.add_launch_args(check, required=False)
@@ -138,7 +138,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         results = []
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
-                      full_trace=args.full_trace,
+                      full_trace=args.full_trace, after_first_error=args.after_first_error or None,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
                       assume_commit_release=not args.no_assume)
     live = _live(args)
