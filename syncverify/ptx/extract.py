@@ -123,7 +123,7 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
     gcomm.check(all_clusters_run(launch, gcomm.clusters))  # global memory: no thread reads another's writes
     if notes:
         sk = replace(sk, notes=(*sk.notes, *notes))
-    text, origin = render(sk, mod.path, expect)
+    text, origin = render(sk, mod.path, expect, mod if source_names else None)
     return Extracted(text, origin, mod, name)
 
 
