@@ -61,18 +61,25 @@ def _early_arrive(protocol: ir.Protocol, read_line: int) -> tuple[ir.MbarArrive,
 
 def _moved(stmts: tuple[ir.Stmt, ...], lines: set[int]) -> tuple[tuple[ir.Stmt, ...], int]:
     """The body with each arrive statement at one of `lines` moved down to just before its block's next
-    wait (or the block's end), past the accesses after it; and how many were moved."""
+    wait (or the block's end), past the accesses after it; and how many arrives passed an access."""
     out: list[ir.Stmt] = []
     held: list[ir.Stmt] = []
+    passed = False  # has an access gone by since the held arrives were taken out?
     moved = 0
+
+    def release() -> None:
+        nonlocal held, passed, moved
+        moved += len(held) if passed else 0
+        out.extend(held)
+        held, passed = [], False
+
     for s in stmts:
         a = _arrive_of(s)
         if a is not None and a.span.line in lines:
             held.append(s)
             continue
         if isinstance(s, ir.MbarWait):
-            out += held
-            held = []
+            release()
         elif isinstance(s, ir.For | ir.Elect):
             body, n = _moved(s.body, lines)
             moved += n
@@ -82,10 +89,10 @@ def _moved(stmts: tuple[ir.Stmt, ...], lines: set[int]) -> tuple[tuple[ir.Stmt, 
             orelse, n2 = _moved(s.orelse, lines)
             moved += n1 + n2
             s = replace(s, then=then, orelse=orelse)
-        elif held and isinstance(s, ir.Access):
-            moved += len(held) if not any(isinstance(x, ir.Access) for x in out[-1:]) else 0
+        elif isinstance(s, ir.Access):
+            passed = passed or bool(held)
         out.append(s)
-    out += held
+    release()
     return tuple(out), moved
 
 
