@@ -25,8 +25,18 @@ _RESERVED = frozenset({"protocol", "param", "role", "smem", "mbarrier", "if", "f
                        "parity", "syncthreads", "syncwarp", "tma", "choose", "instance", "lane", "i"})
 
 
+# names the writer makes up itself: loop variables `k0`, roles `w4_7`, synthetic objects `mb0`, `s3`
+_SYNTHETIC = re.compile(r"^(k|w|s|mb)\d+(_\d+)?$")
+
+
 def short_name(symbol: str) -> str | None:
-    """`full` for `_ZZ9ws_rowsumPKfPfiE4full`, the symbol itself when it is a plain identifier."""
+    """`full` for `_ZZ9ws_rowsumPKfPfiE4full`, the symbol itself when it is a plain identifier; None for a
+    name the writer's own names could collide with."""
+    name = _short_name(symbol)
+    return None if name is None or _SYNTHETIC.match(name) else name
+
+
+def _short_name(symbol: str) -> str | None:
     if symbol.startswith("_ZZ"):
         m = _LOCAL.search(symbol)
         if m and len(m[2]) >= int(m[1]):
