@@ -33,6 +33,8 @@ KEYS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "width": ("width", int),
     "full-trace": ("full_trace", bool),
     "no-assume": ("no_assume", bool),
+    "after-first-error": ("after_first_error", (int, float)),
+    "warning-traces": ("warning_traces", bool),
 }
 
 
@@ -63,6 +65,8 @@ def check_defaults(start: Path | None = None) -> tuple[dict[str, Any], Path | No
         raise ConfigError(f"{path}: [tool.syncverify] must be a table")
     out: dict[str, Any] = {}
     for key, value in table.items():
+        if key == "kernels":  # the kernels the pre-commit hook checks (kernels_of), not a default of `check`
+            continue
         norm = key.replace("_", "-")
         if norm not in KEYS:
             raise ConfigError(f"{path}: [tool.syncverify] has an unknown key `{key}` (known: {', '.join(KEYS)})")
@@ -73,4 +77,39 @@ def check_defaults(start: Path | None = None) -> tuple[dict[str, Any], Path | No
         if kind is not bool and kind is not str and not value > 0:  # (NaN, zero and negatives: as on the command line)
             raise ConfigError(f"{path}: [tool.syncverify] {key} = {value!r}: expected a positive number")
         out[dest] = value
+    return out, path
+
+
+def kernels_of(start: Path | None = None) -> tuple[list[tuple[str, list[str]]], Path | None]:
+    """The kernels listed with their launches in the nearest pyproject.toml, for `syncverify kernels`
+    (the pre-commit hook): each `[[tool.syncverify.kernels]]` entry's `path` (relative to that file)
+    and `args` (the options of `check KERNEL`: --block, --param, --nvcc-flag, …).
+
+        [[tool.syncverify.kernels]]
+        path = "kernels/ws_rowsum.cu"
+        args = ["--block", "96", "--param", "2=8"]
+    """
+    path = find(start)
+    if path is None:
+        return [], None
+    try:
+        with open(path, "rb") as f:
+            listed = tomllib.load(f).get("tool", {}).get("syncverify", {}).get("kernels", [])
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read it: {err}") from None
+    if not isinstance(listed, list):
+        raise ConfigError(f"{path}: [tool.syncverify] kernels must be an array of tables "
+                          "([[tool.syncverify.kernels]] with `path` and `args`)")
+    out = []
+    for n, entry in enumerate(listed, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise ConfigError(f"{path}: kernel {n} of [tool.syncverify] kernels needs `path = \"KERNEL.cu\"`")
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ConfigError(f"{path}: kernel {n} ({entry['path']}): `args` must be an array of strings")
+        unknown = set(entry) - {"path", "args"}
+        if unknown:
+            raise ConfigError(f"{path}: kernel {n} ({entry['path']}): unknown key(s) {', '.join(sorted(unknown))} "
+                              "(known: path, args)")
+        out.append((str(path.parent / entry["path"]), list(args)))
     return out, path

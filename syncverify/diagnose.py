@@ -50,6 +50,9 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
     found = per_warp_release(protocol, machine, result)
     found += arrival_counts(protocol, machine, result, options)
     found += first_parity(protocol, machine, result, options)
+    from .diagnose_release import early_release
+
+    found += early_release(protocol, result, options, _search_clean, same_site)
     have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
     found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
     return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
@@ -232,10 +235,18 @@ def _with_count(protocol: ir.Protocol, bar: ir.Mbarrier, count: int) -> ir.Proto
 # ---------------------------------------------------------------------------- SV507
 
 
-def _flip(wait: ir.MbarWait) -> Callable[[ir.Stmt], ir.Stmt]:
-    """An operation map that makes `wait` wait for the other parity (`1 ^ (P)`)."""
-    flipped = replace(wait, parity=ir.BinOp("^", ir.Const(1, wait.parity.span), wait.parity, wait.parity.span))
-    return lambda op: flipped if op is wait else op
+def _flip(waits: list[ir.MbarWait]) -> Callable[[ir.Stmt], ir.Stmt]:
+    """An operation map that makes each of `waits` wait for the other parity (`1 ^ (P)`)."""
+    flipped = {id(w): replace(w, parity=ir.BinOp("^", ir.Const(1, w.parity.span), w.parity, w.parity.span))
+               for w in waits}
+    return lambda op: flipped.get(id(op), op)
+
+
+def same_site(options: Options, line: int, lines: list[int]) -> list[int]:
+    """The lines of `lines` written from the same source site as `line` (options.sites: an extracted
+    kernel, whose one CUDA statement nvcc unrolled into a statement per stage); a spec's line is its own."""
+    site = options.sites.get(line)
+    return [line] if site is None else [n for n in lines if options.sites.get(n) == site]
 
 _BLOCKED_WAIT = re.compile(r"line (\d+): wait on (\S+) for parity (\d) — \S+: phase (\d+) pending (\d+)/(\d+)")
 
@@ -298,8 +309,9 @@ def first_parity(protocol: ir.Protocol, machine: Machine, result: CheckResult,
             waiters = {who for who, at in blocked.items() if int(at) == line}
             if not any(_arrives_on(machine, who, wait.bar.name) for who in set(blocked) - waiters):
                 continue
-            tried.add(line)
-            variant = replace(protocol, body=_map_ops(protocol.body, _flip(wait)))
+            group = same_site(options, line, sorted(waits))
+            tried.update(group)
+            variant = replace(protocol, body=_map_ops(protocol.body, _flip([waits[n] for n in group])))
             if not _search_clean(variant, options, result.stats.seconds):
                 continue
             out.append(make(

@@ -28,6 +28,12 @@ class Options:
     # each error of the explicit search as soon as it is found; returning True stops the search
     on_finding: Callable[[Diagnostic], bool] | None = None
     defines: Mapping[str, int] = field(default_factory=dict)
+    # seconds the explicit search goes on after its first error before it stops (None: until done or out of
+    # budget); a kernel's check sets it so that a buggy kernel's answer comes in bounded time
+    after_first_error: float | None = None
+    # protocol line -> the source site it was written from (an extracted kernel: one CUDA statement is
+    # written once per stage of a ring); the root-cause pass changes a site in all its places at once
+    sites: Mapping[int, object] = field(default_factory=dict)
     # Readings of the PTX text that production kernels rely on but PTX does not
     # settle (ptx-semantics.md §10.8); each can be dropped to be stricter.
     assume_tcgen05_commit_order: bool = True

@@ -182,11 +182,13 @@ def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
     # the same set as specs/cutlass_ws_ring_no_empty_wait.sync, the hand-written protocol of this bug
     assert codes == {"SV302", "SV303", "SV502", "SV504"}
     lines = {d["code"]: d["line"] for d in res["diagnostics"]}
-    assert lines["SV302"] == 39      # ring.cu: the cp.async.bulk in bulk_load()
-    assert lines["SV504"] == 34      # ring.cu: the arrive.expect_tx
+    # at the kernel's call of the inline-asm helper (the line to change), not inside the helper
+    assert lines["SV302"] == 70      # ring.cu: bulk_load(tile[s], …), whose cp.async.bulk writes the tile
+    assert lines["SV504"] == 69      # ring.cu: mbar_arrive_expect_tx(&full[s], BYTES)
     assert main(["check", RING_BUG, *LAUNCH]) == 1
     out = capsys.readouterr().out
-    assert "ring.cu:39:23: SV302 WAR race" in out
+    assert "ring.cu:70:9: SV302 WAR race" in out
+    assert "ring.cu:39:23: inside the inline-asm helper" in out
     assert "ring_no_empty_wait.ptx:" in out and "PTX instruction" in out
 
 
@@ -205,8 +207,8 @@ def test_fail_fast_ends_a_kernel_check_at_its_first_error(capsys):  # type: igno
 
 
 @pytest.mark.parametrize(("ptx", "codes", "line"), [
-    ("ring_no_full_wait.ptx", {"SV201", "SV301", "SV502"}, {"SV301": 39}),   # consumer_wait skipped
-    ("ring_empty_count_16.ptx", {"SV504"}, {"SV504": 30}),                   # wrong arrival count
+    ("ring_no_full_wait.ptx", {"SV201", "SV301", "SV502"}, {"SV301": 70}),   # consumer_wait skipped
+    ("ring_empty_count_16.ptx", {"SV504"}, {"SV504": 82}),                   # wrong arrival count: the arrive
 ])
 def test_seeded_ring_bugs_at_their_source_lines(ptx, codes, line, capsys):
     import json

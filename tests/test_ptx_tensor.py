@@ -104,7 +104,8 @@ def test_expect_tx_and_box_that_disagree_are_found(tmp_path, capsys):
     assert main([*args, "--tensor-bytes", "0[128]=16"]) == 1
     got = capsys.readouterr()
     out = got.out + got.err
-    assert "SV503 `mb0` expects 32 bytes per phase but the copies that signal it complete 16" in out
+    # (the barrier by the name of its `.shared` variable, `bar`)
+    assert "SV503 `bar` expects 32 bytes per phase but the copies that signal it complete 16" in out
 
 
 def test_multicast_tensor_load_and_tensor_store():

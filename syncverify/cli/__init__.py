@@ -21,6 +21,7 @@ from . import emit as cli_emit
 from . import explain as cli_explain
 from . import export as cli_export
 from . import extract as cli_extract
+from . import kernels as cli_kernels
 from . import mutate as cli_mutate
 from . import run as cli_run
 from . import trace as cli_trace
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_mutate.add_subcommand(sub, define)
     cli_export.add_subcommand(sub, define)
     cli_extract.add_subcommand(sub)
+    cli_kernels.add_subcommand(sub)
     return parser
 
 
@@ -70,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler = {**cli_check.HANDLERS, **cli_explain.HANDLERS, **cli_emit.HANDLERS, **cli_run.HANDLERS,
                **cli_trace.HANDLERS, **cli_mutate.HANDLERS, **cli_export.HANDLERS,
-               **cli_extract.HANDLERS}[args.command]
+               **cli_extract.HANDLERS, **cli_kernels.HANDLERS}[args.command]
     budget.interrupted = False
     hook = sys.unraisablehook
     previous = signal.getsignal(signal.SIGINT)

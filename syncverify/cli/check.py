@@ -83,6 +83,11 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
                        help="exit 0 iff every file's error codes equal its `// expect:` header")
     check.add_argument("--strict", action="store_true", help="treat warnings as errors")
     check.add_argument("--full-trace", action="store_true", help="print every step of a counterexample")
+    check.add_argument("--warning-traces", action="store_true",
+                       help="a kernel's warnings each with its trace (default: one line per code, with a count)")
+    check.add_argument("--after-first-error", type=float, metavar="SECONDS",
+                       help="stop the search this long after its first error (default: for kernels "
+                       f"{cli_extract.AFTER_FIRST_ERROR:g}, for specs never; 0: never)")
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     cli_extract.add_launch_args(check, required=False)
@@ -148,7 +153,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         results = []
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
-                      full_trace=args.full_trace,
+                      full_trace=args.full_trace, after_first_error=args.after_first_error or None,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
                       assume_commit_release=not args.no_assume)
     live = _live(args)
@@ -173,21 +178,19 @@ def cmd_check(args: argparse.Namespace) -> int:
                 results.append(live.check(task.path, replace(options, defines=dict(task.defines)), run,
                                           sweep=task.sweep))
             continue
-        # kernels: extracted and checked, one sweep point after the other. Their findings are not
-        # streamed (they are placed at the CUDA source lines once the check is over), but
-        # --fail-fast still ends the search at the first error.
-        stop_at_first = (lambda d: True) if args.fail_fast else None
+        # kernels: extracted and checked, one sweep point after the other; findings are streamed
+        # (placed at the CUDA source lines as they are found) and progress shown as for specs
         for path in group:
             for point, sweep in runs.points(args.defines):
                 if live.stopped:
                     break
-                got = cli_extract.check_kernel(path, args, replace(options, defines=dict(point),
-                                                                   on_finding=stop_at_first))
-                if isinstance(got, CheckResult):
-                    results.append(live.report(replace(got, sweep=sweep) if sweep else got))
-                else:
+                got = live.check(path, replace(options, defines=dict(point)),
+                                 lambda p, o: cli_extract.check_kernel(p, args, o), sweep=sweep)
+                if not isinstance(got, CheckResult):
                     cli_extract.print_refusal(got)
                     live.refused += 1
+                else:
+                    results.append(got)
     budget.stop_if_interrupted()  # an interrupt some layer turned into an answer: no verdict is printed
     if not paths:
         _print(results, args)
@@ -233,7 +236,7 @@ def _live(args: argparse.Namespace):
     from ..report.live import Live
 
     return Live(fmt=args.format, quiet=args.quiet, fail_fast=args.fail_fast, full_trace=args.full_trace,
-                width=args.width)
+                width=args.width, summarize_warnings=not args.warning_traces)
 
 
 def _runner(live):

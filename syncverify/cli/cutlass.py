@@ -43,7 +43,7 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     auto = cutlass_include()  # a .cu of a CUTLASS kernel compiles against the nvidia-cutlass headers too
     if auto is not None and auto not in includes:
         includes.append(auto)
-    mod = load_module(path, includes)
+    mod = load_module(path, includes, getattr(args, "nvcc_flags", ()))
     name = pick_kernel(mod, args.kernel)
     fn = next(f for f in mod.entries() if f.name == name)
     host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,

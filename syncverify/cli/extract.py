@@ -17,12 +17,13 @@ from dataclasses import replace
 from .. import budget as budgets
 from ..diagnostics import InputError
 from ..ptx.extract import Extracted, extract, load_module
+from ..ptx.frames import patterns_of
 from ..ptx.launch import ParamBytes
 from ..ptx.parse import Module, PtxError
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Verdict
 from . import cutlass as cli_cutlass
-from .kernel import _at_source, _same_site_sv204, launch_of
+from .kernel import _at_source, _same_site_sv204, at_cuda_line, demangled, launch_of, sites_of, ticking
 from .symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
@@ -126,6 +127,13 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--dynamic-smem", type=int, metavar="BYTES", help="dynamic shared memory of the launch")
     g.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR",
                    help="include directory for compiling a .cu")
+    g.add_argument("--nvcc-flag", dest="nvcc_flags", action="append", default=[], metavar="FLAG",
+                   help="pass FLAG to nvcc when compiling a .cu (repeat it: --nvcc-flag=-DSTAGES=4 "
+                        "--nvcc-flag=-arch=sm_100a); after the defaults, so a later -arch wins")
+    g.add_argument("--library", dest="library", action="append", default=[], metavar="PATTERN",
+                   help="source paths containing PATTERN are library code: a finding is placed at the first "
+                        "frame of its inline chain outside them (CUTLASS, CuTe, CCCL, Triton and the CUDA "
+                        "headers are libraries already)")
     add_symbolic_arg(g)
     cli_cutlass.add_args(g)
 
@@ -141,8 +149,8 @@ def add_subcommand(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
 def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = None,
                    mod: Module | None = None) -> Extracted:
-    mod = mod or load_module(path, args.includes)
-    return extract(mod, launch_of(args), args.kernel, expect)
+    mod = mod or load_module(path, args.includes, args.nvcc_flags)
+    return extract(mod, launch_of(args), args.kernel, expect, source_names=True)
 
 
 def _with_cutlass(path: str, args: argparse.Namespace) -> tuple[Module | None, argparse.Namespace]:
@@ -165,7 +173,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(ub.render(), file=sys.stderr)
         return 1
     except PtxError as err:
-        print(err.render(), file=sys.stderr)
+        print(at_cuda_line(err, args.input).render(), file=sys.stderr)
         return 2
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
@@ -175,8 +183,16 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+AFTER_FIRST_ERROR = 10.0  # a kernel's search goes on this long after its first error (--after-first-error)
+
+
 def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
-    """Extract and check one kernel; a refusal is returned (the caller prints it and exits 2)."""
+    """Extract and check one kernel; a refusal is returned (the caller prints it and exits 2).
+
+    Findings reach `options.on_finding` (the streamed output) already placed in the kernel's source, so
+    the first one is printed when the search finds it. Unless --after-first-error says otherwise, the
+    search stops AFTER_FIRST_ERROR seconds after its first error: a kernel's state space can be large,
+    and the answer (a violation, certain once found) should not wait for the whole budget."""
     from ..check import check_protocol
     from ..lang import load
 
@@ -187,21 +203,32 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     if args.block is None:
         return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param), "
                         "or --cutlass-problem MxNxK for a CUTLASS GEMM")
+    library = patterns_of(getattr(args, "library", ()))
     if getattr(args, "symbolic", None) is not None:
-        return check_symbolic(path, args, options)
+        stop = (lambda d: True) if getattr(args, "fail_fast", False) else None
+        return check_symbolic(path, args, replace(options, on_finding=stop))
     start = time.monotonic()
     try:
-        with budgets.clock(options.timeout):  # the executor and the loop roller look at it
+        with budgets.clock(options.timeout), ticking(path, options):  # the executor and the loop roller look at it
             ex = extract_kernel(path, args, mod=mod)
     except Undefined as ub:
         return finding_result(path, ub, args.kernel)
     except PtxError as err:
-        return err
+        return at_cuda_line(err, path)
     except budgets.OutOfBudget as out:
         return CheckResult(path=path, protocol=args.kernel or "", verdict=Verdict.INCONCLUSIVE, bound="",
                            coverage=f"the kernel was not extracted: {out}", stopped_by=out.kind)
     # the check gets what extraction left of --timeout
-    options = replace(options, timeout=max(options.timeout - (time.monotonic() - start), 1e-3))
+    told = options.on_finding
+
+    def placed(d):  # type: ignore[no-untyped-def]
+        return False if told is None or _same_site_sv204(d, ex) else told(_at_source(d, ex, library=library))
+
+    after = getattr(args, "after_first_error", None)
+    options = replace(options, timeout=max(options.timeout - (time.monotonic() - start), 1e-3),
+                      on_finding=placed if told is not None else None,
+                      after_first_error=AFTER_FIRST_ERROR if after is None else (after or None),
+                      sites=sites_of(ex, library))
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     try:
         protocol = load(ex.text, options.defines, path=sync_name)
@@ -210,7 +237,7 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
         return PtxError(path, 1, 1, f"the extracted protocol is not valid .sync: {d.message} "
                         f"(line {d.span.line if d.span else '?'})")
     result = check_protocol(protocol, options)
-    diags = tuple(_at_source(d, ex, sync_name) for d in result.diagnostics if not _same_site_sv204(d, ex))
+    diags = tuple(_at_source(d, ex, library=library) for d in result.diagnostics if not _same_site_sv204(d, ex))
     # the protocol has its loops unrolled at this launch: that launch is what the verdict covers
     la = launch_of(args)
     bound = "launch block " + "x".join(map(str, la.block)) + ", cluster " + "x".join(map(str, la.cluster))
@@ -218,7 +245,7 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
         bound += ", " + ", ".join(f"{k}={_shown(v)}" for k, v in la.params.items())
     if la.tensor_bytes:
         bound += ", tensor maps " + ", ".join(f"{p}[{o}]={n}" for (p, o), n in la.tensor_bytes.items())
-    return replace(result, path=path, diagnostics=diags, bound=bound)
+    return replace(result, path=path, diagnostics=diags, bound=bound, protocol=demangled(result.protocol or ""))
 
 
 def _shown(v: int | bytes | ParamBytes) -> str:

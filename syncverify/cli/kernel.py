@@ -9,13 +9,23 @@ the concrete and the symbolic extraction's command lines do not import each othe
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from functools import lru_cache
 
 from ..diagnostics import Diagnostic, Related, Span
 from ..ptx.extract import Extracted
+from ..ptx.frames import LIBRARY_PATTERNS, Frame, user_frame
 from ..ptx.launch import Launch, ParamBytes
-from ..ptx.parse import Instr, _source_file
+from ..ptx.parse import Instr, PtxError, _source_file
 
 
 def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | bytes | ParamBytes]:
@@ -53,22 +63,168 @@ def _src_span(ins: Instr, ptx_path: str) -> Span | None:
                 max(ins.src.column, 1) + 1)
 
 
-def _at_source(d: Diagnostic, ex: Extracted, sync_name: str) -> Diagnostic:
-    if d.span is None or d.span.line not in ex.origin:
-        return d
-    ins = ex.origin[d.span.line]
+def _span(f: Frame) -> Span:
+    return Span(f.file, f.line, f.column, f.line, f.column + 1)
+
+
+def place(ins: Instr, ex: Extracted, library: tuple[str, ...] = LIBRARY_PATTERNS) -> tuple[Span, list[Related]]:
+    """Where a finding on the statement written from `ins` is reported: the first frame of its inline
+    chain in the user's own code (frames.user_frame), the chain's other frames and the PTX line as notes.
+    The PTX note names the statement's line in the protocol `syncverify extract` writes for this launch
+    (`-o FILE` keeps it): no note cites a file this run did not write."""
     ptx = Span(ex.module.path, ins.line, ins.column, ins.line, ins.column + 1)
-    related = [Related(ptx, "PTX instruction"), Related(d.span, "statement of the extracted protocol")]
-    if ins.src and ins.src.inlined_at:
-        f, ln, col = ins.src.inlined_at[0]
-        f = _source_file(f, ex.module.path)
-        related.insert(0, Related(Span(f, ln, max(col, 1), ln, max(col, 1) + 1), "inlined at"))
+    where = user_frame(ins, ex.module, library)
+    if where is None:
+        return ptx, []
+    primary, others = where
+    return _span(primary), [Related(_span(f), f.why) for f in others]
+
+
+def source_of_line(ex: Extracted, line: int, library: tuple[str, ...] = LIBRARY_PATTERNS) -> str | None:
+    """`ws_rowsum.cu:57`: the user's source line of the statement at `line` of the extracted protocol."""
+    ins = ex.origin.get(line)
+    if ins is None:
+        return None
+    where = user_frame(ins, ex.module, library)
+    if where is None:
+        return f"ptx:{ins.line}"
+    return f"{os.path.basename(where[0].file)}:{where[0].line}"
+
+
+_LINE_REF = re.compile(r"\bline (\d+)\b")
+
+
+def _in_source_terms(text: str, ex: Extracted, library: tuple[str, ...]) -> str:
+    """A message's `line N` (of the extracted protocol) as the source line it came from."""
+    def one(m: re.Match[str]) -> str:
+        src = source_of_line(ex, int(m[1]), library)
+        return src if src is not None else m[0]
+    return _LINE_REF.sub(one, text)
+
+
+def _at_source(d: Diagnostic, ex: Extracted, sync_name: str = "",
+               library: tuple[str, ...] = LIBRARY_PATTERNS) -> Diagnostic:
+    """A finding on the extracted protocol, placed in the kernel's source (`place`); `line N` of the
+    protocol in its message read as the source line; each trace step noted with its source line."""
+    if d.span is None or d.span.line not in ex.origin:
+        return replace(d, message=_in_source_terms(d.message, ex, library))
+    ins = ex.origin[d.span.line]
+    span, related = place(ins, ex, library)
+    ptx = Span(ex.module.path, ins.line, ins.column, ins.line, ins.column + 1)
+    related.append(Related(ptx, f"PTX instruction (line {d.span.line} of the protocol `syncverify extract` "
+                                "writes for this launch)"))
     for r in d.related:
         if r.span.line in ex.origin:
             other = ex.origin[r.span.line]
-            span = _src_span(other, ex.module.path) or Span(ex.module.path, other.line, other.column, other.line,
-                                                            other.column + 1)
-            related.append(Related(span, f"{r.message} (PTX line {other.line})"))
+            ospan, _ = place(other, ex, library)
+            related.append(Related(ospan, f"{_in_source_terms(r.message, ex, library)} (PTX line {other.line})"))
+        elif r.span.path == d.span.path:  # a line of the protocol no instruction is behind: say so, cite none
+            continue
         else:
             related.append(r)
-    return replace(d, span=_src_span(ins, ex.module.path) or ptx, related=tuple(related))
+    trace = tuple(replace(t, note=" ".join(x for x in (source_of_line(ex, t.line, library) or "", t.note) if x))
+                  for t in d.trace)
+    return replace(d, span=span, related=tuple(related), trace=trace,
+                   message=_in_source_terms(d.message, ex, library))
+
+
+def sites_of(ex: Extracted, library: tuple[str, ...] = LIBRARY_PATTERNS) -> dict[int, object]:
+    """Each protocol line's source site: the whole inline chain of the instruction behind it. nvcc unrolls a
+    ring's loop by its stages, so one CUDA statement is several PTX instructions and several statements of
+    the protocol; the root-cause pass (diagnose.py) changes them together, as an edit of that line would."""
+    out: dict[int, object] = {}
+    for line, ins in ex.origin.items():
+        where = user_frame(ins, ex.module, library)
+        out[line] = ("ptx", ins.line) if where is None else (where[0].file, where[0].line, where[0].column)
+    return out
+
+
+_CUDA_NOTE = re.compile(r"^CUDA source: (?P<file>.+):(?P<line>\d+)")
+
+
+def at_cuda_line(err: PtxError, path: str) -> PtxError:
+    """A refusal of a `.cu` input placed at its CUDA line (the PTX was compiled in a temporary directory,
+    removed since): the CUDA line with a caret at its first word, the PTX instruction as the note."""
+    m = _CUDA_NOTE.match(err.note or "")
+    if not path.endswith((".cu", ".cuh")) or m is None:
+        return err
+    file, line = m["file"].split(" (inlined at ")[0], int(m["line"])
+    try:
+        with open(file, encoding="utf-8", errors="replace") as fh:
+            text = fh.read().splitlines()
+    except OSError:
+        return err
+    src = text[line - 1] if 0 < line <= len(text) else ""
+    col = len(src) - len(src.lstrip()) + 1
+    ptx = err.source_line.strip()
+    return PtxError(file, line, col, err.message, src, f"PTX instruction: {ptx}" if ptx else "")
+
+
+@lru_cache(maxsize=64)
+def demangled(name: str) -> str:
+    """The kernel's C++ name (`ws_rowsum(float const*, float*, int)`), its template arguments past the second
+    level shown as `…` when it is long (a CUTLASS kernel's full name runs to thousands of characters); the name
+    as it is when no demangler reads it. GNU c++filt first, then llvm-cxxfilt (GNU's gives up on some of
+    CUTLASS's names) and the CUDA toolkit's cu++filt."""
+    if not name.startswith("_Z"):
+        return name
+    for tool in ("c++filt", "llvm-cxxfilt", "cu++filt"):
+        path = shutil.which(tool)
+        if path is None:
+            continue
+        try:
+            out = subprocess.run([path, name], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out and out != name:
+            return _brief(out)
+    return name
+
+
+def _brief(full: str, width: int = 160) -> str:
+    """Template arguments nested two deep or more as `…`, when the name is longer than `width`."""
+    if len(full) <= width:
+        return full
+    out, depth = [], 0
+    for c in full:
+        if c == "<":
+            depth += 1
+            if depth == 2:
+                out.append("<…")
+            if depth >= 2:
+                continue
+        elif c == ">":
+            depth -= 1
+            if depth >= 1:
+                if depth == 1:
+                    out.append(">")
+                continue
+        elif depth >= 2:
+            continue
+        out.append(c)
+    return "".join(out)
+
+
+@contextmanager
+def ticking(path: str, options: object, every: float = 5.0) -> Iterator[None]:
+    """A progress line on stderr every `every` seconds while a kernel is compiled and extracted (the
+    search then reports its own progress through options.progress): silent with --quiet, which sets no
+    progress callback."""
+    if getattr(options, "progress", None) is None:
+        yield
+        return
+    done = threading.Event()
+    start = time.monotonic()
+
+    def run() -> None:
+        while not done.wait(every):
+            print(f"syncverify: {path}: compiling and extracting, {time.monotonic() - start:.1f} s",
+                  file=sys.stderr, flush=True)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()

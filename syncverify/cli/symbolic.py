@@ -54,7 +54,7 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
-    mod = load_module(path, args.includes)
+    mod = load_module(path, args.includes, getattr(args, "nvcc_flags", ()))
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
 
 

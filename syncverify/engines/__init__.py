@@ -65,7 +65,7 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
                                coverage="the Z3 engine needs z3-solver; use --engine explicit")
         if symbolic is not None and options.engine == "z3":
             return symbolic.check(protocol, options, machine)
-    budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
+    budget = Budget(options.max_states, options.timeout, options.max_memory_mb, options.after_first_error)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
     from ..static.checks import (

@@ -48,6 +48,10 @@ class Budget:
     max_states: int = 2_000_000
     seconds: float = 600.0
     memory_mb: float = 8192.0
+    # seconds the search goes on after its first error, looking for others, before it stops (None: to the
+    # end or another budget). A violation is certain once found; what a stop here costs is completeness of
+    # the list of findings, never a verdict: the result is a violation with `search not finished`.
+    after_first_error: float | None = None
 
 
 @dataclass
@@ -266,6 +270,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     popped = 0
     reported = 0  # errors handed to on_error so far
     last_report = last_memory = start
+    first_error_at: float | None = None
     machine.deadline = start + budget.seconds
     try:
         init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
@@ -291,6 +296,12 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 if progress is not None and now - last_report >= 0.25:
                     progress(len(visited), len(queue), now - start, peak - base_mb)
                     last_report = now
+            if errors and budget.after_first_error is not None:
+                first_error_at = now if first_error_at is None else first_error_at
+                if now - first_error_at > budget.after_first_error:
+                    stop, kind = (f"stopped {budget.after_first_error:g} s after the first error "
+                                  "(--after-first-error)"), budgets.TIME
+                    break
             if len(errors) >= MAX_DISTINCT_ERRORS:
                 stop = f"stopped after {MAX_DISTINCT_ERRORS} distinct violations"
                 break

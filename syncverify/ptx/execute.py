@@ -34,6 +34,7 @@ from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
 from .launch import PARAM_SPACE, Event, Launch, Memory, _bits, _lanes, _params, cluster_warps
 from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
+from .provenance import param_hint
 from .sync import execute_sync
 from .values import UNKNOWN, compute
 from .warp import WarpState, _Entry
@@ -109,7 +110,8 @@ class WarpRun(WarpState):
             join = self.cfg.ipdom.get(i, EXIT)
             if join == EXIT:
                 raise self.refuse(ins, "a branch is decided by a value that is not known (data, time or an "
-                                  "unbound parameter) and its paths do not join before the exit")
+                                  "unbound parameter) and its paths do not join before the exit"
+                                  + param_hint(self.fn, ins.guard, set(self.launch.params)))
             region = self._region_ok.get(i)
             if region is None:
                 bad = [self.cfg.body[n] for n in sorted(self.cfg.region(i, join)) if affects_sync(self.cfg.body[n])]
@@ -117,7 +119,8 @@ class WarpRun(WarpState):
                     b = bad[0]
                     raise self.refuse(ins, f"a branch is decided by a value that is not known (data, time or an "
                                       f"unbound parameter; bind it with --param) and a path it decides contains "
-                                      f"`{b.opcode}` at PTX line {b.line}{global_note(self, ins.guard)}")
+                                      f"`{b.opcode}` at PTX line {b.line}{global_note(self, ins.guard)}"
+                                      f"{param_hint(self.fn, ins.guard, set(self.launch.params))}")
                 refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
                 self._region_ok[i] = region

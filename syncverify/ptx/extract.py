@@ -13,7 +13,7 @@ from .. import budget
 from .execute import run_cluster
 from .globalcomm import GlobalAccesses, all_clusters_run
 from .launch import Launch
-from .parse import Function, Instr, Module, PtxError, parse_ptx_file
+from .parse import Function, Instr, Module, PtxError, parse_ptx, parse_ptx_file
 from .skeleton import Skeleton, build
 from .writer import render
 
@@ -44,8 +44,10 @@ def find_nvcc() -> str | None:
     return None
 
 
-def compile_cu(path: str, includes: list[str] | None = None, out_dir: str | None = None) -> str:
-    """Compile a CUDA file to PTX with line info; returns the PTX path."""
+def compile_cu(path: str, includes: list[str] | None = None, out_dir: str | None = None,
+               flags: list[str] | tuple[str, ...] = ()) -> str:
+    """Compile a CUDA file to PTX with line info into `out_dir` (a new temporary directory when None: the
+    caller removes it); returns the PTX path. `flags` go to nvcc after the defaults (a later `-arch` wins)."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise PtxError(path, 1, 1, "nvcc was not found on PATH (nor from the nvidia-cuda-nvcc package); "
@@ -54,7 +56,7 @@ def compile_cu(path: str, includes: list[str] | None = None, out_dir: str | None
         raise PtxError(path, 1, 1, f"no such file: {path}")
     out_dir = out_dir or tempfile.mkdtemp(prefix="syncverify-ptx-")
     out = os.path.join(out_dir, os.path.splitext(os.path.basename(path))[0] + ".ptx")
-    cmd = [nvcc, *NVCC_FLAGS, *[f"-I{i}" for i in includes or []], "-o", out, path]
+    cmd = [nvcc, *NVCC_FLAGS, *[f"-I{i}" for i in includes or []], *flags, "-o", out, path]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:400])
@@ -62,9 +64,22 @@ def compile_cu(path: str, includes: list[str] | None = None, out_dir: str | None
     return out
 
 
-def load_module(path: str, includes: list[str] | None = None) -> Module:
-    ptx = compile_cu(path, includes) if path.endswith((".cu", ".cuh")) else path
-    return parse_ptx_file(ptx)
+def compiled_name(path: str) -> str:
+    """What a `.cu` input's PTX is called in reports: it is compiled in a temporary directory that is
+    removed at once, so no report cites a PTX file by a path that exists."""
+    return f"{path} (PTX from nvcc)"
+
+
+def load_module(path: str, includes: list[str] | None = None, flags: list[str] | tuple[str, ...] = ()) -> Module:
+    """The parsed PTX of a `.ptx`, or of a `.cu` compiled by nvcc in a temporary directory that is removed
+    before this returns (also when nvcc or the parser fails)."""
+    if not path.endswith((".cu", ".cuh")):
+        return parse_ptx_file(path)
+    with tempfile.TemporaryDirectory(prefix="syncverify-ptx-") as tmp:
+        ptx = compile_cu(path, includes, tmp, flags)
+        with open(ptx, encoding="utf-8") as fh:
+            text = fh.read()
+    return parse_ptx(text, compiled_name(path))
 
 
 def pick_kernel(mod: Module, name: str | None) -> str:
@@ -84,8 +99,11 @@ def pick_kernel(mod: Module, name: str | None) -> str:
     return name
 
 
-def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str | None = None) -> Extracted:
-    """The `.sync` text of `kernel` at `launch`; refusals raise Refusal (a PtxError)."""
+def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str | None = None,
+            source_names: bool = False) -> Extracted:
+    """The `.sync` text of `kernel` at `launch`; refusals raise Refusal (a PtxError). `source_names`: call
+    barriers and buffers by the names of their `__shared__` variables (names.py; the command line does),
+    else by synthetic names (`mbK`, `sK`)."""
     name = pick_kernel(mod, kernel)
     fn = next(f for f in mod.entries() if f.name == name)
     maxn = fn.directives.get(".maxntid") or fn.directives.get(".reqntid")
@@ -96,16 +114,16 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
         raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
     gcomm = GlobalAccesses(launch)
     events = run_cluster(mod, fn, launch, gcomm)
-    sk = build(mod, name, launch, events)
+    sk = build(mod, name, launch, events, source_names=source_names)
     try:
-        notes = _other_clusters(mod, fn, launch, sk, gcomm)
+        notes = _other_clusters(mod, fn, launch, sk, gcomm, source_names)
     except PtxError:
         gcomm.check(False)  # threads that communicate through global memory are the first thing to say
         raise
     gcomm.check(all_clusters_run(launch, gcomm.clusters))  # global memory: no thread reads another's writes
     if notes:
         sk = replace(sk, notes=(*sk.notes, *notes))
-    text, origin = render(sk, mod.path, expect)
+    text, origin = render(sk, mod.path, expect, mod if source_names else None)
     return Extracted(text, origin, mod, name)
 
 
@@ -154,7 +172,7 @@ def cluster_groups(mod: Module, launch: Launch) -> tuple[int, list[int]]:
 
 
 def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
-                    gcomm: GlobalAccesses | None = None) -> list[str]:
+                    gcomm: GlobalAccesses | None = None, source_names: bool = False) -> list[str]:
     """With --grid, every cluster of the grid must synchronize like the extracted one.
 
     A protocol describes one cluster; clusters are independent, so the
@@ -180,7 +198,7 @@ def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
         budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index} "
                            f"({n} of the {len(others)} other groups of clusters compared)")
         other = replace(launch, cluster_index=ci)
-        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm))) != want:
+        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm), source_names=source_names)) != want:
             raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
                            f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
                            f"--cluster-index {ci}")

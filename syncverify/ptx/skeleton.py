@@ -22,6 +22,7 @@ from difflib import SequenceMatcher
 from . import fences, storage, tmem
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
+from .names import object_names, shared_symbols, split_at_symbols
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
@@ -72,7 +73,7 @@ _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "ar
 
 
 def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
-          every: dict[object, list[Event]] | None = None) -> Skeleton:
+          every: dict[object, list[Event]] | None = None, source_names: bool = False) -> Skeleton:
     """The skeleton of the events; `every` (default: the events themselves) are all the event sequences
     whose protocols must name the same objects: mbarriers and slots are computed over all of them (the
     protocols of the residues of a loop kept as a loop, symextract.py)."""
@@ -87,15 +88,21 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
     events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
+    symbols = shared_symbols(mod, kernel, launch) if source_names else []  # the source's names (names.py)
     slots, slot_of, hosted = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()},
                                     bars)
     host = storage.hosts(hosted, slot_of)  # barrier offset -> (slot, byte in it): bytes that are data too
-    mb_arrays = storage.runs(sorted(bars), host)
+    mb_arrays = split_at_symbols(storage.runs(sorted(bars), host), symbols)
+    bar_names, slot_names = object_names(symbols, mb_arrays, [(n, size, start, p) for _, n, size, start, p in slots])
+    rename = {old: new for (old, *_), new in zip(slots, slot_names, strict=True)}
+    slots = [(rename[nm], *rest) for nm, *rest in slots]  # type: ignore[misc]
+    slot_of = [(a, b, _renamed(nm, rename)) for a, b, nm in slot_of]
+    host = {off: (_renamed(ref, rename), byte) for off, (ref, byte) in host.items()}
     mb_name = {}
     mbarriers = []
     mb_storage = []
     for k, (start, n) in enumerate(mb_arrays):
-        name = f"mb{k}"
+        name = bar_names[k]
         mbarriers.append((name, start, n))
         if start in host:
             mb_storage.append((name, *host[start]))
@@ -193,6 +200,12 @@ def _align(bodies: list[tuple[Stmt, ...]]) -> list[tuple[Stmt, set[int]]]:
 
 def _same(a: list[tuple[Stmt, ...]], b: list[tuple[Stmt, ...]]) -> bool:
     return [[(s.text, s.elect) for s in x] for x in a] == [[(s.text, s.elect) for s in x] for x in b]
+
+
+def _renamed(name: str, rename: dict[str, str]) -> str:
+    """`s0[1]` with `s0` renamed."""
+    base, bracket, rest = name.partition("[")
+    return rename.get(base, base) + bracket + rest
 
 
 def _ranges(e: Event) -> list[tuple[int, int, int]]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..diagnostics import Diagnostic, Related, Span, make
 from ..result import CheckResult, Verdict
 from .launch import Refusal, lanes_of
-from .parse import Instr, Operand, _source_file
+from .parse import Instr, Operand
 
 if TYPE_CHECKING:
     from .warp import WarpState
@@ -33,19 +33,23 @@ class Undefined(Refusal):
         super().__init__(base.path, base.line, base.column, f"{code} undefined behavior ({self.who}): {why}",
                          base.source_line, base.note)
         self.instr, self.code, self.why = instr, code, why
+        self.module = run.mod  # for the line in the user's own code (frames.user_frame)
 
     def diagnostic(self) -> Diagnostic:
-        """The finding, at the CUDA line of the instruction (its PTX line as a note), or at the PTX line."""
+        """The finding at the line of the user's own code the instruction comes from (frames.user_frame: the
+        call of an inline-asm helper, not its `asm` statement), the chain's other frames and the PTX line as
+        notes; at the PTX line without line info."""
+        from .frames import user_frame
+
         ins = self.instr
         ptx = Span(self.path, ins.line, ins.column, ins.line, ins.column + 1)
         related = [Related(ptx, "PTX instruction")]
         span = ptx
-        if ins.src is not None:
-            span = Span(_source_file(ins.src.file, self.path), ins.src.line, max(ins.src.column, 1), ins.src.line,
-                        max(ins.src.column, 1) + 1)
-            for f, ln, col in ins.src.inlined_at[:1]:
-                related.insert(0, Related(Span(_source_file(f, self.path), ln, max(col, 1), ln, max(col, 1) + 1),
-                                          "inlined at"))
+        where = user_frame(ins, self.module)
+        if where is not None:
+            primary, others = where
+            span = Span(primary.file, primary.line, primary.column, primary.line, primary.column + 1)
+            related = [Related(Span(f.file, f.line, f.column, f.line, f.column + 1), f.why) for f in others] + related
         return make(self.code, f"{self.why} ({self.who})", span, related=tuple(related))
 
 

@@ -12,8 +12,9 @@ import os
 
 from . import storage
 from .launch import ParamBytes
-from .parse import Instr
+from .parse import Instr, Module
 from .roll import Loop, roll
+from .selectors import selectors
 from .skeleton import Skeleton, Stmt
 
 
@@ -37,8 +38,10 @@ def where(ins: Instr) -> str:
     return out
 
 
-def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str, dict[int, Instr]]:
-    """The protocol text, and for each of its lines (1-based) the instruction it came from."""
+def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
+           module: Module | None = None) -> tuple[str, dict[int, Instr]]:
+    """The protocol text, and for each of its lines (1-based) the instruction it came from; with the
+    `module`, each role's comment says the source branch that selects it (selectors.py)."""
     lines: list[str] = []
     origin: dict[int, Instr] = {}
     if expect:
@@ -62,12 +65,14 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None) -> tuple[str,
     if la.ctas > 1:
         lines.append(f"  cluster {la.ctas};")
     lines.append(f"  cta threads {la.threads};")
+    chosen = selectors(sk.roles, module) if module is not None else {}
     for r in sk.roles:
         decl = f"warp {r.first_warp}" if r.count == 1 else f"warp {r.first_warp} + i"
         arr = "" if r.count == 1 else f"[{r.count}]"
         span = f"warp {r.first_warp}" if r.count == 1 else f"warps {r.first_warp}..{r.first_warp + r.count - 1}"
         lines.append(f"  role {r.name}{arr} = {decl};".ljust(40) + f"// {span}: threads {32 * r.first_warp}.."
-                     f"{32 * (r.first_warp + r.count) - 1}")
+                     f"{32 * (r.first_warp + r.count) - 1}"
+                     + (f", under {chosen[r.name]}" if r.name in chosen else ""))
     placed = {name: (ref, off) for name, ref, off in sk.mb_storage}
     for name, start, n in sk.mbarriers:
         if name in placed:

@@ -15,6 +15,8 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
         "code": d.code,
         "severity": d.severity.value,
         "message": d.message,
+        # the file of the finding: a kernel's findings are in its CUDA source, not in the checked .ptx/.cu
+        "file": span.path if span else None,
         "line": span.line if span else None,
         "column": span.column if span else None,
         "end_line": span.end_line if span else None,
@@ -24,7 +26,8 @@ def diagnostic_dict(d: Diagnostic) -> dict[str, Any]:
              "iteration": s.iteration, "state": s.state, "barrier": s.barrier}
             for s in d.trace
         ],
-        "related": [{"line": r.span.line, "column": r.span.column, "message": r.message} for r in d.related],
+        "related": [{"file": r.span.path, "line": r.span.line, "column": r.span.column, "message": r.message}
+                    for r in d.related],
         "notes": list(d.notes),
         "suppressed": d.suppressed,
     }

@@ -52,6 +52,8 @@ class Live:
     stopped: bool = False  # --fail-fast hit an error: check no further file
     refused: int = 0  # kernels whose extraction was refused (reported on stderr, no result)
     started: float = field(default_factory=time.monotonic)
+    # a kernel's warnings as one line per code (count, first site) rather than each with its trace
+    summarize_warnings: bool = True
     _console: Any = None
 
     # ------------------------------------------------------------------ output streams
@@ -97,6 +99,8 @@ class Live:
 
         opts = replace(options, on_finding=on_finding)
         result = self._with_progress(path, opts, run)
+        if not isinstance(result, CheckResult):  # a kernel whose extraction was refused: the caller says so
+            return result
         if sweep:
             result = replace(result, sweep=sweep)
         if self.fail_fast and any(d.is_error for d in result.diagnostics):
@@ -139,8 +143,13 @@ class Live:
             from . import text
 
             rest = replace(r, diagnostics=tuple(d for d in r.diagnostics if _key(d) not in streamed))
+            summary: list[str] = []
+            if self.summarize_warnings and r.path.endswith(KERNEL_SUFFIXES):
+                rest, summary = summarized(rest)
             text.render([rest], self.console(), full_trace=self.full_trace, sources=self.sources,
                         compact=self._compact())
+            for line in summary:
+                print(line, file=self.out)
         elif self.fmt == "jsonl":
             from .json_report import result_dict
 
@@ -171,6 +180,31 @@ class Live:
                         "stopped_early": self.stopped})
         elif not self.quiet or self.fmt == "text":
             print(summary_line(counts, seconds, self.stopped), file=self.err, flush=True)
+
+
+KERNEL_SUFFIXES = (".ptx", ".cu")
+
+
+def summarized(r: CheckResult) -> tuple[CheckResult, list[str]]:
+    """The result without its warnings, and one line per warning code: how many, the title, the first
+    site. A production kernel's safe verdict comes with warnings about idioms the model cannot confirm
+    (SV602 on each remote arrive): eight 30-step traces bury the verdict; `--warning-traces` shows them."""
+    from ..diagnostics import CODES, Severity
+
+    warns = [d for d in r.diagnostics if d.severity is Severity.WARNING and d.suppressed is None]
+    if not warns:
+        return r, []
+    by_code: dict[str, list[Diagnostic]] = {}
+    for d in warns:
+        by_code.setdefault(d.code, []).append(d)
+    lines = []
+    for code, ds in sorted(by_code.items()):
+        first = ds[0].span
+        at = f"{first.path}:{first.line}:{first.column}" if first else "?"
+        title = CODES.get(code, ("", None))[0]
+        lines.append(f"{at}: {code} warning x{len(ds)}: {title} (first here; --warning-traces shows each)")
+    kept = tuple(d for d in r.diagnostics if not (d.severity is Severity.WARNING and d.suppressed is None))
+    return replace(r, diagnostics=kept), lines
 
 
 def _progress_text(path: str, states: int, frontier: int, seconds: float, mb: float) -> str:
