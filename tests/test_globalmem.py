@@ -258,3 +258,22 @@ def test_engines_without_the_family_refuse_with_the_reason():
         export_model(proto)
     with pytest.raises(EmitRefused, match="does not model global memory"):
         emit(proto)
+
+
+def test_a_reduction_is_no_acquire_pattern_but_a_relaxed_atom_is():
+    """PTX §8.8: `red.add [M], 1; fence.acquire;` is not an acquire pattern; `atom.relaxed [M];
+    fence.acquire;` is."""
+    text = """\
+protocol red_acquire {{
+  grid 2;
+  launch cooperative;
+  cta threads 32;
+  global data bytes 64;
+  flag f bound 4;
+  flag g bound 4;
+  if block == 0 {{ first thread {{ write data; red.add.release.gpu f, 1; red.add.relaxed.gpu g, 1; }} }}
+  if block == 1 {{ first thread {{ wait.until.relaxed.gpu g >= 1; {rmw} fence.acq_rel.gpu; read data; }} }}
+}}
+"""  # (the spin on g orders execution only: g carries no release)
+    assert both(text.format(rmw="atom.add.relaxed.gpu f, 1;")) == set()
+    assert both(text.format(rmw="red.add.relaxed.gpu f, 1;")) == {"SV301"}

@@ -236,10 +236,11 @@ class GlobalMemOps:
             w.records = clear_bits(w.records, self._flag_mask(e))  # a store ends the release sequence
         else:
             new = rmw_value(op.rmw, old, (args[0] * threads,) if op.rmw == "add" else args)
-            if op.kind == "atom" and op.sem in ("acquire", "acq_rel"):
-                self._acquire_from(w, p, proc.cta, lanes, e, op.sem, scope)
-            elif op.kind == "atom" or op.kind == "red":
-                self._acquire_from(w, p, proc.cta, lanes, e, "relaxed", scope)
+            # (PTX §8.8: "while atomic reductions conceptually perform a strong read as part of its
+            # read-modify-write sequence, this strong read does not form an acquire pattern": a `red`
+            # followed by a fence acquires nothing)
+            if op.kind == "atom":
+                self._acquire_from(w, p, proc.cta, lanes, e, op.sem if op.sem != "release" else "relaxed", scope)
         self._check_reset(w, p, e, old, new, op)
         self._release_into(w, p, proc.cta, lanes, e, op.sem, scope)
         self._set_flag(w, e, new, op)
