@@ -277,3 +277,28 @@ protocol red_acquire {{
 """  # (the spin on g orders execution only: g carries no release)
     assert both(text.format(rmw="atom.add.relaxed.gpu f, 1;")) == set()
     assert both(text.format(rmw="red.add.relaxed.gpu f, 1;")) == {"SV301"}
+
+
+STORE_BUFFERING = """\
+protocol store_buffering {{
+  grid 2;
+  launch cooperative;
+  cta threads 32;
+  flag x bound 1;
+  flag y bound 1;
+  if block == 0 {{ first thread {{ st.release.gpu x, 1; {fence} ld.acquire.gpu y; }} }}
+  if block == 1 {{ first thread {{ st.release.gpu y, 1; {fence} ld.acquire.gpu x; }} }}
+}}
+"""
+
+
+def test_store_buffering_is_beyond_the_model_and_never_safe():
+    """Each CTA stores its flag, then reads the other's: PTX lets both reads miss the other's store
+    without fence.sc, which no interleaving of the model shows. Its `safe` would not cover that
+    execution, so the check is inconclusive; with fence.sc between the store and the read it is safe."""
+    r = check(STORE_BUFFERING.format(fence=""))
+    assert r.verdict is Verdict.INCONCLUSIVE and "store buffering" in r.coverage
+    assert check(STORE_BUFFERING.format(fence=""), "z3").verdict is Verdict.INCONCLUSIVE
+    assert check(STORE_BUFFERING.format(fence="fence.sc.gpu;")).verdict is Verdict.SAFE
+    # one side alone (message passing) is not the pattern
+    assert check(STORE_BUFFERING.format(fence="").replace("ld.acquire.gpu x;", "")).verdict is Verdict.SAFE

@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 from ... import ir
 from ..core import STAY, BudgetExceeded, Violation, _Work
+from ..program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP
 from ..state import P_PC, P_TOKEN, TC_BITS, acquire, clear_bits, release
 
 GLOBAL_CTA = -1  # the CTA field of a global buffer's access records: one copy for the grid
@@ -65,6 +66,52 @@ def global_refusal(protocol: ir.Protocol, what: str) -> str | None:
         return None
     return (f"{what} does not model global memory yet ({'; '.join(used)}): check this protocol with "
             "`syncverify check` (explicit or --engine z3)")
+
+
+def _flag_accesses(op: ir.Op | None) -> tuple[str, bool, bool] | None:
+    """(flag, writes, reads) of an operation on a flag; a `probe` orders nothing and counts as no read."""
+    if not isinstance(op, ir.FlagOp) or op.kind == "probe":
+        return None
+    return op.flag.name, op.kind in WRITES, op.kind in ("atom", "ld", "wait")
+
+
+def store_buffering(programs: list) -> str | None:
+    """Where two processes could show PTX's store-buffering outcome, which the model does not produce (each
+    read returns the latest value of the interleaving): process P writes flag X and later (some path of its
+    code, loops included, without a `fence.sc` between) reads flag Y, while another process Q writes Y and
+    later reads X. Then both reads may miss the other's write in PTX (no total order without fence.sc), so
+    a `safe` of the model would not cover every execution: the check says inconclusive instead."""
+    pairs: dict[tuple[str, str], list[int]] = {}
+    for q, prog in enumerate(programs):
+        code = prog.code
+        for start, ins in enumerate(code):
+            acc = _flag_accesses(ins.op)
+            if acc is None or not acc[1]:
+                continue
+            seen, todo = {start}, [start]
+            while todo:  # every instruction after the write on some path, up to a fence.sc
+                pc = todo.pop()
+                cur = code[pc]
+                nxt = [] if cur.kind == END else [pc + 1]
+                if cur.target >= 0 and cur.kind in (BRANCH, JUMP, FOR_INIT, FOR_NEXT):
+                    nxt.append(cur.target)
+                for n in nxt:
+                    if n < len(code) and n not in seen:
+                        seen.add(n)
+                        if not (isinstance(code[n].op, ir.ThreadFence) and code[n].op.sem == "sc"):
+                            todo.append(n)
+            for pc in seen:
+                other = _flag_accesses(code[pc].op)
+                if other is not None and other[2] and other[0] != acc[0]:
+                    pairs.setdefault((acc[0], other[0]), []).append(q)
+    for (x, y), ps in pairs.items():
+        qs = pairs.get((y, x), [])
+        if any(p != q for p in ps for q in qs):
+            return (f"a process writes flag `{x}` and then reads `{y}` while another writes `{y}` and then reads "
+                    f"`{x}`, without fence.sc between: PTX lets both reads miss the other's write (store "
+                    "buffering), which the model's interleavings do not produce; put fence.sc.gpu between "
+                    "each write and the read after it")
+    return None
 
 
 def rmw_value(rmw: str, old: int, args: tuple[int, ...]) -> int:
