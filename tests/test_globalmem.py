@@ -302,3 +302,24 @@ def test_store_buffering_is_beyond_the_model_and_never_safe():
     assert check(STORE_BUFFERING.format(fence="fence.sc.gpu;")).verdict is Verdict.SAFE
     # one side alone (message passing) is not the pattern
     assert check(STORE_BUFFERING.format(fence="").replace("ld.acquire.gpu x;", "")).verdict is Verdict.SAFE
+
+
+def test_ctas_of_a_grid_whose_work_differs_are_chosen_per_cta():
+    """`choose per cta` gives each CTA of the grid its own count (stream-K units): the hang is reached
+    only by the assignments whose units add up to less than the target, and named by one of them."""
+    text = """\
+protocol per_cta {
+  grid 3;
+  launch cooperative;
+  choose per cta UNITS in 0..2;
+  cta threads 32;
+  flag done bound 8;
+  first thread { for u in 0..UNITS { red.add.release.gpu done, 1; } }
+  if block == 0 { first thread { wait.until.acquire.gpu done >= 2; } }
+}
+"""
+    r = check(text)
+    assert errors(r) == {"SV801"} and "(8)" in r.bound
+    (d,) = [d for d in r.diagnostics if d.code == "SV801"]
+    assert "UNITS@cta0=0, UNITS@cta1=0, UNITS@cta2=0" in d.message
+    assert errors(check(text.replace("done >= 2", "done >= 0"))) == set()
