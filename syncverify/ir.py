@@ -256,6 +256,7 @@ class TmaLoad:
     # 2 (`cta_group 2`, sm_100a): the completion is signalled on the barrier of the pair's leader
     # (the even CTA, rank & ~1) instead of the destination CTA's own
     cta_group: int = 1
+    clc: bool = False  # `clc.try_cancel`: the same write and completion, of a 16-byte cancel response
 
 
 @dataclass(frozen=True, slots=True)

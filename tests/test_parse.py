@@ -548,10 +548,10 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("fence.sc", "fence.sc.cta;", ("ThreadFence", {"sem": "sc", "scope": "cta"})),
     ("grid.sync", "grid.sync;", ("GridSync", {})),
     ("clc.try_cancel", "smem resp bytes 16; clc.try_cancel resp -> full[0];",
-     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 0), "multicast": None})),
+     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 0), "multicast": None, "clc": True})),
     ("clc.try_cancel", "smem resp bytes 16; "
      "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 resp -> full[1];",
-     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 1), "multicast": None})),
+     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 1), "multicast": None, "clc": True})),
 ]
 
 

@@ -231,7 +231,7 @@ class GlobalOps(Statements):
             self.error("SV107", f"the response of clc.try_cancel is 16 bytes; `{buf.name}` has "
                        f"{self.buffers[buf.name].bytes}", span)
             return None
-        return ir.TmaLoad(buf, ir.Const(16, span), bar, None, span)
+        return ir.TmaLoad(buf, ir.Const(16, span), bar, None, span, clc=True)
 
     def global_access(self, kind: str, span, t: Tree | Token, clauses: dict):
         """`read`/`write` of a global buffer: one copy for the whole grid; no `@ CTA`."""
