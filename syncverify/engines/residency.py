@@ -12,9 +12,10 @@ protocol may assume is its `launch` declaration (docs/language.md §3.7):
 * none — any CTA may be the only one resident first: each CTA alone must not wait for another.
 
 Each of those schedules is one search of the explicit machine in which the other CTAs never run
-(Machine.resident); a deadlock there at a flag spin or a grid barrier is SV803, with the
-counterexample. The searches explore every step the model offers (no reduction, no symmetry), and
-one that does not finish leaves the verdict inconclusive, never safe.
+(Machine.restrict_to: their processes get the program of an empty body, so the search and its
+reductions see them as exited from the start); a deadlock there at a flag spin or a grid barrier is
+SV803, with the counterexample. A search that does not finish leaves the verdict inconclusive, never
+safe.
 """
 
 from __future__ import annotations
@@ -64,9 +65,9 @@ def check_residency(protocol: ir.Protocol, options: Options, assumptions: Assump
     unfinished = ""
     for resident in sets:
         machine = Machine(protocol, assumptions)
-        machine.resident = resident
+        machine.restrict_to(resident)
         budget = Budget(options.max_states, options.timeout, options.max_memory_mb)
-        sub = explore(protocol, budget, machine, full_trace=options.full_trace, symmetry=False, reduce=False)
+        sub = explore(protocol, budget, machine, full_trace=options.full_trace)
         # (a spin that hangs with every CTA resident is the main search's SV801, not a residency question)
         hits = [d for d in sub.diagnostics if d.code == "SV803"
                 and not any(m.code == "SV801" and m.span == d.span for m in result.diagnostics)]

@@ -159,6 +159,21 @@ class GlobalMemOps:
         # residency (engines/residency.py): the CTAs that may run, None for all
         self.resident: frozenset[int] | None = None
 
+    def restrict_to(self, resident: frozenset[int]) -> None:
+        """Only the CTAs in ``resident`` run (engines/residency.py): the others' processes get the
+        program of an empty body, so every search, its reductions included, sees them as exited
+        from the start. Reports of who writes a flag still read the full programs."""
+        from dataclasses import replace
+
+        from ..program import compile_program
+
+        self.resident = resident
+        self.shown_programs = list(self.programs)
+        empty = replace(self.protocol, body=())
+        for p, proc in enumerate(self.procs):
+            if proc.cta not in resident:
+                self.programs[p] = compile_program(empty, proc)
+
     def global_initial(self) -> list[tuple[int, int]]:
         out = []
         for name, _ in self.flag_names:
@@ -356,16 +371,16 @@ class GlobalMemOps:
     def flag_writers(self, state, name: str) -> str:
         """Who would have written a flag: each writing operation, with where its process stands."""
         out = []
-        for q, prog in enumerate(self.programs):
+        for q, prog in enumerate(getattr(self, "shown_programs", self.programs)):
             lines = sorted({ins.line for ins in prog.code if isinstance(ins.op, ir.FlagOp)
                             and ins.op.kind in WRITES and ins.op.flag.name == name})
             if not lines:
                 continue
-            ps = state.procs[q]
-            here = prog.code[ps[P_PC]]
-            where = "has exited" if self.done(state, q) else f"stands at line {here.line}"
             if self.resident is not None and self.procs[q].cta not in self.resident:
                 where = "is not resident"
+            else:
+                here = self.programs[q].code[state.procs[q][P_PC]]
+                where = "has exited" if self.done(state, q) else f"stands at line {here.line}"
             out.append(f"{self.proc_label(q)} (line{'s' if len(lines) > 1 else ''} "
                        f"{', '.join(map(str, lines))}; {where})")
         return "; ".join(out) if out else "no operation writes it"
