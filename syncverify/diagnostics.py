@@ -136,6 +136,10 @@ CODES: dict[str, tuple[str, Severity]] = {
               Severity.ERROR),
     "SV604": ("tensor-memory allocation after the CTA relinquished the right to allocate", Severity.ERROR),
     "SV701": ("verification inconclusive", Severity.WARNING),
+    "SV801": ("deadlock through global memory", Severity.ERROR),
+    "SV802": ("flag reset while a spin waits for the value", Severity.ERROR),
+    "SV803": ("wait on a CTA that may not be resident", Severity.ERROR),
+    "SV804": ("grid.sync without a cooperative launch", Severity.ERROR),
 }
 
 

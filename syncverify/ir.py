@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from .diagnostics import Span
+from .ir_global import Flag, FlagOp, GlobalScope, GridSync, ThreadFence
+
+__all__ = ["Flag", "FlagOp", "GlobalScope", "GridSync", "ThreadFence"]  # (the global-memory nodes: ir_global.py)
 
 # ---------------------------------------------------------------------------
 # Expressions
@@ -94,7 +97,7 @@ class Pick:
 
 Expr: TypeAlias = Const | Var | Builtin | InRole | BinOp | UnOp | Cond | Pick
 
-ObjKind = Literal["mbarrier", "buffer", "tmem"]
+ObjKind = Literal["mbarrier", "buffer", "tmem", "flag"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,7 @@ class TmaLoad:
     # 2 (`cta_group 2`, sm_100a): the completion is signalled on the barrier of the pair's leader
     # (the even CTA, rank & ~1) instead of the destination CTA's own
     cta_group: int = 1
+    clc: bool = False  # `clc.try_cancel`: the same write and completion, of a 16-byte cancel response
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +418,7 @@ Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
     | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence | TmemRelinquish
-    | MbarTestWait | CpAsync | CpAsyncArrive
+    | MbarTestWait | CpAsync | CpAsyncArrive | FlagOp | ThreadFence | GridSync
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
@@ -528,6 +532,9 @@ class Buffer:
     slots: int | None  # None: a scalar buffer
     bytes: int
     span: Span
+    # "global": a `global` declaration: one copy for the whole grid (not one per CTA), accessed
+    # only by `read`/`write` (semantics/families/globalmem.py)
+    space: Literal["shared", "global"] = "shared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,6 +637,12 @@ class Protocol:
     # where params are read (for the lift's trip-count analysis); not part of equality
     param_sites: tuple[ParamSite, ...] = field(default=(), compare=False, repr=False)
     tmem_regions: tuple[TmemRegion, ...] = ()  # `tmem` declarations (tensor-memory regions)
+    flags: tuple[Flag, ...] = ()  # `flag` declarations (counters in global memory)
+    # A grid of several clusters (`grid N;`): ``cluster`` is then the number of CTAs modelled (the
+    # grid) and ``cluster_dim`` the CTAs per cluster; 0 when the protocol is one cluster.
+    cluster_dim: int = 0
+    # `launch cooperative;` / `launch ordered;` / "" (none: CTAs may run one after another, in any order)
+    launch: str = ""
 
     @property
     def warps(self) -> int:
@@ -643,6 +656,13 @@ class Protocol:
 
     def tmem_region(self, name: str) -> TmemRegion:
         return next(t for t in self.tmem_regions if t.name == name)
+
+    def flag(self, name: str) -> Flag:
+        return next(f for f in self.flags if f.name == name)
+
+    def cluster_of(self, cta: int) -> int:
+        """The cluster a CTA of the model belongs to (0 for every CTA of a one-cluster protocol)."""
+        return cta // self.cluster_dim if self.cluster_dim else 0
 
     def mbarrier(self, name: str) -> Mbarrier:
         return next(b for b in self.mbarriers if b.name == name)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 CHOOSE = "choose C in 0..3;"  # a value the kernel reads: 0, 1 or 2, every one checked
 PAIR = "smem pair[2] bytes 64;"
+FLAG = "flag f bound 8;"  # a counter in global memory (semantics/families/globalmem.py)
+GLOBAL = "global gbuf bytes 64;"  # a global buffer, one for the grid
 TMEM = "tmem acc cols 32;"
 
 
@@ -131,6 +133,20 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("fence.release", "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;", opt_in=True),
     Atom("fence.acquire", "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;",
          opt_in=True),
+    # global memory: a global buffer, a flag's atomics at each semantics and scope, spins, thread fences, grid.sync
+    Atom("g.write", "write gbuf;", decl=(GLOBAL,), opt_in=True),
+    Atom("g.read", "read gbuf;", decl=(GLOBAL,), opt_in=True),
+    Atom("g.add.release", "red.add.release.gpu f, 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.add.release.cta", "red.add.release.cta f, 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.add.relaxed", "red.add.relaxed.gpu f, 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.reset", "atom.exch.acq_rel.gpu f, 0;", decl=(FLAG,), opt_in=True),
+    Atom("g.store", "st.release.gpu f, 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.wait", "wait.until.acquire.gpu f >= 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.wait.relaxed", "wait.until.relaxed.gpu f >= 1;", decl=(FLAG,), opt_in=True),
+    Atom("g.wait.eq", "wait.until.acquire.gpu f == 2;", decl=(FLAG,), opt_in=True),
+    Atom("g.fence", "fence.acq_rel.gpu;", opt_in=True),
+    Atom("g.fence.cta", "fence.sc.cta;", opt_in=True),
+    Atom("grid.sync", "grid.sync;", collective=True, opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -196,6 +212,7 @@ class Scope:
     layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp)
     tail: str = ""  # a statement every thread runs after the bodies (a cluster.sync that keeps peers' memory alive)
     mb_in: bool = False  # the mbarrier lies in the first bytes of `buf` (`mbarrier mb count 1 in buf;`)
+    grid: bool = False  # with 2 CTAs: a grid of two one-CTA clusters, launched cooperatively, not a cluster
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -280,6 +297,17 @@ SCOPES: dict[str, Scope] = {
                             "tma.load", "syncthreads"), wrappers=("", "elect"), trips=(), mb_in=True),
 }
 
+# Global memory, compared apart (tests/test_exhaustive_globals.py): the bmc engine and SPIN refuse
+# the family, so these scopes are not in SCOPES, whose every scope each engine must answer.
+GLOBAL_SCOPES: dict[str, Scope] = {
+    # two CTAs of a grid, one body warp each: data through a flag at each semantics and scope,
+    # fences, resets, grid.sync
+    "globals2": Scope("globals2", 2, 1, ((2, 2), (3, 1), (3, 0)),
+                      atoms=("g.write", "g.read", "g.add.release", "g.add.release.cta", "g.add.relaxed", "g.reset",
+                             "g.store", "g.wait", "g.wait.relaxed", "g.wait.eq", "g.fence", "g.fence.cta",
+                             "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
+}
+
 
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
@@ -349,7 +377,10 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     body_warps = {"warps": scope.warps, "pairs": 2 * scope.warps, "halves": 1}[scope.layout]
     warps = body_warps + (1 if setup else 0)
     lines = [f"protocol {name} {{"]
-    if scope.ctas > 1:
+    if scope.ctas > 1 and scope.grid:
+        lines.append(f"  grid {scope.ctas};")
+        lines.append("  launch cooperative;")
+    elif scope.ctas > 1:
         lines.append(f"  cluster {scope.ctas};")
     lines.append(f"  cta threads {32 * warps};")
     for w in range(scope.warps):
@@ -375,7 +406,7 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     for slot, seq in enumerate(program):
         if not seq:
             continue
-        guard = f"w{slot}" if scope.ctas == 1 else f"w0 && cta == {slot}"
+        guard = f"w{slot}" if scope.ctas == 1 else f"w0 && {'block' if scope.grid else 'cta'} == {slot}"
         body = " ".join(s.text(f"k{slot}{i}", bar) for i, s in enumerate(seq))
         lines.append(f"  if {guard} {{ {body} }}")
     if scope.tail:

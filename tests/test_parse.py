@@ -525,6 +525,33 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("tcgen05.wait::st", "tcgen05.wait::st;", ("TcWait", {"kind": "st"})),
     ("tcgen05.fence::before_thread_sync", "tcgen05.fence::before_thread_sync;", ("TcFence", {"kind": "before"})),
     ("tcgen05.fence::after_thread_sync", "tcgen05.fence::after_thread_sync;", ("TcFence", {"kind": "after"})),
+    # global memory (docs/language.md §3.7): flags, atomics, spins, thread fences, the grid barrier, CLC
+    ("atom", "flag f; atom.add.release.gpu f, 1;", ("FlagOp", {"kind": "atom", "flag": "f", "rmw": "add",
+                                                              "operands": [1], "cmp": "", "sem": "release",
+                                                              "scope": "gpu"})),
+    ("atom", "flag f[2]; atom.cas.global.b32 f[1], 3, 4;", ("FlagOp", {"kind": "atom", "flag": ("f", 1), "rmw": "cas",
+                                                                      "operands": [3, 4], "cmp": "", "sem": "relaxed",
+                                                                      "scope": "gpu"})),
+    ("red", "flag f; red.add.relaxed.cta f, 2;", ("FlagOp", {"kind": "red", "flag": "f", "rmw": "add", "operands": [2],
+                                                             "cmp": "", "sem": "relaxed", "scope": "cta"})),
+    ("st", "flag f; st.volatile f, 0;", ("FlagOp", {"kind": "st", "flag": "f", "rmw": "", "operands": [0], "cmp": "",
+                                                    "sem": "relaxed", "scope": "sys"})),
+    ("ld", "flag f; ld.acquire.gpu f;", ("FlagOp", {"kind": "ld", "flag": "f", "rmw": "", "operands": [], "cmp": "",
+                                                    "sem": "acquire", "scope": "gpu"})),
+    ("wait.until", "flag f; wait.until.acquire.gpu f >= STAGES;",
+     ("FlagOp", {"kind": "wait", "flag": "f", "rmw": "", "operands": [2], "cmp": ">=", "sem": "acquire",
+                 "scope": "gpu"})),
+    ("probe", "flag f; probe.relaxed.cluster f == 1;", ("FlagOp", {"kind": "probe", "flag": "f", "rmw": "",
+                                                                   "operands": [1], "cmp": "==", "sem": "relaxed",
+                                                                   "scope": "cluster"})),
+    ("fence.acq_rel", "fence.acq_rel.gpu;", ("ThreadFence", {"sem": "acq_rel", "scope": "gpu"})),
+    ("fence.sc", "fence.sc.cta;", ("ThreadFence", {"sem": "sc", "scope": "cta"})),
+    ("grid.sync", "grid.sync;", ("GridSync", {})),
+    ("clc.try_cancel", "smem resp bytes 16; clc.try_cancel resp -> full[0];",
+     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 0), "multicast": None, "clc": True})),
+    ("clc.try_cancel", "smem resp bytes 16; "
+     "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 resp -> full[1];",
+     ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 1), "multicast": None, "clc": True})),
 ]
 
 

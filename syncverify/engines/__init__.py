@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..diagnostics import InputError
 from ..result import CheckResult, Verdict
 from .merging import merge_static, searched
+from .residency import check_residency
 
 __all__ = ["merge_static", "run_engines", "searched"]
 
@@ -64,7 +65,8 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
             return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound="",
                                coverage="the Z3 engine needs z3-solver; use --engine explicit")
         if symbolic is not None and options.engine == "z3":
-            return symbolic.check(protocol, options, machine)
+            return check_residency(protocol, options, assumptions, symbolic.check(protocol, options, machine),
+                                   machine.programs)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb, options.after_first_error)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
                      progress=options.progress, on_finding=options.on_finding)
@@ -76,4 +78,4 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     if options.engine == "auto" and symbolic is not None:
         # explicit search for the bounded check and counterexamples, then lift "safe for ITERS=N"
         result = symbolic.lift_result(result, protocol, options, assumptions)
-    return result
+    return check_residency(protocol, options, assumptions, result, machine.programs)

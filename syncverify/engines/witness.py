@@ -263,6 +263,21 @@ def deadlock(machine: Machine, state: State) -> Violation:
         desc = "; ".join(machine.describe_mbar(state, m) for m in tx_stuck)
         return Violation("SV503", f"deadlock: all arrivals are in but the transaction bytes never balance ({desc}). "
                          "Blocked: " + "; ".join(lines), span, procs=tuple(blocked))
+    spinning = [p for p in blocked if isinstance(machine.programs[p].code[state.procs[p][P_PC]].op,
+                                                  ir.FlagOp | ir.GridSync)]
+    if spinning:  # through global memory (semantics/families/globalmem.py)
+        first = spinning[0]
+        span = machine.programs[first].code[state.procs[first][P_PC]].op.span
+        if machine.resident is not None:
+            ctas = ", ".join(str(c) for c in sorted(machine.resident))
+            return Violation("SV803", f"co-residency: with only CTA{'s' if len(machine.resident) > 1 else ''} "
+                             f"{ctas} resident, {machine.proc_label(first)} can never leave its wait: it depends "
+                             "on a CTA that this launch may not run until the waiting one exits (say `launch "
+                             "cooperative;` or `launch persistent;` if the grid is resident at once, `launch "
+                             "ordered;` if CTAs start in block order). Blocked: " + "; ".join(lines), span,
+                             procs=tuple(blocked))
+        return Violation("SV801", f"deadlock through global memory: {', '.join(roles)} can never move again. "
+                         "Blocked: " + "; ".join(lines), span, procs=tuple(blocked))
     return Violation("SV201", f"deadlock: {', '.join(roles)} can never move again. Blocked: " + "; ".join(lines),
                      span, procs=tuple(blocked))
 

@@ -37,6 +37,8 @@ from .families.barriers import BarrierOps
 from .families.copy_causality import CopyCausalityOps
 from .families.cp_async import HANDLERS as CP_ASYNC_HANDLERS
 from .families.cp_async import CpAsyncOps
+from .families.globalmem import GLOBAL_CTA, GlobalMemOps
+from .families.globalmem import HANDLERS as GLOBAL_HANDLERS
 from .families.lifecycle import LifecycleOps
 from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
@@ -109,7 +111,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps, LifecycleOps,
-              StorageOps, Footprint):
+              StorageOps, GlobalMemOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -166,6 +168,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
+        self._init_global()  # flags, the grid barrier and their knowledge holders (families/globalmem.py)
 
     # ------------------------------------------------------------------ names
     def mb_label(self, m: int) -> str:
@@ -177,7 +180,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
     def slot_label(self, cta: int, buf: int, slot: int) -> str:
         b = self.protocol.buffers[buf]
         idx = f"[{slot}]" if b.slots is not None else ""
-        return f"{b.name}{idx}" + (f"@cta{cta}" if self.ncta > 1 else "")
+        return f"{b.name}{idx}" + (f"@cta{cta}" if self.ncta > 1 and cta != GLOBAL_CTA else "")
 
     def proc_label(self, p: int) -> str:
         proc = self.procs[p]
@@ -204,7 +207,7 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
                 mask |= self.holders.proc_mask(p)
             records.append((SPACE_START, c, 0, 0, WRITE, -1, FULL, 0, 0, 0, -1, 0, mask, mask))
         # the cta_group 2 rendezvous of each pair, then each CTA's allocated columns (as (columns, 0))
-        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta)
+        tmem = [(0, 0)] * (2 * ((self.ncta + 1) // 2) + self.ncta) + self.global_initial()
         state = State(tuple(procs), tuple(mbars), tuple(named), tuple(rules.CB_FRESH), (), tuple(sorted(records)),
                       tuple(tmem))
         return state
@@ -313,6 +316,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
 
     # ------------------------------------------------------------------ successors
     def done(self, state: State, p: int) -> bool:
+        if self.resident is not None and self.procs[p].cta not in self.resident:
+            return True  # never runs in this search (engines/residency.py)
         return self.programs[p].code[state.procs[p][P_PC]].kind == END
 
     def successors(self, state: State, tried: dict[int, StepResult | None] | None = None,
@@ -322,8 +327,11 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         (equal agents once). ``tried`` (by process) and ``landed`` (by agent): steps the caller has
         already computed in this state, handed out instead of computed again."""
         procs = state.procs
+        resident = self.resident
         for p, prog in enumerate(self.programs):
             if prog.code[procs[p][P_PC]].kind != OP:
+                continue
+            if resident is not None and self.procs[p].cta not in resident:
                 continue
             res = tried[p] if tried is not None and p in tried else self.step_process(state, p)
             if res is not None:
@@ -423,6 +431,9 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
         op = ins.op
         line = ins.line
         try:
+            reason = self.global_blocked_reason(state, p)
+            if reason is not None:
+                return reason
             if isinstance(op, ir.MbarWait):
                 m = self.mb_index[(proc.cta, op.bar.name, evaluate(op.bar.index, env, ctx) if op.bar.index else 0)]
                 parity = evaluate(op.parity, env, ctx) % 2
@@ -454,4 +465,4 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
 
 
 _HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
-             **CP_ASYNC_HANDLERS}
+             **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS}

@@ -53,6 +53,12 @@ def _uses_tcgen05(code: tuple[Instr, ...]) -> bool:
                or (isinstance(ins.op, ir.TmaLoad) and ins.op.cta_group == 2) for ins in code if ins.op is not None)
 
 
+def _uses_global(code: tuple[Instr, ...]) -> bool:
+    """Does the program access flags or run thread fences? Their per-process fence bits
+    (families/globalmem.py, above every other holder) are not permuted, so such processes are not."""
+    return any(isinstance(ins.op, ir.FlagOp | ir.ThreadFence) for ins in code if ins.op is not None)
+
+
 def _copies(code: tuple[Instr, ...]) -> bool:
     return any(isinstance(ins.op, ir.TmaLoad) for ins in code if ins.op is not None)
 
@@ -66,7 +72,8 @@ def symmetry_groups(procs: list[Process], programs: list[Program], copies_movabl
     # parts of a slot (families/regions.py) are the owner's: a swap must keep which parts overlap
     apart = asymmetric_procs(procs, [prog.code for prog in programs])
     for proc, prog in zip(procs, programs, strict=True):
-        if not proc.whole_warp or _uses_tcgen05(prog.code) or (not copies_movable and _copies(prog.code)):
+        if not proc.whole_warp or _uses_tcgen05(prog.code) or _uses_global(prog.code) or \
+                (not copies_movable and _copies(prog.code)):
             continue
         # warps that share wgmma-groups are told apart from the other warpgroups' (a swap across
         # warpgroups would move a read to a warp whose waits do not retire it); parts of a slot

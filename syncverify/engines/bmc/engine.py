@@ -290,6 +290,7 @@ class BMC:
 
 def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
+    from ...semantics.families.globalmem import global_refusal
     from ...static.checks import static_outcome
     from ..explicit import bound_of
     from ..merging import merge_static
@@ -299,6 +300,9 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     deadline = start + options.timeout
     bound = bound_of(protocol)
     try:
+        refusal = global_refusal(protocol, "the bmc engine")  # (flags, atomics, global buffers, grids)
+        if refusal is not None:
+            raise Unsupported(refusal)
         bmc = BMC(machine)
     except Unsupported as why:
         return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,

@@ -15,7 +15,7 @@ import z3
 
 from ... import ir
 from ...semantics import rules
-from ...semantics.families import async_agents, barriers, cp_async, mbarrier, memory, tcgen05
+from ...semantics.families import async_agents, barriers, cp_async, globalmem, mbarrier, memory, tcgen05
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
 from ...semantics.families.storage import uses_storage
@@ -34,7 +34,7 @@ MAX_EVENTS = 4000
 SETUP: dict[type, Callable] = {**mbarrier.SETUP, **barriers.SETUP, **memory.SETUP, **async_agents.SETUP,
                                **tcgen05.SETUP}
 # operations the machine has that this encoding does not model, and why
-REFUSED: dict[type, str] = {**mbarrier.REFUSED, **cp_async.REFUSED, **tcgen05.REFUSED}
+REFUSED: dict[type, str] = {**mbarrier.REFUSED, **cp_async.REFUSED, **tcgen05.REFUSED, **globalmem.REFUSED}
 
 
 class Encoding(EncodingSymmetry, EncodingIndependence):

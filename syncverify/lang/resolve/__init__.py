@@ -23,13 +23,14 @@ from lark import Tree
 from ... import ir
 from ...diagnostics import InputError
 from .barriers import BarrierOps
+from .globalmem import GlobalOps
 from .mbarrier import MbarrierOps
 from .memory import MemoryOps
 from .names import _Ctx
 from .tcgen05 import Tcgen05Ops
 
 
-class Resolver(MbarrierOps, BarrierOps, MemoryOps, Tcgen05Ops):
+class Resolver(GlobalOps, MbarrierOps, BarrierOps, MemoryOps, Tcgen05Ops):
     """A lark tree's resolver: every stage and every operation family, on one state."""
 
 
@@ -62,4 +63,5 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
         loop_params=tuple(res.loop_params), source=text, choices=res.choices(),
         assignment=tuple((n, tuple(assignment[n])) for n in res.chosen) if assignment is not None else (),
         param_sites=tuple(res.param_sites), tmem_regions=tuple(res.tmem_regions.values()),
+        flags=tuple(res.flags.values()), cluster_dim=res.cluster_dim, launch=res.launch,
     )

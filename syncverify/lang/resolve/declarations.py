@@ -29,11 +29,16 @@ class Declarations(Names):
             if handler is not None:
                 handler(item)
         self.in_declarations = False
+        self.finish_shape()
         self._assign_choices()
         for name in self.defines:
             if name not in self.params and name not in self.chosen:
                 self.errors.append(make("SV114", f"-D {name}: no `param {name}` in this protocol"
                                         + _suggest(name, self.params), self.header))
+
+    def finish_shape(self) -> None:
+        """After every declaration: what the shape of the launch makes of them (a grid of several
+        clusters: resolve/globalmem.py)."""
 
     def decl_param(self, t: Tree) -> None:
         name, value = t.children

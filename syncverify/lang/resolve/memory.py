@@ -19,7 +19,11 @@ class MemoryOps(Statements):
     """The `op_*` builders of reads, writes, async copies, groups and fences."""
 
     def _access(self, kind, span, operands, clauses):
-        buf = self.ref(operands[0], "buffer")
+        t = operands[0]
+        name = str(t.children[0]) if t.data in ("name", "index") else ""
+        if self.kinds.get(name, ("",))[0] == "global buffer":  # global memory (resolve/globalmem.py)
+            return self.global_access(kind, span, t, clauses)
+        buf = self.ref(t, "buffer")
         remote = self._remote(clauses)
         if buf is None:
             return None

@@ -110,7 +110,14 @@ class Names:
         self.tmem_regions: dict[str, ir.TmemRegion] = {}
         self.mbarriers: dict[str, ir.Mbarrier] = {}
         self.named: dict[str, _Named] = {}
+        self.flags: dict[str, ir.Flag] = {}
         self.cluster = 1
+        # `grid N;` (resolve/globalmem.py): N CTAs in clusters of `cluster` CTAs; once the
+        # declarations are read, ``cluster`` counts the CTAs of the grid and ``cluster_dim`` keeps
+        # the cluster's size (0: the protocol is one cluster)
+        self.grid_ctas = 0
+        self.cluster_dim = 0
+        self.launch = ""
         self.threads: int | None = None
         self.scopes: list[_Scope] = []
         self.loop_params: list[str] = []
@@ -231,6 +238,10 @@ class Names:
             c, a, b = (self._expr(x, allow_i) for x in t.children)
             return ir.Cond(c, a, b, span)
         if kind == "cta_rank":
+            if self.cluster_dim:  # a grid: `cta` is still the rank in the cluster (%cluster_ctarank)
+                if self.cluster_dim == 1:
+                    return ir.Const(0, span)
+                return ir.BinOp("%", ir.Builtin("cta", span), ir.Const(self.cluster_dim, span), span)
             return ir.Builtin("cta", span)
         if kind == "instance":
             return ir.Builtin("instance", span)
@@ -267,6 +278,8 @@ class Names:
             return ir.Const(0, span)
         if name == "lane":  # a name, not a keyword: specs that call something `lane` keep working
             return ir.Builtin("lane", span)
+        if name == "block":  # %ctaid.x: the CTA's index in the grid (= `cta` in a one-cluster protocol)
+            return ir.Builtin("cta", span)
         options = [*self.params, *self.kinds, *(v for s in self.scopes for v in s.variables)]
         hint = _suggest(name, options)
         if name == "i" and not hint:

@@ -31,6 +31,8 @@ def _spec(quals: str = "", operands: tuple[int, int] = (0, 0), clauses: str = ""
     return OpSpec(frozenset(quals.split()), operands, frozenset(clauses.split()), frozenset(required.split()))
 
 
+_G_SCOPES = ".cta .cluster .gpu .sys"
+_G_TYPES = ".global .u32 .s32 .u64 .s64 .b32 .b64"
 _MB_ARRIVE = _spec(".release .relaxed .cta .cluster .expect_tx .shared::cta .shared::cluster", (1, 1),
                    "count bytes remote")
 OPERATIONS: dict[str, OpSpec] = {
@@ -90,8 +92,22 @@ OPERATIONS: dict[str, OpSpec] = {
     "tcgen05.wait::st": _spec(".sync .aligned"),
     "tcgen05.fence::before_thread_sync": _spec(),
     "tcgen05.fence::after_thread_sync": _spec(),
+    # global memory (resolve/globalmem.py): atomics, flag loads/stores and spins, thread fences, grid.sync
+    "atom": _spec(f".add .inc .dec .exch .cas .min .max .relaxed .acquire .release .acq_rel {_G_SCOPES} {_G_TYPES}",
+                  (2, 3)),
+    "red": _spec(f".add .inc .dec .min .max .relaxed .release {_G_SCOPES} {_G_TYPES}", (2, 2)),
+    "st": _spec(f".relaxed .release .volatile {_G_SCOPES} {_G_TYPES}", (2, 2)),
+    "ld": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
+    "wait.until": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
+    "probe": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
+    "fence.acq_rel": _spec(_G_SCOPES),
+    "fence.sc": _spec(_G_SCOPES),
+    "grid.sync": _spec(),
+    # Blackwell cluster launch control: the async 16-byte response of a cancel request, complete_tx on an mbarrier
+    "clc.try_cancel": _spec(".async .shared::cta .mbarrier::complete_tx::bytes .b128", (1, 1), "target", "target"),
 }
-_ALIASES = {"try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
+_ALIASES = {"clusterlaunchcontrol.try_cancel": "clc.try_cancel",
+            "try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
                  "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote",
                  "c_part": "part", "c_range": "range"}
@@ -112,7 +128,11 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION",
           "test_wait": "test_wait BAR parity E", "cp.async": "cp.async BUF",
           "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",
-          "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]"}
+          "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]",
+          "atom": "atom.OP[.SEM][.SCOPE] FLAG, V (atom.cas: FLAG, COMPARE, NEW)", "red": "red.OP[.SEM][.SCOPE] FLAG, V",
+          "st": "st.SEM[.SCOPE] FLAG, V", "ld": "ld.SEM[.SCOPE] FLAG",
+          "wait.until": "wait.until.SEM[.SCOPE] FLAG >= V",
+          "clc.try_cancel": "clc.try_cancel RESP -> BAR", "probe": "probe.SEM[.SCOPE] FLAG >= V"}
 # First words of the operations: a bare name like this on the line after an op is a missing `;`.
 _OP_WORDS = frozenset(op.split(".")[0] for op in [*OPERATIONS, *_ALIASES])
 # Operations that PTX spells `mbarrier.NAME` (also accepted with that prefix).
@@ -123,7 +143,7 @@ _WARP_COLLECTIVE = {"syncthreads", "syncwarp", "bar.sync", "bar.arrive", "barrie
                     "cluster.sync", "wgmma.read", "wgmma.commit", "wgmma.wait", "tmem.alloc", "tmem.dealloc",
                     "tmem.relinquish", "tcgen05.relinquish_alloc_permit", "tcgen05.alloc", "tcgen05.dealloc",
                     "tcgen05.ld", "tcgen05.st", "tcgen05.wait::ld",
-                    "tcgen05.wait::st"}
+                    "tcgen05.wait::st", "grid.sync"}
 
 
 def _split_mnemonic(words: list[str]) -> tuple[str | None, list[str]]:

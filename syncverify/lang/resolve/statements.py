@@ -42,7 +42,7 @@ class Statements(Declarations):
         out: list[ir.Stmt] = []
         for item in items:
             if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose",
-                             "tmem_decl"):
+                             "tmem_decl", "grid", "launch", "gmem", "flag_decl"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -127,6 +127,8 @@ class Statements(Declarations):
             words = [str(q)[1:] for q in head.children]
         elif head.data == "tmemop":  # `tmem.alloc`: `tmem` is a keyword (region declarations)
             words = ["tmem", *(str(q)[1:] for q in head.children)]
+        elif head.data == "gridop":  # `grid.sync`: `grid` is a keyword (the grid's declaration)
+            words = ["grid", *(str(q)[1:] for q in head.children)]
         else:
             words = [str(head.children[0]), *(str(q)[1:] for q in head.children[1:])]
         name, quals = _split_mnemonic(words)
@@ -189,6 +191,8 @@ class Statements(Declarations):
             self.error("SV108", "remote operation (`@ CTA`) in a protocol whose cluster has 1 CTA", self.span(
                 clauses["remote"]))
             return None
+        if self.grid_ctas and not self._grid_allows(name, quals, clauses, span):
+            return None
         builder = getattr(self, "op_" + name.replace("::", "__").replace(".", "_"))
         return builder(span, set(quals), operands, clauses)
 
@@ -209,12 +213,14 @@ class Statements(Declarations):
         if actual != kind:
             self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
-        table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion] = \
-            self.buffers if kind == "buffer" else self.tmem_regions if kind == "tmem" else self.mbarriers
+        table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion | ir.Flag] = \
+            self.buffers if kind in ("buffer", "global buffer") else self.tmem_regions if kind == "tmem" \
+            else self.flags if kind == "flag" else self.mbarriers
         if name not in table:
             return None  # its declaration was rejected, and that error is reported already
         obj = table[name]
-        size = obj.size if isinstance(obj, ir.Mbarrier) else obj.slots
+        size = obj.size if isinstance(obj, ir.Mbarrier | ir.Flag) else obj.slots
+        kind = "buffer" if kind == "global buffer" else kind  # (the IR tells the spaces apart by the declaration)
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)

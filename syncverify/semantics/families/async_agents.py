@@ -103,7 +103,8 @@ class AsyncAgentOps:
             m = self._mbar(w, p, op.bar, cta & ~1 if op.cta_group == 2 else cta, env, ctx)
             self._check_barrier_usable(w, p, m, lanes, op.span, "tma.load completion")
             key = (SPACE_DATA, cta, buf, slot)
-            self._conflicts(w, p, part, lanes, key, WRITE, op.span, "tma.load write", async_op=True)
+            self._conflicts(w, p, part, lanes, key, WRITE, op.span,
+                            "clc.try_cancel write" if op.clc else "tma.load write", async_op=True)
             snap = self.copy_issue(w, p, lanes, op.cta_group == 2)  # (families/copy_causality.py)
             for _ in range(ins.threads):
                 self._add_write(w, p, part, lanes, key, op.span.line, F_ASYNC | F_INFLIGHT)

@@ -262,8 +262,11 @@ class MemoryOps:
         return copies or live or [latest]
 
     def op_access(self, w, p, proc, op: ir.Access, ins, env, ctx, lanes) -> bool:
-        cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
-        if cta != proc.cta:
+        if self.protocol.buffer(op.buf.name).space == "global":
+            cta = -1  # globalmem.GLOBAL_CTA: one copy of a global buffer for the grid
+        else:
+            cta = self._target_cta(w, p, op.remote, env, ctx, op.span)
+        if cta != proc.cta and cta >= 0:
             self._check_peer_alive(w, p, cta, op.span, f"{op.kind} of distributed shared memory")
             if not self._knows(w.records, (SPACE_START, cta, 0, 0), lanes):
                 raise Violation("SV404", f"{op.kind} of CTA {cta}'s shared memory before anything shows that CTA "
