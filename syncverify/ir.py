@@ -185,6 +185,27 @@ class MbarTestWait:
 
 
 @dataclass(frozen=True, slots=True)
+class MbarProbe:
+    """The test of `if try_wait B parity P { … } else { … }` (`if test_wait …`): one
+    `mbarrier.try_wait.parity` / `mbarrier.test_wait.parity` whose result a branch uses.
+
+    PTX lets a `try_wait` time out and a `test_wait` never blocks, so the probe may return
+    false at any time; it returns true only once the phase its parity names has completed, and
+    then it is the wait (`MbarWait`): the acquire (or, `.relaxed`, the observations), the
+    waiter's phase history, the consumption rule. False orders nothing. A probe is never alone
+    in the IR: it is the ``probe`` of an ``If``, whose ``then`` runs on true and ``orelse`` on
+    false (`if !try_wait` swaps them). ``test``: spelled `test_wait` (the same model; the
+    emitter and extraction keep the spelling)."""
+
+    bar: Ref
+    parity: Expr
+    sem: Sem
+    scope: Scope
+    test: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class BarSync:
     """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread).
 
@@ -404,7 +425,7 @@ Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
     | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence
-    | MbarTestWait | CpAsync | CpAsyncArrive
+    | MbarTestWait | CpAsync | CpAsyncArrive | MbarProbe
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
@@ -459,10 +480,15 @@ class For:
 
 @dataclass(frozen=True, slots=True)
 class If:
+    """`if EXPR { … } else { … }`; with ``probe`` set, `if try_wait B parity P { … } else { … }`:
+    the branch taken is the probe's result (a search step, MbarProbe), and ``cond`` is the
+    constant 1, never evaluated."""
+
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
     span: Span
+    probe: MbarProbe | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,6 +517,8 @@ def ops_of(body: tuple[Stmt, ...]) -> Iterator[Op]:
         if isinstance(s, For | Elect):
             yield from ops_of(s.body)
         elif isinstance(s, If):
+            if s.probe is not None:
+                yield s.probe
             yield from ops_of(s.then)
             yield from ops_of(s.orelse)
         elif not isinstance(s, Let):
