@@ -464,9 +464,14 @@ def tensor_core_async(op: Op | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Let:
+    """`let NAME = EXPR;`; with ``probe`` set, `let NAME = try_wait B parity P;`: the probe's result
+    (1 or 0, a search step: MbarProbe) is the value, CUTLASS's `ConsumerToken`, and ``value`` is
+    the constant 1, never evaluated."""
+
     name: str
     value: Expr
     span: Span
+    probe: MbarProbe | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,6 +519,8 @@ Stmt: TypeAlias = Let | For | If | Elect | Op
 def ops_of(body: tuple[Stmt, ...]) -> Iterator[Op]:
     """Every operation of a body, nested ones included, in source order."""
     for s in body:
+        if isinstance(s, Let) and s.probe is not None:
+            yield s.probe
         if isinstance(s, For | Elect):
             yield from ops_of(s.body)
         elif isinstance(s, If):

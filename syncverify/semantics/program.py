@@ -146,7 +146,14 @@ class _Compiler:
     def stmt(self, s: ir.Stmt, lanes: int) -> None:
         """Compile one statement run by ``lanes`` (a mask of the warp's lanes) of the process."""
         line = s.span.line
-        if isinstance(s, ir.Let):
+        if isinstance(s, ir.Let) and s.probe is not None:
+            if per_lane(s.probe):
+                raise InputError([make("SV116", "`lane` in a probe's operands: a try_wait/test_wait whose result "
+                                       "is kept is executed by the warp (or its elected lane) as one", s.probe.span)])
+            at = len(self.code)
+            self.op(s.probe, lanes)  # a token: the step writes the result into the variable (no branch)
+            self.code[at] = replace(self.code[at], slot=self.slot(s.name))
+        elif isinstance(s, ir.Let):
             self.no_lane(s.value, "a `let` value")
             self.code.append(Instr(LET, slot=self.slot(s.name), expr=s.value, line=line))
         elif isinstance(s, ir.For):

@@ -65,6 +65,15 @@ class Statements(Declarations):
             expr = self.expr(value)
             self.bind(name)
             return [ir.Let(str(name), expr, span)]
+        if t.data == "let_probe":
+            name, probe_t = t.children
+            if probe_t.data == "probe_neg":
+                self.error("SV110", "a token holds the probe's result: write `let t = try_wait …;` and test `!t`",
+                           span)
+                return []
+            probe = self.probe(probe_t)
+            self.bind(name)
+            return [ir.Let(str(name), ir.Const(1, span), span, probe)] if probe is not None else []
         if t.data == "for_":
             var, lo_t, hi_t, body = t.children
             self._site = ("bound", "")

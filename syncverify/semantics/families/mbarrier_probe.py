@@ -46,7 +46,11 @@ class ProbeOps:
         pc + 1) where the phase its parity names has completed, false (the `else` block at the
         instruction's target) otherwise. Usability and the stale-parity check are the wait's:
         they hold for either result."""
-        if self.op_wait(w, p, proc, op, ins, env, ctx, lanes):
+        passed = self.op_wait(w, p, proc, op, ins, env, ctx, lanes)
+        if ins.slot >= 0:  # a token (`let t = try_wait …`): the result is the variable's value
+            w.procs[p] = (ins_pc(w, p) + 1, _with(w.procs[p][P_VARS], ins.slot, int(passed)), *w.procs[p][2:])
+            return PLACED
+        if passed:
             return True
         w.procs[p] = (ins.target, *w.procs[p][1:])
         return PLACED
@@ -79,13 +83,24 @@ class ProbeOps:
             proc = self.procs[p]
             m = self._mbar(w, p, op.bar, proc.cta, self._env_at(p, pstate[P_VARS]), self.ctx[p])
             self._check_barrier_usable(w, p, m, self._lanes(p, ins), op.span, probe_name(op))
-            pc, vars_ = self._run_local(p, ins.target, pstate[P_VARS])
+            if ins.slot >= 0:  # a token: false is its value
+                pc, vars_ = self._run_local(p, pstate[P_PC] + 1, _with(pstate[P_VARS], ins.slot, 0))
+            else:
+                pc, vars_ = self._run_local(p, ins.target, pstate[P_VARS])
             w.procs[p] = (pc, vars_, *w.procs[p][2:])
             if self.programs[p].code[pc].kind == END:
                 self._exit(w, p)
         except Violation as v:
             return StepResult(label, None, _detached(v), w.warnings, w.soft)
         return StepResult(label, w.freeze(), None, w.warnings, w.soft)
+
+
+def ins_pc(w: _Work, p: int) -> int:
+    return w.procs[p][P_PC]
+
+
+def _with(vars_: tuple, slot: int, value: int) -> tuple:
+    return (*vars_[:slot], value, *vars_[slot + 1:])
 
 
 def probe_name(op: ir.MbarProbe) -> str:
