@@ -67,6 +67,10 @@ TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op 
 NOT_EXPORTED = {name: "non-bulk cp.async" for name in (
     "cutlass_sm80_multistage_cp_async", "cutlass_sm80_multistage_cp_async_no_sync", "cp_async_mbarrier_noinc",
     "cp_async_mbarrier_inc_hang")}
+# a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
+NOT_EXPORTED.update({name: "probe" for name in (
+    "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",
+    "bounded_try_wait_fallthrough")})
 
 # Compiling pan.c is most of the cost here and the models are small: -O0 compiles three times
 # faster than -O2 and cannot change a verdict. bench/spin_compare.py measures SPIN with -O2.
