@@ -188,6 +188,27 @@ class MbarTestWait:
 
 
 @dataclass(frozen=True, slots=True)
+class MbarProbe:
+    """The test of `if try_wait B parity P { … } else { … }` (`if test_wait …`): one
+    `mbarrier.try_wait.parity` / `mbarrier.test_wait.parity` whose result a branch uses.
+
+    PTX lets a `try_wait` time out and a `test_wait` never blocks, so the probe may return
+    false at any time; it returns true only once the phase its parity names has completed, and
+    then it is the wait (`MbarWait`): the acquire (or, `.relaxed`, the observations), the
+    waiter's phase history, the consumption rule. False orders nothing. A probe is never alone
+    in the IR: it is the ``probe`` of an ``If``, whose ``then`` runs on true and ``orelse`` on
+    false (`if !try_wait` swaps them). ``test``: spelled `test_wait` (the same model; the
+    emitter and extraction keep the spelling)."""
+
+    bar: Ref
+    parity: Expr
+    sem: Sem
+    scope: Scope
+    test: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class BarSync:
     """`bar.sync id, n` / `syncthreads` (id 0, count None = every non-exited thread).
 
@@ -418,7 +439,7 @@ Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
     | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence | TmemRelinquish
-    | MbarTestWait | CpAsync | CpAsyncArrive | FlagOp | ThreadFence | GridSync
+    | MbarTestWait | CpAsync | CpAsyncArrive | FlagOp | ThreadFence | GridSync | MbarProbe
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
@@ -459,9 +480,14 @@ def tensor_core_async(op: Op | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Let:
+    """`let NAME = EXPR;`; with ``probe`` set, `let NAME = try_wait B parity P;`: the probe's result
+    (1 or 0, a search step: MbarProbe) is the value, CUTLASS's `ConsumerToken`, and ``value`` is
+    the constant 1, never evaluated."""
+
     name: str
     value: Expr
     span: Span
+    probe: MbarProbe | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,10 +501,15 @@ class For:
 
 @dataclass(frozen=True, slots=True)
 class If:
+    """`if EXPR { … } else { … }`; with ``probe`` set, `if try_wait B parity P { … } else { … }`:
+    the branch taken is the probe's result (a search step, MbarProbe), and ``cond`` is the
+    constant 1, never evaluated."""
+
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
     span: Span
+    probe: MbarProbe | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,9 +535,13 @@ Stmt: TypeAlias = Let | For | If | Elect | Op
 def ops_of(body: tuple[Stmt, ...]) -> Iterator[Op]:
     """Every operation of a body, nested ones included, in source order."""
     for s in body:
+        if isinstance(s, Let) and s.probe is not None:
+            yield s.probe
         if isinstance(s, For | Elect):
             yield from ops_of(s.body)
         elif isinstance(s, If):
+            if s.probe is not None:
+                yield s.probe
             yield from ops_of(s.then)
             yield from ops_of(s.orelse)
         elif not isinstance(s, Let):

@@ -141,7 +141,7 @@ class _Mutator:
             if isinstance(child, Tree):
                 if child.data == "block":
                     yield child
-                elif child.data == "if_stmt":  # `else if`: its blocks belong to this statement
+                elif child.data in ("if_stmt", "probe_if"):  # `else if`: its blocks belong to this statement
                     yield from _Mutator._blocks(child)
 
     def src(self, node: Tree | Token) -> str:

@@ -54,7 +54,8 @@ class Atom:
     opt_in: bool = False  # only in scopes that name it (the scopes enumerating every atom stay as they were)
 
 
-# The operation alphabet, in one place: every barrier kind, the mbarrier operations with their
+# The operation alphabet, in one place (`{{`, `}}`: a brace of the text; `{k}`, `{bar}` are filled in):
+# every barrier kind, the mbarrier operations with their
 # parities, copies, accesses, fences, tensor-core operations.
 ALPHABET: tuple[Atom, ...] = (
     Atom("syncthreads", "syncthreads;", collective=True),
@@ -147,6 +148,14 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("g.fence", "fence.acq_rel.gpu;", opt_in=True),
     Atom("g.fence.cta", "fence.sc.cta;", opt_in=True),
     Atom("grid.sync", "grid.sync;", collective=True, opt_in=True),
+    # probes whose result a branch uses (families/mbarrier_probe.py): a read only where the probe passed, an
+    # arrive only where it failed, CUTLASS's probe-then-wait (compiled as the wait), and a probe in a loop
+    # whose two results reach different accesses
+    Atom("probe.read", "if try_wait mb parity 0 {{ read buf; }}", mbarrier=True, opt_in=True),
+    Atom("probe.arrive", "if !test_wait mb parity 1 {{ arrive mb; }}", mbarrier=True, opt_in=True),
+    Atom("probe.wait", "if !try_wait mb parity 0 {{ wait mb parity 0; }}", mbarrier=True, opt_in=True),
+    Atom("probe.k", "if try_wait.relaxed mb parity {k} % 2 {{ write buf; }} else {{ read buf; }}", mbarrier=True,
+         in_loop=True, opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -287,6 +296,10 @@ SCOPES: dict[str, Scope] = {
                      atoms=("write", "fence.proxy.async", "fence.cta", "fence.release", "fence.acquire", "syncthreads",
                             "tma.store", "bulk.wait_read"), wrappers=("", "elect"), trips=()),
     # a write into the peer CTA's slot, fenced with each state space, read by the peer's bulk store
+    # probes against arrivals, waits and accesses: either result where the phase completed, false where not
+    "probes": Scope("probes", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                    atoms=("probe.read", "probe.arrive", "probe.wait", "probe.k", "arrive", "wait0", "read",
+                           "write"), wrappers=("", "elect"), trips=(2,)),
     "proxies2": Scope("proxies2", 2, 1, ((2, 2), (3, 1)),
                       atoms=("write.remote", "write", "fence.cta", "fence.cluster", "fence.acquire", "cluster.sync",
                              "tma.store"), wrappers=("", "elect"), trips=()),

@@ -35,16 +35,17 @@ ENGINES = {e.name: e for e in engines()}
 EVERY = {"explicit-unreduced": {"cta2": 300, "cta3": 300, "cta2-seq": 300, "cluster2": 1000, "new2": 300,
                                 "pairs2": 60, "halves": 100, "phases": 53, "cluster2-seq": 200, "lanes": 80,
                                 "regions": 14, "cpasync": 225, "cpasync-proxy": 160, "cpasync-cluster": 200,
-                                "tcgen05": 100, "proxies": 700, "proxies2": 400, "storage": 60, "relinquish": 5},
+                                "tcgen05": 100, "proxies": 700, "proxies2": 400, "storage": 60, "relinquish": 5,
+                                "probes": 97},
          "bmc": {"cta2": 5000, "cta3": 2000, "cta2-seq": 2000, "cluster2": 8000, "new2": 2000, "pairs2": 400,
                  "halves": 101, "phases": 1000, "cluster2-seq": 1000, "lanes": 400, "regions": 84, "cpasync": 1350,
                  "cpasync-proxy": 400, "cpasync-cluster": 800, "tcgen05": 600, "proxies": 5000, "proxies2": 4000,
-                 "storage": 250, "relinquish": 10},
+                 "storage": 250, "relinquish": 10, "probes": 1000},
          "symbolic": {"lanes": 240, "regions": 42, "cpasync": 675, "cpasync-proxy": 320, "cpasync-cluster": 400,
-                      "tcgen05": 300, "proxies": 2000, "storage": 120}}
-# The scopes of lanes, regions, cp.async, tcgen05 and proxy fences, where the z3 engine is compared too (the full
-# pass over them: bench/exhaustive.py --z3-every 1, bench/RESULTS-families.md).
-NEWER = ("lanes", "regions", "cpasync", "cpasync-proxy", "cpasync-cluster", "tcgen05", "proxies", "storage")
+                      "tcgen05": 300, "proxies": 2000, "storage": 120, "probes": 400}}
+# The scopes of lanes, regions, cp.async, tcgen05, proxy fences, barrier storage and probes, where the z3 engine
+# is compared too (the full pass over them: bench/exhaustive.py --z3-every 1, bench/RESULTS-families.md).
+NEWER = ("lanes", "regions", "cpasync", "cpasync-proxy", "cpasync-cluster", "tcgen05", "proxies", "storage", "probes")
 
 
 def _answers(text: str, names: list[str], pinned: dict[str, int] | None = None) -> dict:

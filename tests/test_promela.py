@@ -78,6 +78,10 @@ NOT_EXPORTED |= {s.stem: "a barrier in a buffer's bytes" for s in SPECS
 # Specs of global memory (flags, atomics, grids, global buffers): the export refuses the family with the
 # reason (docs/engines.md, "Where each primitive lives"); the refusal itself is checked.
 GLOBAL_REFUSED = {s.stem for s in SPECS if global_refusal(load(str(s)), "the Promela export") is not None}
+# a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
+NOT_EXPORTED.update({name: "probe" for name in (
+    "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",
+    "bounded_try_wait_fallthrough")})
 
 # Compiling pan.c is most of the cost here and the models are small: -O0 compiles three times
 # faster than -O2 and cannot change a verdict. bench/spin_compare.py measures SPIN with -O2.

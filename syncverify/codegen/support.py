@@ -32,6 +32,12 @@ def check_supported(protocol: ir.Protocol, sites: list[Site]) -> None:
                           "own, so a barrier whose bytes a buffer slot shares is not emitted (its lifetime rules, "
                           "SV408/SV409, are checked by `syncverify check`)")
     parted = region_buffers(protocol)
+    probe = next((op for op in ir.ops_of(protocol.body) if isinstance(op, ir.MbarProbe)), None)
+    if probe is not None:
+        raise EmitRefused(f"{protocol.path}:{probe.span.line}: a branch on a probe's result (`if try_wait`/`if "
+                          "test_wait`) is not emitted: the replay that checks a run against the model follows "
+                          "one schedule of fixed operations per warp, and a probe's result on the GPU is not "
+                          "one the schedule can fix")
     for s in sites:
         what = ir.blackwell_op_name(s.op)
         if what is not None:

@@ -44,7 +44,7 @@ def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | No
     out: list[tuple] = []
     for label in labels:
         if label[0] == "p":
-            out.append(("p", real[label[1]]))
+            out.append(("p", real[label[1]], *label[2:]))  # (a probe's false outcome keeps its mark)
         else:
             a = label[1]
             out.append(("a", (*a[:6], real[a[6]], *a[7:])))
@@ -321,6 +321,8 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             iteration = machine.iteration(p, ps[P_VARS], ps[P_PC])
             cta = proc.cta
             note = ""
+            if isinstance(ins.op, ir.MbarProbe):  # which result the probe returned on this path
+                note = "→ false" if len(label) > 2 or not machine.probe_passes(state, p) else "→ true"
             barrier = barrier_of(machine, state, p, ins.op)
         else:
             a = label[1]

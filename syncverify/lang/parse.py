@@ -231,6 +231,9 @@ def _nesting_errors(tree: Tree, path: str) -> list[Diagnostic]:
             continue
         for child in reversed(node.children):
             if isinstance(child, Tree):  # an `else if` nests like a block
-                chained = node.data == "if_stmt" and child.data == "if_stmt"
+                chained = node.data in _IFS and child.data in _IFS
                 stack.append((child, blocks + chained, exprs))
     return sorted(found.values(), key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+
+
+_IFS = ("if_stmt", "probe_if")  # `if EXPR` and `if try_wait B parity P` (a branch on a probe)

@@ -42,6 +42,8 @@ from .families.globalmem import HANDLERS as GLOBAL_HANDLERS
 from .families.lifecycle import LifecycleOps
 from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
+from .families.mbarrier_probe import HANDLERS as PROBE_HANDLERS
+from .families.mbarrier_probe import ProbeOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
 from .families.regions import Parts
@@ -110,8 +112,8 @@ class Assumptions:
                    getattr(options, "assume_commit_release", True))
 
 
-class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps, LifecycleOps,
-              StorageOps, GlobalMemOps, Footprint):
+class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
+              LifecycleOps, StorageOps, GlobalMemOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -336,6 +338,11 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
             res = tried[p] if tried is not None and p in tried else self.step_process(state, p)
             if res is not None:
                 yield res
+                if isinstance(prog.code[procs[p][P_PC]].op, ir.MbarProbe):
+                    # the other outcome of a probe whose phase completed: false (families/mbarrier_probe.py)
+                    other = self.step_probe_false(state, p)
+                    if other is not None:
+                        yield other
         seen = set()
         for a in state.agents:
             if a in seen:
@@ -347,6 +354,8 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
 
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":
+            if len(label) > 2:  # ("p", p, 0): a probe that returns false (families/mbarrier_probe.py)
+                return self.step_probe_false(state, label[1])
             return self.step_process(state, label[1])
         return self.step_agent(state, label[1])
 
@@ -465,4 +474,4 @@ class Machine(MbarrierOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOp
 
 
 _HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
-             **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS}
+             **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS}

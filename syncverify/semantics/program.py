@@ -146,7 +146,14 @@ class _Compiler:
     def stmt(self, s: ir.Stmt, lanes: int) -> None:
         """Compile one statement run by ``lanes`` (a mask of the warp's lanes) of the process."""
         line = s.span.line
-        if isinstance(s, ir.Let):
+        if isinstance(s, ir.Let) and s.probe is not None:
+            if per_lane(s.probe):
+                raise InputError([make("SV116", "`lane` in a probe's operands: a try_wait/test_wait whose result "
+                                       "is kept is executed by the warp (or its elected lane) as one", s.probe.span)])
+            at = len(self.code)
+            self.op(s.probe, lanes)  # a token: the step writes the result into the variable (no branch)
+            self.code[at] = replace(self.code[at], slot=self.slot(s.name))
+        elif isinstance(s, ir.Let):
             self.no_lane(s.value, "a `let` value")
             self.code.append(Instr(LET, slot=self.slot(s.name), expr=s.value, line=line))
         elif isinstance(s, ir.For):
@@ -170,6 +177,8 @@ class _Compiler:
             self.code.append(Instr(FOR_NEXT, slot=slot, expr2=s.hi, target=init + 1, line=line, loop_var=s.var))
             self.code[init] = Instr(FOR_INIT, slot=slot, expr=s.lo, expr2=s.hi, target=len(self.code), line=line,
                                     loop_var=s.var)
+        elif isinstance(s, ir.If) and s.probe is not None:
+            self.probe_if(s, lanes)
         elif isinstance(s, ir.If):
             if "lane" in free_names(s.cond):
                 self.lane_guard(s, lanes)
@@ -197,6 +206,31 @@ class _Compiler:
                 self.block(s.body, 1 << self.proc.leader_lane)
         else:
             self.op(s, lanes)
+
+    def probe_if(self, s: ir.If, lanes: int) -> None:
+        """`if try_wait B parity P { then } else { orelse }`: the probe is an operation whose step
+        decides the branch (families/mbarrier_probe.py): it goes on at the next instruction when it
+        returns true and at its ``target`` when it returns false."""
+        probe = s.probe
+        assert probe is not None
+        wait = probe_then_wait(s)
+        if wait is not None:
+            self.op(wait, lanes)
+            return
+        if per_lane(probe):
+            raise InputError([make("SV116", "`lane` in a probe's operands: a try_wait/test_wait whose result a "
+                                   "branch uses is executed by the warp (or its elected lane) as one", probe.span)])
+        at = len(self.code)
+        self.op(probe, lanes)
+        self.block(s.then, lanes)
+        if s.orelse:
+            jump = len(self.code)
+            self.code.append(Instr(JUMP))
+            self.code[at] = replace(self.code[at], target=len(self.code))
+            self.block(s.orelse, lanes)
+            self.code[jump] = Instr(JUMP, target=len(self.code), line=s.span.line)
+        else:
+            self.code[at] = replace(self.code[at], target=len(self.code))
 
     def no_lane(self, expr: ir.Expr, what: str) -> None:
         if "lane" in free_names(expr):
@@ -369,6 +403,34 @@ def _exprs(node: object) -> list[ir.Expr]:
         elif isinstance(value, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
             out.append(value)
     return out
+
+
+def probe_then_wait(s: ir.If) -> ir.MbarWait | None:
+    """The wait that `if !try_wait B parity P { wait B parity P; }` is (CUTLASS's `consumer_try_wait`
+    then `consumer_wait(stage, phase, token)`, which waits only when the token is false), or None.
+
+    With the same barrier, parity, semantics and scope the two are one wait: a true probe is the
+    wait passing (families/mbarrier_probe.py), and a false one is followed by that wait, which passes
+    when the phase completes with the same effect; the false probe changes nothing, so the only
+    difference is a state where the warp stands between the two, which no other step can tell from
+    the one where it stands at the wait. So the pair is compiled as the wait, at the wait's line
+    (where a warp that never gets the phase stands), and costs a search what the wait costs."""
+    probe = s.probe
+    if probe is None or s.then or len(s.orelse) != 1 or not isinstance(s.orelse[0], ir.MbarWait):
+        return None
+    wait = s.orelse[0]
+    same = _unspanned((probe.bar, probe.parity, probe.sem, probe.scope)) == \
+        _unspanned((wait.bar, wait.parity, wait.sem, wait.scope))
+    return wait if same else None
+
+
+def _unspanned(node: object) -> object:
+    """An IR value without its source spans, to compare what two operands say."""
+    if isinstance(node, tuple):
+        return tuple(_unspanned(x) for x in node)
+    if is_dataclass(node) and not isinstance(node, Span):
+        return (type(node).__name__, *(_unspanned(getattr(node, f.name)) for f in fields(node) if f.name != "span"))
+    return node
 
 
 def per_lane(op: ir.Op) -> bool:

@@ -44,7 +44,7 @@ def _successor_pcs(prog: Program) -> list[list[int]]:
     succ: list[list[int]] = []
     for pc, ins in enumerate(code):
         nxt = [] if ins.kind == END else [pc + 1]
-        if ins.kind in (FOR_INIT, BRANCH):
+        if ins.kind in (FOR_INIT, BRANCH) or (ins.kind == OP and isinstance(ins.op, ir.MbarProbe) and ins.target >= 0):
             nxt.append(ins.target)
         elif ins.kind == JUMP:
             nxt = [ins.target]

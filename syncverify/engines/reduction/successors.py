@@ -83,7 +83,8 @@ class Reduction(ElementRules, LandingRules):
         # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
         self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
                                 for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
-        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait), ctx)
+        # (a probe counts as the wait it is when it returns true: families/mbarrier_probe.py)
+        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait, ir.MbarProbe), ctx)
                             for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
         # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
         self.tx_ahead = [_elements_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive), ctx)

@@ -111,7 +111,7 @@ def _shape(p: Plan, machine: Machine) -> _Shape:
                          for pc, ins in enumerate(prog.code) if ins.kind == BAR_WAIT)
     tmem_ops = frozenset((q, pc) for q, prog in enumerate(machine.programs)
                          for pc, ins in enumerate(prog.code) if ins.kind == OP and isinstance(ins.op, ir.TmemAlloc))
-    names = [{ins.op.bar.name for ins in prog.code if ins.kind == OP and isinstance(ins.op, ir.MbarWait)}
+    names = [{ins.op.bar.name for ins in prog.code if ins.kind == OP and isinstance(ins.op, ir.MbarWait | ir.MbarProbe)}
              for prog in machine.programs]
     waiters = tuple(frozenset(q for q, proc in enumerate(machine.procs) if proc.cta == cta and name in names[q])
                     for cta, name, _ in machine.mb_names)

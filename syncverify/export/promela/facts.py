@@ -78,6 +78,9 @@ class FactsExport:
         if isinstance(op, ir.Syncwarp) and p in self.machine.warp_parts:
             raise ExportError(f"line {line}: `syncwarp` by part of a warp split between roles (its parts meet, a "
                               "rendezvous the model does not have)")
+        if isinstance(op, ir.MbarProbe):
+            raise ExportError(f"line {line}: a branch on a probe's result (`if try_wait`/`if test_wait`) is not "
+                              "exported: each Promela process runs one fixed sequence of operations")
         if isinstance(op, ir.CpAsync | ir.CpAsyncArrive | ir.MbarTestWait) or (
                 isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "cp_async"):
             raise ExportError(f"line {line}: non-bulk cp.async (with its groups and mbarrier arrive) and test_wait "

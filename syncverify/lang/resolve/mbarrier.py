@@ -7,6 +7,8 @@ A room of its own because its qualifier rules -- the semantics (.release, .acqui
 
 from __future__ import annotations
 
+from lark import Token, Tree
+
 from ... import ir
 from ...diagnostics import Span
 from .operations import MAX_COUNT
@@ -112,3 +114,25 @@ class MbarrierOps(Statements):
         parity = self.expr(clauses["parity"])
         sem, scope = self._sem_scope(quals, "acquire")
         return ir.MbarTestWait(bar, parity, sem, scope, span) if bar else None  # type: ignore[arg-type]
+
+    def probe(self, t: Tree) -> ir.MbarProbe | None:
+        """`if [!]try_wait[.SEM][.SCOPE] B parity P` / `test_wait`: see ir.MbarProbe. The
+        qualifiers are those of `wait` (and PTX's `.parity`, `.shared::cta`, which change nothing)."""
+        word, *rest = t.children
+        quals = [str(q) for q in rest if isinstance(q, Token)]
+        bar_t, parity_t = [c for c in rest if isinstance(c, Tree)]
+        span = self.span(t)
+        name = str(word)
+        for q in quals:
+            if q not in (".parity", ".acquire", ".relaxed", ".cta", ".cluster", ".shared::cta"):
+                self.error("SV110", f"`{name}` does not take qualifier `{q}` (allowed: .acquire .cluster .cta "
+                           ".parity .relaxed .shared::cta)", span)
+                return None
+        if not self._check_sem_scope(set(quals), span):
+            return None
+        bar = self.ref(bar_t, "mbarrier")
+        parity = self.expr(parity_t)
+        sem, scope = self._sem_scope(set(quals), "acquire")
+        if bar is None:
+            return None
+        return ir.MbarProbe(bar, parity, sem, scope, name == "test_wait", span)  # type: ignore[arg-type]

@@ -65,6 +65,15 @@ class Statements(Declarations):
             expr = self.expr(value)
             self.bind(name)
             return [ir.Let(str(name), expr, span)]
+        if t.data == "let_probe":
+            name, probe_t = t.children
+            if probe_t.data == "probe_neg":
+                self.error("SV110", "a token holds the probe's result: write `let t = try_wait …;` and test `!t`",
+                           span)
+                return []
+            probe = self.probe(probe_t)
+            self.bind(name)
+            return [ir.Let(str(name), ir.Const(1, span), span, probe)] if probe is not None else []
         if t.data == "for_":
             var, lo_t, hi_t, body = t.children
             self._site = ("bound", "")
@@ -88,7 +97,7 @@ class Statements(Declarations):
             inner = self.block(body.children, ctx)
             self.scopes.pop()
             return [ir.For(str(var), lo, hi, inner, span)]
-        if t.data == "if_stmt":
+        if t.data in ("if_stmt", "probe_if"):
             return [self.if_stmt(t, ctx)]
         if t.data in ("elect", "per_warp", "first_thread"):
             if ctx.in_elect:
@@ -106,15 +115,28 @@ class Statements(Declarations):
 
     def if_stmt(self, t: Tree, ctx: _Ctx) -> ir.If:
         cond_t, then_t, *rest = t.children
-        cond = self.expr(cond_t)
-        guard = _guard_role(cond)
-        inner_ctx = _Ctx(guard or ctx.role, ctx.in_elect)
+        probe = None
+        if t.data == "probe_if":
+            probe = self.probe(cond_t)
+            cond: ir.Expr = ir.Const(1, self.span(cond_t))
+            inner_ctx = ctx
+        else:
+            cond = self.expr(cond_t)
+            guard = _guard_role(cond)
+            inner_ctx = _Ctx(guard or ctx.role, ctx.in_elect)
         then = self.block(then_t.children, inner_ctx)
         orelse: tuple[ir.Stmt, ...] = ()
         if rest:
             other = rest[0]
-            orelse = (self.if_stmt(other, ctx),) if other.data == "if_stmt" else self.block(other.children, ctx)
-        return ir.If(cond, then, orelse, self.span(t))
+            orelse = (self.if_stmt(other, ctx),) if other.data in ("if_stmt", "probe_if") else \
+                self.block(other.children, ctx)
+        if probe is not None and cond_t.data == "probe_neg":
+            then, orelse = orelse, then  # `if !try_wait`: the first block runs when the probe fails
+        return ir.If(cond, then, orelse, self.span(t), probe)
+
+    def probe(self, t: Tree) -> ir.MbarProbe | None:
+        """The test of `if [!]try_wait[.SEM][.SCOPE] B parity P` (ir.MbarProbe)."""
+        raise NotImplementedError  # the mbarrier family's resolver defines it
 
     # ---- operations ------------------------------------------------------
     def op(self, t: Tree, ctx: _Ctx) -> ir.Op | list[ir.Op] | None:

@@ -667,4 +667,6 @@ ADDS: dict[type, Callable] = {ir.MbarArrive: adds, ir.MbarTx: adds}
 REFUSED: dict[type, str] = {
     ir.MbarInval: "`inval` (mbarrier.inval: a barrier's lifecycle after an inval, and a re-init, are not encoded)",
     ir.MbarTestWait: "`test_wait` (a non-blocking wait whose effect depends on the phase is not encoded)",
+    ir.MbarProbe: "`if try_wait`/`if test_wait` (a branch on a probe's result: the encoding has one fixed "
+                  "sequence of operations per process)",
 }
