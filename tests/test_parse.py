@@ -510,6 +510,9 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("tcgen05.alloc", "tcgen05.alloc.cta_group::2.sync.aligned cols 64;",
      ("TmemAlloc", {"dealloc": False, "cta_group": 2, "cols": 64})),
     ("tcgen05.dealloc", "tcgen05.dealloc cols 64;", ("TmemAlloc", {"dealloc": True, "cta_group": 1, "cols": 64})),
+    ("tmem.relinquish", "tmem.relinquish;", ("TmemRelinquish", {"cta_group": 1})),
+    ("tcgen05.relinquish_alloc_permit", "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;",
+     ("TmemRelinquish", {"cta_group": 2})),
     ("tcgen05.commit", "tcgen05.commit full[1];", ("UmmaCommit", {"bar": ("full", 1), "multicast": None})),
     ("tcgen05.commit", "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster one "
      "multicast 0b11;", ("UmmaCommit", {"bar": "one", "multicast": 3, "cta_group": 2})),
