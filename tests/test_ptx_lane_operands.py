@@ -83,4 +83,29 @@ def test_two_lanes_storing_halves_are_refused_at_the_store(ptx: str) -> None:
         extract(load_module(ptx), Launch(block=(64, 1, 1)), "lane_store_halves")
     assert "different operands" in err.value.message and "per-thread bulk async-group" in err.value.message
     assert "cp.async.bulk.global.shared::cta.bulk_group" in err.value.source_line
-    assert "lane_rank.cu:84" in err.value.note
+    line = next(k for k, ln in enumerate((DATA / "lane_rank.cu").read_text().splitlines(), 1)
+                if "cp.async.bulk.global.shared::cta.bulk_group" in ln)
+    assert any(f"lane_rank.cu:{k}" in err.value.note for k in (line, line + 1))  # the two-line asm statement
+
+
+def test_two_executions_of_one_per_lane_arrival_stay_two_statements() -> None:
+    """The same instruction run twice back to back (a loop of nothing but the release): its lanes' groups
+    of each execution are one statement each, never folded into one (which would drop an execution's
+    arrivals)."""
+    from syncverify.ptx.launch import Event
+    from syncverify.ptx.parse import Instr
+    from syncverify.ptx.skeleton import _Ctx
+
+    ins = Instr("mbarrier.arrive.release.cluster.shared::cluster.b64", (), None, False, 1, 1, None)
+
+    def arrival(lane: int) -> Event:  # lane r on CTA r's barrier at offset 0
+        return Event("arrive", ((lane, 0), 1, "release", "cluster"), 1 << lane, ins, per_lane=True)
+
+    ctx = _Ctx(None, {0: "mb0"}, [], [])  # type: ignore[arg-type]
+    texts = [s.text for s in ctx.statements(0, [arrival(0), arrival(1), arrival(0), arrival(1)], 0xFFFFFFFF)]
+    assert texts == ["if lane < 2 { arrive.release.cluster mb0 @ lane; }"] * 2
+    # one lane alone on another CTA than its rank is written as it is, under its own guard
+    texts = [s.text for s in ctx.statements(0, [Event("arrive", ((1, 0), 1, "release", "cluster"), 1, ins,
+                                                      per_lane=True), arrival(1)], 0xFFFFFFFF)]
+    assert texts == ["if lane == 0 { arrive.release.cluster mb0 @ 1; }",
+                     "if lane == 1 { arrive.release.cluster mb0 @ 1; }"]

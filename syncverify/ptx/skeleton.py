@@ -349,8 +349,12 @@ class _Ctx:
         while i < len(events):
             e = events[i]
             if guarded[i]:
-                j = i + 1
-                while j < len(events) and events[j].per_lane and events[j].instr is e.instr and e.per_lane:
+                # the groups of lanes of one execution of the instruction: consecutive, with disjoint lanes
+                # (the next execution, in a loop, starts again from its first group)
+                j, seen = i + 1, e.lanes
+                while j < len(events) and e.per_lane and events[j].per_lane and events[j].instr is e.instr \
+                        and not events[j].lanes & seen:
+                    seen |= events[j].lanes
                     j += 1
                 out += [Stmt(text, False, e.instr) for text in self.lane_guarded(own, events[i:j])]
                 i = j
@@ -380,10 +384,11 @@ class _Ctx:
         if len(evs) > 1 and all(e.kind in _BAR_KINDS and e.lanes & (e.lanes - 1) == 0 for e in evs):
             at_lane = [t for e in evs for t in self.render(-1, e)]
             lanes = [e.lanes.bit_length() - 1 for e in evs]
-            texts = {t.replace(f" @ {lane};", " @ lane;") for t, lane in zip(at_lane, lanes, strict=True)
-                     if t.endswith(f" @ {lane};")}
+            each = len(at_lane) == len(evs) and all(t.endswith(f" @ {lane};")
+                                                    for t, lane in zip(at_lane, lanes, strict=False))
+            texts = {t.replace(f" @ {lane};", " @ lane;") for t, lane in zip(at_lane, lanes, strict=False)}
             same = all(e.args[0][1] == evs[0].args[0][1] for e in evs)  # type: ignore[index]
-            if len(texts) == 1 and same and len(at_lane) == len(evs):
+            if each and len(texts) == 1 and same:
                 mask = sum(e.lanes for e in evs)
                 return [f"if {lane_condition(mask)} {{ {texts.pop()} }}"]
         out = []

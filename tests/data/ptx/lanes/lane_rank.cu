@@ -46,6 +46,7 @@ __device__ void body(int* out) {
     }
     int sum = 0;
     cluster_sync();
+    #pragma unroll 1  // one copy of the loop body: the same arrive instruction runs in both iterations
     for (uint32_t it = 0; it < 2; ++it) {
         if (threadIdx.x == 0) {
             if (it > 0)
