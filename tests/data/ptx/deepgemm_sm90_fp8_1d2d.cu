@@ -12,6 +12,11 @@
 // `git archive 54e2261 deep_gemm/include`, CUTLASS's from pip nvidia-cutlass 4.2.0.0):
 //   nvcc -std=c++20 -arch=sm_90a -ptx -lineinfo --expt-relaxed-constexpr -I<DeepGEMM>/deep_gemm/include \
 //        -I<cutlass_library>/source/include deepgemm_sm90_fp8_1d2d.cu
+// The launch and the arguments, as DeepGEMM's host code makes them for M=64 (heuristics/sm90.hpp,
+// impls/sm90_fp8_gemm_1d2d.hpp; derivation in tests/test_ptx_deepgemm.py): grid 2 (num_sms), block 256,
+// cluster 2, dynamic shared memory 41744; `--param 2=64` (m) and the tensor maps' boxes
+// `--tensor-bytes 5[0]=8192 6[0]=8192 7[0]=8192 8[0]=256` (A, B, D, SFA). The seeded build: the same
+// command with `-DSV_SEED=1 -I<overlay>` in place of DeepGEMM's include directory, the overlay (a copy) by deepgemm_seeds/make_overlay.py.
 #include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>
 
 using namespace deep_gemm;
