@@ -10,7 +10,7 @@ once per executing lane with that lane's value").
 
 Extraction computes the operands of every executing lane. Lanes that agree form one group; an
 instruction whose lanes fall into several groups becomes one event per group (`Event.per_lane`),
-each written under a guard naming exactly its lanes (skeleton.py, `lanes.guarded`). Only the
+each written under a guard naming exactly its lanes (skeleton.py: `guarded_lanes`, `_Ctx.lane_guarded`). Only the
 operations the language lets some lanes run are split so (`LANEWISE`: arrivals, tx counts, TMA
 loads -- none acquires or waits, so the model's two knowledge holders of a warp stay exact,
 semantics/program.py `_LANE_OPS`); any other instruction whose lanes disagree is refused at its
