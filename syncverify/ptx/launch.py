@@ -112,6 +112,9 @@ class Event:
     # not itself (CUTLASS's consumer_try_wait, then consumer_wait): a thread blocked there is at this wait
     retry: Instr | None = None
     footprint: tuple[tuple[int, int, int, int], ...] = ()
+    # the lanes of one instruction gave different operands (ptx/lane_operands.py): this event is the lanes
+    # `lanes` with these operands, written under a guard that names them, never as an elected lane's
+    per_lane: bool = False
 
 
 

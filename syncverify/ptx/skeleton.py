@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from . import fences, storage, tmem
+from .lane_operands import LANEWISE
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
 from .names import object_names, shared_symbols, split_at_symbols
@@ -61,6 +62,16 @@ class Skeleton:
     # barriers whose bytes are data too (before their init, after their inval): name, slot, byte in the slot
     mb_storage: tuple[tuple[str, str, int], ...] = ()
     tmem: tuple[tuple[str, int, int, int], ...] = ()  # tensor-memory regions: name, count, columns, first
+
+
+def guarded_lanes(e: Event, lanes_full: int) -> bool:
+    """Is ``e`` written under a lane guard: lanes that gave its instruction their own operands
+    (lane_operands.py), or more than one lane but not the whole warp running an operation that the
+    language lets some lanes run (docs/language.md §6.1)? One lane alone with the warp's operands is
+    the elected lane, as before."""
+    if e.per_lane:
+        return True
+    return e.kind in LANEWISE and e.lanes != lanes_full and e.lanes & (e.lanes - 1) != 0
 
 
 def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
@@ -343,12 +354,33 @@ class _Ctx:
     def statements(self, own: int, events: list[Event], lanes_full: int,
                    by_lane: AbstractSet[int] = frozenset()) -> list[Stmt]:
         out: list[Stmt] = []
-        single = {e.lanes for e in events if e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
+        guarded = [guarded_lanes(e, lanes_full) for e in events]
+        single = {e.lanes for e, g in zip(events, guarded, strict=True)
+                  if not g and e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
         if len(single) > 1:
             e = next(x for x in events if x.lanes in single and x.lanes != min(single))
             raise _refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
                           "operations; the language has no lanes")
-        for i, e in enumerate(events):
+        if any(guarded) and single - {1}:
+            e = next(x for x, g in zip(events, guarded, strict=True) if g)
+            raise _refuse(self.mod, e.instr, "some lanes of this warp run this operation under a lane guard, and "
+                          "another lane than lane 0 runs the warp's elected operations (written as lane 0, "
+                          "`elect`): the two cannot be written together")
+        i = 0
+        while i < len(events):
+            e = events[i]
+            if guarded[i]:
+                # the groups of lanes of one execution of the instruction: consecutive, with disjoint lanes
+                # (the next execution, in a loop, starts again from its first group)
+                j, seen = i + 1, e.lanes
+                while j < len(events) and e.per_lane and events[j].per_lane and events[j].instr is e.instr \
+                        and not events[j].lanes & seen:
+                    seen |= events[j].lanes
+                    j += 1
+                out += [Stmt(text, False, e.instr) for text in self.lane_guarded(own, events[i:j])]
+                i = j
+                continue
+            i += 1
             elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
             if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
                 raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
@@ -358,11 +390,32 @@ class _Ctx:
                     raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
-            if i in by_lane:
+            if i - 1 in by_lane:
                 out += [Stmt(text, False, e.instr) for text in self.lane_by_lane(own, e, lanes_full)]
                 continue
             for text in self.render(own, e, None if elect else lanes_full):
                 out.append(Stmt(text, elect, e.instr, retry=e.retry))
+        return out
+
+    def lane_guarded(self, own: int, evs: list[Event]) -> list[str]:
+        """The groups of lanes of one instruction (lane_operands.py), or one lane subset's arrival, tx count
+        or TMA load, each under a guard naming exactly its lanes. Single lanes arriving each on the
+        barrier of the CTA whose rank is the lane (DeepGEMM's `empty_barrier_arrive`) are one statement,
+        `if lane < 2 { arrive … m @ lane; }`, the form docs/language.md §6.1 gives it."""
+        if len(evs) > 1 and all(e.kind in _BAR_KINDS and e.lanes & (e.lanes - 1) == 0 for e in evs):
+            at_lane = [t for e in evs for t in self.render(-1, e)]
+            lanes = [e.lanes.bit_length() - 1 for e in evs]
+            each = len(at_lane) == len(evs) and all(t.endswith(f" @ {lane};")
+                                                    for t, lane in zip(at_lane, lanes, strict=False))
+            texts = {t.replace(f" @ {lane};", " @ lane;") for t, lane in zip(at_lane, lanes, strict=False)}
+            same = all(e.args[0][1] == evs[0].args[0][1] for e in evs)  # type: ignore[index]
+            if each and len(texts) == 1 and same:
+                mask = sum(e.lanes for e in evs)
+                return [f"if {lane_condition(mask)} {{ {texts.pop()} }}"]
+        out = []
+        for e in evs:
+            for text in self.render(own, e, None):
+                out.append(f"if {lane_condition(e.lanes)} {{ {text} }}")
         return out
 
     def lane_by_lane(self, own: int, e: Event, lanes_full: int) -> list[str]:

@@ -14,6 +14,7 @@ from . import fences, tcgen05
 from .access import access, matrix, peer_bit_cleared, shared_target
 from .access import barrier_at as _bar
 from .access import known as _known
+from .lane_operands import lane_groups
 from .launch import CLUSTER, RANK, SH_GEN, Event, lanes_of
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
 from .spin import GivesUp, result_unused, spins
@@ -61,17 +62,18 @@ def _maybe_shared(ins: Instr) -> bool:
     return not any(m in ("global", "param", "const", "local") for m in mods)
 
 
-def _uniform(run: WarpState, ins: Instr, lanes: int, f) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+def _uniform(run: WarpState, ins: Instr, lanes: int, f, kind: str = "") -> tuple[object, ...]:  # type: ignore[no-untyped-def]
     """Compute f(lane) for every executing lane; they must agree and be known."""
-    vals = {f(lane) for lane in lanes_of(lanes)}
-    if len(vals) != 1:
-        raise run.refuse(ins, "the lanes of one warp give this instruction different operands "
-                         f"({', '.join(sorted(map(str, vals)))[:120]}); lanes are not modelled")
-    (v,) = vals
-    if v is None or (isinstance(v, tuple) and any(x is None or x is UNKNOWN for x in v)) or v is UNKNOWN:
-        raise run.refuse(ins, "an operand that names a barrier or buffer, or a count, parity or byte "
-                         "count, is not known (loaded from memory or from an unbound parameter?)")
+    ((_m, v),) = lane_groups(run, ins, lanes, kind, f)
     return v  # type: ignore[return-value]
+
+
+def _emit_lanewise(run: WarpState, kind: str, lanes: int, ins: Instr, f, extra: tuple[object, ...] = ()) -> None:  # type: ignore[no-untyped-def]
+    """Emit ``kind`` with the operands ``f(lane)`` (plus ``extra``): one event when the lanes agree, else one
+    per group of lanes that agree (lane_operands.py), each marked per_lane."""
+    groups = lane_groups(run, ins, lanes, kind, f)
+    for m, v in groups:
+        run.events.append(Event(kind, (*v, *extra), m, ins, per_lane=len(groups) > 1))  # type: ignore[misc]
 
 
 def _emit(run: WarpState, kind: str, args: tuple[object, ...], lanes: int, ins: Instr,
@@ -246,21 +248,19 @@ def _mbarrier(run: WarpState, ins: Instr, lanes: int) -> bool:
         sem, scope = _sem_scope(ins, "release")
         drop = sub == "arrive_drop"
         if "expect_tx" in mods:
-            args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
-                                                           _known(run.read(ops[2], lane))))
-            _emit(run, "arrive_drop_tx" if drop else "arrive_tx", (*args, sem, scope), lanes, ins)
+            _emit_lanewise(run, "arrive_drop_tx" if drop else "arrive_tx", lanes, ins,
+                           lambda lane: (_bar(run, ins, ops[1], lane), _known(run.read(ops[2], lane))), (sem, scope))
         else:
-            args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
-                                                           _known(run.read(ops[2], lane)) if len(ops) > 2 else 1))
-            _emit(run, "arrive_drop" if drop else "arrive", (*args, sem, scope), lanes, ins)
+            _emit_lanewise(run, "arrive_drop" if drop else "arrive", lanes, ins,
+                           lambda lane: (_bar(run, ins, ops[1], lane),
+                                         _known(run.read(ops[2], lane)) if len(ops) > 2 else 1), (sem, scope))
         if isinstance(ops[0], Name) and ops[0].name != "_":
             for lane in lanes_of(lanes):
                 run.write(ops[0], lane, 0, 64)  # the state token: any value; only try_wait with a token uses it
         return True
     if sub in ("expect_tx", "complete_tx"):
-        args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[0], lane),
-                                                       _known(run.read(ops[1], lane))))
-        _emit(run, sub, args, lanes, ins)
+        _emit_lanewise(run, sub, lanes, ins, lambda lane: (_bar(run, ins, ops[0], lane),
+                                                           _known(run.read(ops[1], lane))))
         return True
     raise run.refuse(ins, f"`{ins.opcode}` is not modelled")
 
@@ -333,15 +333,14 @@ def _cp(run: WarpState, ins: Instr, lanes: int) -> bool:
             m = _known(run.read(ops[4], lane)) if multicast else None
             return (dst, size, mbar, m if multicast else -1)
 
-        args = _uniform(run, ins, lanes, load_args)
-        _emit(run, "tma_load", args, lanes, ins)
+        _emit_lanewise(run, "tma_load", lanes, ins, load_args)
         return True
     if mods[2] == "global" and mods[3].startswith("shared"):
         def store_args(lane: int):  # type: ignore[no-untyped-def]
             src = shared_target(run.address(ops[1], lane), "cta", run.rank)
             return (src, _known(run.read(ops[2], lane)))
 
-        args = _uniform(run, ins, lanes, store_args)
+        args = _uniform(run, ins, lanes, store_args, "tma_store")
         _emit(run, "tma_store", args, lanes, ins)
         return True
     raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
@@ -391,8 +390,8 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
             m = _known(run.read(ops[3], lane)) if multicast else -1
             return (dst, tensor_copy_bytes(run, ins, ops[1], lane), mbar, m)
 
-        args = _uniform(run, ins, lanes, load_args)
         if group == 2:  # the complete-tx lands on the pair leader's barrier (PTX: .cta_group::2)
+            args = _uniform(run, ins, lanes, load_args)
             at = args[2][0]
             leader = at == run.rank & ~1 if at != run.rank else \
                 run.rank % 2 == 0 or peer_bit_cleared(run, ops[2])
@@ -403,14 +402,14 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
             args = (args[0], args[1], (run.rank & ~1, args[2][1]), args[3])
             _emit(run, "tma_load_2sm", args, lanes, ins)
             return True
-        _emit(run, "tma_load", args, lanes, ins)
+        _emit_lanewise(run, "tma_load", lanes, ins, load_args)
         return True
     if dst_space == "global" and src_space.startswith("shared") and "bulk_group" in rest:
         def store_args(lane: int):  # type: ignore[no-untyped-def]
             src = shared_target(run.address(ops[1], lane), "cta", run.rank)
             return (src, tensor_copy_bytes(run, ins, ops[0], lane))
 
-        _emit(run, "tma_store", _uniform(run, ins, lanes, store_args), lanes, ins)
+        _emit(run, "tma_store", _uniform(run, ins, lanes, store_args, "tma_store"), lanes, ins)
         return True
     raise run.refuse(ins, f"`{ins.opcode}` affects synchronization and is not modelled")
 

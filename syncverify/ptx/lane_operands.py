@@ -1,0 +1,65 @@
+"""Lanes of one warp that give a synchronizing instruction different operands.
+
+DeepGEMM's sm90 GEMM releases a stage with `lane_idx < kNumTMAMulticast ?
+empty_barriers[s]->arrive(lane_idx) : void()`: one `mbarrier.arrive.shared::cluster` whose
+address is `mapa` of the barrier with the lane as the CTA rank, so lane 0 arrives on CTA 0's
+barrier and lane 1 on CTA 1's. PTX executes the instruction once per active thread with that
+thread's operands; the language says the same thing with a lane guard and, where the operand
+follows the lane, `@ lane` (docs/language.md §6.1: "an operation whose operands use `lane` runs
+once per executing lane with that lane's value").
+
+Extraction computes the operands of every executing lane. Lanes that agree form one group; an
+instruction whose lanes fall into several groups becomes one event per group (`Event.per_lane`),
+each written under a guard naming exactly its lanes (skeleton.py: `guarded_lanes`, `_Ctx.lane_guarded`). Only the
+operations the language lets some lanes run are split so (`LANEWISE`: arrivals, tx counts, TMA
+loads -- none acquires or waits, so the model's two knowledge holders of a warp stay exact,
+semantics/program.py `_LANE_OPS`); any other instruction whose lanes disagree is refused at its
+line with the reason, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .launch import lanes_of
+from .parse import Instr
+from .values import UNKNOWN
+
+if TYPE_CHECKING:
+    from .warp import WarpState
+
+# event kinds that some lanes of a warp may run, each lane with its own operands (docs/language.md §6.1)
+LANEWISE = frozenset({"arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx", "complete_tx",
+                      "tma_load"})
+
+_WHY_NOT = {
+    "tma_store": "a bulk store is committed and waited for by bulk async-groups, which are each thread's own "
+                 "(PTX cp.async.bulk.commit_group: \"per-thread bulk async-group\"); the language has bulk groups "
+                 "of whole warps and elected lanes only, so stores issued by several lanes cannot be written",
+}
+
+
+def _unknown(v: object) -> bool:
+    return v is None or v is UNKNOWN or (isinstance(v, tuple) and any(_unknown(x) for x in v))
+
+
+def lane_groups(run: WarpState, ins: Instr, lanes: int, kind: str,
+                f: Callable[[int], object]) -> list[tuple[int, object]]:
+    """The executing lanes grouped by the operands ``f(lane)`` gives them: ``(lane mask, operands)``
+    in the order of each group's first lane. One group when the lanes agree; several only for an
+    operation in LANEWISE, else the instruction is refused at its line. An operand that is not
+    known (loaded from memory, an unbound parameter) is refused whatever the lanes do."""
+    groups: dict[object, int] = {}
+    for lane in lanes_of(lanes):
+        v = f(lane)
+        if _unknown(v):
+            raise run.refuse(ins, "an operand that names a barrier or buffer, or a count, parity or byte "
+                             "count, is not known (loaded from memory or from an unbound parameter?)")
+        groups[v] = groups.get(v, 0) | 1 << lane
+    if len(groups) > 1 and kind not in LANEWISE:
+        shown = ", ".join(sorted(map(str, groups)))[:120]
+        why = _WHY_NOT.get(kind, "the language gives per-lane operands only to arrivals, tx counts and TMA loads "
+                           "(docs/language.md §6.1); let the whole warp, or its elected lane, run this one")
+        raise run.refuse(ins, f"the lanes of one warp give this instruction different operands ({shown}): {why}")
+    return [(m, v) for v, m in groups.items()]
