@@ -13,6 +13,7 @@ kept (nothing better is known).
 
 from __future__ import annotations
 
+import linecache
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -83,7 +84,7 @@ def user_frame(ins: Instr, mod: Module,
         if is_library(f.file, patterns):
             marked.append(Frame(f.file, f.line, f.column, f"in {os.path.basename(f.file)}, a library header"))
             continue
-        if i == 0 and in_asm and len(chain) > 1:
+        if i == 0 and in_asm and len(chain) > 1 and _is_asm_statement(f):
             marked.append(Frame(f.file, f.line, f.column, "inside the inline-asm helper"))
             continue
         if pick is None:
@@ -98,6 +99,21 @@ def user_frame(ins: Instr, mod: Module,
         why = next((m.why for m in marked if (m.file, m.line, m.column) == (f.file, f.line, f.column)), "")
         notes.append(Frame(f.file, f.line, f.column, why or ("called from" if i > pick else "inlined into it")))
     return primary, notes
+
+
+def _is_asm_statement(f: Frame) -> bool:
+    """Is the frame's source line an `asm` statement (a CUDA helper's body)? A compiler that lowers its own
+    operations to inline asm (Triton's TMA loads) marks them so in the PTX too, but their frame is the user's
+    call (`desc_k.load(...)`), which is the line to change. nvcc may place the frame on an operand line of a
+    statement that spans several lines: the statement's earlier lines count too. A source that cannot be read is
+    not skipped."""
+    statement = [linecache.getline(f.file, f.line)]
+    for back in range(f.line - 1, max(f.line - 8, 0), -1):  # nvcc's line may be an operand line of the asm
+        prev = linecache.getline(f.file, back).rstrip()
+        if not prev or prev.endswith((";", "{", "}")):
+            break
+        statement.append(prev)
+    return any("asm" in part for part in statement)
 
 
 def patterns_of(extra: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
