@@ -35,6 +35,10 @@ class Point:
             out += ["-D", f"{name}={value}"]
         for key, value in self.budgets:
             out += [f"--{key.replace('_', '-')}", _number(value)]
+        if self.path.endswith((".ptx", ".cu")) and not any(a.startswith("--after-first-error") for a in self.args):
+            # a kernel's search goes on after its first error, so that the codes a point reports do not depend
+            # on the machine's speed (`check` stops a kernel's search 10 s after it by default)
+            out += ["--after-first-error", "0"]
         return out + list(self.args)
 
 
