@@ -439,7 +439,9 @@ protocol war {
 def test_sv302_consumer_releases_the_slot_before_reading_it():
     r = check(EARLY_RELEASE)
     assert_violation(r, {"SV302"})
-    (d,) = diags(r, "SV302")
+    # the root cause at the early arrive (diagnose_release.py: moving it below the read checks clean), then the race
+    cause, d = diags(r, "SV302")
+    assert cause.span.line == line(EARLY_RELEASE, "arrive empty") and "releases `buf` before" in cause.message
     assert d.span.line == line(EARLY_RELEASE, "// WRITE")
     assert f"WAR race on buf: write by producer.w0 is not ordered with the read at line " \
            f"{line(EARLY_RELEASE, '// R')} by consumer.w1" in d.message
