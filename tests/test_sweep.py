@@ -305,3 +305,17 @@ def test_a_triton_table_naming_no_kernel_is_an_input_error(tmp_path, capsys):
     assert main(["check", "--manifest", str(m)]) == 2
     err = capsys.readouterr().err
     assert "m.toml:7:1: SV119" in err and "has no `ring_summ`" in err
+
+
+def test_an_expected_warning_is_met_as_check_expect_reads_it(capsys):
+    """`expect` as a spec header reads: the error codes exactly, each expected warning among the warnings.
+    specs/fa3_pingpong.sync is safe with SV203 (a warning), which its header expects."""
+    from syncverify.sweep.report import expectation
+
+    record = {"status": "safe", "codes": [], "warnings": ["SV203"]}
+    assert expectation({**record, "expect": ["SV203"]}) is True
+    assert expectation({**record, "expect": []}) is True  # "safe": no error; warnings are not errors
+    assert expectation({**record, "expect": ["SV203", "SV201"]}) is False
+    assert expectation({**record, "warnings": [], "expect": ["SV203"]}) is False
+    spec = Path(__file__).resolve().parent.parent / "specs" / "fa3_pingpong.sync"
+    assert spec.read_text().startswith("// expect: SV203")

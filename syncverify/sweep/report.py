@@ -30,10 +30,16 @@ def exit_code(records: Sequence[dict[str, Any]]) -> int:
 
 
 def expectation(record: dict[str, Any]) -> bool | None:
-    """Whether a point met its `expect` (None: it states none)."""
+    """Whether a point met its `expect` (None: it states none), as `check --expect` reads a spec's header: its
+    error codes are exactly the expected errors, and each expected warning appears among its warnings."""
     if record.get("expect") is None:
         return None
-    return record["status"] in ("safe", "violation") and sorted(record["codes"]) == sorted(record["expect"])
+    from ..diagnostics import CODES, Severity
+
+    errors = sorted(c for c in record["expect"] if CODES.get(c, ("", Severity.ERROR))[1] is Severity.ERROR)
+    warnings = {c for c in record["expect"] if c not in errors}
+    return (record["status"] in ("safe", "violation") and sorted(record["codes"]) == errors
+            and warnings <= set(record.get("warnings", [])))
 
 
 def progress_line(done: int, total: int, record: dict[str, Any]) -> str:
