@@ -88,15 +88,7 @@ def _triton(point: Point, base: str, cache: Cache) -> dict[str, Any]:
                                                      files_digest([point.path]) or "")
     if key is not None and (hit := cache.get_json("verdicts", key)) is not None:
         return {**hit, "cached": True}
-    timeout = dict(point.budgets).get("timeout", 600.0)
-    cmd = [sys.executable, "-m", "syncverify.sweep.triton_point", point.triton]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=base,
-                              timeout=timeout + GUARD_SLACK)
-    except subprocess.TimeoutExpired:
-        return {"status": "crashed", "codes": [], "warnings": [], "findings": [], "sarif": None, "exit": None,
-                "message": f"the check ran past its guard of {timeout + GUARD_SLACK:.0f} s"}
-    outcome = outcome_of(proc.returncode, proc.stdout, proc.stderr)
+    outcome = _guarded(point, [sys.executable, "-m", "syncverify.sweep.triton_point", point.triton], base)
     if key is not None and outcome["status"] != "crashed":
         cache.put_json("verdicts", key, outcome)
     return outcome
@@ -172,8 +164,13 @@ def _dependencies(nvcc: str, flags: list[str], source: str, base: str) -> list[s
 
 def _check(point: Point, target: str, base: str) -> dict[str, Any]:
     """`syncverify check --format sarif` on the point, in a child process with a wall-clock guard."""
-    timeout = dict(point.budgets).get("timeout", 600.0)
     cmd = [sys.executable, "-m", "syncverify", "check", "--format", "sarif", "-q", *point.argv(target)]
+    return _guarded(point, cmd, base)
+
+
+def _guarded(point: Point, cmd: list[str], base: str) -> dict[str, Any]:
+    """A child that prints one check's SARIF, killed past the point's timeout plus GUARD_SLACK: its outcome."""
+    timeout = dict(point.budgets).get("timeout", 600.0)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=base,
                               timeout=timeout + GUARD_SLACK)
