@@ -39,6 +39,7 @@ class Options:
     assume_tcgen05_commit_order: bool = True
     assume_dealloc_blocks: bool = True
     assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
+    assume_sync_orders_tcgen05: bool = True  # release/acquire orders tcgen05 accesses without the fence pair
 
     def __post_init__(self) -> None:
         why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)

@@ -101,8 +101,21 @@ def test_cutlass_release_of_the_accumulator_is_cta_scope(tmp_path, capsys):  # t
     assert "SV602 remote arrive on mb0[5]@cta0 publishes generic-proxy data" in text
 
 
+def test_the_load_without_the_after_fence_is_sv608_and_sv603_to_the_letter(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """-DSV_SEED_NO_AFTER_FENCE: the epilogue's tcgen05.ld after its (acquire) wait on the accumulator barrier with no
+    tcgen05.fence::after_thread_sync — CUTLASS 4.2's own sm100 epilogues read the accumulator this way. Safe with the
+    SV608 warning at the load by default (the release/acquire reading, docs/model.md "The fence pair"); SV603 at the
+    same line with --no-assume, the canonical pattern of PTX §9.7.16.6.4.4 to the letter."""
+    at = _line("SM100_TMEM_LOAD_32dp32b8x::copy")
+    rc, text = _check(tmp_path, capsys, "umma_2sm_no_after_fence.ptx")
+    assert rc == 0 and ("SV608", at) in _findings(text) and "sync-orders-tcgen05" in text
+    capsys.readouterr()
+    rc = main(["check", "--no-assume", str(_ptx(tmp_path, "umma_2sm_no_after_fence.ptx")), *LAUNCH])
+    got = capsys.readouterr()
+    assert rc == 1 and ("SV603", at) in _findings(got.out + got.err)
+
+
 @pytest.mark.parametrize(("name", "code", "at"), [
-    ("umma_2sm_no_after_fence.ptx", "SV603", "SM100_TMEM_LOAD_32dp32b8x::copy"),  # the epilogue's tcgen05.ld
     ("umma_2sm_no_acc_full_wait.ptx", "SV302", "cute::SM100_MMA_F16BF16_2x1SM_SS<"),  # the MMA overwriting the read
     ("umma_2sm_wrong_commit.ptx", "SV502", "umma_arrive_multicast_2x1SM(&s.acc_full, 0x3);"),  # the stage's commit
 ])

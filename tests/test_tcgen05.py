@@ -116,19 +116,21 @@ def test_handoff_with_the_fence_pairs_is_safe():
 
 
 def test_epilogue_without_after_fence_is_sv603_naming_it():
-    res = check_protocol(syncverify.load(handoff(after_epi=""), path="t.sync"), Options(timeout=60))
+    res = check_protocol(syncverify.load(handoff(after_epi=""), path="t.sync"),
+                         Options(timeout=60, assume_sync_orders_tcgen05=False))
     [d] = [d for d in res.diagnostics if d.is_error]
     assert d.code == "SV603" and "after_thread_sync" in d.message and "tcgen05.ld" in d.message
 
 
 def test_handing_back_without_before_fence_is_sv603_naming_it():
-    res = check_protocol(syncverify.load(handoff(before=""), path="t.sync"), Options(timeout=60))
+    res = check_protocol(syncverify.load(handoff(before=""), path="t.sync"),
+                         Options(timeout=60, assume_sync_orders_tcgen05=False))
     [d] = [d for d in res.diagnostics if d.is_error]
     assert d.code == "SV603" and "before_thread_sync" in d.message and "epi.w1" in d.message
 
 
 def test_mma_warp_without_after_fence_is_sv603():
-    assert run(handoff(after_mma="")) == (Verdict.VIOLATION, {"SV603"})
+    assert run(handoff(after_mma=""), assume_sync_orders_tcgen05=False) == (Verdict.VIOLATION, {"SV603"})
 
 
 def test_handing_back_before_wait_ld_is_a_war_race():
@@ -175,7 +177,8 @@ def test_ld_after_mma_without_waiting_for_the_commit_is_raw():
 
 
 def test_ld_after_waiting_for_the_commit_without_fence_is_sv603():
-    assert run(SAME_THREAD.replace("MIDDLE", "wait done parity 0;")) == (Verdict.VIOLATION, {"SV603"})
+    assert run(SAME_THREAD.replace("MIDDLE", "wait done parity 0;"), assume_sync_orders_tcgen05=False) == \
+        (Verdict.VIOLATION, {"SV603"})
 
 
 def test_st_then_ld_needs_wait_st():
@@ -462,14 +465,15 @@ def test_dealloc_while_the_epilogue_may_still_read_is_a_race():
 
 
 def test_dealloc_ordered_by_the_barrier_alone_is_sv603():
-    assert run(DEALLOC.replace("BEFORE", "").replace("BARRIER", "syncthreads;")) == (Verdict.VIOLATION, {"SV603"})
+    assert run(DEALLOC.replace("BEFORE", "").replace("BARRIER", "syncthreads;"), assume_sync_orders_tcgen05=False) == \
+        (Verdict.VIOLATION, {"SV603"})
 
 
 def test_after_fence_by_the_elected_lane_alone_does_not_order_the_warps_ld():
     """Fences are per thread: `elect { tcgen05.fence::after_thread_sync; }` orders the elected
     lane's later tcgen05 operations only, not a whole-warp tcgen05.ld."""
     lone = handoff(after_epi="elect { tcgen05.fence::after_thread_sync; }")
-    assert run(lone) == (Verdict.VIOLATION, {"SV603"})
+    assert run(lone, assume_sync_orders_tcgen05=False) == (Verdict.VIOLATION, {"SV603"})
     # an MMA issued by the elected lane after its own fence is ordered
     assert run(handoff(after_mma="elect { tcgen05.fence::after_thread_sync; }")) == (Verdict.SAFE, set())
 

@@ -155,7 +155,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
-                      assume_commit_release=not args.no_assume)
+                      assume_commit_release=not args.no_assume, assume_sync_orders_tcgen05=not args.no_assume)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)

@@ -102,6 +102,9 @@ class Assumptions:
     dealloc_blocks: bool = True
     # a tcgen05.commit's arrive-on releases the committing thread's generic accesses (families/tcgen05.py)
     commit_release: bool = True
+    # a release/acquire synchronization orders tcgen05 operations across threads without the fence pair:
+    # SV608 (a warning) instead of SV603 (families/tcgen05_sync.py)
+    sync_orders_tcgen05: bool = True
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -109,7 +112,8 @@ class Assumptions:
         """The readings a check's Options (check.Options) ask for."""
         return cls(getattr(options, "assume_tcgen05_commit_order", True),
                    getattr(options, "assume_dealloc_blocks", True),
-                   getattr(options, "assume_commit_release", True))
+                   getattr(options, "assume_commit_release", True),
+                   getattr(options, "assume_sync_orders_tcgen05", True))
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,

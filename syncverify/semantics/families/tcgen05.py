@@ -20,7 +20,8 @@ docs/model.md, "tcgen05") is what this module encodes:
 * Across threads, a thread synchronization orders tcgen05 accesses only with the fence pair
   (§9.7.16.6.3): `tcgen05.fence::before_thread_sync` after the first access and before the
   synchronization, `tcgen05.fence::after_thread_sync` after it and before the second access. An
-  access ordered by the synchronization alone is SV603.
+  access ordered by the synchronization alone is SV603, or the SV608 warning under the reading that
+  release/acquire synchronization orders tcgen05 operations too (tcgen05_sync).
 
 The bookkeeping rides on the machine's knowledge records (state.py). Tensor-memory records live in
 SPACE_TMEM; there R_AKNOWN holds the knowledge that went through a before-fence (a release carries
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from ...diagnostics import Severity
 from .. import rules
 from ..core import BudgetExceeded, Violation
 from ..state import (
@@ -74,6 +76,7 @@ from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
 from .encoding.effects import Effect, Work
 from .encoding.events import Copy, Record, Unsupported, static_value
 from .tcgen05_carry import COMMIT_RELEASE, commit_release_carries
+from .tcgen05_sync import missing_fence
 
 if TYPE_CHECKING:
     from .encoding.events import Event
@@ -184,11 +187,8 @@ class Tcgen05Ops:
             if reported:
                 continue
             reported = True
-            w.soft.append(Violation(
-                "SV603", f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered after "
-                f"the {other} only by thread synchronization: {missing} (PTX orders tcgen05 operations "
-                "across threads only with the fence pair)", span,
-                related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
+            self._tc_unfenced(w, f"{what} of {self.tmem_label(*key[1:])} by {self.proc_label(p)} is ordered "
+                              f"after the {other} only by thread synchronization: {missing}", span, r, other)
 
     @staticmethod
     def _pipelined(w, p: int, fenced: int, key: tuple, after: frozenset[str]) -> set[tuple]:
@@ -479,11 +479,16 @@ class Tcgen05Ops:
             if (r[R_AKNOWN] & lanes) != lanes and r[R_OWNER] != p and not reported:
                 reported = True
                 other = f"{self._tc_access_name(r)} at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])}"
-                w.soft.append(Violation(
-                    "SV603", f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only by "
-                    f"thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
-                    "tcgen05.fence::before_thread_sync between that access and the synchronization",
-                    span, related=((r[R_LINE], f"the other access ({other})"),), procs=(r[R_OWNER],)))
+                self._tc_unfenced(w, f"tmem.dealloc by {self.proc_label(p)} is ordered after the {other} only "
+                                  f"by thread synchronization: {self.proc_label(r[R_OWNER])} ran no "
+                                  "tcgen05.fence::before_thread_sync between that access and the synchronization",
+                                  span, r, other)
+
+    def _tc_unfenced(self, w, message: str, span, r: tuple, other: str) -> None:
+        """SV603, or the SV608 warning under the sync-orders-tcgen05 reading (tcgen05_sync)."""
+        v = missing_fence(self.assume.sync_orders_tcgen05, self.assume.used, message, span,
+                          ((r[R_LINE], f"the other access ({other})"),), (r[R_OWNER],))
+        (w.warnings if v.severity is Severity.WARNING else w.soft).append(v)
 
     def _tc_exit(self, w, cta: int) -> None:
         """SV404: a CTA exits while a tcgen05 operation it issued, or one writing its tensor memory,
