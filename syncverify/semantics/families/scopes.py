@@ -9,6 +9,7 @@ at each acquiring wait of the phase it fed, from what the waiting lanes already 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import z3
@@ -19,9 +20,11 @@ from .. import rules
 from ..core import Violation
 from ..state import (
     M_RDATA,
+    R_CTA,
     R_FLAGS,
     R_KIND,
     R_KNOWN,
+    R_OBJ,
     R_OWNER,
     R_SPACE,
     RD_CUR_LINE,
@@ -31,6 +34,7 @@ from ..state import (
     rdata_cta_line,
 )
 from .encoding import Z3A
+from .globalmem import GLOBAL_CTA
 
 if TYPE_CHECKING:
     from .encoding.effects import Work
@@ -73,6 +77,40 @@ class ScopeOps:
                          "buffer reuse here, which CUTLASS relies on but PTX does not settle (prefer .release.cluster)",
                          span, severity=Severity.WARNING)
 
+    def _settled(self, r: tuple) -> bool:
+        """Does every lane of every process that may ever access the slot of write r (r's CTA's copy
+        of it) already know r? Then no access that conflicts with r can be ordered after it only by
+        an unpaired `.cta` edge: whoever could make one is ordered after r already, through other
+        synchronization (by induction, edges the check has passed). DeepGEMM's sm90 GEMM: the math
+        warps write their CTA's B scales (`smem_sfb`) and pass a named barrier; nobody in the peer
+        CTA touches them, so the `.cta`-scope remote release of the stage carries nothing a reader
+        needs (docs/model.md, "Scopes across CTAs")."""
+        mask = self._slot_accessors(r[R_CTA], r[R_OBJ])
+        return (r[R_KNOWN] & mask) == mask
+
+    def _slot_accessors(self, cta: int, buf: int) -> int:
+        """The holder mask of every process whose program names buffer ``buf`` in an operation that
+        may reach CTA ``cta``'s copy of it: its own CTA's, or any CTA's when the operation names
+        another CTA (a remote access, a multicast, a 2-SM form) or the buffer is global. Static, so
+        it over-approximates (remembered per (cta, buf))."""
+        memo = self.__dict__.setdefault("_accessor_memo", {})
+        key = (cta, buf)
+        if key not in memo:
+            name = self.protocol.buffers[buf].name
+            mask = 0
+            for p, prog in enumerate(self.programs):
+                for ins in prog.code:
+                    op = getattr(ins, "op", None)
+                    if op is None or not dataclasses.is_dataclass(op) or not _names(op, name):
+                        continue
+                    anywhere = cta == GLOBAL_CTA or getattr(op, "remote", None) is not None or \
+                        getattr(op, "multicast", None) is not None or getattr(op, "cta_group", 1) == 2
+                    if anywhere or self.procs[p].cta == cta:
+                        mask |= self.holders.proc_mask(p)
+                        break
+            memo[key] = mask
+        return memo[key]
+
     def _check_cta_scope_data(self, w, m: int, cta: int, lanes: int, wait_line: int) -> None:
         """SV602 at an acquiring wait of a phase that a .cta-scope remote release fed with data made
         outside this CTA: an error (at that arrive) when the waiting lanes learn some such write
@@ -86,13 +124,24 @@ class ScopeOps:
             return
         span = self._arrive_spans[line]
         last = self.holders.mb_last(m)
-        if any(r[R_KNOWN] & last and (r[R_KNOWN] & lanes) != lanes and self._crosses(r, cta) for r in w.records):
+        if any(r[R_KNOWN] & last and (r[R_KNOWN] & lanes) != lanes and self._crosses(r, cta)
+               and not self._settled(r) for r in w.records):
             w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
                                     "to another CTA with a .cta-scope release; use arrive.release.cluster (the wait "
                                     f"at line {wait_line} learns it through no other synchronization)", span,
                                     related=((wait_line, "the wait that acquires it"),)))
         else:
             w.warnings.append(self._reuse_warning(m, span))
+
+
+def _names(op: object, name: str) -> bool:
+    """Does operation ``op`` (an IR dataclass) reference a buffer called ``name`` in any field?"""
+    for f in dataclasses.fields(op):  # type: ignore[arg-type]
+        v = getattr(op, f.name)
+        for x in (v if isinstance(v, tuple | list) else (v,)):
+            if isinstance(x, ir.Ref) and x.name == name:
+                return True
+    return False
 
 
 class ScopeEncoding:
