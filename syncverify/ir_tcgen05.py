@@ -51,9 +51,11 @@ class TcMma:
     """`tcgen05.mma ACC, A, B [cta_group N]` or `tcgen05.cp ACC, SRC`: an asynchronous tensor-core
     operation that reads its shared-memory operand slots and writes the tensor-memory region ACC
     until a `tcgen05.commit` that tracks it completes. With cta_group 2 the pair's leader (even
-    CTA) issues it for both CTAs: it reads both CTAs' operand slots and writes both CTAs' ACC."""
+    CTA) issues it for both CTAs: it reads both CTAs' operand slots and writes both CTAs' ACC.
+    `tcgen05.shift ACC` (kind "shift", no operands) shifts the rows of ACC down by one: it reads and
+    writes ACC, asynchronously, until a commit tracks it (PTX ISA §9.7.16.9.3)."""
 
-    kind: Literal["mma", "cp"]
+    kind: Literal["mma", "cp", "shift"]
     acc: Ref
     operands: tuple[Ref, ...]
     cta_group: int

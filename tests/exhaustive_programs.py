@@ -123,6 +123,7 @@ ALPHABET: tuple[Atom, ...] = (
     # tcgen05: an MMA into a tensor-memory accumulator, its commit, loads and stores with their waits, the fences
     Atom("tc.mma", "tcgen05.mma acc, buf, buf;", decl=(TMEM,), opt_in=True),
     Atom("tc.commit", "tcgen05.commit mb;", mbarrier=True, opt_in=True),
+    Atom("tc.shift", "tcgen05.shift acc;", decl=(TMEM,), opt_in=True),  # a row shift: async, completed by a commit
     Atom("tc.ld", "tcgen05.ld acc; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
     Atom("tc.st", "tcgen05.st acc;", collective=True, decl=(TMEM,), opt_in=True),
     Atom("tc.wait_st", "tcgen05.wait::st;", collective=True, opt_in=True),
@@ -285,8 +286,8 @@ SCOPES: dict[str, Scope] = {
                                     "read.remote"), wrappers=("elect",), trips=(), tail="cluster.sync;"),
     # tcgen05: MMA, commit, tensor-memory loads and stores, the fence pair around the thread synchronization
     "tcgen05": Scope("tcgen05", 1, 2, ((2, 1), (1, 1), (2, 0)),
-                     atoms=("tc.mma", "tc.commit", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after", "wait0",
-                            "syncthreads"), wrappers=("", "elect"), trips=()),
+                     atoms=("tc.mma", "tc.commit", "tc.shift", "tc.ld", "tc.st", "tc.wait_st", "tc.before", "tc.after",
+                            "wait0", "syncthreads"), wrappers=("", "elect"), trips=()),
     # tensor-memory allocation: columns, the right to allocate given up (SV604), barriers that order them
     "relinquish": Scope("relinquish", 1, 2, ((2, 1), (1, 1), (2, 0)),
                         atoms=("tmem.alloc", "tmem.dealloc", "tmem.relinquish", "syncthreads", "syncwarp"),

@@ -188,11 +188,3 @@ def test_a_store_never_waited_for_races_with_the_dealloc(tmp_path, capsys):  # t
     assert main(["check", str(ptx), "--block", "96", "--dynamic-smem", "16384"]) == 1
     text = capsys.readouterr().out
     assert "umma_1sm.cu:106:5: SV303 WAW race on tmem t2: tmem.dealloc" in text
-
-
-def test_tcgen05_shift_is_refused_at_its_line(capsys):  # type: ignore[no-untyped-def]
-    """tcgen05.shift has no form in the language: extraction stops at it (exit 2), never skips it."""
-    assert main(["extract", str(DATA / "sm100" / "shift.ptx"), "--block", "32"]) == 2
-    err = capsys.readouterr().err
-    assert "shift.ptx:40:2: error: cannot extract" in err and "`tcgen05.shift.cta_group::1.down` is not modelled" in err
-    assert "shift.cu:11" in err

@@ -97,8 +97,10 @@ def execute(run: WarpState, ins: Instr, lanes: int) -> bool:
         return True
     if sub == "cp":
         return _cp(run, ins, lanes)
-    raise run.refuse(ins, f"`{ins.opcode}` is not modelled by syncverify (tcgen05.shift and the sparse and "
-                     "block-scaled MMA forms have no form in the language yet)")
+    if sub == "shift":
+        return _shift(run, ins, lanes)
+    raise run.refuse(ins, f"`{ins.opcode}` is not modelled by syncverify (the sparse and block-scaled MMA forms "
+                     "have no form in the language yet)")
 
 
 def _alloc(run: WarpState, ins: Instr, lanes: int, dealloc: bool) -> bool:
@@ -189,6 +191,19 @@ def _cp(run: WarpState, ins: Instr, lanes: int) -> bool:
     desc = _uniform(run, ins, lanes, lambda lane: _int(run, ops[1], lane))
     ranges = {(run.rank, lo, hi) for lo, hi in operand_ranges(_smem_desc(run, ins, desc), rows, 1, bits // 8, True)}
     run.events.append(Event("tc_cp", (group, (run.rank, *acc)), lanes, ins, tuple(sorted(ranges))))
+    return True
+
+
+def _shift(run: WarpState, ins: Instr, lanes: int) -> bool:
+    """`tcgen05.shift.cta_group::G.down [taddr]` (PTX ISA §9.7.16.9.3): "the shifting of 32-byte elements
+    downwards across all the rows, except the last, by one row" of the matrix at taddr -- an asynchronous read
+    and write of its 8 columns, completed by a commit, as an MMA's accumulator is."""
+    if "down" not in ins.mods:
+        raise run.refuse(ins, f"`{ins.opcode}`: only the .down shift is defined by PTX")
+    group = _group(run, ins)
+    taddr = _uniform(run, ins, lanes, lambda lane: _taddr(run, ins.operands[0], lane))
+    acc = _columns(run, ins, taddr, 8)
+    run.events.append(Event("tc_shift", (group, (run.rank, *acc)), lanes, ins))
     return True
 
 

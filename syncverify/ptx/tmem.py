@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from .launch import Event
 
 # events that name tensor-memory columns: where the (rank, lo, hi) tuple sits in their args
-_COLS_AT = {"tc_mma": 1, "tc_cp": 1, "tc_ld": 0, "tc_st": 0}
-TMEM_KINDS = frozenset({"tmem_alloc", "tmem_relinquish", "tc_mma", "tc_cp", "tc_commit", "tc_ld", "tc_st",
+_COLS_AT = {"tc_mma": 1, "tc_cp": 1, "tc_shift": 1, "tc_ld": 0, "tc_st": 0}
+TMEM_KINDS = frozenset({"tmem_alloc", "tmem_relinquish", "tc_mma", "tc_cp", "tc_shift", "tc_commit", "tc_ld", "tc_st",
                         "tc_wait", "tc_fence", "tma_load_2sm"})
 # warp-collective (.sync.aligned) in PTX and in the language
 TMEM_COLLECTIVE = frozenset({"tmem_alloc", "tmem_relinquish", "tc_ld", "tc_st", "tc_wait"})
@@ -61,7 +61,7 @@ def render(e: Event, regs: tuple[tuple[str, int, int, int], ...], bar, operands)
         return [f"tmem.{'dealloc' if dealloc else 'alloc'} cta_group {group} cols {cols};"]
     if k == "tmem_relinquish":
         return [f"tmem.relinquish cta_group {a[0]};"]
-    if k in ("tc_mma", "tc_cp"):
+    if k in ("tc_mma", "tc_cp", "tc_shift"):
         group, (_rank, lo, _hi) = a  # type: ignore[misc]
         srcs = operands(e)
         ops = ", ".join([region_name(regs, lo), *srcs])

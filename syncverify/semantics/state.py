@@ -63,6 +63,7 @@ F_LANESYNCED = 512  # an own generic access that a later syncwarp or bar.sync of
 F_GENERIC = 1024  # (with F_ASYNC) an asynchronous write performed in the generic proxy: a non-bulk cp.async
 #                   ("treated as a weak memory operation performed in the generic proxy", PTX cp.async). Ordered
 #                   like the other async accesses, but data for the proxy rule (SV601) and the scope rule (SV602)
+F_TCSHIFT = 4096  # (with F_TC) a tcgen05.shift's access of its region (it reads and writes the rows it shifts)
 F_MBAR = 2048  # the inval of an mbarrier whose bytes lie in the slot (families/storage.py): a write of those bytes
 #                that a later data access must be ordered after (SV408); not data for SV601/SV602
 

@@ -86,6 +86,7 @@ OPERATIONS: dict[str, OpSpec] = {
                             ".b64", (1, 1), "multicast cta_group"),
     "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 5), "cta_group"),  # ACC, A, B, SFA, SFB
     "tcgen05.cp": _spec(".cta_group::1 .cta_group::2", (2, 2), "cta_group"),
+    "tcgen05.shift": _spec(".cta_group::1 .cta_group::2 .down", (1, 1), "cta_group"),
     "tcgen05.ld": _spec(".sync .aligned", (1, 1)),
     "tcgen05.st": _spec(".sync .aligned", (1, 1)),
     "tcgen05.wait::ld": _spec(".sync .aligned"),
@@ -125,6 +126,7 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
           "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
+          "tcgen05.shift": "tcgen05.shift REGION [cta_group N]",
           "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION",
           "test_wait": "test_wait BAR parity E", "cp.async": "cp.async BUF",
           "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",

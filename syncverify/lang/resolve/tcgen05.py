@@ -81,6 +81,9 @@ class Tcgen05Ops(Statements):
     def op_tcgen05_cp(self, span, quals, operands, clauses):
         return self._mma("cp", span, quals, operands, clauses)
 
+    def op_tcgen05_shift(self, span, quals, operands, clauses):
+        return self._mma("shift", span, quals, operands, clauses)
+
     def op_tcgen05_ld(self, span, quals, operands, clauses):
         region = self.ref(operands[0], "tmem")
         return ir.TmemAccess("ld", region, span) if region else None

@@ -48,6 +48,7 @@ from ..state import (
     F_INFLIGHT,
     F_TC,
     F_TCCP,
+    F_TCSHIFT,
     LEADER,
     R_AKNOWN,
     R_CTA,
@@ -76,6 +77,7 @@ from .encoding import COMMIT, DATA, INIT, OBS, START, Z3A
 from .encoding.effects import Effect, Work
 from .encoding.events import Copy, Record, Unsupported, static_value
 from .tcgen05_carry import COMMIT_RELEASE, commit_release_carries
+from .tcgen05_pipeline import _BEFORE, _PIPELINED, _tc_kind
 from .tcgen05_sync import missing_fence
 
 if TYPE_CHECKING:
@@ -86,30 +88,6 @@ from .regions import WHOLE
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
 # TC_COMMITTED) an mma/cp tracked by the commit with tag TC_COMMITTED - R_GRP.
 TC_UNCOMMITTED, TC_LD, TC_ST, TC_COMMITTED = -2, -3, -4, -8
-
-
-# Which earlier asynchronous accesses (mma/cp, as their records show) a later mma or cp of the same
-# thread is pipelined after, on the same region (PTX ISA §9.7.16.6.2, with the operand-level pairs of
-# its later revisions: "mma (A/metadata reads) -> mma (D writes)", "mma (A/metadata reads) -> cp
-# (writes)", "cp -> mma (A/metadata reads)", mma (D) -> mma (C/D) on one accumulator).
-# Keys: (later op, its access), values: the earlier accesses ("mma-read", "mma-write", "cp-write").
-_PIPELINED: dict[tuple[str, int], frozenset[str]] = {
-    ("mma", READ): frozenset({"cp-write"}),
-    ("mma", WRITE): frozenset({"mma-write", "cp-write", "mma-read"}),
-    ("cp", WRITE): frozenset({"mma-read"}),
-}
-
-
-# the same pairs by the later record's kind: which earlier kinds it executes after
-_BEFORE: dict[str, frozenset[str]] = {"mma-read": _PIPELINED[("mma", READ)], "mma-write": _PIPELINED[("mma", WRITE)],
-                                      "cp-write": _PIPELINED[("cp", WRITE)]}
-
-
-def _tc_kind(r: tuple) -> str:
-    """An mma/cp record as _PIPELINED names it."""
-    if r[R_KIND] == READ:
-        return "mma-read"
-    return "cp-write" if r[R_FLAGS] & F_TCCP else "mma-write"
 
 
 def _committed_tag(grp: int) -> int:
@@ -215,7 +193,7 @@ class Tcgen05Ops:
     def _tc_access_name(r: tuple) -> str:
         if r[R_FLAGS] & F_TC:
             return {"mma-read": "tcgen05.mma operand read", "mma-write": "tcgen05.mma write",
-                    "cp-write": "tcgen05.cp write"}[_tc_kind(r)]
+                    "cp-write": "tcgen05.cp write", "shift-write": "tcgen05.shift"}[_tc_kind(r)]
         return "tcgen05.st" if r[R_KIND] == WRITE else "tcgen05.ld"
 
     def _tc_race(self, p: int, key: tuple, kind: int, r: tuple, span, what: str) -> None:
@@ -265,8 +243,8 @@ class Tcgen05Ops:
                     self._tc_add(w, p, part, key, READ, op.span.line, F_TC, TC_UNCOMMITTED)
             key = (SPACE_TMEM, cta, *self._tc_region(op.acc, env, ctx))
             self._tc_conflicts(w, p, lanes, key, WRITE, op.span, f"{what} write", op.kind)
-            self._tc_add(w, p, part, key, WRITE, op.span.line, F_TC | F_INFLIGHT | (F_TCCP if op.kind == "cp" else 0),
-                         TC_UNCOMMITTED)
+            kind_flag = F_TCCP if op.kind == "cp" else F_TCSHIFT if op.kind == "shift" else 0
+            self._tc_add(w, p, part, key, WRITE, op.span.line, F_TC | F_INFLIGHT | kind_flag, TC_UNCOMMITTED)
         return True
 
     def op_tmem_access(self, w, p, proc, op: ir.TmemAccess, ins, env, ctx, lanes) -> bool:
@@ -626,7 +604,8 @@ def setup_commit(enc: Encoding, e: Event, env: dict, ctx: Any) -> None:
 SETUP: dict[type, Callable] = {ir.UmmaCommit: setup_commit}
 # operations the bmc encoding refuses, and why
 REFUSED: dict[type, str] = {
-    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp` (asynchronous tensor-core operations completed by a commit: not encoded)",
+    ir.TcMma: "`tcgen05.mma`/`tcgen05.cp`/`tcgen05.shift` (asynchronous tensor-core operations completed by a "
+              "commit: not encoded)",
     ir.TmemAccess: "`tcgen05.ld`/`tcgen05.st` (tensor-memory accesses: not encoded)",
     ir.TcWait: "`tcgen05.wait` (tensor-memory accesses: not encoded)",
     ir.TcFence: "`tcgen05.fence` (tensor-memory ordering: not encoded)",
