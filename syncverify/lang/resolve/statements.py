@@ -42,7 +42,7 @@ class Statements(Declarations):
         out: list[ir.Stmt] = []
         for item in items:
             if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose",
-                             "tmem_decl", "grid", "launch", "gmem", "flag_decl"):
+                             "tmem_decl", "grid", "launch", "gmem", "flag_decl", "regs_decl"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -236,13 +236,14 @@ class Statements(Declarations):
             self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
         table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion | ir.Flag] = \
-            self.buffers if kind in ("buffer", "global buffer") else self.tmem_regions if kind == "tmem" \
+            self.buffers if kind in ("buffer", "global buffer", "registers") else self.tmem_regions if kind == "tmem" \
             else self.flags if kind == "flag" else self.mbarriers
         if name not in table:
             return None  # its declaration was rejected, and that error is reported already
         obj = table[name]
         size = obj.size if isinstance(obj, ir.Mbarrier | ir.Flag) else obj.slots
-        kind = "buffer" if kind == "global buffer" else kind  # (the IR tells the spaces apart by the declaration)
+        # (the IR tells the spaces apart by the declaration)
+        kind = "buffer" if kind in ("global buffer", "registers") else kind
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)

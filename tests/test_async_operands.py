@@ -1,0 +1,183 @@
+"""Registers read by an asynchronous RS-form wgmma (`regs`, issue #33 item 5): an access of them by their
+thread before the `wgmma.wait` that retires the wgmma's group is SV605 (PTX ISA, wgmma.wait_group: "Accessing
+the accumulator register or the input register containing the fragments of matrix A of a wgmma.mma_async
+instruction without first performing a wgmma.wait_group ... is undefined behavior"), on the explicit engine
+and on --engine z3; the bmc engine, the Promela export and the CUDA emitter refuse registers with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import syncverify
+from syncverify.check import Options, check_protocol
+from syncverify.codegen import EmitRefused
+from syncverify.codegen.emit import emit
+from syncverify.diagnostics import InputError
+from syncverify.result import Verdict
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+BUG = SPECS / "deepgemm_hc_prenorm_rs_wgmma_a_overwrite.sync"  # deepseek-ai/DeepGEMM#449
+FIX = SPECS / "deepgemm_hc_prenorm_rs_wgmma_wait_after_commit.sync"  # its fix, PR #448
+
+ENGINES = ("explicit", "z3")
+
+# A pipelined RS mainloop with two A fragments: `wgmma.wait 1` retires the group that read the fragment
+# about to be rewritten (the one of iteration k - 2), while the group of iteration k - 1 stays in flight.
+DOUBLE = """
+protocol rs_double_fragment {
+  param ITERS = 4;
+  cta threads 128;
+  role mma = warpgroup 0;
+  smem b bytes 4096;
+  regs a[2];
+  regs acc;
+  if mma {
+    for k in 0..ITERS {
+      write a[k % 2];
+      wgmma.read a[k % 2];
+      wgmma.read b;
+      wgmma.read acc;
+      wgmma.commit;
+      wgmma.wait 1;
+    }
+    wgmma.wait 0;
+    read acc;
+  }
+}
+"""
+# near twin: one fragment, the same `wgmma.wait 1`: the group of iteration k - 1 still reads `a`
+SINGLE = DOUBLE.replace("regs a[2];", "regs a;").replace("a[k % 2]", "a")
+# near twin: the accumulator read before the last group is retired
+EARLY_ACC = DOUBLE.replace("    wgmma.wait 0;\n    read acc;", "    read acc;\n    wgmma.wait 0;")
+
+
+def _run(text: str, engine: str = "explicit"):  # type: ignore[no-untyped-def]
+    return check_protocol(syncverify.load(text, path="t.sync"), Options(engine=engine, timeout=120))
+
+
+def _errors(res) -> set[str]:  # type: ignore[no-untyped-def]
+    return {d.code for d in res.diagnostics if d.is_error}
+
+
+def _line(text: str, needle: str, nth: int = 0) -> int:
+    return [i for i, t in enumerate(text.splitlines(), 1) if needle in t][nth]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_deepgemm_a_fragment_written_before_the_wait_is_sv605_at_the_write(engine: str):
+    res = check_protocol(syncverify.load(str(BUG)), Options(engine=engine, timeout=120))
+    assert res.verdict is Verdict.VIOLATION and _errors(res) == {"SV605"}, res.diagnostics
+    text = BUG.read_text()
+    found = next(d for d in res.diagnostics if d.code == "SV605")
+    assert found.span.line == _line(text, "write a;")
+    assert _line(text, "wgmma.read a;") in [r.span.line for r in found.related]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_deepgemm_with_the_wait_after_the_commit_is_safe(engine: str):
+    res = check_protocol(syncverify.load(str(FIX)), Options(engine=engine, timeout=120))
+    assert res.verdict is Verdict.SAFE and not _errors(res), res.diagnostics
+    if engine == "z3":
+        assert res.bound == "all-iterations"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_fragments_and_wait_1_are_safe_one_fragment_is_not(engine: str):
+    safe = _run(DOUBLE, engine)
+    assert safe.verdict is Verdict.SAFE and not _errors(safe), safe.diagnostics
+    bad = _run(SINGLE, engine)
+    assert bad.verdict is Verdict.VIOLATION and _errors(bad) == {"SV605"}, bad.diagnostics
+    assert next(d for d in bad.diagnostics if d.code == "SV605").span.line == _line(SINGLE, "write a;")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reading_the_accumulator_before_the_last_wait_is_sv605(engine: str):
+    res = _run(EARLY_ACC, engine)
+    assert res.verdict is Verdict.VIOLATION and _errors(res) == {"SV605"}, res.diagnostics
+    assert next(d for d in res.diagnostics if d.code == "SV605").span.line == _line(EARLY_ACC, "    read acc;")
+
+
+def test_wgmmas_sharing_registers_without_a_wait_between_them_are_safe():
+    # one A fragment and one accumulator for several MMAs of a group, and across groups (CUTLASS's RS
+    # mainloop issues its k-block MMAs into one accumulator): only the threads' own accesses need the wait
+    text = """
+protocol rs_shared_operands {
+  cta threads 128;
+  role mma = warpgroup 0;
+  smem b[2] bytes 4096;
+  regs a;
+  regs acc;
+  if mma {
+    write a;
+    wgmma.read a; wgmma.read b[0]; wgmma.read acc;
+    wgmma.read a; wgmma.read b[1]; wgmma.read acc;
+    wgmma.commit;
+    wgmma.read a; wgmma.read b[0]; wgmma.read acc;
+    wgmma.commit;
+    wgmma.wait 0;
+    write a;
+    read acc;
+  }
+}
+"""
+    res = _run(text)
+    assert res.verdict is Verdict.SAFE and not _errors(res), res.diagnostics
+
+
+def test_another_warps_wait_is_not_this_warps():
+    # warps 0..3 wait on their own; warp 1 rewrites its fragment before its own wait: SV605 for warp 1 only
+    text = """
+protocol rs_per_warp {
+  cta threads 128;
+  role w[4] = warp i;
+  smem b bytes 4096;
+  regs a;
+  if w {
+    write a;
+    wgmma.read a; wgmma.read b;
+    wgmma.commit;
+    if instance == 1 { write a; }
+    wgmma.wait 0;
+  }
+}
+"""
+    res = _run(text)
+    assert _errors(res) == {"SV605"}, res.diagnostics
+    found = next(d for d in res.diagnostics if d.code == "SV605")
+    assert found.span.line == _line(text, "if instance == 1") and "w[1]" in found.message
+    fixed = _run(text.replace("    if instance == 1 { write a; }\n    wgmma.wait 0;",
+                              "    wgmma.wait 0;\n    if instance == 1 { write a; }"))
+    assert fixed.verdict is Verdict.SAFE, fixed.diagnostics
+
+
+@pytest.mark.parametrize(("access", "code", "words"), [
+    ("write a @ 0;", "SV108", "`@ CTA`"),
+    ("write a part warp;", "SV110", "`part ...`"),
+    ("read a bytes 0..16;", "SV110", "`bytes LO..HI`"),
+    ("tma.store a;", "SV111", "needs a buffer"),
+])
+def test_registers_take_no_remote_region_or_copy(access: str, code: str, words: str):
+    text = f"""
+protocol bad {{
+  cta threads 128;
+  role mma = warpgroup 0;
+  regs a;
+  if mma {{ {access} }}
+}}
+"""
+    with pytest.raises(InputError) as err:
+        syncverify.load(text, path="t.sync")
+    assert any(d.code == code and words in d.message for d in err.value.diagnostics), err.value.diagnostics
+
+
+def test_bmc_the_promela_export_and_the_emitter_refuse_registers_with_the_reason():
+    res = _run(DOUBLE, engine="bmc")
+    assert res.verdict is Verdict.INCONCLUSIVE and "does not model registers" in (res.coverage or "")
+    with pytest.raises(EmitRefused, match="does not model registers"):
+        emit(syncverify.load(DOUBLE, path="t.sync"))
+    from syncverify.export.promela import export_promela
+    from syncverify.export.promela.exporter import ExportError
+    with pytest.raises(ExportError, match="does not model registers"):
+        export_promela(syncverify.load(DOUBLE, path="t.sync"))
