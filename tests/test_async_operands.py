@@ -181,3 +181,56 @@ def test_bmc_the_promela_export_and_the_emitter_refuse_registers_with_the_reason
     from syncverify.export.promela.exporter import ExportError
     with pytest.raises(ExportError, match="does not model registers"):
         export_promela(syncverify.load(DOUBLE, path="t.sync"))
+
+
+# ---- extraction: the A fragment of an RS-form wgmma, known by its registers' names -------------------------
+
+PTX = Path(__file__).resolve().parent / "data" / "ptx"
+
+
+def _ptx_line(path: Path, needle: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
+
+
+def test_extracted_fragment_written_after_the_wait_is_safe(capsys):
+    """tests/data/ptx/wgmma_rs_a_reuse.cu as DeepGEMM PR #448 orders it: the wait right after the commit, so
+    the next stage's ld.shared into the A registers comes after the wgmma that read them retired."""
+    from syncverify.cli import main
+
+    assert main(["check", str(PTX / "wgmma_rs_a_reuse.ptx"), "--block", "160", "--param", "2=4"]) == 0
+    assert "safe" in capsys.readouterr().out
+
+
+def test_extracted_fragment_written_before_the_wait_is_sv605_at_the_load(capsys):
+    """-DSV_LATE_WAIT (DeepGEMM #449's order): the next stage's `ld.shared.v4.u32 {%r42, …}` writes the A
+    registers the previous RS wgmma still reads: SV605 at that PTX line, the wgmma named beside it."""
+    from syncverify.cli import main
+
+    path = PTX / "wgmma_rs_a_reuse_late_wait.ptx"
+    assert main(["check", str(path), "--block", "160", "--param", "2=4"]) == 1
+    out = capsys.readouterr().out
+    load = _ptx_line(path, "ld.shared.v4.u32")
+    mma = _ptx_line(path, "wgmma.mma_async")
+    assert f"wgmma_rs_a_reuse_late_wait.ptx:{load}:2: SV605" in out, out
+    assert f"ptx:{mma}" in out and "SV302" not in out and "SV301" not in out, out
+
+
+def test_an_rs_fragment_that_is_never_rewritten_is_safe(capsys):
+    """tests/data/ptx/wgmma_mn_major.cu reads one constant A fragment in every stage: its registers are read
+    again by the next wgmma, never written, so the register tracking adds no finding."""
+    from syncverify.cli import main
+
+    assert main(["check", str(PTX / "wgmma_mn_major.ptx"), "--block", "160", "--param", "2=4"]) == 0
+    out = capsys.readouterr().out
+    assert "safe" in out and "SV605" not in out
+
+
+def test_the_destination_registers_of_an_instruction():
+    from syncverify.ptx.parse import parse_ptx_file
+    from syncverify.ptx.wgmma_regs import dest_names
+
+    fn = parse_ptx_file(str(PTX / "wgmma_rs_a_reuse_late_wait.ptx")).functions[0]
+    by_op = {ins.opcode: ins for ins in fn.body}
+    assert dest_names(by_op["ld.shared.v4.u32"]) == ["%r42", "%r43", "%r44", "%r45"]
+    assert dest_names(by_op["mbarrier.arrive.shared::cta.b64"]) == []  # no register it writes as a destination
+    assert dest_names(next(i for o, i in by_op.items() if o.startswith("wgmma.mma_async"))) == []
