@@ -234,3 +234,102 @@ def test_the_destination_registers_of_an_instruction():
     assert dest_names(by_op["ld.shared.v4.u32"]) == ["%r42", "%r43", "%r44", "%r45"]
     assert dest_names(by_op["mbarrier.arrive.shared::cta.b64"]) == []  # no register it writes as a destination
     assert dest_names(next(i for o, i in by_op.items() if o.startswith("wgmma.mma_async"))) == []
+
+
+# ---- sub-ranges (lanes x columns) of a tensor-memory region ------------------------------------------------
+
+TLX_BUG = SPECS / "tlx_fa_bwd_tmem_chunk_alias.sync"  # facebookexperimental/triton PR #1992
+TLX_FIX = SPECS / "tlx_fa_bwd_tmem_chunk_alias_barrier.sync"
+
+CHUNKS = """
+protocol tmem_chunks {
+  cta threads 256;
+  role w[8] = warp i;
+  tmem t cols 128;
+  if w {
+    tcgen05.ld t lanes 32 * (instance % 4)..32 * (instance % 4) + 32 cols 64 * (instance / 4)..64 * (instance / 4) + 64;
+    tcgen05.wait::ld;
+    tcgen05.st t lanes 32 * (instance % 4)..32 * (instance % 4) + 32 cols STORE;
+    tcgen05.wait::st;
+  }
+}
+"""
+# each warp stores inside the chunk it loaded (the same map for both): no other warp's chunk is touched
+SAME_MAP = CHUNKS.replace("STORE", "64 * (instance / 4)..64 * (instance / 4) + 32")
+# the store's map differs: warp w stores into warp w + 4's chunk (and warp w + 4 into its own)
+OTHER_MAP = CHUNKS.replace("STORE", "64 + 32 * (instance / 4)..96 + 32 * (instance / 4)")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tlx_fa_bwd_store_chunk_over_another_warps_load_is_a_race_at_the_load(engine: str):
+    res = check_protocol(syncverify.load(str(TLX_BUG)), Options(engine=engine, timeout=300))
+    assert res.verdict is Verdict.VIOLATION and _errors(res) == {"SV301"}, res.diagnostics
+    text = TLX_BUG.read_text()
+    found = next(d for d in res.diagnostics if d.code == "SV301")
+    assert found.span.line == _line(text, "tcgen05.ld qk lanes")
+    assert _line(text, "tcgen05.st qk lanes") in [r.span.line for r in found.related]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tlx_fa_bwd_with_a_barrier_between_load_and_store_is_safe(engine: str):
+    res = check_protocol(syncverify.load(str(TLX_FIX)), Options(engine=engine, timeout=300))
+    assert res.verdict is Verdict.SAFE and not _errors(res), res.diagnostics
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chunks_conflict_only_where_they_overlap(engine: str):
+    same = _run(SAME_MAP, engine)
+    assert same.verdict is Verdict.SAFE and not _errors(same), same.diagnostics
+    other = _run(OTHER_MAP, engine)
+    assert other.verdict is Verdict.VIOLATION and _errors(other) & {"SV301", "SV302"}, other.diagnostics
+
+
+def test_the_whole_region_form_keeps_its_meaning():
+    # without ranges every access covers the region: the same-map program is then a race between warps
+    whole = SAME_MAP.replace(" lanes 32 * (instance % 4)..32 * (instance % 4) + 32 cols 64 * (instance / 4)..64 * "
+                             "(instance / 4) + 64", "").replace(
+        " lanes 32 * (instance % 4)..32 * (instance % 4) + 32 cols 64 * (instance / 4)..64 * (instance / 4) + 32", "")
+    assert "lanes" not in whole
+    res = _run(whole)
+    assert res.verdict is Verdict.VIOLATION and _errors(res) & {"SV301", "SV302", "SV303"}, res.diagnostics
+    # and a range over every lane and column is the whole region
+    full = whole.replace("tcgen05.ld t;", "tcgen05.ld t lanes 0..128 cols 0..128;")
+    again = _run(full)
+    assert again.verdict is Verdict.VIOLATION and _errors(again) == _errors(res), again.diagnostics
+
+
+@pytest.mark.parametrize(("lanes", "overlap"), [("0..32", True), ("32..64", False)])
+def test_two_warps_storing_the_same_columns_race_only_on_shared_lanes(lanes: str, overlap: bool):
+    text = f"""
+protocol two_stores {{
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  tmem t cols 64;
+  if a {{ tcgen05.st t lanes 0..32 cols 0..32; tcgen05.wait::st; }}
+  if b {{ tcgen05.st t lanes {lanes} cols 16..48; tcgen05.wait::st; }}
+}}
+"""
+    res = _run(text)
+    if overlap:
+        assert res.verdict is Verdict.VIOLATION and _errors(res) == {"SV303"}, res.diagnostics
+    else:
+        assert res.verdict is Verdict.SAFE, res.diagnostics
+
+
+def test_a_range_outside_the_region_is_sv104():
+    text = """
+protocol bad_range {
+  cta threads 32;
+  role a = warp 0;
+  tmem t cols 64;
+  if a { tcgen05.ld t lanes 0..32 cols 32..96; tcgen05.wait::ld; }
+}
+"""
+    with pytest.raises(InputError) as err:
+        syncverify.load(text, path="t.sync")
+    assert any(d.code == "SV104" and "32..96" in d.message for d in err.value.diagnostics)
+    # a bound known only when it runs: SV104 at the access
+    res = _run(text.replace("cols 32..96", "cols 32 * instance..32 * instance + 32").replace(
+        "role a = warp 0;", "role a[3] = warp i;").replace("cta threads 32;", "cta threads 96;"))
+    assert "SV104" in _errors(res), res.diagnostics

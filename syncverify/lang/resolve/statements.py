@@ -186,7 +186,7 @@ class Statements(Declarations):
                         self.error("SV110", f"`{name}` does not take `{_CLAUSE_SYNTAX[word]}` (it takes: {allowed})",
                                    self.span(child))
                     return None
-                clauses[word] = child if child.data == "c_range" else child.children[0]
+                clauses[word] = child if child.data in ("c_range", "c_lanes", "c_col_range") else child.children[0]
         # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing after the head.
         word = str(operands[0].children[0]) if operands and operands[0].data == "name" else ""
         if (word in _OP_WORDS and self.span(operands[0]).line > head_span.end_line and word not in self.kinds
