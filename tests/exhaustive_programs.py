@@ -163,6 +163,12 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("r.read", "read ra;", decl=(REGS,), opt_in=True),
     Atom("r.wgmma", "wgmma.read ra;", collective=True, decl=(REGS,), opt_in=True),
     Atom("wgmma.wait1", "wgmma.wait 1;", collective=True, opt_in=True),
+    # sub-ranges (lanes x columns) of a tensor-memory region: chunks that overlap, chunks apart, the whole region
+    Atom("tc.ld.lo", "tcgen05.ld acc lanes 0..32 cols 0..16; tcgen05.wait::ld;", collective=True, decl=(TMEM,),
+         opt_in=True),
+    Atom("tc.st.lo", "tcgen05.st acc lanes 0..32 cols 0..16;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.st.hi", "tcgen05.st acc lanes 0..32 cols 16..32;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.ld.q1", "tcgen05.ld acc lanes 32..64; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -329,14 +335,20 @@ GLOBAL_SCOPES: dict[str, Scope] = {
                              "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
 }
 
-# Registers, compared apart (tests/test_exhaustive_registers.py): the bmc engine and SPIN refuse them.
-REGISTER_SCOPES: dict[str, Scope] = {
+# Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):
+# the bmc engine and SPIN refuse registers and tensor-memory loads and stores.
+OPERAND_SCOPES: dict[str, Scope] = {
     # one whole warpgroup (wgmma is warpgroup-collective): its register accesses against the wgmma reads of them
     # and of `buf`, the groups and the waits that retire them (of either depth), a barrier
     "registers": Scope("registers", 1, 1, ((4,), (3,)), per_warp=4,
                        atoms=("r.write", "r.read", "r.wgmma", "wgmma.read", "wgmma.commit", "wgmma.wait",
                               "wgmma.wait1", "syncthreads"), wrappers=("", "elect"), trips=(2,),
                        layout="warpgroups"),
+    # chunks of one tensor-memory region against each other and the whole region, with the fence pair around a
+    # barrier that orders them across warps
+    "tmem-ranges": Scope("tmem-ranges", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                         atoms=("tc.ld.lo", "tc.st.lo", "tc.st.hi", "tc.ld.q1", "tc.ld", "tc.st", "tc.wait_st",
+                                "tc.before", "tc.after", "syncthreads"), wrappers=("",), trips=()),
 }
 
 
