@@ -73,10 +73,3 @@ def access_region(machine, op: ir.TmemAccess, ncols: int, env, ctx) -> int:  # t
         return WHOLE
     return encode(out[0], out[1])
 
-
-def label(region: int, ncols: int) -> str:
-    """` lanes 0..32 cols 64..128` for a message, or "" for the whole region."""
-    if region == WHOLE:
-        return ""
-    lo, hi, c0, c1 = bounds(region, ncols)
-    return f" lanes {lo}..{hi} cols {c0}..{c1}"
