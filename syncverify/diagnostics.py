@@ -135,6 +135,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV603": ("tensor-memory access ordered by a thread synchronization without the tcgen05 fence pair",
               Severity.ERROR),
     "SV604": ("tensor-memory allocation after the CTA relinquished the right to allocate", Severity.ERROR),
+    "SV605": ("registers accessed while an asynchronous wgmma still reads them", Severity.ERROR),
     "SV608": ("tensor-memory access ordered by release/acquire synchronization without the tcgen05 fence pair",
               Severity.WARNING),
     "SV701": ("verification inconclusive", Severity.WARNING),

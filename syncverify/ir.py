@@ -508,8 +508,9 @@ class Buffer:
     bytes: int
     span: Span
     # "global": a `global` declaration: one copy for the whole grid (not one per CTA), accessed
-    # only by `read`/`write` (semantics/families/globalmem.py)
-    space: Literal["shared", "global"] = "shared"
+    # only by `read`/`write` (semantics/families/globalmem.py); "register": a `regs` declaration: registers
+    # of each executing thread, read asynchronously by an RS-form wgmma (semantics/families/async_operands.py)
+    space: Literal["shared", "global", "register"] = "shared"
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,11 +65,17 @@ class TcMma:
 @dataclass(frozen=True, slots=True)
 class TmemAccess:
     """`tcgen05.ld REGION` / `tcgen05.st REGION`: an asynchronous read / write of a tensor-memory
-    region by the executing threads, complete at their `tcgen05.wait::ld` / `wait::st`."""
+    region by the executing threads, complete at their `tcgen05.wait::ld` / `wait::st`.
+
+    ``lanes`` / ``cols``: the sub-range it touches (`lanes LO..HI`, `cols LO..HI`, half-open; the
+    region's columns counted from its first), so that two accesses of one region conflict only where
+    their rectangles overlap (semantics/families/tmem_ranges.py); None: every lane / column."""
 
     kind: Literal["ld", "st"]
     region: Ref
     span: Span
+    lanes: tuple[Expr, Expr] | None = None
+    cols: tuple[Expr, Expr] | None = None
 
 
 @dataclass(frozen=True, slots=True)

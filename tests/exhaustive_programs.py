@@ -38,6 +38,7 @@ PAIR = "smem pair[2] bytes 64;"
 FLAG = "flag f bound 8;"  # a counter in global memory (semantics/families/globalmem.py)
 GLOBAL = "global gbuf bytes 64;"  # a global buffer, one for the grid
 TMEM = "tmem acc cols 32;"
+REGS = "regs ra;"  # registers an RS-form wgmma reads (semantics/families/async_operands.py)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,18 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("probe.wait", "if !try_wait mb parity 0 {{ wait mb parity 0; }}", mbarrier=True, opt_in=True),
     Atom("probe.k", "if try_wait.relaxed mb parity {k} % 2 {{ write buf; }} else {{ read buf; }}", mbarrier=True,
          in_loop=True, opt_in=True),
+    # registers read by an RS-form wgmma until the wgmma.wait that retires its group (SV605), beside the shared
+    # memory the same wgmma reads
+    Atom("r.write", "write ra;", decl=(REGS,), opt_in=True),
+    Atom("r.read", "read ra;", decl=(REGS,), opt_in=True),
+    Atom("r.wgmma", "wgmma.read ra;", collective=True, decl=(REGS,), opt_in=True),
+    Atom("wgmma.wait1", "wgmma.wait 1;", collective=True, opt_in=True),
+    # sub-ranges (lanes x columns) of a tensor-memory region: chunks that overlap, chunks apart, the whole region
+    Atom("tc.ld.lo", "tcgen05.ld acc lanes 0..32 cols 0..16; tcgen05.wait::ld;", collective=True, decl=(TMEM,),
+         opt_in=True),
+    Atom("tc.st.lo", "tcgen05.st acc lanes 0..32 cols 0..16;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.st.hi", "tcgen05.st acc lanes 0..32 cols 16..32;", collective=True, decl=(TMEM,), opt_in=True),
+    Atom("tc.ld.q1", "tcgen05.ld acc lanes 32..64; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -219,7 +232,8 @@ class Scope:
     wrappers: tuple[str, ...] = WRAPPERS
     pair_loops: bool = False  # loops whose body is two atoms
     trips: tuple[int | str, ...] = LOOP_TRIPS  # loop trip counts ("C": the `choose` value)
-    layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp)
+    layout: str = "warps"  # body roles: "warps" (one warp each), "pairs" (two warps each), "halves" (of one warp),
+    #                        "warpgroups" (four warps each: a whole warpgroup, as wgmma needs)
     tail: str = ""  # a statement every thread runs after the bodies (a cluster.sync that keeps peers' memory alive)
     mb_in: bool = False  # the mbarrier lies in the first bytes of `buf` (`mbarrier mb count 1 in buf;`)
     grid: bool = False  # with 2 CTAs: a grid of two one-CTA clusters, launched cooperatively, not a cluster
@@ -322,6 +336,22 @@ GLOBAL_SCOPES: dict[str, Scope] = {
                              "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
 }
 
+# Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):
+# the bmc engine and SPIN refuse registers and tensor-memory loads and stores.
+OPERAND_SCOPES: dict[str, Scope] = {
+    # one whole warpgroup (wgmma is warpgroup-collective): its register accesses against the wgmma reads of them
+    # and of `buf`, the groups and the waits that retire them (of either depth), a barrier
+    "registers": Scope("registers", 1, 1, ((4,), (3,)), per_warp=4,
+                       atoms=("r.write", "r.read", "r.wgmma", "wgmma.read", "wgmma.commit", "wgmma.wait",
+                              "wgmma.wait1", "syncthreads"), wrappers=("", "elect"), trips=(2,),
+                       layout="warpgroups"),
+    # chunks of one tensor-memory region against each other and the whole region, with the fence pair around a
+    # barrier that orders them across warps
+    "tmem-ranges": Scope("tmem-ranges", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                         atoms=("tc.ld.lo", "tc.st.lo", "tc.st.hi", "tc.ld.q1", "tc.ld", "tc.st", "tc.wait_st",
+                                "tc.before", "tc.after", "syncthreads"), wrappers=("",), trips=()),
+}
+
 
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
@@ -388,7 +418,8 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     """The .sync text of one program."""
     setup = any(s.mbarrier for seq in program for s in seq)
     decls = sorted({d for seq in program for s in seq for d in s.decls})
-    body_warps = {"warps": scope.warps, "pairs": 2 * scope.warps, "halves": 1}[scope.layout]
+    body_warps = {"warps": scope.warps, "pairs": 2 * scope.warps, "halves": 1,
+                  "warpgroups": 4 * scope.warps}[scope.layout]
     warps = body_warps + (1 if setup else 0)
     lines = [f"protocol {name} {{"]
     if scope.ctas > 1 and scope.grid:
@@ -399,7 +430,7 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     lines.append(f"  cta threads {32 * warps};")
     for w in range(scope.warps):
         unit = {"warps": f"warp {w}", "pairs": f"warps {2 * w}..{2 * w + 2}",
-                "halves": f"threads {16 * w}..{16 * w + 16}"}[scope.layout]
+                "halves": f"threads {16 * w}..{16 * w + 16}", "warpgroups": f"warpgroup {w}"}[scope.layout]
         lines.append(f"  role w{w} = {unit};")
     if setup:
         lines.append(f"  role setup = warp {body_warps};")

@@ -29,6 +29,7 @@ from syncverify.export import ExportError, export_model
 from syncverify.export.spin import SpinOutcome, run_spin, tools_available
 from syncverify.lang import load
 from syncverify.result import Verdict
+from syncverify.semantics.families.async_operands import register_refusal
 from syncverify.semantics.families.globalmem import global_refusal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +79,9 @@ NOT_EXPORTED |= {s.stem: "a barrier in a buffer's bytes" for s in SPECS
 # Specs of global memory (flags, atomics, grids, global buffers): the export refuses the family with the
 # reason (docs/engines.md, "Where each primitive lives"); the refusal itself is checked.
 GLOBAL_REFUSED = {s.stem for s in SPECS if global_refusal(load(str(s)), "the Promela export") is not None}
+# registers of RS-form wgmma (`regs`): the export refuses them with the reason (families/async_operands.py)
+NOT_EXPORTED |= {s.stem: "does not model registers" for s in SPECS
+                 if register_refusal(load(str(s)), "the Promela export") is not None}
 # a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
 NOT_EXPORTED.update({name: "probe" for name in (
     "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",

@@ -38,6 +38,7 @@ from .provenance import param_hint
 from .sync import execute_sync
 from .values import UNKNOWN, compute
 from .warp import WarpState, _Entry
+from .wgmma_regs import note_writes
 
 MAX_STEPS = 4_000_000
 
@@ -100,6 +101,7 @@ class WarpRun(WarpState):
                 self.havoc(ins, unknown)
             if run_mask:
                 self.execute(ins, run_mask)
+                note_writes(self, ins, run_mask)  # an RS wgmma's A register written (wgmma_regs.py)
             top.pc += 1
         return self.events
 

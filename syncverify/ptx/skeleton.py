@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
-from . import fences, storage, tmem
+from . import fences, storage, tmem, wgmma_regs
 from .lane_operands import LANEWISE
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
@@ -28,7 +28,7 @@ from .parse import Instr, Module
 
 MAX_SLOTS = 256
 # executed by whole warps in the language (elect and lane subsets are refused for them)
-_WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read",
+_WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read", "rs_read",
                     "wgmma_commit", "wgmma_wait", *tmem.TMEM_COLLECTIVE}
 
 
@@ -62,6 +62,7 @@ class Skeleton:
     # barriers whose bytes are data too (before their init, after their inval): name, slot, byte in the slot
     mb_storage: tuple[tuple[str, str, int], ...] = ()
     tmem: tuple[tuple[str, int, int, int], ...] = ()  # tensor-memory regions: name, count, columns, first
+    regs: tuple[str, ...] = ()  # the A-fragment registers of RS-form wgmma, one region per set (wgmma_regs.py)
 
 
 def guarded_lanes(e: Event, lanes_full: int) -> bool:
@@ -161,7 +162,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         roles.append(Role(name, w, n, tuple(key)))
         w += n
     return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)),
-                    tuple(mb_storage), regions)
+                    tuple(mb_storage), regions, wgmma_regs.declared(e for evs in events.values() for e in evs))
 
 
 def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,
@@ -245,10 +246,15 @@ def _coalesce(evs: list[Event], owner: list[int] | None = None) -> list[Event]:
     out: list[Event] = []
     for e in evs:
         last = out[-1] if out else None
+        # the same registers read or written again with nothing between: one access (wgmma_regs.py)
+        again = last is not None and e.kind in ("rs_read", "rs_write") and last.kind == e.kind \
+            and last.args == e.args and last.lanes == e.lanes
         if owner is not None:
             merge = last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
                 and last.lanes == e.lanes
-            owner.append(len(out) - 1 if merge else len(out))
+            owner.append(len(out) - 1 if merge or again else len(out))
+        if again:
+            continue
         if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
                 and last.lanes == e.lanes:
             out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})),
@@ -529,6 +535,10 @@ class _Ctx:
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
         if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)
             return [str(a[0])]
+        if k == "rs_read":  # an RS-form wgmma's A registers (wgmma_regs.py)
+            return [f"wgmma.read {a[0]};"]
+        if k == "rs_write":
+            return [f"write {a[0]};"]
         if k == "wgmma_read":
             slots = dict.fromkeys(slot for (_r, s, t) in e.ranges for slot, _n in self.slots_in(s, t))
             return [f"wgmma.read {slot};" for slot in slots]

@@ -40,6 +40,7 @@ from .cfg import EXIT, affects_sync
 from .launch import lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
+from .wgmma_regs import note_writes
 
 if TYPE_CHECKING:
     from .warp import WarpState
@@ -157,6 +158,7 @@ def spins(run: WarpState, pc: int, lanes: int, pred: Operand, key: tuple[object,
                 state.havoc(ins, unknown)
             if run_mask:
                 state.execute(ins, run_mask)
+                note_writes(state, ins, run_mask)  # an RS wgmma's A register written (wgmma_regs.py)
             at += 1
     if retry is None:  # every path cycled without a test of the phase: it waits, but not for this barrier
         return GivesUp("its false outcome never tests the same barrier phase again")

@@ -21,6 +21,7 @@ from .spin import GivesUp, result_unused, spins
 from .undefined import member_mask
 from .values import UNKNOWN, Value, mask
 from .wgmma_desc import operand_ranges
+from .wgmma_regs import note_rs_read
 
 if TYPE_CHECKING:
     from .warp import WarpState
@@ -470,6 +471,8 @@ def _wgmma_mma(run: WarpState, ins: Instr, lanes: int) -> None:
         desc = _uniform(run, ins, lanes, lambda lane, op=op: _known(run.read(op, lane)))
         for lo, hi in operand_ranges(desc, rows, elem, k, k_major):  # type: ignore[arg-type]
             ranges.add((run.rank, lo, hi))
+    if a_in_regs:  # the A fragment's registers, read until the wait that retires the group (wgmma_regs.py)
+        note_rs_read(run, ins, lanes, ops[1])  # type: ignore[arg-type]
     _emit(run, "wgmma_read", (), lanes, ins, tuple(sorted(ranges)))
 
 

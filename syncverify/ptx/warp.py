@@ -34,6 +34,7 @@ from .launch import (
 )
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, Vec
 from .values import UNKNOWN, Value, float_imm_bits, mask
+from .wgmma_regs import note_writes
 
 
 @dataclass
@@ -63,6 +64,9 @@ class WarpState:
         self.special = [self._special_regs(first + lane) for lane in range(WARP)]
         self._region_ok: dict[int, list[Instr]] = {}
         self.pc = 0  # the instruction being executed
+        # RS-form wgmma: A-operand registers -> their `regs` region, and each register's regions (wgmma_regs.py)
+        self.rs_regions: dict[tuple[str, ...], str] = {}
+        self.rs_owner: dict[str, list[str]] = {}
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
@@ -132,6 +136,7 @@ class WarpState:
 
     def havoc(self, ins: Instr, lanes: int) -> None:
         """Every register the instruction could write becomes unknown for those lanes."""
+        note_writes(self, ins, lanes)  # a may-write of an RS wgmma's A register is a write (wgmma_regs.py)
         if not ins.operands or ins.base in ("st", "bra", "red", "bar", "barrier", "mbarrier", "fence", "membar"):
             if ins.base == "st" and "local" in ins.mods:
                 for lane in _lanes(lanes):

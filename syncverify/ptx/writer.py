@@ -96,6 +96,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
         arr = f"[{n}]" if n > 1 else ""
         lines.append(f"  tmem {name}{arr} cols {width};".ljust(40) + f"// tensor-memory columns {first}.."
                      f"{first + n * width - 1} of the allocation")
+    for name in sk.regs:
+        lines.append(f"  regs {name};".ljust(40) + "// the A-fragment registers of an RS-form wgmma.mma_async")
     for r in sk.roles:
         bodies = r.per_cta
         if all(_texts(b) == _texts(bodies[0]) for b in bodies):

@@ -32,6 +32,8 @@ from .core import (
 )
 from .families.async_agents import HANDLERS as ASYNC_HANDLERS
 from .families.async_agents import TMEM_COLUMNS, UNCOMMITTED, AsyncAgentOps
+from .families.async_operands import HANDLERS as OPERAND_HANDLERS
+from .families.async_operands import RegisterOps
 from .families.barriers import HANDLERS as BARRIER_HANDLERS
 from .families.barriers import BarrierOps
 from .families.copy_causality import CopyCausalityOps
@@ -117,7 +119,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
-              LifecycleOps, StorageOps, GlobalMemOps, Footprint):
+              LifecycleOps, StorageOps, GlobalMemOps, RegisterOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -478,4 +480,5 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
 
 _HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
-             **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS}
+             **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS,
+             **OPERAND_HANDLERS}  # (last: registers first, then shared or global memory's handlers)

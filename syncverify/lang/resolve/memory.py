@@ -23,6 +23,8 @@ class MemoryOps(Statements):
         name = str(t.children[0]) if t.data in ("name", "index") else ""
         if self.kinds.get(name, ("",))[0] == "global buffer":  # global memory (resolve/globalmem.py)
             return self.global_access(kind, span, t, clauses)
+        if self.kinds.get(name, ("",))[0] == "registers":  # an RS-form wgmma's operand (resolve/async_operands.py)
+            return self.register_access(kind, span, t, clauses)  # type: ignore[attr-defined]
         buf = self.ref(t, "buffer")
         remote = self._remote(clauses)
         if buf is None:
@@ -101,7 +103,9 @@ class MemoryOps(Statements):
         return ir.GroupWait("bulk", self._pending(operands, span), span)
 
     def op_wgmma_read(self, span, quals, operands, clauses):
-        buf = self.ref(operands[0], "buffer")
+        t = operands[0]
+        registers = t.data in ("name", "index") and self.kinds.get(str(t.children[0]), ("",))[0] == "registers"
+        buf = self.ref(t, "registers" if registers else "buffer")  # registers: an RS-form wgmma's A fragment
         return ir.WgmmaRead(buf, span) if buf else None
 
     def op_wgmma_commit(self, span, quals, operands, clauses):

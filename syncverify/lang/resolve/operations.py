@@ -87,8 +87,8 @@ OPERATIONS: dict[str, OpSpec] = {
     "tcgen05.mma": _spec(".cta_group::1 .cta_group::2", (1, 5), "cta_group"),  # ACC, A, B, SFA, SFB
     "tcgen05.cp": _spec(".cta_group::1 .cta_group::2", (2, 2), "cta_group"),
     "tcgen05.shift": _spec(".cta_group::1 .cta_group::2 .down", (1, 1), "cta_group"),
-    "tcgen05.ld": _spec(".sync .aligned", (1, 1)),
-    "tcgen05.st": _spec(".sync .aligned", (1, 1)),
+    "tcgen05.ld": _spec(".sync .aligned", (1, 1), "lanes col_range"),
+    "tcgen05.st": _spec(".sync .aligned", (1, 1), "lanes col_range"),
     "tcgen05.wait::ld": _spec(".sync .aligned"),
     "tcgen05.wait::st": _spec(".sync .aligned"),
     "tcgen05.fence::before_thread_sync": _spec(),
@@ -111,10 +111,10 @@ _ALIASES = {"clusterlaunchcontrol.try_cancel": "clc.try_cancel",
             "try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
                  "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote",
-                 "c_part": "part", "c_range": "range"}
+                 "c_part": "part", "c_range": "range", "c_lanes": "lanes", "c_col_range": "col_range"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
                   "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA",
-                  "part": "part warp", "range": "bytes LO..HI"}
+                  "part": "part warp", "range": "bytes LO..HI", "lanes": "lanes LO..HI", "col_range": "cols LO..HI"}
 # How the operations most often given the wrong operands are written.
 _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
           "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
@@ -127,7 +127,8 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
           "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",
           "tcgen05.shift": "tcgen05.shift REGION [cta_group N]",
-          "tcgen05.ld": "tcgen05.ld REGION", "tcgen05.st": "tcgen05.st REGION",
+          "tcgen05.ld": "tcgen05.ld REGION [lanes LO..HI] [cols LO..HI]",
+          "tcgen05.st": "tcgen05.st REGION [lanes LO..HI] [cols LO..HI]",
           "test_wait": "test_wait BAR parity E", "cp.async": "cp.async BUF",
           "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",
           "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]",

@@ -42,7 +42,7 @@ class Statements(Declarations):
         out: list[ir.Stmt] = []
         for item in items:
             if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose",
-                             "tmem_decl", "grid", "launch", "gmem", "flag_decl"):
+                             "tmem_decl", "grid", "launch", "gmem", "flag_decl", "regs_decl"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -186,7 +186,7 @@ class Statements(Declarations):
                         self.error("SV110", f"`{name}` does not take `{_CLAUSE_SYNTAX[word]}` (it takes: {allowed})",
                                    self.span(child))
                     return None
-                clauses[word] = child if child.data == "c_range" else child.children[0]
+                clauses[word] = child if child.data in ("c_range", "c_lanes", "c_col_range") else child.children[0]
         # `syncwarp` NEWLINE `syncwarp;` parses as one op with an operand: a `;` is missing after the head.
         word = str(operands[0].children[0]) if operands and operands[0].data == "name" else ""
         if (word in _OP_WORDS and self.span(operands[0]).line > head_span.end_line and word not in self.kinds
@@ -236,13 +236,14 @@ class Statements(Declarations):
             self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
         table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion | ir.Flag] = \
-            self.buffers if kind in ("buffer", "global buffer") else self.tmem_regions if kind == "tmem" \
+            self.buffers if kind in ("buffer", "global buffer", "registers") else self.tmem_regions if kind == "tmem" \
             else self.flags if kind == "flag" else self.mbarriers
         if name not in table:
             return None  # its declaration was rejected, and that error is reported already
         obj = table[name]
         size = obj.size if isinstance(obj, ir.Mbarrier | ir.Flag) else obj.slots
-        kind = "buffer" if kind == "global buffer" else kind  # (the IR tells the spaces apart by the declaration)
+        # (the IR tells the spaces apart by the declaration)
+        kind = "buffer" if kind in ("global buffer", "registers") else kind
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)

@@ -12,6 +12,8 @@ from lark import Tree
 from ... import ir
 from .statements import Statements
 
+TMEM_LANES = 128  # tensor-memory lanes of a CTA (PTX tcgen05 "Tensor Memory": 128 lanes x 512 columns)
+
 
 class Tcgen05Ops(Statements):
     """The `op_*` builders of the tensor-memory family."""
@@ -85,12 +87,31 @@ class Tcgen05Ops(Statements):
         return self._mma("shift", span, quals, operands, clauses)
 
     def op_tcgen05_ld(self, span, quals, operands, clauses):
-        region = self.ref(operands[0], "tmem")
-        return ir.TmemAccess("ld", region, span) if region else None
+        return self._tmem_access("ld", span, operands, clauses)
 
     def op_tcgen05_st(self, span, quals, operands, clauses):
+        return self._tmem_access("st", span, operands, clauses)
+
+    def _tmem_access(self, kind, span, operands, clauses):
+        """`tcgen05.ld/st R [lanes LO..HI] [cols LO..HI]`: constant bounds are checked here (SV104), others
+        when the access runs (semantics/families/tmem_ranges.py)."""
         region = self.ref(operands[0], "tmem")
-        return ir.TmemAccess("st", region, span) if region else None
+        if region is None:
+            return None
+        ranges = []
+        for word, limit, what in (("lanes", TMEM_LANES, "lanes"), ("col_range", self.tmem_regions[region.name].cols,
+                                                                     "columns")):
+            if word not in clauses:
+                ranges.append(None)
+                continue
+            t = clauses[word]
+            lo, hi = self.expr(t.children[0]), self.expr(t.children[1])
+            if isinstance(lo, ir.Const) and isinstance(hi, ir.Const) and not 0 <= lo.value < hi.value <= limit:
+                self.error("SV104", f"{what} {lo.value}..{hi.value} is not a non-empty range inside `{region.name}`'s "
+                           f"{limit} {what} (half-open: LO..HI covers LO up to HI-1)", self.span(t))
+                return None
+            ranges.append((lo, hi))
+        return ir.TmemAccess(kind, region, span, ranges[0], ranges[1])
 
     def op_tcgen05_wait__ld(self, span, quals, operands, clauses):
         return ir.TcWait("ld", span)

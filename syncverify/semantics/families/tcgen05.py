@@ -83,6 +83,7 @@ from .tcgen05_sync import missing_fence
 if TYPE_CHECKING:
     from .encoding.events import Event
     from .encoding.layout import Encoding
+from . import tmem_ranges
 from .regions import WHOLE
 
 # R_GRP of tcgen05 records: an mma/cp no commit tracks yet, an ld / st before its wait, and (below
@@ -131,7 +132,7 @@ class Tcgen05Ops:
 
     # ------------------------------------------------------------------ ordering
     def _tc_conflicts(self, w, p: int, lanes: int, key: tuple, kind: int, span, what: str,
-                      issuer: str = "", part: int = -1) -> None:
+                      issuer: str = "", part: int = -1, region: int = WHOLE) -> None:
         """Check a tensor-memory access against the live records of its region.
 
         Ordered: a record the access's thread has seen complete and ordered for tcgen05 (its
@@ -144,8 +145,9 @@ class Tcgen05Ops:
         behind = self._pipelined(w, p, fenced, key, _PIPELINED.get((issuer, kind), frozenset()))
         reported = False  # one SV603 per access (the first record it is ordered after by thread sync only)
         for r in w.records:
-            if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind:
-                continue
+            if r[:4] != key or (r[R_KIND] == READ and kind == READ) or r in behind or \
+                    not tmem_ranges.overlap(r[R_REGION], region, self.protocol.tmem_regions[key[2]].cols):
+                continue  # (another access's rectangle of the region, apart from this one: tmem_ranges.py)
             if r[R_OWNER] == p and r[R_PART] == part and r[R_GRP] == -1 and not r[R_FLAGS] & (F_TC | F_INFLIGHT):
                 continue  # the same lanes' own ld/st after their wait: each lane after its own part
             known = r[R_KNOWN]
@@ -211,17 +213,20 @@ class Tcgen05Ops:
                         "synchronization orders them", span, related=((r[R_LINE], f"the other access ({other})"),),
                         procs=(r[R_OWNER],))
 
-    def _tc_add(self, w, p: int, part: int, key: tuple, kind: int, line: int, flags: int, grp: int) -> None:
+    def _tc_add(self, w, p: int, part: int, key: tuple, kind: int, line: int, flags: int, grp: int,
+                region: int = WHOLE) -> None:
         """A tensor-memory access record, known by nobody until it completes. A write, checked to be
         ordered after every live access of its region (or pipelined after it), replaces them; a read
         replaces the thread's own earlier reads of the region."""
+        ncols = self.protocol.tmem_regions[key[2]].cols  # (a write replaces what its rectangle covers)
         if kind == WRITE:
-            keep = [r for r in w.records if r[:4] != key]
+            keep = [r for r in w.records if r[:4] != key or not tmem_ranges.covers(region, r[R_REGION], ncols)]
         else:
-            keep = [r for r in w.records if not (r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p)]
+            keep = [r for r in w.records if not (r[:4] == key and r[R_KIND] == READ and r[R_OWNER] == p
+                                                 and tmem_ranges.covers(region, r[R_REGION], ncols))]
         # R_EPOCH: the issue order of the region's live records (_pipelined reads it)
         epoch = 1 + max((r[R_EPOCH] for r in keep if r[:4] == key), default=0)
-        keep.append((*key, kind, p, part, line, flags, epoch, grp, WHOLE, 0, 0))
+        keep.append((*key, kind, p, part, line, flags, epoch, grp, region, 0, 0))
         w.records = tuple(keep)
 
     # ------------------------------------------------------------------ operations
@@ -252,11 +257,12 @@ class Tcgen05Ops:
         key = (SPACE_TMEM, proc.cta, *self._tc_region(op.region, env, ctx))
         kind = READ if op.kind == "ld" else WRITE
         part = self._part(p, ins)
-        self._tc_conflicts(w, p, lanes, key, kind, op.span, f"tcgen05.{op.kind}", part=part)
+        region = tmem_ranges.access_region(self, op, self.protocol.tmem_regions[key[2]].cols, env, ctx)
+        self._tc_conflicts(w, p, lanes, key, kind, op.span, f"tcgen05.{op.kind}", part=part, region=region)
         if kind == READ:
-            self._tc_add(w, p, part, key, READ, op.span.line, 0, TC_LD)
+            self._tc_add(w, p, part, key, READ, op.span.line, 0, TC_LD, region)
         else:
-            self._tc_add(w, p, part, key, WRITE, op.span.line, F_INFLIGHT, TC_ST)
+            self._tc_add(w, p, part, key, WRITE, op.span.line, F_INFLIGHT, TC_ST, region)
         return True
 
     def op_tc_wait(self, w, p, proc, op: ir.TcWait, ins, env, ctx, lanes) -> bool:
