@@ -13,6 +13,7 @@ the layers -- launch.py, this state, the handlers, the dispatch -- have no impor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .cfg import Cfg
 from .launch import (
@@ -34,6 +35,9 @@ from .launch import (
 )
 from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, Operand, Pair, Vec
 from .values import UNKNOWN, Value, float_imm_bits, mask
+
+if TYPE_CHECKING:
+    from .probe import Pending, ProbeCtx
 
 
 @dataclass
@@ -63,6 +67,13 @@ class WarpState:
         self.special = [self._special_regs(first + lane) for lane in range(WARP)]
         self._region_ok: dict[int, list[Instr]] = {}
         self.pc = 0  # the instruction being executed
+        self.steps = 0  # instructions run so far (WarpRun.run bounds them)
+        # a try_wait/test_wait whose result is used and that can give up: sync.py records it here and the
+        # executor forks its two outcomes after the instruction (probe.py)
+        self.probe: Pending | None = None
+        # while this state runs a probe's false outcome: the probe (probe.py, a watchdog's retry is cut)
+        self.probe_ctx: ProbeCtx | None = None
+        self.lockstep = False  # running beside a copy of itself, the other outcome of a probe (probe.py)
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
@@ -179,6 +190,14 @@ class WarpState:
         """Execute `ins` for `lanes`. The dispatch to the instruction handlers is `WarpRun.execute`
         (execute.py); a handler that runs instructions itself (a spin's false outcomes, spin.py) calls it
         through this method, never by importing the module that imports it."""
+        raise NotImplementedError
+
+    def run(self, stack: list[_Entry] | None = None) -> list[Event]:
+        """Run from the SIMT stack `stack` until it is empty (WarpRun.run, execute.py)."""
+        raise NotImplementedError
+
+    def step(self, stack: list[_Entry]) -> None:
+        """One step of the SIMT stack `stack` (WarpRun.step, execute.py)."""
         raise NotImplementedError
 
     # ---- ordinary instructions: moves, addresses, parameter, constant and local memory -----------
