@@ -30,7 +30,8 @@ up, is followed: `if try_wait B parity P { } else { … the give-up path … }`.
 
 What cannot be written this way is refused at the probe with the reason: the outcomes do not join before
 the kernel ends, one outcome ends threads the other does not, a second probe before the first one's
-result is used, a probe executed by some lanes of a warp only.
+result is used, a probe executed by some lanes of a warp only, a probe met again in the same state in its
+own outcome (tests of two phases in turn until one passes: a wait for either phase).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from .warp import WarpState
 
 MAX_RETRY_STEPS = 20_000
+MAX_NESTED = 128  # probes in each other's outcomes (a bounded retry of 100 tries nests 99)
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,16 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
     if run.lockstep:
         raise run.refuse(p.ins, "this probe runs before the result of an earlier probe is used; two probes "
                          "whose results are both pending are not modelled")
+    here = _frozen(run, {}, loop_info(run.cfg).relevant(bool(run.launch.zero_global)), p.pc)
+    if here in run.probe_chain:
+        raise run.refuse(p.ins, "an outcome of this probe comes back to it in the same state through other probes "
+                         "(a loop of tests of different phases, left only when one passes): a wait for either "
+                         "phase, which the language cannot write")
+    if len(run.probe_chain) >= MAX_NESTED:
+        raise run.refuse(p.ins, f"probes nest more than {MAX_NESTED} deep here (each in an outcome of the one "
+                         "before)")
     t, f = clone(run), clone(run)
+    t.probe_chain = f.probe_chain = (*run.probe_chain, here)
     ts, fs = _stack_copy(stack), _stack_copy(stack)
     _set(t, p.pred, p.lanes, 1)
     _set(f, p.pred, p.lanes, 0)

@@ -74,6 +74,7 @@ class WarpState:
         # while this state runs a probe's false outcome: the probe (probe.py, a watchdog's retry is cut)
         self.probe_ctx: ProbeCtx | None = None
         self.lockstep = False  # running beside a copy of itself, the other outcome of a probe (probe.py)
+        self.probe_chain: tuple[object, ...] = ()  # the probes this state runs an outcome of (probe.py)
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
