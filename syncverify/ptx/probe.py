@@ -179,6 +179,9 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
     p = run.probe
     assert p is not None
     run.probe = None
+    if not run.forks_probes:
+        raise run.refuse(p.ins, "a probe (a try_wait that can give up, its result used) in a kernel extracted with "
+                         "a symbolic parameter (--symbolic) is not modelled; extract it at fixed values")
     if run.lockstep:
         raise run.refuse(p.ins, "this probe runs before the result of an earlier probe is used; two probes "
                          "whose results are both pending are not modelled")

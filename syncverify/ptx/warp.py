@@ -51,6 +51,8 @@ class WarpState:
     """One warp's registers, local memory, exited lanes and events; what the instruction handlers read
     and write. `WarpRun` (execute.py) runs it."""
 
+    forks_probes = True  # a probe's two outcomes are run from copies of this state (probe.py)
+
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
                  ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
                  zero: dict[str, set[int]] | None = None):
