@@ -322,8 +322,9 @@ def test_emitted_kernel_round_trip_gives_its_specs_codes(name, tmp_path):
 
 ROOT_CAUSES = frozenset({"SV506", "SV507", "SV508"})
 # An emitted kernel's waits give up when the watchdog (parameter 5, nanoseconds) fires: with a finite one
-# each wait is a probe, which extraction refuses. Extracted at the largest value, the watchdog never fires
-# (`now - t0 > 2^64 - 1` is false for every time) and each wait is the spin it stands for.
+# each wait is a probe (extracted with its give-up path, docs/extract.md "Probes"). Extracted at the largest
+# value, the watchdog never fires (`now - t0 > 2^64 - 1` is false for every time) and each wait is the spin
+# it stands for.
 WATCHDOG_OFF = 2**64 - 1
 
 
@@ -526,18 +527,23 @@ $L__BB0_2:
     ("  @!%p1 bra $L__BB0_1;\n", True),                                                      # the spin loop
     ("  @%p1 bra $L__BB0_2;\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
      "  @!%p1 bra $L__BB0_1;\n", True),                                                     # try, then wait
-    ("  @%p1 bra $L__BB0_2;\n  add.s32 %r2, %r2, 1;\n", False),                               # a probe: goes on
+    ("  @%p1 bra $L__BB0_2;\n  add.s32 %r2, %r2, 1;\n", None),                                # a probe: goes on
     ("  @%p1 bra $L__BB0_2;\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 1;\n"
      "  @!%p1 bra $L__BB0_1;\n", False),                                                    # re-tests another phase
 ])
 def test_try_wait_is_read_as_a_wait_only_in_a_spin(false_path, blocking):
+    """A spin is a wait; a try_wait that goes on is a probe (docs/extract.md, "Probes"); one that tests
+    another phase in turn until one passes is a wait for either phase, which is refused."""
     mod = _kernel("", "  mov.u32 %r1, 0;\n$L__BB0_1:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
                   + false_path + "$L__BB0_2:\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n")
     if blocking:
         text = extract(mod, Launch(block=(32, 1, 1))).text
         assert re.search(r"\n    wait mb0 parity 0; .*\n    read s0; ", text)
+    elif blocking is None:
+        text = extract(mod, Launch(block=(32, 1, 1))).text
+        assert re.search(r"\n    if try_wait mb0 parity 0 \{ .*\n    \} .*\n    read s0; ", text), text
     else:
-        assert "goes on without testing the same barrier phase again" in _refusal(mod, 32)
+        assert "comes back to it in the same state through other probes" in _refusal(mod, 32)
 
 
 def test_unaligned_barrier_keeps_its_form():

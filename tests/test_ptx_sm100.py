@@ -8,7 +8,7 @@ PTX and checked.
   three seeded bugs, each flagged at its CUDA line.
 * tests/data/ptx/sm100_gemm_2sm_2x1.cu: CUTLASS's sm100 2-SM warp-specialized GEMM (cluster 2x1, two stages),
   with its Params fields from its own host code (sm100_gemm_2sm_2x1_fields.cu): extraction gets through every
-  tcgen05 instruction and stops at the mainloop's `consumer_try_wait`, a probe (issue #33, item 2).
+  tcgen05 instruction and the pipelines' probes (`consumer_try_wait`, `producer_try_acquire`; issue #33).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from syncverify.cli import main
 from syncverify.ptx.extract import extract
 from syncverify.ptx.launch import Launch, ParamBytes
-from syncverify.ptx.parse import PtxError, parse_ptx_file
+from syncverify.ptx.parse import parse_ptx_file
 
 DATA = Path(__file__).parent / "data" / "ptx"
 LAUNCH = ["--block", "96", "--cluster", "2", "--grid", "2", "--dynamic-smem", "16384",
@@ -148,21 +148,35 @@ PARAM_FIELDS = [(0, 4), (4, 16), (1920, 120), (2040, 36), (1280, 72)]
 BOXES = {128: 16384, 384: 8192, 1408: 4096, 1664: 4096}
 
 
-def test_cutlass_sm100_gemm_extracts_to_the_mainloop_probe(tmp_path):  # type: ignore[no-untyped-def]
-    """Every tcgen05 instruction before it is extracted (the 2-SM allocation that used to be refused at
-    tmem_allocator_sm100.hpp:141, the address word, the 2-SM copies); extraction stops at the MMA warp's
-    `consumer_try_wait` (barrier.h:470), whose false outcome goes on to another barrier's wait before
-    `consumer_wait` tests the phase again: a probe, which the language does not have yet."""
+def _code(text: str) -> str:
+    return "\n".join(ln.split("//")[0].strip() for ln in text.splitlines() if ln.split("//")[0].strip()) + "\n"
+
+
+def test_cutlass_sm100_gemm_extracts_with_the_mainloop_probes(tmp_path):  # type: ignore[no-untyped-def]
+    """Every tcgen05 instruction is extracted (the 2-SM allocation that used to be refused at
+    tmem_allocator_sm100.hpp:141, the address word, the 2-SM copies), and the pipelines' probes are (they
+    were refused at PTX line 1804 before, docs/extract.md "Probes"): the MMA warp's `consumer_try_wait`
+    (barrier.h:470), whose false outcome goes on to the accumulator's `producer_acquire` before
+    `consumer_wait(token)` (sm90_pipeline.hpp:620) tests the phase again, is a token let there and tested
+    there; so is the load warp's `producer_try_acquire`, issued before the stage's copies and tested by the
+    next `producer_acquire(token)` (sm90_pipeline.hpp:533)."""
     out = tmp_path / "gemm.ptx"
     out.write_bytes(gzip.decompress((DATA / "sm100_gemm_2sm_2x1_s2.ptx.gz").read_bytes()))
     blob = FIELDS.read_bytes()
     launch = Launch(block=(256, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=83968,
                     params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
                     tensor_bytes={("0", o): n for o, n in BOXES.items()})
-    with pytest.raises(PtxError) as err:
-        extract(parse_ptx_file(str(out)), launch)
-    assert err.value.line == 1804 and "this try_wait can give up, so it is a probe" in err.value.message
-    assert "barrier.h:470" in err.value.note and "tcgen05" not in err.value.message
+    text = extract(parse_ptx_file(str(out)), launch).text
+    code = _code(text)
+    # the MMA warp (warp 0 of the leader CTA): the probe of stage 0, the accumulator buffer, the token
+    assert "let tok = try_wait mb0[0] parity 0;\nwait mb0[22] parity 1;\nif !tok {\nwait mb0[0] parity 0;\n}\n" \
+        in code, code
+    assert re.search(r"let tok = try_wait mb0\[0\] parity 0; +// [^\n]*barrier\.h:470[^\n]*ptx:1804", text)
+    assert re.search(r"if !tok \{ +// [^\n]*sm90_pipeline\.hpp:620", text)
+    # the load warp (warp 2), in both CTAs: the next stage's probe before this stage's copies
+    assert code.count("let tok = try_wait mb0[3] parity 1;\n") == 2
+    assert code.count("if !tok {\nwait mb0[3] parity 1;\n}\n") == 2
+    assert "tcgen05.mma t0, s17, s25 cta_group 2;" in code
 
 
 # ---- the one-SM forms: tests/data/ptx/sm100/umma_1sm.cu ------------------------------------------------

@@ -34,6 +34,7 @@ from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
 from .launch import PARAM_SPACE, Event, Launch, Memory, _bits, _lanes, _params, cluster_warps
 from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
+from .probe import fork, retry_exit
 from .provenance import param_hint
 from .sync import execute_sync
 from .values import UNKNOWN, compute
@@ -57,58 +58,70 @@ class WarpRun(WarpState):
     # ---- execution -------------------------------------------------------------------------------
 
     def run(self, stack: list[_Entry] | None = None) -> list[Event]:
-        """Run to the warp's exit, from the start or from a SIMT stack saved earlier (symloop.py)."""
-        body = self.cfg.body
+        """Run to the warp's exit, from the start or from a SIMT stack saved earlier (symloop.py); a probe's
+        two outcomes run to their join point this way too (probe.py)."""
         full = (1 << self.nlanes) - 1
         if full == 0:
             return []
         if stack is None:
             stack = [_Entry(0, full, EXIT)]
         self.stack = stack
-        steps = 0
+        self.steps = 0
         while stack:
-            top = stack[-1]
-            top.mask &= ~self.exited
-            if top.pc == top.rpc or top.mask == 0 or top.pc == EXIT:
-                stack.pop()
-                continue
-            steps += 1
-            if not steps & 0xFFFF:
-                budget.check_clock(f"running warp {self.warp} of CTA {self.rank} (PTX line {body[top.pc].line})")
-            if steps > MAX_STEPS:
-                raise self.refuse(body[top.pc], f"execution did not finish after {MAX_STEPS:,} steps (a loop "
-                                  "whose trip count depends on a value that was not given?)")
-            ins = body[top.pc]
-            self.pc = top.pc
-            active = top.mask
-            guard = self._guard(ins, active)
-            if ins.base == "bra":
-                self._branch(stack, top, ins, active, guard)
-                continue
-            if ins.base in ("ret", "exit"):
-                if guard[1]:
-                    raise self.refuse(ins, "whether the thread exits depends on a value that is not known")
-                self.exited |= guard[0]
-                top.pc += 1
-                continue
-            run_mask, unknown = guard
-            if unknown:
-                if affects_sync(ins):
-                    raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
-                                      + global_note(self, ins.guard))
-                if self.gcomm is not None:
-                    self.gcomm.note(self, ins, unknown)
-                self.havoc(ins, unknown)
-            if run_mask:
-                self.execute(ins, run_mask)
-                note_writes(self, ins, run_mask)  # an RS wgmma's A register written (wgmma_regs.py)
-            top.pc += 1
+            self.step(stack)
         return self.events
+
+    def step(self, stack: list[_Entry]) -> None:
+        """One instruction of the top of the SIMT stack (or one pop of a finished entry); a probe it met
+        (sync.py sets `probe`) is forked into its two outcomes here, after the instruction (probe.py)."""
+        body = self.cfg.body
+        top = stack[-1]
+        top.mask &= ~self.exited
+        if top.pc == top.rpc or top.mask == 0 or top.pc == EXIT:
+            stack.pop()
+            return
+        self.steps += 1
+        if not self.steps & 0xFFFF:
+            budget.check_clock(f"running warp {self.warp} of CTA {self.rank} (PTX line {body[top.pc].line})")
+        if self.steps > MAX_STEPS:
+            raise self.refuse(body[top.pc], f"execution did not finish after {MAX_STEPS:,} steps (a loop "
+                              "whose trip count depends on a value that was not given?)")
+        ins = body[top.pc]
+        self.pc = top.pc
+        active = top.mask
+        guard = self._guard(ins, active)
+        if ins.base == "bra":
+            self._branch(stack, top, ins, active, guard)
+            return
+        if ins.base in ("ret", "exit"):
+            if guard[1]:
+                raise self.refuse(ins, "whether the thread exits depends on a value that is not known")
+            self.exited |= guard[0]
+            top.pc += 1
+            return
+        run_mask, unknown = guard
+        if unknown:
+            if affects_sync(ins):
+                raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
+                                  + global_note(self, ins.guard))
+            if self.gcomm is not None:
+                self.gcomm.note(self, ins, unknown)
+            self.havoc(ins, unknown)
+        if run_mask:
+            self.execute(ins, run_mask)
+            note_writes(self, ins, run_mask)  # an RS wgmma's A register written (wgmma_regs.py)
+        top.pc += 1
+        if self.probe is not None:
+            fork(self, stack)
 
     def _branch(self, stack: list[_Entry], top: _Entry, ins: Instr, active: int, guard: tuple[int, int]) -> None:
         i = top.pc
         taken, unknown = guard
         if unknown:
+            giving_up = retry_exit(self, i, taken, unknown, active)  # a watchdog's retry of a probe (probe.py)
+            if giving_up is not None:
+                top.pc = giving_up
+                return
             join = self.cfg.ipdom.get(i, EXIT)
             if join == EXIT:
                 raise self.refuse(ins, "a branch is decided by a value that is not known (data, time or an "

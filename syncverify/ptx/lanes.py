@@ -92,15 +92,18 @@ def check_crossing(mod: Module, events: dict[tuple[int, int], list[Event]],
 
 def _unrolled_twice(evs: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
     out: list[tuple[int, Event]] = []
-    stack: list[int] = []
+    stack: list[int] = []  # where each open `for` began; -1 for the block of a probe's `if` (probe.py)
     for i, e in evs:
         if e.kind == "text" and str(e.args[0]).startswith("for "):
             stack.append(len(out))
             continue
+        if (e.kind == "text" and str(e.args[0]).startswith("if ")) or (e.kind == "probe" and e.args[3] == "if"):
+            stack.append(-1)
         if e.kind == "text" and str(e.args[0]) == "}" and stack:
             start = stack.pop()
-            out += out[start:]
-            continue
+            if start >= 0:
+                out += out[start:]
+                continue
         out.append((i, e))
     return out
 

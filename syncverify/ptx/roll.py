@@ -115,6 +115,35 @@ def _try_loop(body: list[Stmt], i: int, p: int, r: int, var: str) -> Loop | None
     return Loop(var, r, tuple(out))
 
 
+_LET = re.compile(r"^let (\w+) = ")
+_USE = re.compile(r"^if !?(\w+) \{$")
+
+
+def closed(stmts: list[Stmt]) -> bool:
+    """Whether the statements are whole blocks: every `{` a probe's `if` opens (ptx/probe.py) is closed
+    among them and none closes an outer one, and every token they test (`if !T {`) is let among them
+    first. Only such a run can be a loop's body or be cut around by one."""
+    depth = 0
+    let: set[str] = set()
+    used: set[str] = set()
+    for s in stmts:
+        m = _LET.match(s.text)
+        if m:
+            let.add(m.group(1))
+        u = _USE.match(s.text)
+        if u and u.group(1) not in ("try_wait", "test_wait"):
+            if u.group(1) not in let:
+                return False
+            used.add(u.group(1))
+        if s.text.startswith("}"):
+            depth -= 1
+            if depth < 0:
+                return False
+        if s.text.endswith("{"):
+            depth += 1
+    return depth == 0 and let <= used
+
+
 def roll(body: tuple[Stmt, ...], names: list[str]) -> list[Stmt | Loop]:
     """The statements with the longest repeated run written as a loop (then its prefix and suffix).
 
@@ -138,7 +167,7 @@ def roll(body: tuple[Stmt, ...], names: list[str]) -> list[Stmt | Loop]:
             r = 1
             while i + (r + 1) * p <= n and keys[i + r * p: i + (r + 1) * p] == keys[i: i + p]:
                 r += 1
-            if r >= MIN_REPEAT and p * r > covered:
+            if r >= MIN_REPEAT and p * r > covered and closed(items[i: i + p]):
                 best, covered = (i, p, r), p * r
     if best is None:
         return list(items)

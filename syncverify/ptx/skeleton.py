@@ -81,7 +81,7 @@ def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
 
 
 _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx",
-              "complete_tx", "tc_commit"}
+              "complete_tx", "tc_commit", "probe"}
 
 
 def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
@@ -533,6 +533,12 @@ class _Ctx:
         if k == "tma_store":
             (_rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]
+        if k == "probe":  # a try_wait/test_wait whose result is used (probe.py): `if try_wait …{`, `let T = …;`
+            bar, parity, head, form = a
+            if bar[0] != own:  # type: ignore[index]
+                raise _refuse(self.mod, e.instr, "a probe of another CTA's mbarrier")
+            test = f"{head} {self.bar(bar, own)} parity {parity}"  # type: ignore[arg-type]
+            return [f"if {test} {{" if form == "if" else f"{form} = {test};"]
         if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)
             return [str(a[0])]
         if k == "rs_read":  # an RS-form wgmma's A registers (wgmma_regs.py)

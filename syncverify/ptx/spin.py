@@ -173,7 +173,7 @@ def try_wait_key(run: WarpState, ins: Instr, lanes: int) -> tuple[object, object
 
 
 def _is_same_wait(ins: Instr) -> bool:
-    return ins.opcode.startswith("mbarrier.try_wait.parity")
+    return ins.opcode.startswith(("mbarrier.try_wait.parity", "mbarrier.test_wait.parity"))
 
 
 def _pred_name(op: Operand) -> str | None:

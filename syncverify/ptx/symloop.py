@@ -80,6 +80,8 @@ class Snap:
 class SymWarpRun(WarpRun):
     """A warp of the kernel with the symbolic parameter's terms (see the module docstring)."""
 
+    forks_probes = False  # its loop snapshots follow one path: a probe's two outcomes are not run (probe.py)
+
     def __init__(self, *args: object, ctx: SymCtx, **kw: object):
         super().__init__(*args, **kw)  # type: ignore[arg-type]
         self.ctx = ctx

@@ -17,6 +17,7 @@ from .access import known as _known
 from .lane_operands import lane_groups
 from .launch import CLUSTER, RANK, SH_GEN, Event, lanes_of
 from .parse import Imm, Instr, Name, Operand, Pair, TensorAddr, Vec
+from .probe import Pending
 from .spin import GivesUp, result_unused, spins
 from .undefined import member_mask
 from .values import UNKNOWN, Value, mask
@@ -26,7 +27,7 @@ from .wgmma_regs import note_rs_read
 if TYPE_CHECKING:
     from .warp import WarpState
 
-_NOT_MODELLED = ("mbarrier.test_wait", "mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
+_NOT_MODELLED = ("mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.ca",
                  "cp.async.cg", "cp.async.mbarrier", "cp.async.commit_group", "cp.async.wait_group",
                  "cp.async.wait_all", "cp.async.bulk.shared::cluster.shared::cta",
                  "cp.reduce.async", "st.async", "red.async", "multimem.", "call", "trap", "brkpt",
@@ -225,9 +226,9 @@ def _mbarrier(run: WarpState, ins: Instr, lanes: int) -> bool:
     if sub == "inval":
         _emit(run, "inval", (_uniform(run, ins, lanes, bar_at(0)),), lanes, ins)
         return True
-    if sub == "try_wait":
+    if sub in ("try_wait", "test_wait"):
         if "parity" not in mods:
-            raise run.refuse(ins, "a token (state) try_wait is not modelled; CUTLASS waits use .parity")
+            raise run.refuse(ins, f"a token (state) {sub} is not modelled; CUTLASS waits use .parity")
         sem, scope = _sem_scope(ins, "acquire")
         args = _uniform(run, ins, lanes, lambda lane: (_bar(run, ins, ops[1], lane),
                                                        _known(run.read(ops[2], lane))))
@@ -237,10 +238,13 @@ def _mbarrier(run: WarpState, ins: Instr, lanes: int) -> bool:
                 for lane in lanes_of(lanes):
                     run.write(ops[0], lane, UNKNOWN)
                 return True
-            raise run.refuse(ins, f"this try_wait can give up, so it is a probe, not a wait: {spin.why}. Only a "
-                             "loop that always comes back to a try_wait of the same barrier and parity waits; a "
-                             "bounded retry, a second probe or a watchdog can go on with the phase incomplete, "
-                             "and probes whose result is used are not modelled")
+            # a probe (docs/language.md §7.1.1): both outcomes are run after this instruction (probe.py)
+            if lanes != (1 << run.nlanes) - 1 & ~run.exited and lanes & (lanes - 1):
+                raise run.refuse(ins, f"this {sub} can give up, so it is a probe ({spin.why}), and only some "
+                                 "lanes of the warp execute it; the language's probe is executed by the warp "
+                                 "or by one elected lane")
+            run.probe = Pending(ins, run.pc, lanes, args[0], args[1], sem, scope, ops[0], sub == "test_wait")  # type: ignore[arg-type]
+            return True
         _emit(run, "wait", (*args, sem, scope), lanes, ins, retry=spin.retry if spin.retry is not ins else None)
         for lane in lanes_of(lanes):
             run.write(ops[0], lane, 1, 1)  # the blocking reading: it returns once the phase completed

@@ -13,6 +13,7 @@ the layers -- launch.py, this state, the handlers, the dispatch -- have no impor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .cfg import Cfg
 from .launch import (
@@ -36,6 +37,9 @@ from .parse import Addr, FloatImm, Function, Imm, Instr, Module, Name, NegName, 
 from .values import UNKNOWN, Value, float_imm_bits, mask
 from .wgmma_regs import note_writes
 
+if TYPE_CHECKING:
+    from .probe import Pending, ProbeCtx
+
 
 @dataclass
 class _Entry:
@@ -47,6 +51,8 @@ class _Entry:
 class WarpState:
     """One warp's registers, local memory, exited lanes and events; what the instruction handlers read
     and write. `WarpRun` (execute.py) runs it."""
+
+    forks_probes = True  # a probe's two outcomes are run from copies of this state (probe.py)
 
     def __init__(self, mod: Module, fn: Function, cfg: Cfg, mem: Memory, launch: Launch, cta_rank: int,
                  ctaid: tuple[int, int, int], warp: int, params: dict[str, tuple[bytes | None, bytes | None]],
@@ -67,6 +73,14 @@ class WarpState:
         # RS-form wgmma: A-operand registers -> their `regs` region, and each register's regions (wgmma_regs.py)
         self.rs_regions: dict[tuple[str, ...], str] = {}
         self.rs_owner: dict[str, list[str]] = {}
+        self.steps = 0  # instructions run so far (WarpRun.run bounds them)
+        # a try_wait/test_wait whose result is used and that can give up: sync.py records it here and the
+        # executor forks its two outcomes after the instruction (probe.py)
+        self.probe: Pending | None = None
+        # while this state runs a probe's false outcome: the probe (probe.py, a watchdog's retry is cut)
+        self.probe_ctx: ProbeCtx | None = None
+        self.lockstep = False  # running beside a copy of itself, the other outcome of a probe (probe.py)
+        self.probe_chain: tuple[object, ...] = ()  # the probes this state runs an outcome of (probe.py)
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
@@ -184,6 +198,14 @@ class WarpState:
         """Execute `ins` for `lanes`. The dispatch to the instruction handlers is `WarpRun.execute`
         (execute.py); a handler that runs instructions itself (a spin's false outcomes, spin.py) calls it
         through this method, never by importing the module that imports it."""
+        raise NotImplementedError
+
+    def run(self, stack: list[_Entry] | None = None) -> list[Event]:
+        """Run from the SIMT stack `stack` until it is empty (WarpRun.run, execute.py)."""
+        raise NotImplementedError
+
+    def step(self, stack: list[_Entry]) -> None:
+        """One step of the SIMT stack `stack` (WarpRun.step, execute.py)."""
         raise NotImplementedError
 
     # ---- ordinary instructions: moves, addresses, parameter, constant and local memory -----------

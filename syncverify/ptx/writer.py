@@ -9,6 +9,7 @@ CUDA source line.
 from __future__ import annotations
 
 import os
+import re
 
 from . import storage
 from .launch import ParamBytes
@@ -108,10 +109,47 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
             lines.append("")
             guard = r.name if rank is None else f"{r.name} && cta == {rank}"
             lines.append(f"  if {guard} {{")
+            first = len(lines)
             _body(lines, origin, body)
+            lines[first:] = _blocks(lines[first:])
             lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n", origin
+
+
+_LET = re.compile(r"\blet (tok) = ")
+_USE = re.compile(r"\bif (!?)(tok) \{")
+
+
+def _blocks(lines: list[str]) -> list[str]:
+    """A role body's lines with the blocks of probes (ptx/probe.py) indented, and each token let under a
+    name of its own, its uses under that name: extraction names every token `tok`, alike in every
+    iteration so that loops roll, and the language lets no name be declared twice in a scope
+    (docs/language.md §5.1)."""
+    out: list[str] = []
+    opened: list[bool] = []  # the blocks open at this line: True for a probe's
+    count: dict[str, int] = {}
+    name: dict[str, str] = {}
+    for line in lines:
+        code = line.split("//")[0].strip()
+        kind = False
+        if code.startswith("}") and opened:
+            kind = opened.pop()
+        m = _LET.search(line)
+        if m:
+            n = count[m.group(1)] = count.get(m.group(1), 0) + 1
+            name[m.group(1)] = m.group(1) if n == 1 else f"{m.group(1)}_{n}"
+            line = line[:m.start(1)] + name[m.group(1)] + line[m.end(1):]
+        u = _USE.search(line)
+        if u and u.group(2) in name:
+            line = line[:u.start(2)] + name[u.group(2)] + line[u.end(2):]
+        out.append("  " * sum(opened) + line)
+        if code.endswith("{"):
+            opened.append(kind if code.startswith("}") else code.startswith(_PROBE_OPEN))
+    return out
+
+
+_PROBE_OPEN = ("if try_wait", "if !try_wait", "if test_wait", "if !test_wait", "if tok", "if !tok")
 
 
 def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool, tuple[int, ...]]]:
