@@ -279,3 +279,16 @@ def test_a_bad_fmha_shape_is_an_input_error(capsys):  # type: ignore[no-untyped-
         main(["check", str(DATA / "ring.ptx"), "--cutlass-fmha", "1,1,256,256"])
     assert exc.value.code == 2
     assert "expected B,H,Q,K,D: five positive numbers" in capsys.readouterr().err
+
+
+@NEEDS
+def test_the_fmha_cu_compiles_with_the_examples_headers(capsys):  # type: ignore[no-untyped-def]
+    """`extract fmha_hopper_fwd_ws_64.cu --cutlass-fmha ...`: the .cu includes the example's headers as
+    88_hopper_fmha.cu does (`collective/...`, `kernel/...`), found in the pip package without an -I, and its
+    PTX goes as far as the committed build's (nvcc: a minute or more)."""
+    cu = DATA / "fmha_hopper_fwd_ws_64.cu"
+    code = main(["extract", str(cu), "--cutlass-fmha", "1,1,256,256,64"])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and "fatal error" not in err and "did not compile" not in err, err[:2000]
+    if "so it is a probe" in err:
+        assert f"{cu} (PTX from nvcc):2908:2: error: cannot extract" in err
