@@ -1,6 +1,7 @@
 """`--cutlass-problem MxNxK[xL]` on `check` and `extract`: a CUTLASS sm90 GEMM's launch, Params fields and
 tensor-map boxes computed by CUTLASS's own host code (ptx/cutlass_host.py), so that no host program is
-written by hand. The kernel's type comes from its PTX entry; a `.cu` is compiled first."""
+written by hand. The kernel's type comes from its PTX entry; a `.cu` is compiled first. sm100 GEMMs and
+example 88's FMHA (`--cutlass-fmha B,H,Q,K,D`) have host programs of their own (ptx/cutlass_host_kinds.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import copy
 import re
 
 from ..ptx.cutlass_host import cutlass_include, host_launch
+from ..ptx.cutlass_host_kinds import host_launch_of, with_example_includes
 from ..ptx.extract import load_module, pick_kernel
 from ..ptx.parse import Module
 
@@ -24,10 +26,24 @@ def _problem(text: str) -> tuple[int, int, int, int]:
     return (vals[0], vals[1], vals[2], vals[3] if len(vals) == 4 else 1)
 
 
+def _fmha(text: str) -> tuple[int, int, int, int, int]:
+    parts = [p for p in re.split(r"[x,]", text) if p.strip()]
+    try:
+        vals = [int(p, 0) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected B,H,Q,K,D") from None
+    if len(vals) != 5 or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected B,H,Q,K,D: five positive numbers")
+    return (vals[0], vals[1], vals[2], vals[3], vals[4])
+
+
 def add_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--cutlass-problem", type=_problem, metavar="MxNxK[xL]",
-                   help="a CUTLASS sm90 GEMM: compute its launch, Params fields and tensor-map boxes for this "
+                   help="a CUTLASS sm90 or sm100 GEMM: compute its launch, Params fields and tensor-map boxes for this "
                         "problem with CUTLASS's own host code (built once with nvcc; docs/cutlass.md)")
+    g.add_argument("--cutlass-fmha", type=_fmha, metavar="B,H,Q,K,D",
+                   help="CUTLASS example 88's Hopper FMHA forward kernel: its launch, Params fields and boxes "
+                        "for batch B, H heads, query length Q, key length K, head dim D (docs/cutlass.md)")
     g.add_argument("--cutlass-sms", type=int, metavar="N",
                    help="SMs the tile scheduler is given (default: the CTAs of one cluster, so that every tile "
                         "of the problem passes through the cluster that is extracted)")
@@ -43,11 +59,14 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     auto = cutlass_include()  # a .cu of a CUTLASS kernel compiles against the nvidia-cutlass headers too
     if auto is not None and auto not in includes:
         includes.append(auto)
+    includes = with_example_includes(args, includes)  # --cutlass-fmha: the example's own headers too
     mod = load_module(path, includes, getattr(args, "nvcc_flags", ()))
     name = pick_kernel(mod, args.kernel)
     fn = next(f for f in mod.entries() if f.name == name)
-    host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,
-                       args.cutlass_beta, quiet=getattr(args, "quiet", False))
+    host = host_launch_of(path, fn, includes, args)  # an sm100 GEMM or the FMHA example (ptx/cutlass_host_kinds.py)
+    if host is None:
+        host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,
+                           args.cutlass_beta, quiet=getattr(args, "quiet", False))
     out = copy.copy(args)
     out.kernel = name
     out.includes = includes

@@ -154,8 +154,8 @@ def extract_kernel(path: str, args: argparse.Namespace, expect: str | None = Non
 
 
 def _with_cutlass(path: str, args: argparse.Namespace) -> tuple[Module | None, argparse.Namespace]:
-    """--cutlass-problem: the module and the launch CUTLASS's host code computed (cli/cutlass.py)."""
-    if getattr(args, "cutlass_problem", None) is None:
+    """--cutlass-problem / --cutlass-fmha: the module and the launch CUTLASS's host code computed (cli/cutlass.py)."""
+    if getattr(args, "cutlass_problem", None) is None and getattr(args, "cutlass_fmha", None) is None:
         return None, args
     return cli_cutlass.resolve(path, args)
 
