@@ -158,7 +158,6 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
     base = budgets.rss_mb()
     peak = base
     machine.deadline = deadline
-    nprocs = len(machine.procs)
     visited = Visited(Interner())
     frontier: list[State] = []
     if _owner(init, jobs) == me:
@@ -174,47 +173,14 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
         steps = array("q")
         events: list[tuple] = []
         stopped = ""
-        for n, (state, rank) in enumerate(zip(frontier, ranks, strict=True)):
-            if time.monotonic() > deadline:
-                stopped = budgets.TIME
-                break
-            if n % 256 == 255:
-                peak = max(peak, budgets.rss_mb())
-                if peak - base > memory_mb:
-                    stopped = budgets.MEMORY
-                    break
-            try:
-                results = list(successors(state))
-            except BudgetExceeded:
-                stopped = budgets.TIME
-                break
-            steps.append(len(results))
-            if not results and not all(machine.done(state, p) for p in range(nprocs)):
-                v = deadlock(machine, state)
-                key = _error_key(v, "deadlock")
-                if key not in seen_errors:
-                    seen_errors.add(key)
-                    events.append((rank, E, key, _portable(v), None))
-            for i, res in enumerate(results):
-                for warn in res.warnings:
-                    key = (warn.code, warn.span.line if warn.span else 0)
-                    if key not in seen_warnings:
-                        seen_warnings.add(key)
-                        events.append((rank, W, key, _portable(warn), res.label))
-                for v in res.soft:
-                    key = _error_key(v, 0)
-                    if key not in seen_errors:
-                        seen_errors.add(key)
-                        events.append((rank, E, key, _portable(v), res.label))
-                if res.violation is not None:
-                    v = res.violation
-                    key = _error_key(v, v.related[0][0] if v.related else 0)
-                    if key not in seen_errors:
-                        seen_errors.add(key)
-                        events.append((rank, E, key, _portable(v), res.label))
-                    continue
-                nxt = res.state if canon is None else canon(res.state)[0]
-                out[_owner(nxt, jobs)].append(((rank << SHIFT) | i, nxt, res.label))
+        raised: tuple | None = None
+        try:
+            _expand(machine, successors, canon, jobs, frontier, ranks, deadline, memory_mb, base, out, steps,
+                    events, seen_errors, seen_warnings)
+        except _Stopped as stop:
+            stopped = stop.kind
+        except Exception as exc:  # the sequential search would raise it: the coordinator raises it there
+            raised = _portable(exc)
         for j in range(jobs):  # always, so that no owner waits for a batch that never comes
             if j != me:
                 inboxes[j].put(out[j])
@@ -232,8 +198,60 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
         del batches, out
         frontier = fresh
         peak = max(peak, budgets.rss_mb())
-        ctl.send((steps, events, keys, labels, stopped, peak - base))
+        ctl.send((steps, events, keys, labels, stopped, peak - base, raised))
     ctl.close()
+
+
+class _Stopped(Exception):
+    """A worker's budget (time or memory) ran out in the middle of a level."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs: int, frontier: list[State],
+            ranks: array, deadline: float, memory_mb: float, base: float, out: list[list[tuple]], steps: array,
+            events: list[tuple], seen_errors: set[tuple], seen_warnings: set[tuple]) -> None:
+    """A worker's share of one level: its states in rank order, each successor to its owner's batch in
+    ``out``, the steps taken per state in ``steps``, the findings first met here in ``events``."""
+    nprocs = len(machine.procs)
+    for n, (state, rank) in enumerate(zip(frontier, ranks, strict=True)):
+        if time.monotonic() > deadline:
+            raise _Stopped(budgets.TIME)
+        if n % 256 == 255 and budgets.rss_mb() - base > memory_mb:
+            raise _Stopped(budgets.MEMORY)
+        try:
+            results = list(successors(state))
+        except BudgetExceeded as exc:
+            raise _Stopped(budgets.TIME) from exc
+        steps.append(len(results))
+        if not results and not all(machine.done(state, p) for p in range(nprocs)):
+            v = deadlock(machine, state)
+            key = _error_key(v, "deadlock")
+            if key not in seen_errors:
+                seen_errors.add(key)
+                events.append((rank, E, key, _portable(v), None))
+        for i, res in enumerate(results):
+            for warn in res.warnings:
+                key = (warn.code, warn.span.line if warn.span else 0)
+                if key not in seen_warnings:
+                    seen_warnings.add(key)
+                    events.append((rank, W, key, _portable(warn), res.label))
+            for v in res.soft:
+                key = _error_key(v, 0)
+                if key not in seen_errors:
+                    seen_errors.add(key)
+                    events.append((rank, E, key, _portable(v), res.label))
+            if res.violation is not None:
+                v = res.violation
+                key = _error_key(v, v.related[0][0] if v.related else 0)
+                if key not in seen_errors:
+                    seen_errors.add(key)
+                    events.append((rank, E, key, _portable(v), res.label))
+                continue
+            nxt = res.state if canon is None else canon(res.state)[0]
+            out[_owner(nxt, jobs)].append(((rank << SHIFT) | i, nxt, res.label))
 
 
 class _Coordinator:
@@ -283,6 +301,9 @@ class _Coordinator:
                 for w in range(self.jobs):
                     ctl[w].send(("expand", ranks[w]))
                 replies = [self._receive(c, workers) for c in ctl]
+                raised = next((r[6] for r in replies if r[6] is not None), None)
+                if raised is not None:
+                    raise _restored(raised)
                 worker_mb = [max(m, r[5]) for m, r in zip(worker_mb, replies, strict=True)]
                 peak = max(peak, budgets.rss_mb())
                 stopped = next((r[4] for r in replies if r[4]), "")
