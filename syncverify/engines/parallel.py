@@ -225,6 +225,8 @@ def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs
             results = list(successors(state))
         except BudgetExceeded as exc:
             raise _Stopped(budgets.TIME) from exc
+        if len(results) >> SHIFT:  # a key holds the step's index in SHIFT bits
+            raise ValueError(f"a state with {len(results)} successors: more than the parallel search numbers")
         steps.append(len(results))
         if not results and not all(machine.done(state, p) for p in range(nprocs)):
             v = deadlock(machine, state)
