@@ -48,6 +48,9 @@ SPEC_CASES = [
 ]
 
 
+NOTES = "## What the table shows"  # a hand-written reading of the last run, kept when the table is rewritten
+
+
 @dataclass(frozen=True)
 class Run:
     answer: tuple  # what must not depend on N
@@ -131,7 +134,9 @@ def main() -> int:
     if args.out == "-":
         print(text)
     else:
-        Path(args.out).write_text(text)
+        out = Path(args.out)
+        kept = out.read_text().partition(NOTES)[2] if out.exists() else ""
+        out.write_text(text + ("\n" + NOTES + kept if kept else ""))  # the reading below the table stays
     return 1 if bad else 0
 
 
