@@ -69,7 +69,7 @@ def run(path: Path, args: tuple[str, ...], jobs: int, max_states: int) -> Run:
     cmd = [sys.executable, "-m", "syncverify", "check", str(path), "--engine", "explicit", "--format", "json", "-q",
            "--timeout", "100000", "--max-memory", "100000", "--max-states", str(max_states),
            "--after-first-error", "0", "--search-jobs", str(jobs), *args]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()

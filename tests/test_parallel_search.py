@@ -118,6 +118,13 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, env=env, cwd=ROOT, timeout=300)
 
 
+def _json_lines(out: str) -> list[str]:
+    """The JSON report (indented: one field a line) less the measured times and memory."""
+    lines = [line for line in out.splitlines() if '"seconds"' not in line and '"peak_mb"' not in line]
+    assert len(lines) > 8 and '"verdict"' in out, out[-400:]  # a report, not an empty comparison
+    return lines
+
+
 def test_the_cli_refuses_what_it_cannot_replay_and_runs_the_rest():
     spec = os.path.join(ROOT, "specs", "cp_async_mbarrier_inc_hang.sync")
     got = _cli("--search-jobs", "2", "--after-first-error", "5", spec)
@@ -127,8 +134,7 @@ def test_the_cli_refuses_what_it_cannot_replay_and_runs_the_rest():
     one = _cli("--engine", "explicit", "--format", "json", spec)
     two = _cli("--engine", "explicit", "--format", "json", "--search-jobs", "2", "--after-first-error", "0", spec)
     assert one.returncode == two.returncode == 1  # the violation, found alike
-    strip = [line for line in one.stdout.splitlines() if '"seconds"' not in line and '"peak_mb"' not in line]
-    assert strip == [line for line in two.stdout.splitlines() if '"seconds"' not in line and '"peak_mb"' not in line]
+    assert _json_lines(two.stdout) == _json_lines(one.stdout)
 
 
 EVERY = 400  # every k-th program of each bounded-exhaustive scope (of the small relinquish scope, every 5th)
@@ -174,3 +180,17 @@ def test_an_exception_in_a_step_reaches_the_caller_as_in_one_process():
     for jobs in (1, 2):
         with pytest.raises(ValueError, match="a step the model cannot take"):
             search(machine, Budget(), reduce=False, jobs=jobs)
+
+
+
+@pytest.mark.parametrize("ptx", ["ring.ptx", "ring_no_empty_wait.ptx"])
+def test_a_kernel_extracted_from_ptx_is_answered_alike(ptx):
+    """A kernel (the PTX ring of tests/test_ptx.py, and its build without the empty wait): extracted,
+    then searched on one and two processes. A kernel's default stop 10 s after its first error is a
+    clock: with --search-jobs it searches to the end, so one process is asked to as well."""
+    path = os.path.join(ROOT, "tests", "data", "ptx", ptx)
+    launch = ["--block", "64", "--param", "2=4", "--engine", "explicit", "--format", "json"]
+    one = _cli(*launch, "--after-first-error", "0", path)
+    two = _cli(*launch, "--search-jobs", "2", path)
+    assert one.returncode == two.returncode == (1 if "no_empty" in ptx else 0), (one.stderr, two.stderr)
+    assert _json_lines(two.stdout) == _json_lines(one.stdout)
