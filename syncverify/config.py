@@ -25,6 +25,7 @@ KEYS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "max-memory": ("max_memory", (int, float)),
     "rlimit": ("rlimit", int),
     "jobs": ("jobs", int),
+    "search-jobs": ("search_jobs", int),
     "engine": ("engine", str),
     "format": ("format", str),
     "strict": ("strict", bool),

@@ -40,6 +40,8 @@ class Options:
     assume_dealloc_blocks: bool = True
     assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
     assume_sync_orders_tcgen05: bool = True  # release/acquire orders tcgen05 accesses without the fence pair
+    # processes one explicit search runs on (engines/parallel.py: the one-core search's answer, on N cores)
+    search_jobs: int = 1
 
     def __post_init__(self) -> None:
         why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)

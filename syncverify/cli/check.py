@@ -65,6 +65,9 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     check.add_argument("--jobs", "-j", type=positive_int, default=1, metavar="N",
                        help="check up to N files or sweep points at once (results keep the input order; "
                        "findings are then printed as each check ends)")
+    check.add_argument("--search-jobs", type=positive_int, default=1, metavar="N",
+                       help="run each explicit search on N processes: the same verdict, findings and "
+                       "counterexamples as one (docs/engines.md, \"One search on several cores\")")
     check.add_argument("--max-states", type=positive_int, default=Options.max_states, metavar="N",
                        help="states a search may store, per file (deterministic budget)")
     check.add_argument("--rlimit", type=positive_int, default=Options.rlimit, metavar="UNITS",
@@ -137,6 +140,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("syncverify check: error: the following arguments are required: PATH (or --manifest FILE)",
               file=sys.stderr)
         raise SystemExit(2)
+    refused = _search_jobs_refusal(args)
+    if refused is not None:
+        print(f"syncverify check: {refused}", file=sys.stderr)
+        return 2
     bad = _bad_defines([(name, raw) for name, values in args.defines for raw in values])
     if bad:
         results = [CheckResult(path="<command line>", protocol=None, verdict=Verdict.ERROR, bound="",
@@ -155,7 +162,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
-                      assume_commit_release=not args.no_assume, assume_sync_orders_tcgen05=not args.no_assume)
+                      assume_commit_release=not args.no_assume, assume_sync_orders_tcgen05=not args.no_assume,
+                      search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)
@@ -210,6 +218,17 @@ def cmd_check(args: argparse.Namespace) -> int:
                 console.print(f"{r.path}{r.point()}: expect {'[green]ok[/]' if ok else '[red]MISMATCH[/]'} — {why}")
         return 0 if ok_all else 1
     return combine_exit(results)
+
+
+def _search_jobs_refusal(args: argparse.Namespace) -> str | None:
+    """Why --search-jobs cannot be honoured with the other options given, or None."""
+    if args.search_jobs <= 1:
+        return None
+    if args.jobs > 1:  # the checks of --jobs run in pool workers, which may not start processes of their own
+        return "--search-jobs runs one search on several processes; --jobs runs several checks at once: give one"
+    from ..engines.parallel import refusal
+
+    return refusal(args.search_jobs, args.after_first_error or None)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

@@ -225,6 +225,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
         return False if told is None or _same_site_sv204(d, ex) else told(_at_source(d, ex, library=library))
 
     after = getattr(args, "after_first_error", None)
+    if options.search_jobs > 1:  # a stop by the clock cannot be replayed on several cores: to the end
+        after = 0 if after is None else after
     options = replace(options, timeout=max(options.timeout - (time.monotonic() - start), 1e-3),
                       on_finding=placed if told is not None else None,
                       after_first_error=AFTER_FIRST_ERROR if after is None else (after or None),

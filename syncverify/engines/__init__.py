@@ -68,8 +68,13 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
             return check_residency(protocol, options, assumptions, symbolic.check(protocol, options, machine),
                                    machine.programs)
     budget = Budget(options.max_states, options.timeout, options.max_memory_mb, options.after_first_error)
+    search_with = None
+    if options.search_jobs > 1:  # the same search on several cores (its refusals are the CLI's to report)
+        from .parallel import searcher
+
+        search_with = searcher(options.search_jobs)
     result = explore(protocol, budget, machine, full_trace=options.full_trace, strict=options.strict,
-                     progress=options.progress, on_finding=options.on_finding)
+                     progress=options.progress, on_finding=options.on_finding, search_with=search_with)
     from ..static.checks import (
         static_outcome,  # (lazy: static.checks imports the machine)
     )

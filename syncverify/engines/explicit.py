@@ -360,14 +360,17 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
             strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
-            on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool = True) -> CheckResult:
+            on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool = True,
+            search_with: Callable[..., SearchOutcome] | None = None) -> CheckResult:
     """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
     will be reported); returning True stops the search there (--fail-fast). `symmetry` and `reduce`:
-    the search's reductions (symmetry between identical warps, partial-order reduction)."""
+    the search's reductions (symmetry between identical warps, partial-order reduction).
+    `search_with`: a search with `search`'s signature and outcome (parallel.searcher: the same
+    search on several cores)."""
     sym = Symmetry(machine.procs, machine.programs, machine.holders) if symmetry else None
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
-    outcome = search(machine, budget, sym, progress, on_error, reduce)
+    outcome = (search_with or search)(machine, budget, sym, progress, on_error, reduce)
     diags = [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
