@@ -105,7 +105,11 @@ def member_symbols(mod: Module, kernel: str, launch: Launch) -> list[tuple[str, 
     for (off, size), ks in sorted(groups.items()):
         name = _joined([names[k] for k in ks])
         if _IDENT.match(name) and name not in _RESERVED and not _SYNTHETIC.match(name):
-            out.append((name, base + off, size, " and ".join(members[k][2] for k in ks)))
+            paths = [members[k][2] for k in ks]
+            head = paths[0].rsplit(".", 1)[0] + "." if "." in paths[0] else ""
+            shown = head + "|".join(p.removeprefix(head) for p in paths) if all(p.startswith(head) for p in paths) \
+                else " | ".join(paths)
+            out.append((name, base + off, size, shown))
     return out
 
 

@@ -135,14 +135,64 @@ def _shared(words: list[str]) -> str:
     return common or "_or_".join(words)
 
 
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:\s*,\s*function_name\s+\S+\s*,\s*inlined_at\s+(\d+)\s+(\d+)"
+                  r"\s+(\d+))?")
+
+Pos = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class _Locs:
+    """The module's `.loc` directives: the one in force at each PTX line (its PTX line, position, the position
+    it was inlined at), and for each position the PTX lines that name it with their inlined-at."""
+
+    in_force: tuple[tuple[int, Pos, Pos | None] | None, ...]
+    by_pos: dict[Pos, tuple[tuple[int, Pos | None], ...]]
+
+
+@lru_cache(maxsize=8)
+def _in_force(text: str) -> _Locs:
+    cur: tuple[int, Pos, Pos | None] | None = None
+    force: list[tuple[int, Pos, Pos | None] | None] = [None]
+    by_pos: dict[Pos, list[tuple[int, Pos | None]]] = {}
+    for n, ln in enumerate(text.splitlines(), 1):
+        force.append(cur)  # in force at line n: the directives above it
+        m = _LOC.match(ln)
+        if m and m[2] != "0":  # `.loc F 0 C` is "no line": the previous one stays
+            pos = (int(m[1]), int(m[2]), int(m[3]))
+            at = (int(m[4]), int(m[5]), int(m[6])) if m[4] else None
+            cur = (n, pos, at)
+            by_pos.setdefault(pos, []).append((n, at))
+    return _Locs(tuple(force), {k: tuple(v) for k, v in by_pos.items()})
+
+
+def _chain_at(ptx_line: int, mod: Module, locs: _Locs) -> list[tuple[str, int]]:
+    """The instruction's whole inline chain, outermost first. A `.loc` names one level (`inlined_at` is the
+    call site); the call site's own level is the `.loc` of that position last in force before, and so on up
+    to a position of the kernel's own body. Empty without a `.loc`."""
+    if not 0 < ptx_line < len(locs.in_force) or locs.in_force[ptx_line] is None:
+        return []
+    n, pos, at = locs.in_force[ptx_line]  # type: ignore[misc]
+    out = [pos]
+    while at is not None and len(out) < 64:
+        out.append(at)
+        before = [(m, up) for m, up in locs.by_pos.get(at, ()) if m < n]
+        if not before:
+            break
+        n, at = before[-1]
+    return [(mod.files.get(f, f"file{f}"), line) for f, line, _c in reversed(out)]
+
+
 def _body_sites(roles: tuple[Role, ...], mod: Module) -> dict[str, list[tuple[str, int]]]:
     """Each role's statements as the kernel body's lines (file, line), in order."""
     chains: dict[str, list[list[tuple[str, int]]]] = {}
+    index = _in_force(mod.text)
     for r in roles:
         got = []
         for body in r.per_cta:
             for s in body:
-                chain = [(f.file, f.line) for f in reversed(frames(s.instr, mod))]
+                chain = _chain_at(s.instr.line, mod, index) or [(f.file, f.line)
+                                                                 for f in reversed(frames(s.instr, mod))]
                 if chain:
                     got.append(chain)
         chains[r.name] = got
