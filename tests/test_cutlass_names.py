@@ -18,6 +18,8 @@ import gzip
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,10 +140,14 @@ def test_a_seeded_cutlass_bug_is_reported_with_the_source_names(tmp_path, capsys
     on a buffer of `smem_A`/`smem_B`, between the producer's TMA copy and a consumer warpgroup's wgmma, named
     so in the finding and its trace; no note cites a file that `check` does not write."""
     ptx = _unzip(tmp_path, DATA / "cutlass_seeds" / "sm90_gemm_coop_2x1_seed1.ptx.gz")
+    # the seeded headers it was compiled from, where its `.file` names put them (beside the PTX): the roles
+    # are read from the kernel's branches there
+    subprocess.run([sys.executable, str(DATA / "cutlass_seeds" / "make_overlay.py"), str(cutlass_include()),
+                    str(tmp_path / "cutlass_seeded")], check=True)
     code = main(["check", str(ptx), "--cutlass-problem", "256x128x128", "--fail-fast"])
     text = "".join(capsys.readouterr())
     assert code == 1
-    m = re.search(r"SV301 RAW race on (smem_[AB])\[\d+\]: tma\.load write by producer_mainloop[.\[]", text)
+    m = re.search(r"SV301 RAW race on smem_[AB]\[\d+\]@cta\d: tma\.load write by producer_mainloop\.w0@cta\d", text)
     assert m, text[:3000]
     assert re.search(r"by consumer[01]\[\d\]\.w\d+", text)
     assert "producer_mainloop.w0" in text  # the trace's steps

@@ -55,8 +55,8 @@ class RoleName:
 
 
 @lru_cache(maxsize=64)
-def _lines(path: str) -> tuple[str, ...] | None:
-    for cand in _candidates(path):
+def _lines(path: str, base: str = "") -> tuple[str, ...] | None:
+    for cand in _candidates(path, base):
         try:
             with open(cand, encoding="utf-8", errors="replace") as fh:
                 return tuple(fh.read().splitlines())
@@ -65,10 +65,13 @@ def _lines(path: str) -> tuple[str, ...] | None:
     return None
 
 
-def _candidates(path: str) -> list[str]:
-    """The file, and for a CUTLASS header named relative to the pip package (`cutlass_library/source/
-    include/cutlass/...`, as the committed PTX has it) the installed package's copy."""
+def _candidates(path: str, base: str) -> list[str]:
+    """The file; a relative name also beside the PTX (`base`: a PTX kept with the tree it was compiled from);
+    and for a CUTLASS header named relative to the pip package (`cutlass_library/source/include/cutlass/...`,
+    as the committed PTX has it) the installed package's copy."""
     out = [path]
+    if base and not os.path.isabs(path):
+        out.append(os.path.join(base, path))
     inc = cutlass_include()
     norm = path.replace("\\", "/")
     for marker in ("/include/cutlass/", "/include/cute/"):
@@ -215,7 +218,7 @@ def role_names(roles: tuple[Role, ...], mod: Module) -> dict[str, RoleName]:
     found: dict[str, tuple[list[tuple[int, list[str]]], str, int, str, str]] = {}
     for r in roles:
         for file, line in dict.fromkeys(s for s in sites[r.name] if counts[s] < len(roles)):
-            lines = _lines(file)
+            lines = _lines(file, os.path.dirname(mod.path))
             if lines is None:
                 continue
             branches = [(n, _words(text)) for n, text in reversed(_enclosing(lines, line))]
