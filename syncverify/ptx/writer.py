@@ -73,6 +73,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
     lines.append(f"  cta threads {la.threads};")
     chosen = selectors(sk.roles, module) if module is not None else {}
     named = role_names(sk.roles, module) if module is not None else {}
+    objects = {n for n, *_ in sk.mbarriers} | {n for n, *_ in sk.slots} | {n for n, *_ in sk.tmem}
+    named = {old: rn for old, rn in named.items() if rn.name not in objects}  # one namespace: objects keep theirs
     for old, rn in named.items():  # the branch the name was read from is the one shown
         chosen[old] = f"`{rn.branch}` ({_short_file(rn.file)}:{rn.line})" + (f", calling `{rn.call}(…)`"
                                                                               if rn.call else "")
