@@ -28,6 +28,7 @@ from syncverify.cli import main
 from syncverify.ptx.cutlass_host import cutlass_include
 from syncverify.ptx.extract import find_nvcc
 from syncverify.ptx.names import member_names
+from syncverify.ptx.role_names import _condition, _words
 
 needs_cutlass = pytest.mark.skipif(find_nvcc() is None or cutlass_include() is None or shutil.which("c++filt") is None,
                                    reason="needs nvcc, the nvidia-cutlass package and c++filt")
@@ -65,6 +66,23 @@ def test_member_paths_become_the_names_a_cutlass_user_knows():  # type: ignore[n
                                    "smem_A", "smem_B", "smem_D"]
     # the near twin: without the epilogue's pipeline the mainloop's barriers need no qualifier
     assert member_names(["pipelines.mainloop.full_barrier_", "tensors.mainloop.smem_A"]) == ["full_barrier", "smem_A"]
+
+
+def test_only_a_branch_on_the_warp_names_a_role():  # type: ignore[no-untyped-def]
+    """CUTLASS's role enumerators name roles; an enumerator compared by a branch on something else (the GEMM's
+    mode) does not. A bare `else` tests its `if`'s condition (`warp == 0`), past a preprocessor line between."""
+    assert _words("if (warp_group_role == WarpGroupRole::Producer) {") == ["producer"]
+    assert _words("if (producer_warp_role == ProducerWarpRole::MainloopAux) {") == ["mainloop_aux"]
+    assert _words("if (params.mode == GemmUniversalMode::kGemm) {") == []
+    assert _words("if (k_tile_count == 0) {  // nothing to load") == []
+    lines = ("  if (warp == 0) {  // producer", "#ifdef X", "    a();", "#else", "    b();", "#endif",
+             "  } else {  // consumers: the rest", "    c();", "  }")
+    assert _condition(lines, 7).strip() == "if (warp == 0) {"
+    assert _words(lines[6], _condition(lines, 7)) == ["consumers"]
+    assert _words(lines[0], _condition(lines, 1)) == ["producer"]
+    # the near twin: an `else` of a branch on the data names nothing
+    data = ("  if (n > 4) {", "    a();", "  } else {  // small", "    b();", "  }")
+    assert _words(data[2], _condition(data, 3)) == []
 
 
 @needs_cutlass

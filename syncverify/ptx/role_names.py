@@ -11,8 +11,9 @@ its own, in the kernel's body:
   line: the call (`collective_mainloop.load(...)`) or statement that issued it;
 * the role's own lines are the body lines not every role has (the set-up all warps run names nobody);
 * for its first own line that stands under a naming branch, the enclosing `if`/`else if` lines are read
-  outward by indentation; each contributes the enumerators it compares with `==` (`Producer`, then
-  `Mainloop`: `producer_mainloop`), or, when it compares none, the first word of the comment on its line.
+  outward by indentation; each branch on the warp (its condition names a warp, role, thread index or group)
+  contributes the enumerators it compares with `==` (`Producer`, then `Mainloop`: `producer_mainloop`), or,
+  when it compares none, the first word of the comment on its line.
   A branch that admits several (`Consumer0 || Consumer1`) names the roles under it in warp order when
   there are as many roles as alternatives (CUTLASS declares the enumerators in warpgroup order); otherwise
   it contributes what the alternatives share (`consumer`).
@@ -118,9 +119,33 @@ def _snake(word: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", word).lower()
 
 
-def _words(cond: str) -> list[str]:
-    """The enumerators a branch compares with `==`, or the first word of its comment."""
+_SELECTS = re.compile(r"warp|role|threadIdx|group", re.I)
+
+
+def _condition(lines: tuple[str, ...], n: int) -> str:
+    """The condition a branch line tests: its own, or for a bare `else` that of the `if` it belongs to (the
+    nearest line above at its indentation that opens an `if`)."""
+    text = _branch_text(lines, n).split("//")[0]
+    if re.match(r"^\s*(}\s*)?else\s*({|$)", text):
+        for k in range(n - 1, 0, -1):
+            above = lines[k - 1]
+            if above.lstrip().startswith(("#", "//")):
+                continue
+            if above.strip() and _indent(above) == _indent(lines[n - 1]) and _OPENS.match(above) \
+                    and "else" not in above.split("if")[0]:
+                return _branch_text(lines, k).split("//")[0]
+            if above.strip() and _indent(above) < _indent(lines[n - 1]):
+                break
+    return text
+
+
+def _words(cond: str, tested: str | None = None) -> list[str]:
+    """The enumerators a branch compares with `==`, or the first word of its comment -- for a branch on the
+    warp (the condition it tests, `tested`, names a warp, a role, a thread index or a group):
+    `params.mode == GemmUniversalMode::kGemm` selects no warp, and names none."""
     code, _, comment = cond.partition("//")
+    if not _SELECTS.search(code if tested is None else tested):
+        return []
     got = [_snake(a or b) for a, b in _ENUM.findall(code)]
     if got:
         return list(dict.fromkeys(got))
@@ -221,7 +246,7 @@ def role_names(roles: tuple[Role, ...], mod: Module) -> dict[str, RoleName]:
             lines = _lines(file, os.path.dirname(mod.path))
             if lines is None:
                 continue
-            branches = [(n, _words(text)) for n, text in reversed(_enclosing(lines, line))]
+            branches = [(n, _words(text, _condition(lines, n))) for n, text in reversed(_enclosing(lines, line))]
             branches = [(n, w) for n, w in branches if w]
             if branches:
                 inner = branches[-1][0]
