@@ -231,3 +231,32 @@ def test_the_1x2_cooperative_gemm_is_safe_from_the_problem_shape_alone(tmp_path,
     text = "".join(capsys.readouterr())
     assert code == 0, text[-3000:]
     assert "1 file: 1 safe" in text
+
+
+def test_a_finding_on_a_declaration_is_placed_at_the_kernel_not_at_the_protocol():  # type: ignore[no-untyped-def]
+    """A finding the checker places on a line of the protocol that no instruction is behind (a barrier's
+    declaration): at the kernel's `.entry` in the PTX, the declaration quoted in a note -- not at
+    `ws_rowsum.extracted.sync:N`, a file `check` never writes. The near twin, a finding on a statement, is
+    placed at its CUDA line as before."""
+    from syncverify.cli.kernel import _at_source
+    from syncverify.diagnostics import Diagnostic, Severity, Span
+    from syncverify.ptx.extract import extract
+    from syncverify.ptx.launch import Launch
+    from syncverify.ptx.parse import parse_ptx_file
+
+    ptx = DATA / "own" / "ws_rowsum.ptx"
+    mod = parse_ptx_file(str(ptx))
+    ex = extract(mod, Launch(block=(96, 1, 1), params={"2": 6}), source_names=True)
+    lines = ex.text.splitlines()
+    decl = next(n for n, ln in enumerate(lines, 1) if ln.startswith("  mbarrier full[3];"))
+    sync = str(ptx.with_suffix(".extracted.sync"))
+    d = Diagnostic("SV602", Severity.WARNING, "on full[0]", Span(sync, decl, 3, decl, 4))
+    placed = _at_source(d, ex)
+    entry = next(f for f in mod.entries() if f.name == ex.kernel)
+    assert placed.span is not None and (placed.span.path, placed.span.line) == (str(ptx), entry.line)
+    assert any("`mbarrier full[3];`" in r.message and f"line {decl} of the protocol" in r.message
+               for r in placed.related)
+    assert all(".extracted.sync" not in r.span.path for r in placed.related)
+    stmt = min(ex.origin)
+    at_stmt = _at_source(Diagnostic("SV602", Severity.WARNING, "x", Span(sync, stmt, 3, stmt, 4)), ex)
+    assert at_stmt.span is not None and at_stmt.span.path.endswith((".cu", ".cuh"))
