@@ -18,9 +18,12 @@ its own, in the kernel's body:
   there are as many roles as alternatives (CUTLASS declares the enumerators in warpgroup order); otherwise
   it contributes what the alternatives share (`consumer`).
 
-Names are unique (a clash keeps the warp range: `consumer_w4`) and stable (a function of the source and the
-warps only). A role whose source cannot be read (no line info, a file not at hand) keeps `wN`. It is a
-reading of the source's text for the protocol's names and comments; nothing is decided from it.
+Names are unique (names that clash keep the role's warps: `consumers_w1`, `consumers_w2`) and stable (a
+function of the source and the warps only). The outer levels of an inline chain are a reading too: PTX's
+`.loc` gives one level, and the level above a call site is taken from the directive that last named that
+position before it (nvcc emits the caller's line just before the callee's body). A role whose source cannot
+be read (no line info, a file not at hand) keeps `wN`. It is a reading of the source's text for the
+protocol's names and comments; nothing is decided from it.
 """
 
 from __future__ import annotations
