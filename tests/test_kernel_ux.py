@@ -90,11 +90,12 @@ def test_extracted_objects_carry_the_source_names(tmp_path, capsys):  # type: ig
     assert re.search(r"^  mbarrier full\[3\];", text, re.M) and re.search(r"^  mbarrier empty\[3\];", text, re.M)
     assert "smem tile_0 " in text and "mb0" not in text and not re.search(r"\bs0\b", text)
     assert "wait empty[" in text and "arrive.expect_tx full[" in text
-    # each role with its warps and the source branch that selects it
+    # each role named by the source branch that selects it (the comment on it: `// producer`, `// consumers`;
+    # the two consumer warps kept apart by their warps), with its warps and that branch
     producer = f"under `if (warp == 0) {{` (ws_rowsum.cu:{_line_of('if (warp == 0) {')})"
     consumers = f"under `}} else {{` (ws_rowsum.cu:{_line_of('} else {  // consumers')})"
-    assert re.search(r"role w0 = warp 0; +// warp 0: threads 0\.\.31, " + re.escape(producer), text)
-    assert re.search(r"role w2 = warp 2; +// warp 2: threads 64\.\.95, " + re.escape(consumers), text)
+    assert re.search(r"role producer = warp 0; +// warp 0: threads 0\.\.31, " + re.escape(producer), text)
+    assert re.search(r"role consumers_w2 = warp 2; +// warp 2: threads 64\.\.95, " + re.escape(consumers), text)
     _code, res = _json(capsys, PARITY, *LAUNCH)
     assert res["protocol"] == "ws_rowsum(float const*, float*, int)"  # demangled
     assert "wait on empty[0]" in next(d["message"] for d in res["diagnostics"] if d["code"] == "SV201")

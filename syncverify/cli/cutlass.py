@@ -73,4 +73,5 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     out.grid, out.block, out.cluster, out.dynamic_smem = host.grid, host.block, host.cluster, host.dynamic_smem
     out.param = [("0", host.param_bytes()), *args.param]
     out.tensor_bytes = [(("0", o), n) for o, n, _ in host.boxes] + list(args.tensor_bytes)
+    out.smem_members = host.members  # the SharedStorage members: the names of the protocol's objects
     return mod, out

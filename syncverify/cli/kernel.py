@@ -40,7 +40,8 @@ def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | 
 def launch_of(args: argparse.Namespace) -> Launch:
     return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=_bind(args.param),
                   cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
-                  zero_global=tuple(args.zero_global), tensor_bytes=dict(args.tensor_bytes))
+                  zero_global=tuple(args.zero_global), tensor_bytes=dict(args.tensor_bytes),
+                  smem_members=tuple(getattr(args, "smem_members", ())))
 
 
 def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:
@@ -106,8 +107,10 @@ def _at_source(d: Diagnostic, ex: Extracted, sync_name: str = "",
                library: tuple[str, ...] = LIBRARY_PATTERNS) -> Diagnostic:
     """A finding on the extracted protocol, placed in the kernel's source (`place`); `line N` of the
     protocol in its message read as the source line; each trace step noted with its source line."""
-    if d.span is None or d.span.line not in ex.origin:
+    if d.span is None:
         return replace(d, message=_in_source_terms(d.message, ex, library))
+    if d.span.line not in ex.origin:  # a declaration of the protocol: no file `check` writes holds it
+        return _at_entry(d, ex, library)
     ins = ex.origin[d.span.line]
     span, related = place(ins, ex, library)
     ptx = Span(ex.module.path, ins.line, ins.column, ins.line, ins.column + 1)
@@ -122,6 +125,25 @@ def _at_source(d: Diagnostic, ex: Extracted, sync_name: str = "",
             continue
         else:
             related.append(r)
+    trace = tuple(replace(t, note=" ".join(x for x in (source_of_line(ex, t.line, library) or "", t.note) if x))
+                  for t in d.trace)
+    return replace(d, span=span, related=tuple(related), trace=trace,
+                   message=_in_source_terms(d.message, ex, library))
+
+
+def _at_entry(d: Diagnostic, ex: Extracted, library: tuple[str, ...]) -> Diagnostic:
+    """A finding on a line of the protocol that no instruction is behind (a barrier's or a buffer's declaration):
+    placed at the kernel's entry in the PTX, with the protocol's line quoted in a note -- never at the protocol's
+    own path, a file `check` does not write (and one of that name left by another launch would be misread)."""
+    fn = next((f for f in ex.module.entries() if f.name == ex.kernel), None)
+    line = fn.line if fn is not None else 1
+    lines = ex.text.splitlines()
+    quoted = lines[d.span.line - 1].split("//")[0].strip() if d.span is not None and 0 < d.span.line <= len(lines) \
+        else ""
+    span = Span(ex.module.path, line, 1, line, 2)
+    related = [Related(span, f"line {d.span.line if d.span else '?'} of the protocol `syncverify extract` writes for "
+                             f"this launch: `{quoted}`")] if quoted else []
+    related += [r for r in d.related if d.span is None or r.span.path != d.span.path]
     trace = tuple(replace(t, note=" ".join(x for x in (source_of_line(ex, t.line, library) or "", t.note) if x))
                   for t in d.trace)
     return replace(d, span=span, related=tuple(related), trace=trace,

@@ -11,10 +11,14 @@
 //   launch GRID_X GRID_Y GRID_Z BLOCK_X BLOCK_Y BLOCK_Z CLUSTER_X CLUSTER_Y CLUSTER_Z DYNAMIC_SMEM
 //   field OFFSET LENGTH NAME          (bytes of OUT.bin that hold a computed field)
 //   box OFFSET BYTES NAME             (the tensor map at OFFSET of the Params moves BYTES per copy)
+//   member OFFSET BYTES PATH          (a member of the kernel's SharedStorage, the dynamic shared memory:
+//                                      the pipelines' barriers, the mainloop's and the epilogue's buffers)
 //   params SIZE
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
+#include <utility>
 #include "cutlass/cutlass.h"
 #include "cute/tensor.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
@@ -33,6 +37,63 @@ template <class TMA>
 int tma_box_bytes(TMA const&) {
   constexpr int atom_bits = decltype(cute::size<1>(typename TMA::Traits::SrcLayout{}))::value;
   return atom_bits / 8 / int(typename TMA::TiledNumThr{});
+}
+
+// The members of the kernel's SharedStorage that a protocol names: where they lie in the dynamic shared
+// memory and their bytes, by their path in the source (`pipelines.mainloop.full_barrier_`). The storage
+// differs between kernels (ping-pong has the math warpgroups' order barrier, an epilogue that does not load C
+// has no smem_C), so each member is printed only where the type has it (SV_HAS: the member detected by SFINAE).
+#define SV_HAS(m)                                                                              \
+  template <class T, class = void> struct has_##m : std::false_type {};                      \
+  template <class T> struct has_##m<T, std::void_t<decltype(std::declval<T&>().m)>> : std::true_type {};
+SV_HAS(full_barrier_)
+SV_HAS(empty_barrier_)
+SV_HAS(barrier_)
+SV_HAS(smem_A)
+SV_HAS(smem_B)
+SV_HAS(smem_C)
+SV_HAS(smem_D)
+SV_HAS(math_wg_order)
+SV_HAS(load_order)
+SV_HAS(epi_load)
+SV_HAS(collective)
+
+static const char* sv_base;
+void member(const void* at, int bytes, const char* path) {
+  if (bytes > 0) std::printf("member %d %d %s\n", int((const char*)at - sv_base), bytes, path);
+}
+
+template <class P> void pipeline_members(P& p, const char* full, const char* empty) {
+  if constexpr (has_full_barrier_<P>::value) member(&p.full_barrier_, int(sizeof p.full_barrier_), full);
+  if constexpr (has_empty_barrier_<P>::value) member(&p.empty_barrier_, int(sizeof p.empty_barrier_), empty);
+}
+
+template <class S> void storage_members(S& s) {
+  sv_base = (const char*)&s;
+  auto& pipes = s.pipelines;
+  using Pipes = std::remove_reference_t<decltype(pipes)>;
+  pipeline_members(pipes.mainloop, "pipelines.mainloop.full_barrier_", "pipelines.mainloop.empty_barrier_");
+  if constexpr (has_epi_load<Pipes>::value)
+    pipeline_members(pipes.epi_load, "pipelines.epi_load.full_barrier_", "pipelines.epi_load.empty_barrier_");
+  if constexpr (has_math_wg_order<Pipes>::value) {
+    if constexpr (has_barrier_<decltype(pipes.math_wg_order)>::value)
+      member(&pipes.math_wg_order.barrier_, int(sizeof pipes.math_wg_order.barrier_), "pipelines.math_wg_order.barrier_");
+  }
+  if constexpr (has_load_order<Pipes>::value) {
+    if constexpr (has_barrier_<decltype(pipes.load_order)>::value)
+      member(&pipes.load_order.barrier_, int(sizeof pipes.load_order.barrier_), "pipelines.load_order.barrier_");
+  }
+  auto& ml = s.tensors.mainloop;
+  using Ml = std::remove_reference_t<decltype(ml)>;
+  if constexpr (has_smem_A<Ml>::value) member(&ml.smem_A, int(sizeof ml.smem_A), "tensors.mainloop.smem_A");
+  if constexpr (has_smem_B<Ml>::value) member(&ml.smem_B, int(sizeof ml.smem_B), "tensors.mainloop.smem_B");
+  using Ep = std::remove_reference_t<decltype(s.tensors.epilogue)>;
+  if constexpr (has_collective<Ep>::value) {
+    auto& c = s.tensors.epilogue.collective;
+    using C = std::remove_reference_t<decltype(c)>;
+    if constexpr (has_smem_C<C>::value) member(&c.smem_C, int(sizeof c.smem_C), "tensors.epilogue.collective.smem_C");
+    if constexpr (has_smem_D<C>::value) member(&c.smem_D, int(sizeof c.smem_D), "tensors.epilogue.collective.smem_D");
+  }
 }
 
 int main(int argc, char** argv) {
@@ -94,6 +155,9 @@ int main(int argc, char** argv) {
               tma_box_bytes(p.epilogue.tma_load_c));
   std::printf("box %d %d epilogue.tma_store_d\n", at(p.epilogue.tma_store_d.get_tma_descriptor()),
               tma_box_bytes(p.epilogue.tma_store_d));
+  // never constructed: only the members' addresses are taken
+  alignas(1024) static unsigned char storage[sizeof(typename GemmKernel::SharedStorage)];
+  storage_members(*reinterpret_cast<typename GemmKernel::SharedStorage*>(storage));
   std::printf("params %d\n", int(sizeof p));
   return 0;
 }

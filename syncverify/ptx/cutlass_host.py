@@ -24,9 +24,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .cutlass_headers import cutlass_include
 from .extract import find_nvcc
 from .launch import ParamBytes
 from .parse import Function, PtxError
+
+__all__ = ["HostLaunch", "build", "cache_dir", "cutlass_include", "host_launch", "kernel_type", "run"]
 
 TEMPLATE = "cutlass_sm90_params.cu"
 HOST_FLAGS = ("-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr", "-O1")
@@ -35,7 +38,8 @@ HOST_FLAGS = ("-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr", "-O1")
 @dataclass(frozen=True)
 class HostLaunch:
     """What CUTLASS's host code computed for one problem: the launch, the Params fields (offset, length,
-    name) with their bytes, and each tensor map's box (offset, bytes, name)."""
+    name) with their bytes, each tensor map's box (offset, bytes, name), and the SharedStorage members
+    (offset in the dynamic shared memory, bytes, path) that name the protocol's barriers and buffers."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -44,6 +48,7 @@ class HostLaunch:
     fields: tuple[tuple[int, int, str], ...]
     boxes: tuple[tuple[int, int, str], ...]
     image: bytes
+    members: tuple[tuple[int, int, str], ...] = ()
 
     def param_bytes(self) -> ParamBytes:
         return ParamBytes(tuple((o, self.image[o: o + n]) for o, n, _ in self.fields))
@@ -52,16 +57,6 @@ class HostLaunch:
 def cache_dir() -> Path:
     base = os.environ.get("SYNCVERIFY_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "syncverify")
     return Path(base) / "cutlass"
-
-
-def cutlass_include() -> str | None:
-    """CUTLASS's headers from the `nvidia-cutlass` pip package (cutlass_library/source/include), if installed."""
-    try:
-        import cutlass_library  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    inc = Path(cutlass_library.__file__).parent / "source" / "include"
-    return str(inc) if (inc / "cutlass" / "cutlass.h").is_file() else None
 
 
 def _demangle(name: str) -> str | None:
@@ -160,6 +155,7 @@ def run(path: str, fn: Function, exe: Path, problem: tuple[int, int, int, int], 
     launch: list[int] = []
     fields: list[tuple[int, int, str]] = []
     boxes: list[tuple[int, int, str]] = []
+    members: list[tuple[int, int, str]] = []
     for line in proc.stdout.splitlines():
         word, *rest = line.split()
         if word == "launch":
@@ -168,11 +164,13 @@ def run(path: str, fn: Function, exe: Path, problem: tuple[int, int, int, int], 
             fields.append((int(rest[0]), int(rest[1]), rest[2]))
         elif word == "box":
             boxes.append((int(rest[0]), int(rest[1]), rest[2]))
+        elif word == "member":
+            members.append((int(rest[0]), int(rest[1]), rest[2]))
     if len(launch) != 10:
         raise PtxError(path, fn.line, 1, f"--cutlass-problem: the host program printed no launch: {proc.stdout[:200]}")
     return HostLaunch(grid=(launch[0], launch[1], launch[2]), block=(launch[3], launch[4], launch[5]),
                       cluster=(launch[6], launch[7], launch[8]), dynamic_smem=launch[9], fields=tuple(fields),
-                      boxes=tuple(boxes), image=image)
+                      boxes=tuple(boxes), image=image, members=tuple(members))
 
 
 def host_launch(path: str, fn: Function, includes: list[str], problem: tuple[int, int, int, int],

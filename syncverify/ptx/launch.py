@@ -77,6 +77,9 @@ class Launch:
     # bytes one tensor copy moves through the tensor map at (parameter, byte offset): its box, which
     # only the host that encoded the map knows (--tensor-bytes)
     tensor_bytes: dict[tuple[str, int], int] = field(default_factory=dict)
+    # the members of the dynamic shared memory, as the host code that lays it out reports them (offset from
+    # its start, bytes, the member's path in the source): only names for the protocol (names.py)
+    smem_members: tuple[tuple[int, int, str], ...] = ()
 
     def zero_base(self, k: int) -> int:
         """The address given to the k-th --zero-global pointer parameter (a window of its own)."""

@@ -23,7 +23,7 @@ from . import fences, storage, tmem, wgmma_regs
 from .lane_operands import LANEWISE
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
-from .names import object_names, shared_symbols, split_at_symbols
+from .names import member_symbols, object_names, shared_symbols, split_at_symbols
 from .parse import Instr, Module
 
 MAX_SLOTS = 256
@@ -63,6 +63,8 @@ class Skeleton:
     mb_storage: tuple[tuple[str, str, int], ...] = ()
     tmem: tuple[tuple[str, int, int, int], ...] = ()  # tensor-memory regions: name, count, columns, first
     regs: tuple[str, ...] = ()  # the A-fragment registers of RS-form wgmma, one region per set (wgmma_regs.py)
+    # objects named after a member of the dynamic shared memory: name, the member's path in the source
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 def guarded_lanes(e: Event, lanes_full: int) -> bool:
@@ -105,7 +107,13 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
                                     bars)
     host = storage.hosts(hosted, slot_of)  # barrier offset -> (slot, byte in it): bytes that are data too
     mb_arrays = split_at_symbols(storage.runs(sorted(bars), host), symbols)
-    bar_names, slot_names = object_names(symbols, mb_arrays, [(n, size, start, p) for _, n, size, start, p in slots])
+    members = member_symbols(mod, kernel, launch) if source_names else []
+    bar_names, slot_names = object_names(symbols, mb_arrays, [(n, size, start, p) for _, n, size, start, p in slots],
+                                         frozenset(m[0] for m in members))
+    origins = [(nm, next(p for _, o, n, p in members if o <= at < o + n)) for nm, at in
+               [*((bar_names[k], s) for k, (s, _) in enumerate(mb_arrays)),
+                *((slot_names[k], sl[3]) for k, sl in enumerate(slots))]
+               if any(o <= at < o + n for _, o, n, _ in members)]
     rename = {old: new for (old, *_), new in zip(slots, slot_names, strict=True)}
     slots = [(rename[nm], *rest) for nm, *rest in slots]  # type: ignore[misc]
     slot_of = [(a, b, _renamed(nm, rename)) for a, b, nm in slot_of]
@@ -162,7 +170,8 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         roles.append(Role(name, w, n, tuple(key)))
         w += n
     return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)),
-                    tuple(mb_storage), regions, wgmma_regs.declared(e for evs in events.values() for e in evs))
+                    tuple(mb_storage), regions, wgmma_regs.declared(e for evs in events.values() for e in evs),
+                    tuple(origins))
 
 
 def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 from . import storage
 from .launch import ParamBytes
 from .parse import Instr, Module
+from .role_names import role_names
 from .roll import Loop, roll
 from .selectors import selectors
 from .skeleton import Skeleton, Stmt
@@ -25,6 +27,10 @@ def _short(path: str) -> str:
     except ValueError:
         return path
     return rel if not rel.startswith("../..") else os.path.basename(path)
+
+
+def _short_file(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def where(ins: Instr) -> str:
@@ -67,6 +73,14 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
         lines.append(f"  cluster {la.ctas};")
     lines.append(f"  cta threads {la.threads};")
     chosen = selectors(sk.roles, module) if module is not None else {}
+    named = role_names(sk.roles, module) if module is not None else {}
+    objects = {n for n, *_ in sk.mbarriers} | {n for n, *_ in sk.slots} | {n for n, *_ in sk.tmem}
+    named = {old: rn for old, rn in named.items() if rn.name not in objects}  # one namespace: objects keep theirs
+    for old, rn in named.items():  # the branch the name was read from is the one shown
+        chosen[old] = f"`{rn.branch}` ({_short_file(rn.file)}:{rn.line})" + (f", calling `{rn.call}(…)`"
+                                                                              if rn.call else "")
+    sk = replace(sk, roles=tuple(replace(r, name=named[r.name].name) if r.name in named else r for r in sk.roles))
+    chosen = {(named[k].name if k in named else k): v for k, v in chosen.items()}
     for r in sk.roles:
         decl = f"warp {r.first_warp}" if r.count == 1 else f"warp {r.first_warp} + i"
         arr = "" if r.count == 1 else f"[{r.count}]"
@@ -75,17 +89,19 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
                      f"{32 * (r.first_warp + r.count) - 1}"
                      + (f", under {chosen[r.name]}" if r.name in chosen else ""))
     placed = {name: (ref, off) for name, ref, off in sk.mb_storage}
+    member = {name: f"SharedStorage::{path}, " for name, path in sk.origins}
     for name, start, n in sk.mbarriers:
         if name in placed:
             continue  # declared after the buffer whose bytes it shares
         arr = f"[{n}]" if n > 1 else ""
-        lines.append(f"  mbarrier {name}{arr};".ljust(40) + f"// shared memory {start:#x}..{start + 8 * n - 1:#x}")
+        lines.append(f"  mbarrier {name}{arr};".ljust(40) + f"// {member.get(name, '')}shared memory "
+                     f"{start:#x}..{start + 8 * n - 1:#x}")
     for name, n, size, start, pieces in sk.slots:
         arr = f"[{n}]" if n > 1 else ""
         decl = (size + 15) // 16 * 16
         where_ = (f"shared memory {start:#x}..{start + n * size - 1:#x}" if pieces == 1
                   else f"{size} bytes of shared memory in {pieces} pieces from {start:#x}")
-        lines.append(f"  smem {name}{arr} bytes {decl};".ljust(40) + f"// {where_}"
+        lines.append(f"  smem {name}{arr} bytes {decl};".ljust(40) + f"// {member.get(name, '')}{where_}"
                      + (f" ({size} bytes each)" if decl != size else ""))
     for name, start, n in sk.mbarriers:
         if name in placed:

@@ -17,7 +17,10 @@ using TileShape = Shape<_128,_128,_64>;
 #ifndef SV_CLUSTER_M  // sm90_gemm_coop_1x1.cu defines it as 1
 #define SV_CLUSTER_M 2
 #endif
-using ClusterShape = Shape<Int<SV_CLUSTER_M>,_1,_1>;
+#ifndef SV_CLUSTER_N  // sm90_gemm_coop_1x2.cu defines it as 2
+#define SV_CLUSTER_N 1
+#endif
+using ClusterShape = Shape<Int<SV_CLUSTER_M>,Int<SV_CLUSTER_N>,_1>;
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, float, float,

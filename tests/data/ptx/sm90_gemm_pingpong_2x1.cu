@@ -16,7 +16,13 @@ using ElementA = cutlass::half_t; using LayoutA = cutlass::layout::RowMajor;
 using ElementB = cutlass::half_t; using LayoutB = cutlass::layout::ColumnMajor;
 using ElementC = cutlass::half_t; using LayoutC = cutlass::layout::ColumnMajor;
 using TileShape = Shape<_64,_128,_64>;
-using ClusterShape = Shape<_2,_1,_1>;
+#ifndef SV_CLUSTER_M  // sm90_gemm_pingpong_1x2.cu defines it as 1, and SV_CLUSTER_N as 2
+#define SV_CLUSTER_M 2
+#endif
+#ifndef SV_CLUSTER_N
+#define SV_CLUSTER_N 1
+#endif
+using ClusterShape = Shape<Int<SV_CLUSTER_M>,Int<SV_CLUSTER_N>,_1>;
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, float, float,
