@@ -32,6 +32,7 @@ from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
 from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
+from .gridsync import execute_global, spin_wait
 from .launch import PARAM_SPACE, Event, Launch, Memory, _bits, _lanes, _params, cluster_warps
 from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
 from .provenance import param_hint
@@ -112,6 +113,9 @@ class WarpRun(WarpState):
                 raise self.refuse(ins, "a branch is decided by a value that is not known (data, time or an "
                                   "unbound parameter) and its paths do not join before the exit"
                                   + param_hint(self.fn, ins.guard, set(self.launch.params)))
+            if self.launch.whole_grid and spin_wait(self, i, join, active):
+                top.pc = join  # a spin on a flag in global memory: `wait.until` (gridsync.py)
+                return
             region = self._region_ok.get(i)
             if region is None:
                 bad = [self.cfg.body[n] for n in sorted(self.cfg.region(i, join)) if affects_sync(self.cfg.body[n])]
@@ -146,6 +150,8 @@ class WarpRun(WarpState):
     def execute(self, ins: Instr, lanes: int) -> None:
         if self.gcomm is not None:
             self.gcomm.note(self, ins, lanes)
+        if self.launch.whole_grid and execute_global(self, ins, lanes):
+            return
         if execute_sync(self, ins, lanes):
             return
         base, mods, ops = ins.base, ins.mods, ins.operands

@@ -77,6 +77,10 @@ class Launch:
     # bytes one tensor copy moves through the tensor map at (parameter, byte offset): its box, which
     # only the host that encoded the map knows (--tensor-bytes)
     tensor_bytes: dict[tuple[str, int], int] = field(default_factory=dict)
+    # every CTA of the grid is one protocol (gridextract.py): flags, spins and data in global memory are
+    # extracted (gridsync.py), not refused; `grid_launch` is what the launch promises (language §3.7)
+    whole_grid: bool = False
+    grid_launch: str | None = None
 
     def zero_base(self, k: int) -> int:
         """The address given to the k-th --zero-global pointer parameter (a window of its own)."""

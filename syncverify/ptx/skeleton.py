@@ -62,6 +62,8 @@ class Skeleton:
     # barriers whose bytes are data too (before their init, after their inval): name, slot, byte in the slot
     mb_storage: tuple[tuple[str, str, int], ...] = ()
     tmem: tuple[tuple[str, int, int, int], ...] = ()  # tensor-memory regions: name, count, columns, first
+    # a grid extracted as one protocol (gridextract.py): its `grid`, `launch`, `flag` and `global` lines
+    grid_decls: tuple[str, ...] = ()
 
 
 def guarded_lanes(e: Event, lanes_full: int) -> bool:

@@ -1,0 +1,130 @@
+"""CTAs that meet through global memory, checked from PTX as one protocol over the grid (#34).
+
+`--whole-grid` runs every CTA of the grid and extracts the flags, spins, fences and the workspace they share
+(syncverify/ptx/gridsync.py, gridextract.py). The kernels are under `tests/data/ptx/gridsync/`, compiled by
+`build.sh` there (nvcc 13.0, CUTLASS's `cutlass/barrier.h` from pip nvidia-cutlass 4.2.0.0 as it ships):
+
+* `splitk_flag.cu`: the stream-K fixup's hand-off -- each peer stores its partials and `arrive_inc`s the tile's
+  flag, the reducing CTA `wait_eq`s it and reads them; seeds: without the wait (`-DNO_WAIT`), waiting for a
+  count that never comes (`-DFLAG_COUNT=2` with one peer).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from syncverify.cli import main
+from syncverify.lang import load
+from syncverify.ptx.extract import extract, load_module
+from syncverify.ptx.launch import Launch
+from syncverify.ptx.parse import PtxError
+
+DATA = Path(__file__).parent / "data" / "ptx" / "gridsync"
+SPLITK = DATA / "splitk_flag.ptx"
+BASES = ["--param", "1=0x10000000", "--param", "2=0x20000000"]
+GRID2 = ["--block", "64", "--grid", "2", "--whole-grid", *BASES]
+
+
+def _line(cu: str, marker: str) -> int:
+    lines = (DATA / cu).read_text().splitlines()
+    (n,) = [i + 1 for i, text in enumerate(lines) if marker in text]
+    return n
+
+
+def _check(ptx: Path, *extra: str, capsys) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    rc = main(["check", str(ptx), *extra])
+    got = capsys.readouterr()
+    return rc, got.out + got.err
+
+
+def _launch(**kw: object) -> Launch:
+    base: dict[str, object] = {"block": (64, 1, 1), "grid": (2, 1, 1), "whole_grid": True,
+                               "params": {"1": 0x10000000, "2": 0x20000000}}
+    base.update(kw)
+    return Launch(**base)  # type: ignore[arg-type]
+
+
+# ---- the split-K hand-off through cutlass/barrier.h ----------------------------------------------------
+
+def test_the_hand_off_extracts_as_one_protocol_over_the_grid():
+    """The wait is `wait.until` on the flag, the signal CUTLASS's release pattern, the partials a global
+    buffer each CTA's warps touch their own piece of; the two CTAs' programs differ (`block == k`)."""
+    text = extract(load_module(str(SPLITK)), _launch(grid_launch="persistent")).text
+    assert "grid 2;" in text and "launch persistent;" in text
+    assert re.search(r"flag p2;\s+// 32-bit words at byte 0x0", text), text
+    assert "global g1[2] bytes 128;" in text
+    assert "wait.until.acquire.gpu p2 == 1;" in text
+    assert re.search(r"fence\.acq_rel\.gpu;.*\n\s+red\.add\.relaxed\.gpu p2, 1;", text), text
+    assert "if w0 && block == 0 {" in text and "if w0 && block == 1 {" in text
+    assert "write g1[0];" in text and "read g1[0];" in text and "read g1[1];" in text
+    assert "cluster" not in text.split("protocol", 1)[1].split("\n", 2)[1]
+    load(text, path="k.sync")  # the language takes it as written
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3"])
+def test_the_hand_off_is_safe_on_a_persistent_grid(engine, capsys):  # type: ignore[no-untyped-def]
+    rc, out = _check(SPLITK, *GRID2, "--grid-launch", "persistent", "--engine", engine, capsys=capsys)
+    assert rc == 0 and "(splitk_fixup): safe" in out, out
+
+
+def test_without_a_co_residency_promise_the_wait_may_hang(capsys):  # type: ignore[no-untyped-def]
+    """CTA 0 spins on CTA 1's progress: with no launch promise CTA 1 may never be resident (SV803)."""
+    rc, out = _check(SPLITK, *GRID2, capsys=capsys)
+    assert rc == 1 and "SV803" in out, out
+
+
+def test_the_fixup_without_its_wait_races_on_the_partials(capsys):  # type: ignore[no-untyped-def]
+    rc, out = _check(DATA / "splitk_flag_no_wait.ptx", *GRID2, "--grid-launch", "persistent", capsys=capsys)
+    assert rc == 1, out
+    read, write = _line("splitk_flag.cu", "acc += partials["), _line("splitk_flag.cu", "partials[(blockIdx.x")
+    assert re.search(rf"splitk_flag\.cu:{read}:\d+: SV301 RAW race on g1\[0\]: read by w0\.w0@cta0 is not ordered "
+                     rf"with the write at splitk_flag\.cu:{write} by w0\.w0@cta1", out), out
+    assert "safe" not in out.split("SV301")[0]
+
+
+def test_a_flag_count_never_reached_names_the_flag_the_value_and_its_writer(capsys):  # type: ignore[no-untyped-def]
+    rc, out = _check(DATA / "splitk_flag_flag_count_2.ptx", *GRID2, "--grid-launch", "persistent", capsys=capsys)
+    assert rc == 1, out
+    wait, arrive = _line("splitk_flag.cu", "wait_eq(flags"), _line("splitk_flag.cu", "arrive_inc(flags")
+    # at the fixup's call of wait_eq, naming the flag, the value, what it is and who writes it (arrive_inc)
+    assert re.search(rf"splitk_flag\.cu:{wait}:\d+: SV801 deadlock through global memory: .*wait\.until p2 == 2 — "
+                     rf"p2 is 1; written by w0\.w0@cta1 \(splitk_flag\.cu:{arrive}", out), out
+    m = re.search(r"barrier\.h:(\d+):\d+: in barrier\.h, a library header", out)  # the barrier.h line, a note
+    assert m, out
+    barrier = Path(__import__("cutlass_library").__file__).parent / "source" / "include" / "cutlass" / "barrier.h"
+    if barrier.is_file():
+        assert "ld.global.acquire.gpu" in barrier.read_text().splitlines()[int(m.group(1)) - 1]  # the wait's load
+
+
+def test_the_right_count_is_one_per_peer_and_a_wider_grid_needs_more(capsys):  # type: ignore[no-untyped-def]
+    """The correct kernel waits for gridDim.x - 1: three CTAs wait for 2 arrivals, and stay safe."""
+    text = extract(load_module(str(SPLITK)), _launch(grid=(3, 1, 1), grid_launch="persistent")).text
+    assert "wait.until.acquire.gpu p2 == 2;" in text and "global g1[4] bytes 128;" in text
+    rc, out = _check(SPLITK, "--block", "64", "--grid", "3", "--whole-grid", *BASES, "--grid-launch", "persistent",
+                     capsys=capsys)
+    assert rc == 0 and "safe" in out, out
+
+
+# ---- what is refused ------------------------------------------------------------------------------------
+
+def test_an_unbound_flag_pointer_is_refused_at_the_flag_operation():
+    with pytest.raises(PtxError, match=r"at an address that is not known: bind the pointer parameter"):
+        extract(load_module(str(SPLITK)), _launch(params={"1": 0x10000000}))
+
+
+def test_an_unbound_workspace_pointer_is_refused_at_the_read():
+    """The partials through a pointer that is not bound: their bytes are not known, and a peer writes through
+    the same pointer: refused as before, never dropped."""
+    with pytest.raises(PtxError, match="threads communicate through global memory"):
+        extract(load_module(str(SPLITK)), _launch(params={"2": 0x20000000}))
+
+
+def test_the_whole_grid_needs_a_grid_of_one_cta_clusters():
+    mod = load_module(str(SPLITK))
+    with pytest.raises(PtxError, match="needs the grid"):
+        extract(mod, _launch(grid=None))
+    with pytest.raises(PtxError, match="at most 16"):
+        extract(mod, _launch(grid=(17, 1, 1)))
