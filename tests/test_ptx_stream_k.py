@@ -6,7 +6,10 @@
 
 * `splitk_flag.cu`: the stream-K fixup's hand-off -- each peer stores its partials and `arrive_inc`s the tile's
   flag, the reducing CTA `wait_eq`s it and reads them; seeds: without the wait (`-DNO_WAIT`), waiting for a
-  count that never comes (`-DFLAG_COUNT=2` with one peer).
+  count that never comes (`-DFLAG_COUNT=2` with one peer);
+* `grid_barrier.cu`: FlashInfer's software grid barrier (`red_release` + `wait_ge` on an arrival counter) over two
+  rounds of a histogram every CTA writes a part of and reads whole; seeds: the leading CTA's reset of the counter
+  while a peer may still spin (`-DRESET_RACE`, flashinfer#3615), the second round without its barrier.
 """
 
 from __future__ import annotations
@@ -106,6 +109,37 @@ def test_the_right_count_is_one_per_peer_and_a_wider_grid_needs_more(capsys):  #
     rc, out = _check(SPLITK, "--block", "64", "--grid", "3", "--whole-grid", *BASES, "--grid-launch", "persistent",
                      capsys=capsys)
     assert rc == 0 and "safe" in out, out
+
+
+# ---- a software grid barrier and its reset --------------------------------------------------------------
+
+BARRIER = ["--block", "64", "--grid", "2", "--whole-grid", "--param", "0=0x10000000", "--param", "2=0x20000000",
+           "--grid-launch", "persistent"]
+
+
+def test_the_grid_barrier_extracts_its_rounds_and_is_safe(capsys):  # type: ignore[no-untyped-def]
+    text = extract(load_module(str(DATA / "grid_barrier.ptx")),
+                   _launch(params={"0": 0x10000000, "2": 0x20000000}, grid_launch="persistent")).text
+    assert "wait.until.acquire.gpu p2 >= 2;" in text and "wait.until.acquire.gpu p2 >= 4;" in text  # (r+1)*CTAs
+    assert text.count("red.add.relaxed.gpu p2, 1;") == 4  # one per round, per CTA
+    rc, out = _check(DATA / "grid_barrier.ptx", *BARRIER, capsys=capsys)
+    assert rc == 0 and "(radix_rounds): safe" in out, out
+
+
+def test_the_reset_while_a_peer_spins_is_the_reset_race(capsys):  # type: ignore[no-untyped-def]
+    rc, out = _check(DATA / "grid_barrier_reset_race.ptx", *BARRIER, capsys=capsys)
+    assert rc == 1, out
+    reset, spin = _line("grid_barrier.cu", "st_relaxed(counter, 0);"), _line("grid_barrier.cu", "while (ld_acquire")
+    assert re.search(rf"grid_barrier\.cu:{reset}:\d+: SV802 reset race: this write changes p2 from 4 to 0 while "
+                     rf"w0\.w0@cta1 spins at grid_barrier\.cu:{spin} for p2 >= 4", out), out
+
+
+def test_a_round_without_its_barrier_races_on_the_histogram(capsys):  # type: ignore[no-untyped-def]
+    rc, out = _check(DATA / "grid_barrier_no_barrier.ptx", *BARRIER, capsys=capsys)
+    assert rc == 1 and "SV301 RAW race on g0[" in out, out
+    write, read = _line("grid_barrier.cu", "part[blockIdx.x * n + t]"), _line("grid_barrier.cu", "acc += part[c")
+    assert re.search(rf"grid_barrier\.cu:({write}|{read}):\d+: SV301", out), out
+    assert "SV802" not in out and "SV801" not in out
 
 
 # ---- what is refused ------------------------------------------------------------------------------------

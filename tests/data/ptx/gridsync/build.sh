@@ -13,3 +13,6 @@ build() {  # build OUT.ptx SRC.cu FLAGS...
 build splitk_flag.ptx splitk_flag.cu
 build splitk_flag_no_wait.ptx splitk_flag.cu -DNO_WAIT
 build splitk_flag_flag_count_2.ptx splitk_flag.cu -DFLAG_COUNT=2
+build grid_barrier.ptx grid_barrier.cu
+build grid_barrier_reset_race.ptx grid_barrier.cu -DRESET_RACE
+build grid_barrier_no_barrier.ptx grid_barrier.cu -DNO_BARRIER
