@@ -47,6 +47,10 @@ class SrcLoc:
     line: int
     column: int
     inlined_at: tuple[tuple[str, int, int], ...] = ()
+    # the call sites above the first, where nvcc gives them through an earlier `.loc` at that site (_loc):
+    # where a finding is placed (frames.py); not part of the position's identity (statements unrolled from
+    # one line are one line, roll.py)
+    outer: tuple[tuple[str, int, int], ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -463,7 +467,7 @@ class _Flattener:
         # `.loc 1 0 3` is the compiler's "no line": keep the previous one
         if ln == 0:
             return
-        self.loc = SrcLoc(self.b.files.get(f, f"file{f}"), ln, col, tuple(chain))
+        self.loc = SrcLoc(self.b.files.get(f, f"file{f}"), ln, col, tuple(chain[:1]), tuple(chain[1:]))
         if chain and len(chain) < 64:
             self.site_chains[(self.loc.file, ln, col)] = tuple(chain)
 
