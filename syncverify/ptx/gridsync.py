@@ -43,6 +43,7 @@ SCOPES = ("cta", "cluster", "gpu", "sys")
 _RED_OPS = ("add", "inc", "dec", "min", "max")
 _ATOM_OPS = ("add", "inc", "dec", "min", "max", "exch", "cas")
 _WORD = ("b32", "s32", "u32")
+_FLOAT = ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2")
 # what a spin loop may compute besides its load and its branch
 _SPIN_OK = ("setp", "mov", "add", "sub", "and", "or", "xor", "not", "cvt", "selp", "nanosleep", "bra", "shl", "shr")
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -109,6 +110,14 @@ def execute_global(run: WarpState, ins: Instr, lanes: int) -> bool:
     acc = global_access(ins)
     if acc is None or ins.opcode.startswith("cp."):
         return False
+    if base in ("atom", "red") and any(m in _FLOAT for m in mods):
+        # a floating-point reduction into a buffer (BlockStripedReduce::reduce's atomicAdd of partials): data,
+        # a read-modify-write written as a `write` (ordered like one: two unordered ones are reported)
+        _data(run, ins, lanes, "write")
+        if base == "atom":
+            for lane in _lanes(lanes):
+                run.write(ins.operands[0], lane, UNKNOWN)
+        return True
     strong = base in ("atom", "red") or any(m in ("volatile", "relaxed", "acquire", "release", "acq_rel")
                                             for m in mods)
     if not strong:
@@ -161,7 +170,7 @@ def execute_global(run: WarpState, ins: Instr, lanes: int) -> bool:
     return True
 
 
-def _data(run: WarpState, ins: Instr, lanes: int) -> None:
+def _data(run: WarpState, ins: Instr, lanes: int, kind: str | None = None) -> None:
     """A weak load or store of global memory: recorded per lane at its bytes when its address is known
     (an unknown one is left to globalcomm.py, which refuses it if another thread may write its bytes)."""
     acc = global_access(ins)
@@ -175,7 +184,8 @@ def _data(run: WarpState, ins: Instr, lanes: int) -> None:
             return
         foot.append((lane, -1, int(a), int(a) + size))  # type: ignore[arg-type]
     if foot:
-        run.events.append(Event("gdata", ("read" if reads else "write",), lanes, ins, footprint=tuple(foot)))
+        kind = kind or ("read" if reads else "write")
+        run.events.append(Event("gdata", (kind,), lanes, ins, footprint=tuple(foot)))
 
 
 def spin_wait(run: WarpState, branch: int, join: int, active: int) -> bool:
