@@ -30,6 +30,7 @@ Global memory (gridsync.py gives the events):
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from itertools import pairwise
 
@@ -172,39 +173,61 @@ class _Global:
         return list(marked.values())
 
     def _chunks(self, events: dict[tuple[int, int], list[Event]]) -> None:
-        """Each region cut at the bounds of the accesses of it, named after its pointer parameter."""
-        bounds: list[set[int]] = [{lo, hi} for lo, hi in self.regions]
-        for evs in events.values():
+        """The elements of each region: the bytes that the same warps touch in the same steps.
+
+        A warp's step is the count of its other statements before an access (`phase`): two accesses of one
+        warp with no statement between them are ordered alike with every other thread's. Bytes with the
+        same set of (CTA, warp, read/write, step) are one element (a stripe of a reduction workspace that
+        one warp stores in sixteen vector stores is one); so two accesses meet in an element only if they
+        share a byte of it, and the races the model finds on the elements are those on the bytes."""
+        self.phase: dict[int, int] = {}
+        cuts: set[int] = set()
+        touches: list[tuple[int, int, tuple[int, int, str, int]]] = []
+        for (ci, w), evs in events.items():
+            step = 0
             for e in evs:
                 if e.kind != "gdata":
+                    step += 1
                     continue
-                lo, hi = min(f[2] for f in e.footprint), max(f[3] for f in e.footprint)
-                for j, (a, b) in enumerate(self.regions):
-                    if lo < b and a < hi:
-                        bounds[j] |= {max(lo, a), min(hi, b)}
-        self.chunks: list[tuple[int, int, str]] = []
+                self.phase[id(e)] = step
+                for _lane, _r, a, b in e.footprint:
+                    for lo, hi in self.regions:
+                        if a < hi and lo < b:
+                            s, t = max(a, lo), min(b, hi)
+                            cuts |= {s, t}
+                            touches.append((s, t, (ci, w, str(e.args[0]), step)))
+        points = sorted(cuts)
+        sig: dict[int, set[tuple[int, int, str, int]]] = {p: set() for p in points}
+        for s, t, who in touches:  # every elementary piece [points[i], points[i+1]) inside [s, t)
+            i = bisect_left(points, s)
+            while i < len(points) and points[i] < t:
+                sig[points[i]].add(who)
+                i += 1
+        self.pieces: list[tuple[int, int, int]] = []  # (start, end, element)
         self.global_decls: list[str] = []
-        per_param: dict[str, int] = {}
-        for j, (a, b) in enumerate(self.regions):
-            own = _owner(self.bases, a)
+        self.names: list[str] = []
+        for lo, hi in self.regions:
+            own = _owner(self.bases, lo)
             base = f"g{own[0]}" if own else "g"
-            k = per_param.get(base, 0)
-            per_param[base] = k + 1
-            name = base if k == 0 else f"{base}_{k}"
-            cuts = sorted(bounds[j])
-            pieces = list(pairwise(cuts))
-            sizes = {t - s for s, t in pieces}
-            where = f"byte {own[1]:#x}" if own else f"address {a:#x}"
-            if len(sizes) == 1:
-                n = len(pieces)
-                self.global_decls.append(f"  global {name}{f'[{n}]' if n > 1 else ''} bytes {sizes.pop()};".ljust(40)
-                                         + f"// {b - a} bytes from {where} of the buffer")
-                self.chunks += [(s, t, f"{name}[{i}]" if n > 1 else name) for i, (s, t) in enumerate(pieces)]
-            else:
-                for i, (s, t) in enumerate(pieces):
-                    self.global_decls.append(f"  global {name}_{i} bytes {t - s};".ljust(40)
-                                             + f"// from {where} of the buffer + {s - a}")
-                    self.chunks.append((s, t, f"{name}_{i}"))
+            while base in self.names or any(n.startswith(base + "[") for n in self.names):
+                base += "_"
+            classes: dict[frozenset[tuple[int, int, str, int]], int] = {}
+            sizes: list[int] = []
+            for a, b in pairwise([p for p in points if lo <= p <= hi]):
+                key = frozenset(sig[a])
+                if not key:
+                    continue
+                k = classes.setdefault(key, len(classes))
+                if k == len(sizes):
+                    sizes.append(0)
+                sizes[k] += b - a
+                self.pieces.append((a, b, len(self.names) + k))
+            n = len(classes)
+            self.names += [f"{base}[{k}]" if n > 1 else base for k in range(n)]
+            where = f"byte {own[1]:#x}" if own else f"address {lo:#x}"
+            self.global_decls.append(f"  global {base}{f'[{n}]' if n > 1 else ''} bytes {max(sizes)};".ljust(40)
+                                     + f"// {hi - lo} bytes from {where} of the buffer: each element the bytes "
+                                     f"the same warps touch in the same steps ({min(sizes)}..{max(sizes)} bytes)")
 
     def convert(self, e: Event, full: int) -> list[Event]:
         if e.kind == "gflag":
@@ -212,20 +235,35 @@ class _Global:
                           e.lanes, e.instr)]
         if e.kind != "gdata":
             return [e]
-        out = []
-        for s, t, name in self.chunks:
-            m = 0
-            for lane, _r, a, b in e.footprint:
+        lanes: dict[int, int] = {}
+        for lane, _r, a, b in e.footprint:
+            j = bisect_right(self.pieces, (a, 1 << 62, 0)) - 1
+            j = max(j, 0)
+            while j < len(self.pieces) and self.pieces[j][0] < b:
+                s, t, k = self.pieces[j]
                 if a < t and s < b:
-                    m |= 1 << lane
-            if not m:
-                continue
-            text = f"{e.args[0]} {name};"
+                    lanes[k] = lanes.get(k, 0) | 1 << lane
+                j += 1
+        out = []
+        for k, m in sorted(lanes.items()):
+            text = f"{e.args[0]} {self.names[k]};"
             if m == e.lanes and (m == full or m & (m - 1) == 0):
-                out.append(Event("text", (text,), m, e.instr))
+                out.append(Event("text", (text, "gdata"), m, e.instr))
             else:
-                out.append(Event("text", (f"if {lane_condition(m)} {{ {text} }}",), full, e.instr))
+                out.append(Event("text", (f"if {lane_condition(m)} {{ {text} }}", "gdata"), full, e.instr))
         return out
+
+
+def _dedupe(evs: list[Event]) -> list[Event]:
+    """A data statement that repeats the one just before it (the same element, the same warp, no other
+    statement between): one access for the model, whose order with every other thread's is the same."""
+    out: list[Event] = []
+    for e in evs:
+        if out and e.kind == "text" and e.args[1:] == ("gdata",) and e.args == out[-1].args \
+                and e.lanes == out[-1].lanes:
+            continue
+        out.append(e)
+    return out
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -246,11 +284,16 @@ def grid_skeleton(mod: Module, fn: Function, launch: Launch, source_names: bool 
     conv: dict[tuple[int, int], list[Event]] = {}
     for (ci, w), evs in events.items():
         full = (1 << max(0, min(WARP, launch.threads - WARP * w))) - 1
-        conv[(ci, w)] = [x for e in evs for x in glob.convert(e, full)]
+        conv[(ci, w)] = _dedupe([x for e in evs for x in glob.convert(e, full)])
     ctas = sorted({ci for ci, _w in conv})
     per: list[Skeleton] = [build(mod, fn.name, replace(launch, cluster_index=ci),
                                  {(0, w): conv[(ci, w)] for w in range(nwarps) if (ci, w) in conv},
                                  every=dict(conv.items()), source_names=source_names) for ci in ctas]
+    shapes = {tuple((r.name, r.first_warp, r.count) for r in sk.roles) for sk in per}
+    if len(shapes) == 1:  # every CTA splits its warps into the same roles: each role's body per CTA
+        roles = tuple(Role(r.name, r.first_warp, r.count, tuple(sk.roles[i].per_cta[0] for sk in per))
+                      for i, r in enumerate(per[0].roles))
+        return _grid(per, roles, glob, launch, len(ctas))
     per_warp: dict[int, list[tuple[Stmt, ...]]] = {w: [() for _ in ctas] for w in range(nwarps)}
     for ci, sk in enumerate(per):
         for r in sk.roles:
@@ -271,14 +314,17 @@ def grid_skeleton(mod: Module, fn: Function, launch: Launch, source_names: bool 
             n += 1
         roles.append(Role(f"w{w}" if n == 1 else f"w{w}_{w + n - 1}", w, n, tuple(key)))
         w += n
-    decls = [f"  grid {len(ctas)};"]
+    return _grid(per, tuple(roles), glob, launch, len(ctas))
+
+
+def _grid(per: list[Skeleton], roles: tuple[Role, ...], glob: _Global, launch: Launch, n: int) -> Skeleton:
+    decls = [f"  grid {n};"]
     if launch.grid_launch:
         decls.append(f"  launch {launch.grid_launch};")
     decls += glob.flag_decls + glob.global_decls
     notes = tuple(dict.fromkeys(n for sk in per for n in sk.notes))
-    notes += (f"every CTA of the grid ({len(ctas)}) is this protocol's, each executed; they meet through "
-              "global memory",)
-    return replace(per[0], roles=tuple(roles), notes=notes, grid_decls=tuple(decls))
+    notes += (f"every CTA of the grid ({n}) is this protocol's, each executed; they meet through global memory",)
+    return replace(per[0], roles=roles, notes=notes, grid_decls=tuple(decls))
 
 
 def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool]]:
