@@ -112,9 +112,11 @@ class _Global:
         for name, ws in by_param.items():
             for j, w in enumerate(ws):
                 self.flags[w] = f"{name}[{j}]" if len(ws) > 1 else name
-            offs = ", ".join(f"{_owner(self.bases, w)[1] if _owner(self.bases, w) else w:#x}" for w in ws)  # type: ignore[index]
+            owned = [_owner(self.bases, w) for w in ws]
+            where = ("at byte " + ", ".join(f"{o[1]:#x}" for o in owned if o) + " of the buffer" if all(owned)
+                     else "at address " + ", ".join(f"{w:#x}" for w in ws))
             self.flag_decls.append(f"  flag {name}{f'[{len(ws)}]' if len(ws) > 1 else ''};".ljust(40)
-                                   + f"// 32-bit words at byte {offs} of the buffer (0 at launch)")
+                                   + f"// 32-bit words {where} (0 at launch)")
         data = [a for a in gcomm.accesses if id(a.ins) not in flag_ins]
         for a in data:
             if a.span is not None and any(a.span[0] < w + 4 and w < a.span[1] for w in words):
