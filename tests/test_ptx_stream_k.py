@@ -162,3 +162,106 @@ def test_the_whole_grid_needs_a_grid_of_one_cta_clusters():
         extract(mod, _launch(grid=None))
     with pytest.raises(PtxError, match="at most 16"):
         extract(mod, _launch(grid=(17, 1, 1)))
+
+
+# ---- CUTLASS's stream-K GEMM ------------------------------------------------------------------------------
+#
+# tests/data/ptx/sm90_gemm_coop_streamk.cu instantiates the cooperative sm90 GEMM with StreamKScheduler from
+# CUTLASS's headers as they ship; its PTX (two stages) and the output of its host program
+# (syncverify/data/cutlass_sm90_streamk_params.cu at 128x128x1024 on two SMs: two stream-K units of 8 k-tiles
+# share the one output tile) are committed, so these tests need no nvcc. The seeds are copies of the PTX:
+# `_no_wait` without the final unit's two wait_eq spins (the loads, compares and branches deleted), `_flag_count`
+# with warpgroup 0's spin comparing with 9 instead of the lock value its peer's arrive_inc leaves (8).
+
+PTX = Path(__file__).parent / "data" / "ptx"
+HOST = "sm90_gemm_coop_streamk_host_128x128x1024"
+
+
+def _streamk_args(tmp_path: Path, seed: str = "") -> tuple[Path, list[str]]:
+    """The PTX (unzipped) and the command line of its launch, from the committed host output."""
+    import gzip
+
+    from syncverify.ptx.cutlass_host import parse_output
+    from syncverify.ptx.parse import parse_ptx
+
+    ptx = tmp_path / f"sm90_gemm_coop_streamk_s2{seed}.ptx"
+    ptx.write_bytes(gzip.decompress((PTX / f"sm90_gemm_coop_streamk_s2{seed}.ptx.gz").read_bytes()))
+    fn = parse_ptx(ptx.read_text(), str(ptx)).entries()[0]
+    host = parse_output(str(ptx), fn, (PTX / f"{HOST}.txt").read_text(), (PTX / f"{HOST}.bin").read_bytes())
+    args = ["--grid", "x".join(map(str, host.grid)), "--block", "x".join(map(str, host.block)),
+            "--dynamic-smem", str(host.dynamic_smem), "--whole-grid", "--grid-launch", "persistent"]
+    image = PTX / f"{HOST}.bin"
+    for off, n, _name in host.fields:
+        args += ["--param", f"0[{off}:{n}]=@{image}"]
+    for off, n, _name in host.boxes:
+        args += ["--tensor-bytes", f"0[{off}]={n}"]
+    return ptx, args
+
+
+def test_the_stream_k_host_output_is_two_units_on_one_tile():
+    """The committed host output is stream-K (not data-parallel): two units, one stream-K tile, two CTAs, and a
+    workspace of the 128x128 fp32 partials and the locks behind them at the fixed fake address."""
+    from syncverify.ptx.cutlass_host import WORKSPACE_BASE
+
+    words = {ln.split()[0]: ln.split()[1:] for ln in (PTX / f"{HOST}.txt").read_text().splitlines()}
+    assert words["decomposition"][:3] == ["2", "2", "1"]  # stream-K, 2 units, 1 stream-K tile
+    assert words["launch"][:3] == ["1", "2", "1"]
+    base, size, _off = map(int, words["workspace"])
+    assert base == WORKSPACE_BASE and size >= 128 * 128 * 4 + 2 * 4
+
+
+def test_the_stream_k_gemm_extracts_its_fixup_over_the_grid(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    ptx, args = _streamk_args(tmp_path)
+    rc = main(["extract", str(ptx), *args, "-o", str(tmp_path / "sk.sync")])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    text = (tmp_path / "sk.sync").read_text()
+    assert "grid 2;" in text and "launch persistent;" in text
+    assert re.search(r"flag flags\[2\];\s+// 32-bit words at address 0x300000010000, 0x300000010004", text), text
+    # the final unit waits for the 8 k-tiles its peer adds, on each math warpgroup's lock
+    assert "wait.until.acquire.gpu flags[0] == 8;" in text and "wait.until.acquire.gpu flags[1] == 8;" in text
+    assert re.search(r"fence\.acq_rel\.gpu;.*\n\s+red\.add\.relaxed\.gpu flags\[0\], 8;", text), text
+    assert "global g[8] bytes 8192;" in text  # the partials: one stripe per math warp
+    assert "write g[0];" in text and "read g[0];" in text
+    load(text, path="sk.sync")
+
+
+def _extracted(tmp_path: Path, seed: str, capsys) -> str:  # type: ignore[no-untyped-def]
+    ptx, args = _streamk_args(tmp_path, seed)
+    rc = main(["extract", str(ptx), *args, "-o", str(tmp_path / "sk.sync")])
+    assert rc == 0, capsys.readouterr().err
+    return (tmp_path / "sk.sync").read_text()
+
+
+def test_the_seeds_extract_without_the_wait_and_with_a_count_never_reached(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """The seeds' protocols carry their defects: no wait before the final unit reads the partials; a wait on
+    lock 0 for 9 where the peer's arrive_inc adds 8 (lock 1 unchanged)."""
+    text = _extracted(tmp_path, "_no_wait", capsys)
+    assert "wait.until" not in text and "red.add.relaxed.gpu flags[0], 8;" in text and "read g[0];" in text
+    text = _extracted(tmp_path, "_flag_count", capsys)
+    assert "wait.until.acquire.gpu flags[0] == 9;" in text and "wait.until.acquire.gpu flags[1] == 8;" in text
+    assert "red.add.relaxed.gpu flags[0], 8;" in text
+
+
+# The searches of the whole GEMM over two CTAs take many minutes on a two-core host (docs/cutlass.md, stream-K):
+# run with SYNCVERIFY_SLOW=1.
+SLOW = pytest.mark.skipif(not __import__("os").environ.get("SYNCVERIFY_SLOW"),
+                          reason="a search over two whole GEMM CTAs takes many minutes; run with SYNCVERIFY_SLOW=1")
+
+
+@SLOW
+def test_the_stream_k_fixup_without_its_wait_races_on_the_partials(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    ptx, args = _streamk_args(tmp_path, "_no_wait")
+    rc = main(["check", str(ptx), *args, "--after-first-error", "10", "--timeout", "3000"])
+    out = capsys.readouterr().out
+    assert rc == 1 and re.search(r"SV301 \w+ race on g\[\d\]", out), out
+
+
+@SLOW
+def test_the_stream_k_wait_for_a_count_never_reached_deadlocks(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    ptx, args = _streamk_args(tmp_path, "_flag_count")
+    rc = main(["check", str(ptx), *args, "--after-first-error", "10", "--timeout", "3000"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert re.search(r"SV801 deadlock through global memory: .*wait\.until flags\[0\] == 9 — flags\[0\] is 8; "
+                     r"written by", out), out
