@@ -265,3 +265,28 @@ def test_the_stream_k_wait_for_a_count_never_reached_deadlocks(tmp_path, capsys)
     assert rc == 1, out
     assert re.search(r"SV801 deadlock through global memory: .*wait\.until flags\[0\] == 9 — flags\[0\] is 8; "
                      r"written by", out), out
+
+
+def test_cutlass_problem_computes_the_committed_host_output(tmp_path):  # type: ignore[no-untyped-def]
+    """`--cutlass-problem 128x128x1024` on the stream-K GEMM builds cutlass_sm90_streamk_params.cu (nvcc, once,
+    minutes) and gives the launch, fields, boxes and workspace committed beside the PTX; `--cutlass-splits 2`
+    gives split-K (two CTAs on the tile too)."""
+    import gzip
+    import shutil
+
+    from syncverify.ptx.cutlass_host import cutlass_include, host_launch, parse_output
+    from syncverify.ptx.extract import find_nvcc
+    from syncverify.ptx.parse import parse_ptx
+
+    if find_nvcc() is None or cutlass_include() is None or shutil.which("c++filt") is None:
+        pytest.skip("needs nvcc, the nvidia-cutlass package and c++filt")
+    ptx = tmp_path / "sm90_gemm_coop_streamk_s2.ptx"
+    ptx.write_bytes(gzip.decompress((PTX / "sm90_gemm_coop_streamk_s2.ptx.gz").read_bytes()))
+    fn = parse_ptx(ptx.read_text(), str(ptx)).entries()[0]
+    got = host_launch(str(ptx), fn, [], (128, 128, 1024, 1), None, quiet=True)
+    want = parse_output(str(ptx), fn, (PTX / f"{HOST}.txt").read_text(), (PTX / f"{HOST}.bin").read_bytes())
+    assert (got.grid, got.block, got.fields, got.boxes, got.workspace, got.decomposition) == \
+        (want.grid, want.block, want.fields, want.boxes, want.workspace, want.decomposition)
+    assert got.param_bytes() == want.param_bytes()
+    split = host_launch(str(ptx), fn, [], (128, 128, 128, 1), None, quiet=True, splits=2)
+    assert split.decomposition[0] == 1 and split.decomposition[-1] == 2 and split.grid == (1, 2, 1)
