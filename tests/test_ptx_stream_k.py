@@ -290,3 +290,11 @@ def test_cutlass_problem_computes_the_committed_host_output(tmp_path):  # type: 
     assert got.param_bytes() == want.param_bytes()
     split = host_launch(str(ptx), fn, [], (128, 128, 128, 1), None, quiet=True, splits=2)
     assert split.decomposition[0] == 1 and split.decomposition[-1] == 2 and split.grid == (1, 2, 1)
+
+
+def test_the_whole_grid_is_refused_with_symbolic_extraction():
+    from syncverify.ptx.symextract import extract_symbolic
+    from syncverify.ptx.symvalues import SymParam
+
+    with pytest.raises(PtxError, match="not available with --symbolic"):
+        extract_symbolic(load_module(str(SPLITK)), _launch(), None, SymParam("1", 0, None, 1))
