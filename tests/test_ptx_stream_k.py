@@ -298,3 +298,19 @@ def test_the_whole_grid_is_refused_with_symbolic_extraction():
 
     with pytest.raises(PtxError, match="not available with --symbolic"):
         extract_symbolic(load_module(str(SPLITK)), _launch(), None, SymParam("1", 0, None, 1))
+
+
+@pytest.mark.parametrize("kernel, opcode, why", [
+    ("reset_under_data", "st.relaxed.gpu.global.b32", "may change a flag in global memory, and whether it runs is "
+                                                      "decided by a value that is not known"),
+    ("cas_spin", "atom.global.cas.b32", "reads a flag in global memory: its value decides the branch"),
+])
+def test_what_the_whole_grid_cannot_model_is_refused_at_its_line(kernel, opcode, why, capsys):  # type: ignore[no-untyped-def]
+    """A flag reset under a branch decided by data, and a compare-and-swap spin: refused at the instruction,
+    naming the CTA (of the grid) that reaches it, never skipped."""
+    rc, out = _check(DATA / "refused.ptx", "--kernel", kernel, "--block", "32", "--grid", "2", "--whole-grid",
+                     "--param", "0=0x10000000", "--param", "1=0x20000000", capsys=capsys)
+    assert rc == 2 and why in out, out
+    cta = 1 if kernel == "cas_spin" else 0
+    assert re.search(rf"refused\.ptx:\d+:\d+: error: cannot extract \(warp 0 of CTA {cta}\)", out), out
+    assert f"\t{opcode}" in out.replace(" \t", "\t") and "^" in out

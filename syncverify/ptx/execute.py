@@ -32,7 +32,7 @@ from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
 from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
-from .gridsync import execute_global, spin_wait
+from .gridsync import execute_global, refuse_skipped_flags, spin_wait
 from .launch import PARAM_SPACE, Event, Launch, Memory, _bits, _lanes, _params, cluster_warps
 from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
 from .provenance import param_hint
@@ -96,6 +96,8 @@ class WarpRun(WarpState):
                 if affects_sync(ins):
                     raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
                                       + global_note(self, ins.guard))
+                if self.launch.whole_grid:
+                    refuse_skipped_flags(self, [ins])
                 if self.gcomm is not None:
                     self.gcomm.note(self, ins, unknown)
                 self.havoc(ins, unknown)
@@ -127,6 +129,8 @@ class WarpRun(WarpState):
                                       f"{param_hint(self.fn, ins.guard, set(self.launch.params))}")
                 refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
+                if self.launch.whole_grid:
+                    refuse_skipped_flags(self, region)
                 self._region_ok[i] = region
             if self.gcomm is not None:
                 self.gcomm.note_region(self, region, active)

@@ -188,6 +188,25 @@ def _data(run: WarpState, ins: Instr, lanes: int, kind: str | None = None) -> No
         run.events.append(Event("gdata", (kind,), lanes, ins, footprint=tuple(foot)))
 
 
+def writes_flag(ins: Instr) -> bool:
+    """An instruction that may change a flag in global memory (an atomic, a strong store): skipping it (in a
+    region decided by data, under an unknown guard) would drop a signal or a reset from the protocol."""
+    if global_access(ins) is None or ins.opcode.startswith("cp."):
+        return False
+    if ins.base in ("atom", "red"):
+        return not any(m in _FLOAT for m in ins.mods)
+    return ins.base == "st" and any(m in ("volatile", "relaxed", "release") for m in ins.mods)
+
+
+def refuse_skipped_flags(run: WarpState, region: list[Instr]) -> None:
+    """In a whole-grid extraction, a flag write the executor would skip is refused at its line."""
+    for ins in region:
+        if writes_flag(ins):
+            raise run.refuse(ins, f"`{ins.opcode}` may change a flag in global memory, and whether it runs is "
+                             "decided by a value that is not known (data): skipping it would drop a signal or "
+                             "a reset from the protocol")
+
+
 def spin_wait(run: WarpState, branch: int, join: int, active: int) -> bool:
     """A loop that repeats one strong load of a flag until its value lets it leave, at its back edge:
     replace the load's event by `wait.until` and leave the loop. False when the loop is not one."""

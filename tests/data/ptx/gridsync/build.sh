@@ -16,3 +16,4 @@ build splitk_flag_flag_count_2.ptx splitk_flag.cu -DFLAG_COUNT=2
 build grid_barrier.ptx grid_barrier.cu
 build grid_barrier_reset_race.ptx grid_barrier.cu -DRESET_RACE
 build grid_barrier_no_barrier.ptx grid_barrier.cu -DNO_BARRIER
+build refused.ptx refused.cu
