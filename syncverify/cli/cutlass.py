@@ -49,6 +49,9 @@ def add_args(g: argparse._ArgumentGroup) -> None:
                         "of the problem passes through the cluster that is extracted)")
     g.add_argument("--cutlass-beta", type=float, default=0.0, metavar="BETA",
                    help="the epilogue's beta (0: C is not loaded)")
+    g.add_argument("--cutlass-splits", type=int, default=None, metavar="N",
+                   help="a stream-K GEMM's decomposition: 1 (default) forces stream-K, N > 1 split-K into N; its "
+                        "grid is extracted as one protocol (--whole-grid) on a persistent launch")
 
 
 def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Namespace]:
@@ -66,7 +69,8 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     host = host_launch_of(path, fn, includes, args)  # an sm100 GEMM or the FMHA example (ptx/cutlass_host_kinds.py)
     if host is None:
         host = host_launch(path, fn, includes, args.cutlass_problem, args.cutlass_sms,
-                           args.cutlass_beta, quiet=getattr(args, "quiet", False))
+                           args.cutlass_beta, quiet=getattr(args, "quiet", False),
+                           splits=getattr(args, "cutlass_splits", None))
     out = copy.copy(args)
     out.kernel = name
     out.includes = includes
@@ -74,4 +78,10 @@ def resolve(path: str, args: argparse.Namespace) -> tuple[Module, argparse.Names
     out.param = [("0", host.param_bytes()), *args.param]
     out.tensor_bytes = [(("0", o), n) for o, n, _ in host.boxes] + list(args.tensor_bytes)
     out.smem_members = host.members  # the SharedStorage members: the names of the protocol's objects
+    if host.workspace is not None:
+        # stream-K: the CTAs that share an output tile meet through the workspace (its flags and partials,
+        # at the fake address the Params point to): the grid is one protocol, on the persistent launch
+        # CUTLASS's scheduler sizes (no more CTAs than SMs)
+        out.whole_grid = True
+        out.grid_launch = getattr(args, "grid_launch", None) or "persistent"
     return mod, out

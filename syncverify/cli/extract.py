@@ -115,6 +115,12 @@ def add_launch_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--cluster", type=_dims, default=(1, 1, 1), metavar="X[xYxZ]", help="CTAs per cluster")
     g.add_argument("--grid", type=_dims, metavar="X[xYxZ]", help="CTAs in the grid (for %%nctaid, %%clusterid)")
     g.add_argument("--cluster-index", type=int, default=0, metavar="N", help="which cluster of the grid to extract")
+    g.add_argument("--whole-grid", action="store_true",
+                   help="extract every CTA of the grid (--grid, one-CTA clusters, at most 16 CTAs) as one protocol: "
+                        "CTAs that meet through global memory (flags, spins, fences, shared workspace)")
+    g.add_argument("--grid-launch", choices=("cooperative", "persistent", "ordered"), metavar="KIND",
+                   help="with --whole-grid, what the launch promises about co-residency: cooperative, "
+                        "persistent (no more CTAs than the GPU holds at once) or ordered (CTAs start in order)")
     g.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="bind a kernel parameter (by PTX name or position) to an integer or to @FILE bytes; "
                         "NAME[OFFSET:LENGTH]=VALUE|@FILE binds bytes of a by-value struct")

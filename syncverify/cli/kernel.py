@@ -41,7 +41,8 @@ def launch_of(args: argparse.Namespace) -> Launch:
     return Launch(block=args.block, cluster=args.cluster, grid=args.grid, params=_bind(args.param),
                   cluster_index=args.cluster_index, dynamic_smem=args.dynamic_smem,
                   zero_global=tuple(args.zero_global), tensor_bytes=dict(args.tensor_bytes),
-                  smem_members=tuple(getattr(args, "smem_members", ())))
+                  smem_members=tuple(getattr(args, "smem_members", ())),
+                  whole_grid=getattr(args, "whole_grid", False), grid_launch=getattr(args, "grid_launch", None))
 
 
 def _same_site_sv204(d: Diagnostic, ex: Extracted) -> bool:

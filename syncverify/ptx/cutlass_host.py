@@ -32,6 +32,17 @@ from .parse import Function, PtxError
 __all__ = ["HostLaunch", "build", "cache_dir", "cutlass_include", "host_launch", "kernel_type", "run"]
 
 TEMPLATE = "cutlass_sm90_params.cu"
+# the stream-K scheduler's: its Params point into a workspace (cutlass_sm90_streamk_params.cu)
+STREAM_K_TEMPLATE = "cutlass_sm90_streamk_params.cu"
+# the fake device address the stream-K workspace is given: no window of the executor's (launch.py) is there
+WORKSPACE_BASE = 0x3000_0000_0000
+
+
+def is_stream_k(kernel_type: str) -> bool:
+    """Does the kernel type use the stream-K tile scheduler (whose Params need a workspace)?"""
+    return "StreamKScheduler" in kernel_type or "PersistentTileSchedulerSm90StreamK" in kernel_type
+
+
 HOST_FLAGS = ("-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr", "-O1")
 
 
@@ -49,6 +60,10 @@ class HostLaunch:
     boxes: tuple[tuple[int, int, str], ...]
     image: bytes
     members: tuple[tuple[int, int, str], ...] = ()
+    # a stream-K kernel's workspace: (base address, bytes); the scheduler's decomposition (split-K 1 or
+    # stream-K 2, stream-K units, stream-K tiles, units per problem, splits)
+    workspace: tuple[int, int] | None = None
+    decomposition: tuple[int, ...] = ()
 
     def param_bytes(self) -> ParamBytes:
         return ParamBytes(tuple((o, self.image[o: o + n]) for o, n, _ in self.fields))
@@ -107,7 +122,8 @@ def build(path: str, fn: Function, includes: list[str], say=None) -> Path:  # ty
         raise PtxError(path, fn.line, 1, "--cutlass-problem needs CUTLASS's headers: `pip install nvidia-cutlass` "
                        "or give -I DIR (the directory holding cutlass/ and cute/)")
     ty = kernel_type(path, fn)
-    template = resources.files("syncverify.data").joinpath(TEMPLATE).read_text()
+    name = STREAM_K_TEMPLATE if is_stream_k(ty) else TEMPLATE
+    template = resources.files("syncverify.data").joinpath(name).read_text()
     version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
     key = hashlib.sha256("\0".join([template, ty, version, *HOST_FLAGS, *incs,
                                     *(_version_of(i) for i in incs)]).encode()).hexdigest()[:20]
@@ -142,21 +158,31 @@ def _version_of(include: str) -> str:
 
 
 def run(path: str, fn: Function, exe: Path, problem: tuple[int, int, int, int], sm_count: int,
-        beta: float) -> HostLaunch:
-    """Run the host program for one problem (M, N, K, L) on `sm_count` SMs."""
+        beta: float, splits: int | None = None) -> HostLaunch:
+    """Run the host program for one problem (M, N, K, L) on `sm_count` SMs; `splits` (a stream-K kernel's
+    program only): 1 forces stream-K, N > 1 split-K into N."""
     with tempfile.TemporaryDirectory(prefix="syncverify-cutlass-") as tmp:
         blob = os.path.join(tmp, "params.bin")
-        proc = subprocess.run([str(exe), *map(str, problem), str(sm_count), repr(float(beta)), blob],
+        extra = [] if splits is None else [hex(WORKSPACE_BASE), str(splits)]
+        proc = subprocess.run([str(exe), *map(str, problem), str(sm_count), repr(float(beta)), blob, *extra],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             why = (proc.stderr.strip() or f"exit {proc.returncode}").removeprefix("error: ")
             raise PtxError(path, fn.line, 1, f"--cutlass-problem: CUTLASS's host code refused the problem: {why}")
         image = Path(blob).read_bytes()
+    return parse_output(path, fn, proc.stdout, image)
+
+
+def parse_output(path: str, fn: Function, stdout: str, image: bytes) -> HostLaunch:
+    """What the host program printed for one problem, with the Params image it wrote (kept beside a test
+    kernel, `tests/data/ptx/*_host_*.txt` and `.bin`, so that its checks need no nvcc)."""
     launch: list[int] = []
+    workspace: tuple[int, int] | None = None
+    decomposition: tuple[int, ...] = ()
     fields: list[tuple[int, int, str]] = []
     boxes: list[tuple[int, int, str]] = []
     members: list[tuple[int, int, str]] = []
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         word, *rest = line.split()
         if word == "launch":
             launch = [int(x) for x in rest]
@@ -166,20 +192,28 @@ def run(path: str, fn: Function, exe: Path, problem: tuple[int, int, int, int], 
             boxes.append((int(rest[0]), int(rest[1]), rest[2]))
         elif word == "member":
             members.append((int(rest[0]), int(rest[1]), rest[2]))
+        elif word == "workspace":
+            workspace = (int(rest[0]), int(rest[1]))
+        elif word == "decomposition":
+            decomposition = tuple(int(x) for x in rest)
     if len(launch) != 10:
-        raise PtxError(path, fn.line, 1, f"--cutlass-problem: the host program printed no launch: {proc.stdout[:200]}")
+        raise PtxError(path, fn.line, 1, f"--cutlass-problem: the host program printed no launch: {stdout[:200]}")
     return HostLaunch(grid=(launch[0], launch[1], launch[2]), block=(launch[3], launch[4], launch[5]),
                       cluster=(launch[6], launch[7], launch[8]), dynamic_smem=launch[9], fields=tuple(fields),
-                      boxes=tuple(boxes), image=image, members=tuple(members))
+                      boxes=tuple(boxes), image=image, members=tuple(members), workspace=workspace,
+                      decomposition=decomposition)
 
 
 def host_launch(path: str, fn: Function, includes: list[str], problem: tuple[int, int, int, int],
-                sm_count: int | None, beta: float = 0.0, quiet: bool = False) -> HostLaunch:
+                sm_count: int | None, beta: float = 0.0, quiet: bool = False, splits: int | None = None) -> HostLaunch:
     """Build (once) and run CUTLASS's host code for the kernel at `problem`. `sm_count` None: as many SMs as
     the kernel's cluster has CTAs, so that the whole problem passes through the one cluster extraction
     follows (each CTA takes every tile the persistent scheduler gives it)."""
     say = None if quiet else (lambda s: print(f"syncverify: {s}", file=sys.stderr, flush=True))
     exe = build(path, fn, includes, say)
+    if is_stream_k(kernel_type(path, fn)):
+        # two SMs by default: at a small problem two CTAs share an output tile (stream-K's fixup)
+        return run(path, fn, exe, problem, sm_count or 2, beta, splits or 1)
     if sm_count is None:
         probe = run(path, fn, exe, problem, 1 << 10, beta)
         sm_count = probe.cluster[0] * probe.cluster[1] * probe.cluster[2]

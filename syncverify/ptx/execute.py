@@ -32,6 +32,7 @@ from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
 from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
+from .gridsync import execute_global, refuse_skipped_flags, spin_wait
 from .launch import PARAM_SPACE, Event, Launch, Memory, _bits, _lanes, _params, cluster_warps
 from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
 from .probe import fork, retry_exit
@@ -104,6 +105,8 @@ class WarpRun(WarpState):
             if affects_sync(ins):
                 raise self.refuse(ins, "the guard predicate of a synchronization instruction is not known"
                                   + global_note(self, ins.guard))
+            if self.launch.whole_grid:
+                refuse_skipped_flags(self, [ins])
             if self.gcomm is not None:
                 self.gcomm.note(self, ins, unknown)
             self.havoc(ins, unknown)
@@ -127,6 +130,9 @@ class WarpRun(WarpState):
                 raise self.refuse(ins, "a branch is decided by a value that is not known (data, time or an "
                                   "unbound parameter) and its paths do not join before the exit"
                                   + param_hint(self.fn, ins.guard, set(self.launch.params)))
+            if self.launch.whole_grid and spin_wait(self, i, join, active):
+                top.pc = join  # a spin on a flag in global memory: `wait.until` (gridsync.py)
+                return
             region = self._region_ok.get(i)
             if region is None:
                 bad = [self.cfg.body[n] for n in sorted(self.cfg.region(i, join)) if affects_sync(self.cfg.body[n])]
@@ -138,6 +144,8 @@ class WarpRun(WarpState):
                                       f"{param_hint(self.fn, ins.guard, set(self.launch.params))}")
                 refuse_global_wait(self, i, join)  # a flag or a spin in global memory is a wait, not data
                 region = [self.cfg.body[n] for n in self.cfg.region(i, join)]
+                if self.launch.whole_grid:
+                    refuse_skipped_flags(self, region)
                 self._region_ok[i] = region
             if self.gcomm is not None:
                 self.gcomm.note_region(self, region, active)
@@ -161,6 +169,8 @@ class WarpRun(WarpState):
     def execute(self, ins: Instr, lanes: int) -> None:
         if self.gcomm is not None:
             self.gcomm.note(self, ins, lanes)
+        if self.launch.whole_grid and execute_global(self, ins, lanes):
+            return
         if execute_sync(self, ins, lanes):
             return
         base, mods, ops = ins.base, ins.mods, ins.operands

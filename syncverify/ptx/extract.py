@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from .. import budget
 from .execute import run_cluster
 from .globalcomm import GlobalAccesses, all_clusters_run
+from .gridextract import grid_skeleton
 from .launch import Launch
 from .parse import Function, Instr, Module, PtxError, parse_ptx, parse_ptx_file
 from .skeleton import Skeleton, build
@@ -112,6 +113,10 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
                        "the language models whole warps")
     if maxn and launch.threads > maxn[0] * (maxn[1] if len(maxn) > 1 else 1) * (maxn[2] if len(maxn) > 2 else 1):
         raise PtxError(mod.path, fn.line, 1, f"--block {launch.threads} exceeds the kernel's .maxntid {maxn}")
+    if launch.whole_grid:  # every CTA of the grid, meeting through global memory (gridextract.py)
+        sk = grid_skeleton(mod, fn, launch, source_names=source_names)
+        text, origin = render(sk, mod.path, expect, mod if source_names else None)
+        return Extracted(text, origin, mod, name)
     gcomm = GlobalAccesses(launch)
     events = run_cluster(mod, fn, launch, gcomm)
     sk = build(mod, name, launch, events, source_names=source_names)

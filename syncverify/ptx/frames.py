@@ -66,7 +66,7 @@ def frames(ins: Instr, mod: Module) -> list[Frame]:
     """The instruction's source frames, innermost first (empty without `.loc`)."""
     if ins.src is None:
         return []
-    raw = [(ins.src.file, ins.src.line, ins.src.column), *ins.src.inlined_at]
+    raw = [(ins.src.file, ins.src.line, ins.src.column), *ins.src.inlined_at, *ins.src.outer]
     return [Frame(_source_file(f, mod.path), ln, max(col, 1)) for f, ln, col in raw]
 
 

@@ -80,6 +80,10 @@ class Launch:
     # the members of the dynamic shared memory, as the host code that lays it out reports them (offset from
     # its start, bytes, the member's path in the source): only names for the protocol (names.py)
     smem_members: tuple[tuple[int, int, str], ...] = ()
+    # every CTA of the grid is one protocol (gridextract.py): flags, spins and data in global memory are
+    # extracted (gridsync.py), not refused; `grid_launch` is what the launch promises (language §3.7)
+    whole_grid: bool = False
+    grid_launch: str | None = None
 
     def zero_base(self, k: int) -> int:
         """The address given to the k-th --zero-global pointer parameter (a window of its own)."""

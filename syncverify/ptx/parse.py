@@ -47,6 +47,10 @@ class SrcLoc:
     line: int
     column: int
     inlined_at: tuple[tuple[str, int, int], ...] = ()
+    # the call sites above the first, where nvcc gives them through an earlier `.loc` at that site (_loc):
+    # where a finding is placed (frames.py); not part of the position's identity (statements unrolled from
+    # one line are one line, roll.py)
+    outer: tuple[tuple[str, int, int], ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -407,6 +411,7 @@ class _Flattener:
         self.registers: set[str] = set()
         self.vars: list[VarDecl] = []
         self.loc: SrcLoc | None = None
+        self.site_chains: dict[tuple[str, int, int], tuple[tuple[str, int, int], ...]] = {}
         self.blocks = 0
 
     def block(self, node: Tree, outer: dict[str, str]) -> None:
@@ -455,11 +460,16 @@ class _Flattener:
         chain: list[tuple[str, int, int]] = []
         if len(nums) >= 6:
             fi, li, ci = (_int(x) for x in nums[3:6])
-            chain.append((self.b.files.get(fi, f"file{fi}"), li, ci))
+            site = (self.b.files.get(fi, f"file{fi}"), li, ci)
+            # nvcc names one call site per `.loc`; the site's own chain is that of the latest `.loc` at it
+            # (`.loc 2 104 5 … inlined_at 2 161 9` after `.loc 2 161 9 … inlined_at 1 24 5`): the whole chain
+            chain = [site, *self.site_chains.get(site, ())]
         # `.loc 1 0 3` is the compiler's "no line": keep the previous one
         if ln == 0:
             return
-        self.loc = SrcLoc(self.b.files.get(f, f"file{f}"), ln, col, tuple(chain))
+        self.loc = SrcLoc(self.b.files.get(f, f"file{f}"), ln, col, tuple(chain[:1]), tuple(chain[1:]))
+        if chain and len(chain) < 64:
+            self.site_chains[(self.loc.file, ln, col)] = tuple(chain)
 
     def _instr(self, st: Tree, scope: dict[str, str]) -> Instr:
         guard, neg = None, False

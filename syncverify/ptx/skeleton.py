@@ -65,6 +65,8 @@ class Skeleton:
     regs: tuple[str, ...] = ()  # the A-fragment registers of RS-form wgmma, one region per set (wgmma_regs.py)
     # objects named after a member of the dynamic shared memory: name, the member's path in the source
     origins: tuple[tuple[str, str], ...] = ()
+    # a grid extracted as one protocol (gridextract.py): its `grid`, `launch`, `flag` and `global` lines
+    grid_decls: tuple[str, ...] = ()
 
 
 def guarded_lanes(e: Event, lanes_full: int) -> bool:

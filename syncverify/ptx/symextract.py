@@ -115,6 +115,9 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
     of a rotated loop, CUTLASS's `k_tile_count - 1 > 0` before the consumer's mainloop -- splits the range
     at L: on each side it is decided. At most MAX_DOMAINS ranges.
     """
+    if launch.whole_grid:
+        raise PtxError(mod.path, 1, 1, "--whole-grid extracts every CTA at the launch's values; it is not "
+                       "available with --symbolic")
     name = pick_kernel(mod, kernel)
     fn = next(f for f in mod.entries() if f.name == name)
     if fn.body is None:

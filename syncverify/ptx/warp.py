@@ -175,7 +175,7 @@ class WarpState:
 
     def refuse(self, ins: Instr, why: str) -> Refusal:
         note = f"CUDA source: {_src(ins)}" if ins.src else "no CUDA source line (compile with -lineinfo)"
-        who = f"warp {self.warp} of CTA {self.rank}"
+        who = f"warp {self.warp} of CTA {self.launch.cluster_index if self.launch.whole_grid else self.rank}"
         return Refusal(self.mod.path, ins.line, ins.column, f"cannot extract ({who}): {why}",
                        self.mod.source_line(ins.line), note)
 

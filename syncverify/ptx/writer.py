@@ -72,6 +72,7 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
     if la.ctas > 1:
         lines.append(f"  cluster {la.ctas};")
     lines.append(f"  cta threads {la.threads};")
+    lines += sk.grid_decls
     chosen = selectors(sk.roles, module) if module is not None else {}
     named = role_names(sk.roles, module) if module is not None else {}
     objects = {n for n, *_ in sk.mbarriers} | {n for n, *_ in sk.slots} | {n for n, *_ in sk.tmem}
@@ -123,7 +124,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
             groups = [(rank, b) for rank, b in enumerate(bodies) if b]
         for rank, body in groups:
             lines.append("")
-            guard = r.name if rank is None else f"{r.name} && cta == {rank}"
+            who = "block" if sk.grid_decls else "cta"  # a grid's CTAs are told apart by their index in it
+            guard = r.name if rank is None else f"{r.name} && {who} == {rank}"
             lines.append(f"  if {guard} {{")
             first = len(lines)
             _body(lines, origin, body)

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Rebuilds the committed PTX of this directory from its CUDA sources (nvcc 13.0, CUTLASS headers of pip
+# nvidia-cutlass 4.2.0.0 as they ship), with the CUDA file named by its base name so that findings point
+# at the .cu beside the .ptx. Seeds are the same source under -D macros.
+set -e
+cd "$(dirname "$0")"
+INC=$(python3 -c "import cutlass_library,os;print(os.path.dirname(cutlass_library.__file__))")/source/include
+build() {  # build OUT.ptx SRC.cu FLAGS...
+  out=$1; cu=$2; shift 2
+  nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -ptx -lineinfo -I"$INC" "$@" -o "$out" "$cu"
+  sed -i "s|\"$PWD/$cu\"|\"$cu\"|" "$out"
+}
+build splitk_flag.ptx splitk_flag.cu
+build splitk_flag_no_wait.ptx splitk_flag.cu -DNO_WAIT
+build splitk_flag_flag_count_2.ptx splitk_flag.cu -DFLAG_COUNT=2
+build grid_barrier.ptx grid_barrier.cu
+build grid_barrier_reset_race.ptx grid_barrier.cu -DRESET_RACE
+build grid_barrier_no_barrier.ptx grid_barrier.cu -DNO_BARRIER
+build refused.ptx refused.cu
