@@ -101,8 +101,11 @@ class _Work:
         if named == base.named:  # (element by element, each an identity test when unchanged)
             named = base.named
         agents = self.agents
+        # records the step left alone are the state's own, sorted already (every State's are): no sort
+        records = self.records
         return _new_tuple(State, (tuple(self.procs), tuple(self.mbars), named, self.cluster,
-                                  tuple(sorted(agents)) if agents else (), tuple(sorted(self.records)),
+                                  tuple(sorted(agents)) if agents else (),
+                                  records if records is base.records else tuple(sorted(records)),
                                   tuple(self.tmem)))
 
 

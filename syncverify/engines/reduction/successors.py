@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ... import ir
-from ...semantics.core import StepResult
+from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
 from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
 from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
@@ -113,6 +113,7 @@ class Reduction(ElementRules, LandingRules):
         # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
         # in the dict), answered from a table keyed by what it reads (precede_memo)
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
+        self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
 
     def successors(self, state: State) -> Iterator[StepResult]:
         """Every step enabled in ``state`` — or, by partial-order reduction, just one.
@@ -159,7 +160,7 @@ class Reduction(ElementRules, LandingRules):
                 lone_wait = True
             elif cls is _POR_ARRIVE:
                 lone_wait = False
-                if not self._lone_reaching_op(state, p):
+                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p):
                     continue
             else:
                 if cls is _POR_ARRIVE_TX:
@@ -237,6 +238,31 @@ class Reduction(ElementRules, LandingRules):
                     yield res
                     return
         yield from machine.successors(state, tried, landed)
+
+    def _arrive_ends(self, p: int, pstate: tuple) -> bool:
+        """Does process p's plain arrive (class _POR_ARRIVE) end the process? Such a step is never
+        taken alone (an exit has effects on barriers), so the first loop of successors() need not
+        compute it: on the 2x1 ping-pong GEMM the last arrive of the math warps (their final
+        consumer release) was computed, and set aside, in nearly every state while they sat
+        before it, a third of the steps computed.
+
+        An arrive never moves its process but to the next instruction and changes no variable
+        (MbarrierOps.op_arrive returns True), so the pc after it is the local control flow from
+        pc + 1 (Machine._run_local), a function of (p, pc, vars) remembered here. Not with a loop
+        hook (its trip counts keep state of their own), and not where that control flow cannot
+        be run (the step reports that): the step is then computed as before."""
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        ends = self._ends_memo.get(key)
+        if ends is None:
+            machine = self.machine
+            if machine.loop_hook is not None:
+                return False
+            try:
+                npc, _ = machine._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
+            except Violation:
+                return False
+            ends = self._ends_memo[key] = machine.programs[p].code[npc].kind == END
+        return ends
 
     def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
         """Does the step of some process break a rule (a violation, whether it ends its path or is

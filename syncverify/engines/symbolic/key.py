@@ -261,8 +261,10 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
     if records is None:
         if len(sh.memo) > 1 << 16:
             sh.memo.clear()
-        records = sh.memo[memo_key] = _normalize_records(state.records, dict(phase_items), sh.all_procs,
-                                                         sh.all_holders, sh.runs)
+        # sorted, as every State's records are (a step that leaves them alone passes them on unsorted:
+        # _Work.freeze)
+        records = sh.memo[memo_key] = tuple(sorted(_normalize_records(state.records, dict(phase_items),
+                                                                      sh.all_procs, sh.all_holders, sh.runs)))
     # bulk and wgmma group numbers per process (the steps above leave them alone)
     if numbered:
         # a warpgroup's warps compare their wgmma group numbers with one another's (Machine._wgmma_wait):
