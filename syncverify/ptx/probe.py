@@ -31,7 +31,9 @@ up, is followed: `if try_wait B parity P { } else { … the give-up path … }`.
 What cannot be written this way is refused at the probe with the reason: the outcomes do not join before
 the kernel ends, one outcome ends threads the other does not, a second probe before the first one's
 result is used, a probe executed by some lanes of a warp only, a probe met again in the same state in its
-own outcome (tests of two phases in turn until one passes: a wait for either phase).
+own outcome (tests of two phases in turn until one passes: a wait for either phase), and a probe several
+lanes execute whose outcomes differ in more than waits and per-lane accesses where the lanes' results can
+differ (probe_lanes.py: each lane's try_wait may time out on its own).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .cfg import EXIT, affects_sync
 from .launch import Event, lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
+from .probe_lanes import check_lanes
 from .spin import _frozen, result_unused
 from .values import UNKNOWN, Value
 from .warp import _Entry
@@ -252,6 +255,7 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
     else:
         _merge(run, [t, f])  # both ran to the end of the kernel
         stack[:] = []
+    check_lanes(run, p, parts)
     _emit(run, p, parts)
 
 
