@@ -46,7 +46,7 @@ from .cfg import EXIT, affects_sync
 from .launch import Event, lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
-from .probe_lanes import check_lanes
+from .probe_lanes import LaneWatch, merge_watches
 from .spin import _frozen, result_unused
 from .values import UNKNOWN, Value
 from .warp import _Entry
@@ -105,6 +105,7 @@ def clone(run: WarpState) -> WarpState:
     out.probe = None
     out.probe_ctx = None
     out.lockstep = False
+    out.lane_watch = run.lane_watch.copy() if run.lane_watch is not None else None
     return out
 
 
@@ -139,6 +140,7 @@ def _merge(into: WarpState, states: list[WarpState]) -> None:
                     del m[a]
     into.local, into.local_unknown = local, unknown
     into.exited = states[0].exited
+    into.lane_watch = merge_watches([s.lane_watch for s in states])
 
 
 def _text(lanes: int, ins: Instr, text: str) -> Event:
@@ -197,6 +199,8 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
         raise run.refuse(p.ins, f"probes nest more than {MAX_NESTED} deep here (each in an outcome of the one "
                          "before)")
     t, f = clone(run), clone(run)
+    t.lane_watch = LaneWatch.start(run.lane_watch, p)  # the lanes' results may differ (probe_lanes.py)
+    f.lane_watch = t.lane_watch.copy() if t.lane_watch is not None else None
     t.probe_chain = f.probe_chain = (*run.probe_chain, here)
     ts, fs = _stack_copy(stack), _stack_copy(stack)
     _set(t, p.pred, p.lanes, 1)
@@ -255,7 +259,6 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
     else:
         _merge(run, [t, f])  # both ran to the end of the kernel
         stack[:] = []
-    check_lanes(run, p, parts)
     _emit(run, p, parts)
 
 

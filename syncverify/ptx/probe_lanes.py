@@ -36,24 +36,23 @@ A probe executed by one lane has one result: nothing to mix.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .launch import Event
+from .cfg import EXIT, affects_sync
 from .parse import Imm, Instr, Name, Operand, Pair, Vec, operand_registers
 
 if TYPE_CHECKING:
     from .cfg import Cfg
-    from .probe import Part, Pending
+    from .probe import Pending
     from .warp import WarpState
 
-# what two outcomes may do differently when the lanes' results can differ: acquires and per-lane accesses
-# ("text" is the `if`/`else`/`}` of a nested probe, whose statements are in the list themselves)
-_LANEWISE = frozenset({"read", "write", "wait", "probe", "text", "bulk_wait"})
+# warp-collective instructions whose operands are data: the warp executes them together whatever their
+# operands hold (their result carries the per-lane values on, but for a vote of the result: above)
+_COLLECTIVE_DATA = ("vote.sync", "shfl.sync", "redux.sync", "match.sync")
 
 _STORES = ("st", "red", "atom", "stmatrix", "cp", "multimem")
 _LOADS = ("ld", "atom", "ldmatrix", "ldu", "multimem")
-
-_taint_cache: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
 
 
 def _constant(cfg: Cfg, op: Operand) -> int | None:
@@ -117,71 +116,116 @@ def _written(ins: Instr) -> set[str]:
     return operand_registers(dst) if isinstance(dst, (Name, Pair, Vec)) else set()
 
 
-def result_flow(cfg: Cfg, result: frozenset[str], lanes: int) -> frozenset[str]:
-    """The registers the probe's `result` registers can flow into (module docstring), over the whole
-    function: a fixpoint over every instruction, cut at the ones whose result is uniform across `lanes`."""
-    key = (id(cfg.body), result | {f"#{lanes}"})
-    hit = _taint_cache.get(key)
-    if hit is not None:
-        return hit
-    tainted = set(result)
-    memory = False
-    changed = True
-    while changed:
-        changed = False
-        for ins in cfg.body:
-            if not isinstance(ins, Instr):
+def _lanewise(ins: Instr) -> bool:
+    """An instruction lanes may execute apart with no effect counted across them: a per-lane load or
+    store, a wait, a per-thread fence, and everything that leaves the skeleton unchanged (cfg.affects_sync)."""
+    if not affects_sync(ins):
+        return True
+    op = ins.opcode
+    if ins.base in ("ld", "st", "ldu", "prefetch") and not op.startswith("st.async"):
+        return True
+    return op.startswith(("mbarrier.try_wait", "mbarrier.test_wait", "fence.proxy.async", "membar.proxy.async",
+                          "fence.mbarrier_init", "cp.async.wait_", "cp.async.bulk.wait_group"))
+
+
+@dataclass
+class LaneWatch:
+    """The registers (and whether shared or local memory) that hold a value computed from a multi-lane
+    probe's result, followed instruction by instruction along what a warp executes (execute.py calls `see`
+    before each instruction): a value there may differ between the lanes of a mixed outcome, so a decision
+    on it must not split a counted operation's lanes (module docstring)."""
+
+    origin: Instr
+    lanes: int
+    result: frozenset[str]
+    tainted: set[str] = field(default_factory=set)
+    memory: bool = False
+
+    @staticmethod
+    def start(parent: LaneWatch | None, p: Pending) -> LaneWatch | None:
+        """The watch for the outcomes of probe `p`: its result register added to what `parent` followed
+        (a probe of one lane adds nothing)."""
+        regs = frozenset(operand_registers(p.pred))
+        if p.lanes & (p.lanes - 1) == 0:
+            return None if parent is None else parent.copy()
+        out = LaneWatch(p.ins, p.lanes, regs, set(regs),
+                        parent.memory if parent else False)
+        if parent is not None:
+            out.tainted |= parent.tainted
+        return out
+
+    def copy(self) -> LaneWatch:
+        return LaneWatch(self.origin, self.lanes, self.result, set(self.tainted), self.memory)
+
+    def join(self, other: LaneWatch | None) -> None:
+        if other is not None:
+            self.tainted |= other.tainted
+            self.memory |= other.memory
+
+    @property
+    def idle(self) -> bool:
+        return not self.tainted and not self.memory
+
+    def see(self, run: WarpState, pc: int, ins: Instr) -> None:
+        """Check `ins` (at position `pc`) before the warp executes it, then follow its effect on the taint."""
+        dst = _written(ins)
+        reads = set().union(set(), *(operand_registers(o) for o in (ins.operands[1:] if dst else ins.operands)))
+        if ins.guard:
+            reads.add(ins.guard)
+        if ins.base == "bra":
+            reads = {ins.guard} if ins.guard else set()
+        hit = reads & self.tainted
+        if hit and not _lanewise(ins) and not ins.opcode.startswith(_COLLECTIVE_DATA):
+            raise self._refuse(run, ins, ins, f"reads {_one(hit)}, which is computed from it")
+        if ins.base == "bra" and ins.guard in self.tainted:
+            self._scan(run, pc, ins)
+        if ins.opcode.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) \
+                or _uniform_result(run.cfg, ins, self.lanes, self.result):
+            self.tainted -= dst  # a result of its own (a probe is watched by its own fork), or a vote
+            return
+        if hit or (self.memory and ins.base in _LOADS):
+            self.tainted |= dst
+            if ins.base in _STORES:
+                self.memory = True
+        else:
+            self.tainted -= dst
+
+    def _scan(self, run: WarpState, pc: int, ins: Instr) -> None:
+        """A branch whose lanes may go both ways in a mixed outcome: nothing counted on either way before
+        the paths meet again (its immediate post-dominator), where the lanes are together again."""
+        cfg = run.cfg
+        join = cfg.ipdom.get(pc, EXIT)
+        seen: set[int] = set()
+        todo = [s for s in cfg.successors(pc) if s != join]
+        while todo:
+            i = todo.pop()
+            if i in seen or i == EXIT or i == join:
                 continue
-            dst = _written(ins)
-            srcs = set().union(*(operand_registers(o) for o in ins.operands)) - dst
-            if ins.guard:
-                srcs.add(ins.guard)
-            carries = bool(srcs & tainted) or (memory and ins.base in _LOADS)
-            if not carries or _uniform_result(cfg, ins, lanes, result):
-                continue
-            if ins.base in _STORES and not memory:
-                memory = changed = True
-            if dst - tainted:
-                tainted |= dst
-                changed = True
-    out = frozenset(tainted)
-    _taint_cache[key] = out
-    return out
+            seen.add(i)
+            if not _lanewise(cfg.body[i]):
+                raise self._refuse(run, ins, cfg.body[i], f"lies on one way of the branch at PTX line {ins.line} "
+                                   "on a value computed from it")
+            todo.extend(cfg.successors(i))
+
+    def _refuse(self, run: WarpState, at: Instr, e: Instr, why: str) -> Exception:
+        src = f" (CUDA {e.src})" if e.src is not None else ""
+        return run.refuse(self.origin, f"{bin(self.lanes).count('1')} lanes execute this probe and each may get its "
+                          f"own result; `{e.opcode}` at PTX line {e.line}{src} {why}: an operation counted across "
+                          "lanes or executed by the warp together, which lanes with different results would split "
+                          "(neither the all-true nor the all-false outcome covers that); probe with one lane, or "
+                          "vote the result across the warp (__all_sync) before branching on it")
 
 
-def check_lanes(run: WarpState, p: Pending, parts: list[Part]) -> None:
-    """Refuse the probe `p` when its lanes' results can differ and one outcome's path holds an operation
-    counted across lanes (module docstring); its uses are the tuples of `parts`."""
-    if p.lanes & (p.lanes - 1) == 0:
-        return  # one lane: one result
-    flow: frozenset[str] | None = None
-    for x in parts:
-        if not isinstance(x, tuple):
-            continue
-        at, then, other = x
-        counted = [e for e in (*then, *other) if e.kind not in _LANEWISE]
-        if not counted:
-            continue
-        if flow is None:
-            flow = result_flow(run.cfg, frozenset(operand_registers(p.pred)), p.lanes)
-        reads = set().union(*(operand_registers(o) for o in at.operands)) | ({at.guard} if at.guard else set())
-        if at.base == "bra":
-            reads = {at.guard} if at.guard else set()
-        if not reads & flow:
-            continue  # decided by a value equal in every lane (a vote of the result)
-        e = counted[0]
-        raise run.refuse(p.ins, f"{_lanes(p.lanes)} lanes execute this probe and each may get its own result, "
-                         f"and the branch on it at PTX line {at.line} leads to `{e.instr.opcode}` at PTX line "
-                         f"{e.instr.line}{_cuda(e)} on one outcome's path: an operation counted across lanes or "
-                         "executed by the warp together, which lanes with different results would split (neither "
-                         "the all-true nor the all-false outcome covers that); probe with one lane, or vote the "
-                         "result across the warp (__all_sync) before branching on it")
+def _one(regs: set[str]) -> str:
+    return ", ".join(sorted(regs))
 
 
-def _lanes(mask: int) -> int:
-    return bin(mask).count("1")
-
-
-def _cuda(e: Event) -> str:
-    src = e.instr.src
-    return f" (CUDA {src})" if src is not None else ""
+def merge_watches(watches: list[LaneWatch | None]) -> LaneWatch | None:
+    """What the states that meet at a probe's join follow from there: everything any of them followed."""
+    live = [w for w in watches if w is not None]
+    if not live:
+        return None
+    out = live[0].copy()
+    for w in live[1:]:
+        out.join(w)
+    return None if out.idle else out
