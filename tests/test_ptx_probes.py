@@ -10,15 +10,19 @@ written for (refused at the probe's line).
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
 import pytest
 
 from syncverify.cli import main
+from syncverify.ptx import probe_lanes
 from syncverify.ptx.extract import extract, load_module
-from syncverify.ptx.launch import Launch
-from syncverify.ptx.parse import PtxError, parse_ptx
+from syncverify.ptx.launch import Launch, ParamBytes
+from syncverify.ptx.parse import PtxError, parse_ptx, parse_ptx_file
+from tests.test_ptx_sm100 import BOXES, FIELDS, PARAM_FIELDS
+from tests.test_ptx_sm100 import DATA as SM100
 
 DATA = Path(__file__).parent / "data" / "ptx" / "probes"
 TOKEN = str(DATA / "token.ptx")
@@ -252,3 +256,28 @@ def test_a_vote_of_the_result_makes_the_warp_probe_one_outcome(vote):
             "  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n")
     code = _code(extract(_kernel(body), Launch(block=(32, 1, 1))).text)
     assert re.search(r"if !try_wait mb0\[0\] parity 0 \{\narrive mb0\[1\];\n\}\n", code), code
+
+
+def test_cutlass_sm100_gemm_probes_are_whole_warp_and_read_uniformly(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """CUTLASS's sm100 2-SM GEMM (tests/test_ptx_sm100.py builds and checks it): its pipelines'
+    `consumer_try_wait` (barrier.h:470, the MMA warp) and `producer_try_acquire` (the load warp) are executed
+    by all 32 lanes of their warps, and the lanes' results are followed through to `consumer_wait(token)` /
+    `producer_acquire(token)`: the outcomes differ only by that wait, so the uniform reading stands and the
+    GEMM extracts with its tokens."""
+    started: list[tuple[int, int]] = []
+    start = probe_lanes.LaneWatch.start
+
+    def record(parent, p):  # type: ignore[no-untyped-def]
+        started.append((p.ins.line, bin(p.lanes).count("1")))
+        return start(parent, p)
+
+    monkeypatch.setattr(probe_lanes.LaneWatch, "start", staticmethod(record))
+    out = tmp_path / "gemm.ptx"
+    out.write_bytes(gzip.decompress((SM100 / "sm100_gemm_2sm_2x1_s2.ptx.gz").read_bytes()))
+    blob = FIELDS.read_bytes()
+    launch = Launch(block=(256, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=83968,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES.items()})
+    code = _code(extract(parse_ptx_file(str(out)), launch).text)
+    assert "let tok = try_wait mb0[0] parity 0;\n" in code and "let tok = try_wait mb0[3] parity 1;\n" in code
+    assert (1804, 32) in started, started  # consumer_try_wait, by the MMA warp's 32 lanes
