@@ -249,13 +249,24 @@ def test_counted_operations_on_one_outcome_of_a_warp_probe_are_refused(body, cou
     assert err.value.line == 10 and "32 lanes execute this probe" in msg and f"`{counted}" in msg, msg
 
 
-@pytest.mark.parametrize("vote", ["all", "any"])
-def test_a_vote_of_the_result_makes_the_warp_probe_one_outcome(vote):
-    """The near twin of the refused forms: `__all_sync`/`__any_sync` of the result, then the arrive."""
-    body = (_HEAD + _VOTE + f"  vote.sync.{vote}.pred %p3, %p2, -1;\n"
-            "  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n")
-    code = _code(extract(_kernel(body), Launch(block=(32, 1, 1))).text)
-    assert re.search(r"if !try_wait mb0\[0\] parity 0 \{\narrive mb0\[1\];\n\}\n", code), code
+@pytest.mark.parametrize(("vote", "uniform"), [
+    ("all.pred %p3, %p2", "if !try_wait"),  # all lanes true, or not: true only when every lane's probe passed
+    ("any.pred %p3, !%p2", "if try_wait"),  # some lane false, or none: the same, negated
+    ("any.pred %p3, %p2", None),            # true when some lane passed: the others did not acquire
+    ("all.pred %p3, !%p2", None),           # the same, negated
+])
+def test_a_vote_of_the_result_makes_the_warp_probe_one_outcome(vote, uniform):  # type: ignore[no-untyped-def]
+    """The near twins of the refused forms: a vote of the result, then the arrive. A vote stands for the
+    probe only when its all-true value means that every lane's test passed: a lane whose try_wait returned
+    false did not acquire, even where another lane saw the phase complete."""
+    body = _HEAD + _VOTE + f"  vote.sync.{vote}, -1;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n"
+    if uniform:
+        code = _code(extract(_kernel(body), Launch(block=(32, 1, 1))).text)
+        assert f"{uniform} mb0[0] parity 0 {{\narrive mb0[1];\n}}\n" in code, code
+    else:
+        with pytest.raises(PtxError) as err:
+            extract(_kernel(body), Launch(block=(32, 1, 1)))
+        assert err.value.line == 10 and "`mbarrier.arrive.shared::cta.b64` at PTX line 14" in err.value.message
 
 
 def test_cutlass_sm100_gemm_probes_are_whole_warp_and_read_uniformly(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
@@ -267,9 +278,9 @@ def test_cutlass_sm100_gemm_probes_are_whole_warp_and_read_uniformly(tmp_path, m
     started: list[tuple[int, int]] = []
     start = probe_lanes.LaneWatch.start
 
-    def record(parent, p):  # type: ignore[no-untyped-def]
+    def record(parent, p, value):  # type: ignore[no-untyped-def]
         started.append((p.ins.line, bin(p.lanes).count("1")))
-        return start(parent, p)
+        return start(parent, p, value)
 
     monkeypatch.setattr(probe_lanes.LaneWatch, "start", staticmethod(record))
     out = tmp_path / "gemm.ptx"

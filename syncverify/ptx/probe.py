@@ -199,8 +199,8 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
         raise run.refuse(p.ins, f"probes nest more than {MAX_NESTED} deep here (each in an outcome of the one "
                          "before)")
     t, f = clone(run), clone(run)
-    t.lane_watch = LaneWatch.start(run.lane_watch, p)  # the lanes' results may differ (probe_lanes.py)
-    f.lane_watch = t.lane_watch.copy() if t.lane_watch is not None else None
+    t.lane_watch = LaneWatch.start(run.lane_watch, p, 1)  # the lanes' results may differ (probe_lanes.py)
+    f.lane_watch = LaneWatch.start(run.lane_watch, p, 0)
     t.probe_chain = f.probe_chain = (*run.probe_chain, here)
     ts, fs = _stack_copy(stack), _stack_copy(stack)
     _set(t, p.pred, p.lanes, 1)

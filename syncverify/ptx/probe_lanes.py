@@ -17,19 +17,26 @@ uniform ones: `if (!tok) arrive` on a barrier of count 32 arrives 5 times, a dea
 outcome shows), expect_tx, a TMA or bulk copy issue, a bulk commit, a named-barrier or cluster-barrier
 arrival, `__syncwarp`, a `wgmma`/`tcgen05` instruction (collective: on one path only they diverge).
 
-Nor is it needed when the lanes' results are made equal before they decide: the instruction that decides
-between the outcomes reads nothing the probe's result flows into except through `vote.sync.all.pred` or
-`vote.sync.any.pred` (`__all_sync`/`__any_sync` of the result) over a member mask that holds every lane of
-the probe, of a predicate each lane computes from its own result alone by the same function (`selp`,
-`setp`, `not`, ... of the result and immediates). With f that function, the vote of f(r_lane) over a mixed
-outcome is a value one of the uniform outcomes gives, and it is consistent with the probe's meaning: a
-lane whose result was true shows the phase completed, and false may come at any time. Not cut there: a
-ballot, `vote.sync.uni`, `redux.sync` or a shuffle of the result (a ballot gives each lane its own bit
-back; a mixed outcome's sum or `uni` is a value no uniform outcome gives), nor a vote of a predicate that
-also reads %laneid or another lane's value. The flow is followed over the whole function, through every
-register an instruction writes from a register it reads (or from its guard), and through memory: a store
-of a value the result flows into makes every load's result carry it. It over-approximates (a register
-written twice is one register), which can only refuse more.
+Nor is it needed when the lanes' results are made one before they decide: a vote of the result,
+`vote.sync.all.pred` or `vote.sync.any.pred` over a member mask that holds every lane of the probe, of a
+predicate x = f(result) each lane computes by the same function of its own result alone (`selp`, `setp`,
+`not`, ... of the result and immediates). Every lane gets the vote's value, a value one of the uniform
+outcomes gives; it reads as the probe's result when its all-true value is given only where every lane's
+test passed -- `all` of f(1) = 1 (`__all_sync(~0u, tok)`), `any` of f(1) = 0 -- since a lane whose
+try_wait returned false did not acquire, even where another lane saw the phase complete: `__any_sync` of
+the result is not one. Nor is a ballot, `vote.sync.uni`, `redux.sync` or a shuffle of the result (a ballot
+gives each lane its own bit back; a mixed outcome's `uni` or sum is a value no uniform outcome gives), nor
+a vote of a predicate that also reads %laneid or another lane's value.
+
+What is followed (LaneWatch): from the probe on, along the path each outcome's copy of the warp executes
+(execute.py calls `see` before each instruction), the registers an instruction writes from a register
+computed from the result (or under such a guard), and memory: a store of such a value makes every later
+load's result one. A register overwritten from other values leaves the set. The set is carried past the
+outcomes' join until it is empty. Checked at each instruction: a branch on such a register has nothing
+counted on either of its ways up to its immediate post-dominator (the way neither outcome took included: a
+decision both uniform outcomes take alike can still split a mixed one's lanes); any other instruction that
+reads one is an instruction lanes may execute apart (a load, a store, a wait, a per-thread fence, a warp
+collective of data that all lanes execute), else it is refused.
 
 A probe executed by one lane has one result: nothing to mix.
 """
@@ -40,7 +47,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .cfg import EXIT, affects_sync
-from .parse import Imm, Instr, Name, Operand, Pair, Vec, operand_registers
+from .parse import Imm, Instr, Name, NegName, Operand, Pair, Vec, operand_registers
+from .values import UNKNOWN
 
 if TYPE_CHECKING:
     from .cfg import Cfg
@@ -72,16 +80,30 @@ def _constant(cfg: Cfg, op: Operand) -> int | None:
     return values.pop() if len(values) == 1 else None
 
 
-def _uniform_result(cfg: Cfg, ins: Instr, lanes: int, result: frozenset[str]) -> bool:
-    """Whether `ins` is `vote.sync.all.pred`/`vote.sync.any.pred` over a member mask that holds every lane
-    of `lanes`, of a predicate every lane computes by the same function of its own probe result alone
-    (module docstring)."""
-    if ins.opcode not in ("vote.sync.all.pred", "vote.sync.any.pred") or len(ins.operands) != 3 or ins.guard:
+def _uniform_result(run: WarpState, ins: Instr, lanes: int, result: frozenset[str], value: int | None) -> bool:
+    """Whether `ins` is a vote that makes the probe's lanes' results one (module docstring): `vote.sync.all`
+    or `.any` of `.pred`, over a member mask that holds every lane of `lanes`, of a predicate x every lane
+    computes by the same function f of its own result alone, and such that the vote takes the value of the
+    all-true outcome only when every lane's result was true: `all` of f(1) = 1, or `any` of f(1) = 0. This
+    state runs the outcome whose result is `value`; x = f(value) is read from it."""
+    cfg = run.cfg
+    if value is None or ins.opcode not in ("vote.sync.all.pred", "vote.sync.any.pred") \
+            or len(ins.operands) != 3 or ins.guard:
         return False
     mask = _constant(cfg, ins.operands[2])
     if mask is None or (mask & 0xFFFFFFFF) & lanes != lanes:
         return False
-    return all(_own_result(cfg, r, result, set()) for r in operand_registers(ins.operands[1]))
+    src = ins.operands[1]
+    if not isinstance(src, (Name, NegName)):
+        return False
+    if not _own_result(cfg, src.name, result, set()):
+        return False
+    xs = {run.read(Name(src.name), lane) for lane in range(run.nlanes) if lanes >> lane & 1}
+    if len(xs) != 1 or xs == {UNKNOWN}:
+        return False
+    x = int(bool(xs.pop())) ^ isinstance(src, NegName)
+    f_true = x if value == 1 else 1 - x  # f(1): f is not constant, or the vote would not read the result
+    return f_true == (1 if ins.opcode == "vote.sync.all.pred" else 0)
 
 
 # what a lane may compute its voted predicate with: its own values only, nothing from another lane
@@ -140,22 +162,23 @@ class LaneWatch:
     result: frozenset[str]
     tainted: set[str] = field(default_factory=set)
     memory: bool = False
+    value: int | None = None  # the result this state's outcome gave every lane; None past the join
 
     @staticmethod
-    def start(parent: LaneWatch | None, p: Pending) -> LaneWatch | None:
-        """The watch for the outcomes of probe `p`: its result register added to what `parent` followed
-        (a probe of one lane adds nothing)."""
+    def start(parent: LaneWatch | None, p: Pending, value: int) -> LaneWatch | None:
+        """The watch for the outcome `value` (1 or 0 in every lane) of probe `p`: its result register added
+        to what `parent` followed (a probe of one lane adds nothing)."""
         regs = frozenset(operand_registers(p.pred))
         if p.lanes & (p.lanes - 1) == 0:
             return None if parent is None else parent.copy()
         out = LaneWatch(p.ins, p.lanes, regs, set(regs),
-                        parent.memory if parent else False)
+                        parent.memory if parent else False, value)
         if parent is not None:
             out.tainted |= parent.tainted
         return out
 
     def copy(self) -> LaneWatch:
-        return LaneWatch(self.origin, self.lanes, self.result, set(self.tainted), self.memory)
+        return LaneWatch(self.origin, self.lanes, self.result, set(self.tainted), self.memory, self.value)
 
     def join(self, other: LaneWatch | None) -> None:
         if other is not None:
@@ -180,7 +203,7 @@ class LaneWatch:
         if ins.base == "bra" and ins.guard in self.tainted:
             self._scan(run, pc, ins)
         if ins.opcode.startswith(("mbarrier.try_wait", "mbarrier.test_wait")) \
-                or _uniform_result(run.cfg, ins, self.lanes, self.result):
+                or _uniform_result(run, ins, self.lanes, self.result, self.value):
             self.tainted -= dst  # a result of its own (a probe is watched by its own fork), or a vote
             return
         if hit or (self.memory and ins.base in _LOADS):
@@ -226,6 +249,7 @@ def merge_watches(watches: list[LaneWatch | None]) -> LaneWatch | None:
     if not live:
         return None
     out = live[0].copy()
+    out.value = None  # past the join the outcomes' registers are merged: no vote of this result is read
     for w in live[1:]:
         out.join(w)
     return None if out.idle else out
