@@ -234,6 +234,11 @@ _VOTE = "  selp.u32 %r2, 1, 0, %p1;\n  setp.ne.u32 %p2, %r2, 0;\n"
     # a ballot gives each lane its own result back
     (_HEAD + _VOTE + "  vote.sync.ballot.b32 %r3, %p2, -1;\n  mov.u32 %r4, %lanemask_eq;\n  and.b32 %r5, %r3, %r4;\n"
      "  setp.ne.u32 %p3, %r5, 0;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n", "mbarrier.arrive"),
+    # the same through control flow: the voted predicate written on two paths the lanes take by their id
+    (_HEAD + "  selp.u32 %r2, 1, 0, %p1;\n  mov.u32 %r3, %laneid;\n  setp.lt.u32 %p4, %r3, 16;\n"
+     "  @%p4 bra $L__BB0_1;\n  setp.ne.u32 %p2, %r2, 0;\n  bra.uni $L__BB0_2;\n$L__BB0_1:\n"
+     "  setp.eq.u32 %p2, %r2, 0;\n$L__BB0_2:\n  vote.sync.all.pred %p3, %p2, -1;\n"
+     "  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n", "mbarrier.arrive"),
     # the false outcome exits (a warp's lanes exit apart), or ends at its own exit
     (_HEAD + "  @!%p1 exit;\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n", "exit"),
     (_HEAD + "  @!%p1 bra $L__BB0_2;\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n$L__BB0_2:\n  exit;\n", "ret"),

@@ -111,15 +111,18 @@ _LANE_LOCAL = frozenset({"mov", "selp", "setp", "set", "not", "and", "or", "xor"
 
 
 def _own_result(cfg: Cfg, reg: str, result: frozenset[str], seen: set[str]) -> bool:
-    """Whether every write of `reg` in the function computes it from the probe's `result` registers and
-    immediates only, by lane-local instructions without a guard: the same function of the lane's own
-    result in every lane (a register read nowhere written, %laneid or a parameter, is not)."""
+    """Whether the one write of `reg` in the function computes it from the probe's `result` registers and
+    immediates only, by a lane-local instruction without a guard, and so on back to the result: the same
+    function of the lane's own result in every lane (a register read nowhere written, %laneid or a
+    parameter, is not; nor is one written in two places, on paths the lanes may take apart)."""
     if reg in result:
         return True
     if reg in seen:
         return False  # a value carried around a loop: not followed
     seen.add(reg)
     defs = [i for i in cfg.body if isinstance(i, Instr) and reg in _written(i)]
+    if len(defs) != 1:
+        return False  # written in two places: which one a lane ran could depend on the lane
     for ins in defs:
         if ins.base not in _LANE_LOCAL or ins.guard or isinstance(ins.operands[0], Pair):
             return False
@@ -130,7 +133,7 @@ def _own_result(cfg: Cfg, reg: str, result: frozenset[str], seen: set[str]) -> b
             if not regs or not all(_own_result(cfg, r, result, seen) for r in regs):
                 return False
     seen.discard(reg)
-    return bool(defs)
+    return True
 
 
 def _written(ins: Instr) -> set[str]:
