@@ -10,15 +10,19 @@ written for (refused at the probe's line).
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
 import pytest
 
 from syncverify.cli import main
+from syncverify.ptx import probe_lanes
 from syncverify.ptx.extract import extract, load_module
-from syncverify.ptx.launch import Launch
-from syncverify.ptx.parse import PtxError, parse_ptx
+from syncverify.ptx.launch import Launch, ParamBytes
+from syncverify.ptx.parse import PtxError, parse_ptx, parse_ptx_file
+from tests.test_ptx_sm100 import BOXES, FIELDS, PARAM_FIELDS
+from tests.test_ptx_sm100 import DATA as SM100
 
 DATA = Path(__file__).parent / "data" / "ptx" / "probes"
 TOKEN = str(DATA / "token.ptx")
@@ -127,6 +131,11 @@ def test_a_probe_used_twice_is_a_token_with_two_uses():
      "two probes whose results are both pending", 11),
 ])
 def test_what_cannot_be_written_as_an_if_is_refused_at_the_probe(body, why, line):  # type: ignore[no-untyped-def]
+    """Probed by lane 0 alone (one lane: one result; the other lanes go to the end), on the same PTX lines;
+    probed by the whole warp, the first two are also lanes whose results differ exiting apart
+    (test_counted_operations_on_one_outcome_of_a_warp_probe_are_refused)."""
+    one_lane = "  mov.u32 %r1, 0; mov.u32 %r2, %laneid; setp.ne.u32 %p3, %r2, 0; @%p3 bra $L__END;\n"
+    body = body.replace("  mov.u32 %r1, 0;\n", one_lane, 1) + "$L__END:\n  ret;\n"
     with pytest.raises(PtxError) as err:
         extract(_kernel(body), Launch(block=(32, 1, 1)))
     assert why in err.value.message, err.value.message
@@ -151,3 +160,140 @@ def test_a_test_wait_probe_and_a_test_wait_spin():
             "  @!%p1 bra $L__BB0_1;\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n")
     code = _code(extract(_kernel(spin), Launch(block=(32, 1, 1))).text)
     assert "wait mb0 parity 0;\nread s0;\n" in code and "test_wait" not in code, code
+
+
+# ---- lanes with different results (ptx/probe_lanes.py) ----------------------------------------------
+# PTX executes try_wait per thread and each thread's test may time out on its own: the two uniform outcomes
+# cover a mixed one only where they differ in waits and per-lane accesses, or where a vote of the result
+# decides. tests/data/ptx/probes/lanes.cu: one TMA load, warp 1 probes it and, where the probe failed,
+# arrives on a second barrier `late`.
+
+LANES = str(DATA / "lanes.ptx")
+
+
+def _ptx_line(kernel: str, needle: str) -> int:
+    """The PTX line of the first `needle` in `kernel`'s body in lanes.ptx."""
+    lines = Path(LANES).read_text().splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith(f".visible .entry {kernel}("))
+    return next(i + 1 for i in range(start, len(lines)) if needle in lines[i])
+
+
+@pytest.mark.parametrize("kernel", ["lanes_arrive", "lanes_novote"])
+def test_a_whole_warp_arrive_on_a_failed_probe_is_refused_at_the_probe(kernel, capsys):  # type: ignore[no-untyped-def]
+    """`if (!tok) arrive(&late)` by 32 lanes: lanes with different results arrive between 0 and 32 times
+    (on `late` of count 32, fewer arrivals and a wait that never ends, which neither uniform outcome has);
+    `lanes_novote` is lanes_vote without its `__all_sync`: the `__syncwarp` then lies on one lane's path."""
+    probe, arrive = _ptx_line(kernel, "mbarrier.try_wait"), _ptx_line(kernel, "mbarrier.arrive.shared")
+    with pytest.raises(PtxError) as err:
+        extract(load_module(LANES), Launch(block=(64, 1, 1)), kernel)
+    msg = err.value.message
+    assert err.value.line == probe and "32 lanes execute this probe" in msg, msg
+    assert f"`mbarrier.arrive.shared::cta.b64` at PTX line {arrive} (CUDA lanes.cu:37)" in msg, msg
+    capsys.readouterr()
+    rc = main(["check", LANES, "--kernel", kernel, "--block", "64"])
+    got = capsys.readouterr()
+    assert rc == 2 and f"lanes.ptx:{probe}:" in got.out + got.err and "^" in got.out + got.err
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("kernel", "block"), [
+    # the result voted across the warp first: one branch for the warp, one lane arrives, the warp meets
+    ("lanes_vote", "if !try_wait mb0[0] parity 0 {\nelect {\narrive mb0[1];\n}\nsyncwarp;\nwait mb0[1] parity 0;\n}\n"),
+    # one lane probes and arrives: one result
+    ("lanes_one", "elect {\nif !try_wait mb0[0] parity 0 {\narrive mb0[1];\n}\n}\nsyncwarp;\n"),
+])
+def test_a_voted_or_single_lane_probe_before_an_arrive_extracts_and_is_safe(kernel, block, engine, capsys):  # type: ignore[no-untyped-def]
+    code = _code(extract(load_module(LANES), Launch(block=(64, 1, 1)), kernel).text)
+    assert block + "wait mb0[0] parity 0;\nread s0;\n" in code, code
+    capsys.readouterr()
+    rc = main(["check", LANES, "--kernel", kernel, "--block", "64", "--engine", engine])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"({kernel}): safe" in out, out
+
+
+def test_the_token_kernels_probe_with_the_whole_warp_and_differ_only_by_a_wait():
+    """The token kernels' consumer_try_wait is executed by all 32 lanes of warp 1 (no `elect` around it),
+    and its outcomes differ by a wait (or a back-off, or further probes): the uniform reading stands."""
+    for kernel in ("token_wait", "token_skip", "token_retry"):
+        code = _code(extract(load_module(TOKEN), Launch(block=(64, 1, 1)), kernel).text)
+        w1 = code[code.index("if w1 {"):]
+        assert "try_wait mb0[" in w1 and "elect {\nlet tok" not in w1 and "elect {\nif try_wait" not in w1, code
+
+
+_VOTE = "  selp.u32 %r2, 1, 0, %p1;\n  setp.ne.u32 %p2, %r2, 0;\n"
+
+
+@pytest.mark.parametrize(("body", "counted"), [
+    # the result guards a whole-warp arrive
+    (_HEAD + "  @!%p1 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n", "mbarrier.arrive"),
+    # a __syncwarp on the false outcome's path only
+    (_HEAD + "  @%p1 bra $L__BB0_2;\n  bar.warp.sync -1;\n$L__BB0_2:\n  ret;\n", "bar.warp.sync"),
+    # vote.sync.uni: lanes with different results give `false`, which no uniform outcome gives
+    (_HEAD + _VOTE + "  vote.sync.uni.pred %p3, %p2, -1;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n"
+     "  ret;\n", "mbarrier.arrive"),
+    # a ballot gives each lane its own result back
+    (_HEAD + _VOTE + "  vote.sync.ballot.b32 %r3, %p2, -1;\n  mov.u32 %r4, %lanemask_eq;\n  and.b32 %r5, %r3, %r4;\n"
+     "  setp.ne.u32 %p3, %r5, 0;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n", "mbarrier.arrive"),
+    # the same through control flow: the voted predicate written on two paths the lanes take by their id
+    (_HEAD + "  selp.u32 %r2, 1, 0, %p1;\n  mov.u32 %r3, %laneid;\n  setp.lt.u32 %p4, %r3, 16;\n"
+     "  @%p4 bra $L__BB0_1;\n  setp.ne.u32 %p2, %r2, 0;\n  bra.uni $L__BB0_2;\n$L__BB0_1:\n"
+     "  setp.eq.u32 %p2, %r2, 0;\n$L__BB0_2:\n  vote.sync.all.pred %p3, %p2, -1;\n"
+     "  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n", "mbarrier.arrive"),
+    # the false outcome exits (a warp's lanes exit apart), or ends at its own exit
+    (_HEAD + "  @!%p1 exit;\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n", "exit"),
+    (_HEAD + "  @!%p1 bra $L__BB0_2;\n  ld.shared.u32 %r3, [%r1+16];\n  ret;\n$L__BB0_2:\n  exit;\n", "ret"),
+    # a vote of a predicate that also reads the lane id: not the same function of the result in every lane
+    (_HEAD + _VOTE + "  mov.u32 %r3, %laneid;\n  setp.lt.u32 %p4, %r3, 16;\n  xor.pred %p2, %p2, %p4;\n"
+     "  vote.sync.all.pred %p3, %p2, -1;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n",
+     "mbarrier.arrive"),
+])
+def test_counted_operations_on_one_outcome_of_a_warp_probe_are_refused(body, counted):  # type: ignore[no-untyped-def]
+    with pytest.raises(PtxError) as err:
+        extract(_kernel(body), Launch(block=(32, 1, 1)))
+    msg = err.value.message
+    assert err.value.line == 10 and "32 lanes execute this probe" in msg and f"`{counted}" in msg, msg
+
+
+@pytest.mark.parametrize(("vote", "uniform"), [
+    ("all.pred %p3, %p2", "if !try_wait"),  # all lanes true, or not: true only when every lane's probe passed
+    ("any.pred %p3, !%p2", "if try_wait"),  # some lane false, or none: the same, negated
+    ("any.pred %p3, %p2", None),            # true when some lane passed: the others did not acquire
+    ("all.pred %p3, !%p2", None),           # the same, negated
+])
+def test_a_vote_of_the_result_makes_the_warp_probe_one_outcome(vote, uniform):  # type: ignore[no-untyped-def]
+    """The near twins of the refused forms: a vote of the result, then the arrive. A vote stands for the
+    probe only when its all-true value means that every lane's test passed: a lane whose try_wait returned
+    false did not acquire, even where another lane saw the phase complete."""
+    body = _HEAD + _VOTE + f"  vote.sync.{vote}, -1;\n  @!%p3 mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n  ret;\n"
+    if uniform:
+        code = _code(extract(_kernel(body), Launch(block=(32, 1, 1))).text)
+        assert f"{uniform} mb0[0] parity 0 {{\narrive mb0[1];\n}}\n" in code, code
+    else:
+        with pytest.raises(PtxError) as err:
+            extract(_kernel(body), Launch(block=(32, 1, 1)))
+        assert err.value.line == 10 and "`mbarrier.arrive.shared::cta.b64` at PTX line 14" in err.value.message
+
+
+def test_cutlass_sm100_gemm_probes_are_whole_warp_and_read_uniformly(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """CUTLASS's sm100 2-SM GEMM (tests/test_ptx_sm100.py builds and checks it): its pipelines'
+    `consumer_try_wait` (barrier.h:470, the MMA warp) and `producer_try_acquire` (the load warp) are executed
+    by all 32 lanes of their warps, and the lanes' results are followed through to `consumer_wait(token)` /
+    `producer_acquire(token)`: the outcomes differ only by that wait, so the uniform reading stands and the
+    GEMM extracts with its tokens."""
+    started: list[tuple[int, int]] = []
+    start = probe_lanes.LaneWatch.start
+
+    def record(parent, p, value):  # type: ignore[no-untyped-def]
+        started.append((p.ins.line, bin(p.lanes).count("1")))
+        return start(parent, p, value)
+
+    monkeypatch.setattr(probe_lanes.LaneWatch, "start", staticmethod(record))
+    out = tmp_path / "gemm.ptx"
+    out.write_bytes(gzip.decompress((SM100 / "sm100_gemm_2sm_2x1_s2.ptx.gz").read_bytes()))
+    blob = FIELDS.read_bytes()
+    launch = Launch(block=(256, 1, 1), cluster=(2, 1, 1), grid=(2, 1, 1), dynamic_smem=83968,
+                    params={"0": ParamBytes(tuple((o, blob[o: o + n]) for o, n in PARAM_FIELDS))},
+                    tensor_bytes={("0", o): n for o, n in BOXES.items()})
+    code = _code(extract(parse_ptx_file(str(out)), launch).text)
+    assert "let tok = try_wait mb0[0] parity 0;\n" in code and "let tok = try_wait mb0[3] parity 1;\n" in code
+    assert (1804, 32) in started, started  # consumer_try_wait, by the MMA warp's 32 lanes

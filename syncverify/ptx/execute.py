@@ -88,6 +88,8 @@ class WarpRun(WarpState):
             raise self.refuse(body[top.pc], f"execution did not finish after {MAX_STEPS:,} steps (a loop "
                               "whose trip count depends on a value that was not given?)")
         ins = body[top.pc]
+        if self.lane_watch is not None:
+            self.lane_watch.see(self, top.pc, ins)
         self.pc = top.pc
         active = top.mask
         guard = self._guard(ins, active)

@@ -31,7 +31,9 @@ up, is followed: `if try_wait B parity P { } else { … the give-up path … }`.
 What cannot be written this way is refused at the probe with the reason: the outcomes do not join before
 the kernel ends, one outcome ends threads the other does not, a second probe before the first one's
 result is used, a probe executed by some lanes of a warp only, a probe met again in the same state in its
-own outcome (tests of two phases in turn until one passes: a wait for either phase).
+own outcome (tests of two phases in turn until one passes: a wait for either phase), and a probe several
+lanes execute whose outcomes differ in more than waits and per-lane accesses where the lanes' results can
+differ (probe_lanes.py: each lane's try_wait may time out on its own).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .cfg import EXIT, affects_sync
 from .launch import Event, lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
+from .probe_lanes import LaneWatch, merge_watches
 from .spin import _frozen, result_unused
 from .values import UNKNOWN, Value
 from .warp import _Entry
@@ -102,6 +105,7 @@ def clone(run: WarpState) -> WarpState:
     out.probe = None
     out.probe_ctx = None
     out.lockstep = False
+    out.lane_watch = run.lane_watch.copy() if run.lane_watch is not None else None
     return out
 
 
@@ -136,6 +140,7 @@ def _merge(into: WarpState, states: list[WarpState]) -> None:
                     del m[a]
     into.local, into.local_unknown = local, unknown
     into.exited = states[0].exited
+    into.lane_watch = merge_watches([s.lane_watch for s in states])
 
 
 def _text(lanes: int, ins: Instr, text: str) -> Event:
@@ -194,6 +199,8 @@ def fork(run: WarpState, stack: list[_Entry]) -> None:
         raise run.refuse(p.ins, f"probes nest more than {MAX_NESTED} deep here (each in an outcome of the one "
                          "before)")
     t, f = clone(run), clone(run)
+    t.lane_watch = LaneWatch.start(run.lane_watch, p, 1)  # the lanes' results may differ (probe_lanes.py)
+    f.lane_watch = LaneWatch.start(run.lane_watch, p, 0)
     t.probe_chain = f.probe_chain = (*run.probe_chain, here)
     ts, fs = _stack_copy(stack), _stack_copy(stack)
     _set(t, p.pred, p.lanes, 1)

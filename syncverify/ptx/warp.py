@@ -39,6 +39,7 @@ from .wgmma_regs import note_writes
 
 if TYPE_CHECKING:
     from .probe import Pending, ProbeCtx
+    from .probe_lanes import LaneWatch
 
 
 @dataclass
@@ -81,6 +82,7 @@ class WarpState:
         self.probe_ctx: ProbeCtx | None = None
         self.lockstep = False  # running beside a copy of itself, the other outcome of a probe (probe.py)
         self.probe_chain: tuple[object, ...] = ()  # the probes this state runs an outcome of (probe.py)
+        self.lane_watch: LaneWatch | None = None  # values that may differ between a probe's lanes (probe_lanes.py)
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 
