@@ -136,6 +136,8 @@ CODES: dict[str, tuple[str, Severity]] = {
               Severity.ERROR),
     "SV604": ("tensor-memory allocation after the CTA relinquished the right to allocate", Severity.ERROR),
     "SV605": ("registers accessed while an asynchronous wgmma still reads them", Severity.ERROR),
+    "SV606": ("tensor map rewritten while a TMA copy may still read it", Severity.ERROR),
+    "SV607": ("TMA copy reads a rewritten tensor map without the tensormap proxy fences", Severity.ERROR),
     "SV701": ("verification inconclusive", Severity.WARNING),
     "SV801": ("deadlock through global memory", Severity.ERROR),
     "SV802": ("flag reset while a spin waits for the value", Severity.ERROR),
