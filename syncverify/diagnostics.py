@@ -136,6 +136,8 @@ CODES: dict[str, tuple[str, Severity]] = {
               Severity.ERROR),
     "SV604": ("tensor-memory allocation after the CTA relinquished the right to allocate", Severity.ERROR),
     "SV605": ("registers accessed while an asynchronous wgmma still reads them", Severity.ERROR),
+    "SV606": ("tensor map rewritten while a TMA copy may still read it", Severity.ERROR),
+    "SV607": ("TMA copy reads a rewritten tensor map without the tensormap proxy fences", Severity.ERROR),
     "SV608": ("tensor-memory access ordered by release/acquire synchronization without the tcgen05 fence pair",
               Severity.WARNING),
     "SV701": ("verification inconclusive", Severity.WARNING),

@@ -293,6 +293,9 @@ class TmaLoad:
     # (the even CTA, rank & ~1) instead of the destination CTA's own
     cta_group: int = 1
     clc: bool = False  # `clc.try_cancel`: the same write and completion, of a 16-byte cancel response
+    # `map T`: the tensor map the copy's tensormap proxy reads, from its issue until the copy completes
+    # (semantics/families/tensormap.py); None: a map no `tensormap` declaration names (never rewritten)
+    tmap: Ref | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,11 +378,35 @@ class Fence:
     sem: Literal["", "release", "acquire"] = ""
 
 
+@dataclass(frozen=True, slots=True)
+class TensormapReplace:
+    """`tensormap.replace T`: a generic-proxy write of tensor map T (PTX `tensormap.replace` of a copy
+    that is then published, or a `st.global` rewrite of the map): a later copy reading T must be ordered
+    after it through `fence.proxy.tensormap.release` and `.acquire` (semantics/families/tensormap.py)."""
+
+    map: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TensormapFence:
+    """`fence.proxy.tensormap::generic.release.SCOPE` (``map`` None) or
+    `fence.proxy.tensormap::generic.acquire.SCOPE [T]`: the halves of the proxy release/acquire pattern
+    between a generic rewrite of a tensor map and the tensormap proxy's read of it by a later copy.
+    ``scope``: the PTX scope (cta, cluster, gpu, sys)."""
+
+    sem: Literal["release", "acquire"]
+    map: Ref | None
+    scope: str
+    span: Span
+
+
 Op: TypeAlias = (
     MbarInit | MbarInval | MbarArrive | MbarTx | MbarWait | BarSync | BarArrive | ClusterArrive
     | ClusterWait | Syncwarp | Access | TmaLoad | TmaStore | GroupCommit | GroupWait | WgmmaRead
     | Fence | TmemAlloc | UmmaCommit | TcMma | TmemAccess | TcWait | TcFence | TmemRelinquish
     | MbarTestWait | CpAsync | CpAsyncArrive | FlagOp | ThreadFence | GridSync | MbarProbe
+    | TensormapReplace | TensormapFence
 )
 
 # The tcgen05 operations beyond allocation and commit (Blackwell, sm_100a)
@@ -510,7 +537,9 @@ class Buffer:
     # "global": a `global` declaration: one copy for the whole grid (not one per CTA), accessed
     # only by `read`/`write` (semantics/families/globalmem.py); "register": a `regs` declaration: registers
     # of each executing thread, read asynchronously by an RS-form wgmma (semantics/families/async_operands.py)
-    space: Literal["shared", "global", "register"] = "shared"
+    # "tensormap": a `tensormap` declaration: tensor maps (CUtensorMap) in global memory, one copy for the
+    # whole grid, read by the tensormap proxy of a TMA copy that names it (semantics/families/tensormap.py)
+    space: Literal["shared", "global", "register", "tensormap"] = "shared"
 
 
 @dataclass(frozen=True, slots=True)

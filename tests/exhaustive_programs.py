@@ -39,6 +39,7 @@ FLAG = "flag f bound 8;"  # a counter in global memory (semantics/families/globa
 GLOBAL = "global gbuf bytes 64;"  # a global buffer, one for the grid
 TMEM = "tmem acc cols 32;"
 REGS = "regs ra;"  # registers an RS-form wgmma reads (semantics/families/async_operands.py)
+TMAP = "tensormap tm;"  # a tensor map a copy reads and a thread rewrites (semantics/families/tensormap.py)
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,11 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("tc.st.lo", "tcgen05.st acc lanes 0..32 cols 0..16;", collective=True, decl=(TMEM,), opt_in=True),
     Atom("tc.st.hi", "tcgen05.st acc lanes 0..32 cols 16..32;", collective=True, decl=(TMEM,), opt_in=True),
     Atom("tc.ld.q1", "tcgen05.ld acc lanes 32..64; tcgen05.wait::ld;", collective=True, decl=(TMEM,), opt_in=True),
+    # tensor maps: a copy that reads the map, its rewrite, the tensormap proxy's release and acquire halves
+    Atom("tm.load", "tma.load buf -> mb map tm;", mbarrier=True, decl=(TMAP,), opt_in=True),
+    Atom("tm.replace", "tensormap.replace tm;", decl=(TMAP,), opt_in=True),
+    Atom("tm.release", "fence.proxy.tensormap.release.gpu;", opt_in=True),
+    Atom("tm.acquire", "fence.proxy.tensormap.acquire.gpu tm;", decl=(TMAP,), opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -350,6 +356,15 @@ OPERAND_SCOPES: dict[str, Scope] = {
     "tmem-ranges": Scope("tmem-ranges", 1, 2, ((2, 1), (1, 1), (2, 0)),
                          atoms=("tc.ld.lo", "tc.st.lo", "tc.st.hi", "tc.ld.q1", "tc.ld", "tc.st", "tc.wait_st",
                                 "tc.before", "tc.after", "syncthreads"), wrappers=("",), trips=()),
+}
+
+# Tensor maps, compared apart (tests/test_exhaustive_tensormap.py): the bmc engine and SPIN refuse them.
+TENSORMAP_SCOPES: dict[str, Scope] = {
+    # two warps: copies that read the map, its rewrites, the fence halves, the copy's completion wait, an arrive
+    # and a barrier that order them across the warps
+    "tensormap": Scope("tensormap", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                       atoms=("tm.load", "tm.replace", "tm.release", "tm.acquire", "wait0", "arrive", "syncthreads"),
+                       wrappers=("", "elect"), trips=()),
 }
 
 

@@ -29,6 +29,7 @@ from syncverify.result import Verdict
 from syncverify.semantics.families.async_operands import register_refusal
 from syncverify.semantics.families.encoding.effects import Work
 from syncverify.semantics.families.globalmem import global_refusal
+from syncverify.semantics.families.tensormap import tensormap_refusal
 from syncverify.semantics.machine import Machine
 
 ENGINES = {e.name: e for e in engines()}
@@ -229,6 +230,9 @@ BMC_REFUSES |= {p.stem: "does not model global memory" for p in SPECS.glob("*.sy
 # registers of RS-form wgmma (`regs`): refused with the reason (families/async_operands.py)
 BMC_REFUSES |= {p.stem: "does not model registers" for p in SPECS.glob("*.sync")
                 if register_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
+# rewritten tensor maps (`tensormap`): refused with the reason (families/tensormap.py)
+BMC_REFUSES |= {p.stem: "does not model tensor maps" for p in SPECS.glob("*.sync")
+                if tensormap_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
 # At ITERS = 1 the FMHA specs' k-tile loop (`for k in 1..ITERS`, with the probe) runs no trip: what is left
 # is the prologue, which the solver did not settle in 60 s here (unmeasured beyond that)
 SLOW_SPECS.update({"cutlass_fmha_consumer_try_wait_token": 3600, "cutlass_fmha_consumer_try_wait_stale_token": 3600})

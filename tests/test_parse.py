@@ -555,6 +555,15 @@ OP_CASES: list[tuple[str, str, Any]] = [
     ("clc.try_cancel", "smem resp bytes 16; "
      "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 resp -> full[1];",
      ("TmaLoad", {"buf": "resp", "tx_bytes": 16, "bar": ("full", 1), "multicast": None, "clc": True})),
+    # tensor maps (resolve/tensormap.py)
+    ("tma.load", "tensormap TA; tma.load tile[0] -> full[0] map TA;",
+     ("TmaLoad", {"buf": ("tile", 0), "tx_bytes": 1024, "bar": ("full", 0), "multicast": None, "tmap": "TA"})),
+    ("tensormap.replace", "tensormap TA; tensormap.replace.tile.global_address.shared::cta.b1024.b64 TA;",
+     ("TensormapReplace", {"map": "TA"})),
+    ("fence.proxy.tensormap::generic.release", "fence.proxy.tensormap::generic.release.gpu;",
+     ("TensormapFence", {"sem": "release", "map": None, "scope": "gpu"})),
+    ("fence.proxy.tensormap::generic.acquire", "tensormap TB[2]; fence.proxy.tensormap.acquire.cta TB[1];",
+     ("TensormapFence", {"sem": "acquire", "map": ("TB", 1), "scope": "cta"})),
 ]
 
 

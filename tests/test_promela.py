@@ -31,6 +31,7 @@ from syncverify.lang import load
 from syncverify.result import Verdict
 from syncverify.semantics.families.async_operands import register_refusal
 from syncverify.semantics.families.globalmem import global_refusal
+from syncverify.semantics.families.tensormap import tensormap_refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.sync"))
@@ -82,6 +83,9 @@ GLOBAL_REFUSED = {s.stem for s in SPECS if global_refusal(load(str(s)), "the Pro
 # registers of RS-form wgmma (`regs`): the export refuses them with the reason (families/async_operands.py)
 NOT_EXPORTED |= {s.stem: "does not model registers" for s in SPECS
                  if register_refusal(load(str(s)), "the Promela export") is not None}
+# rewritten tensor maps (`tensormap`): the export refuses them with the reason (families/tensormap.py)
+NOT_EXPORTED |= {s.stem: "does not model tensor maps" for s in SPECS
+                 if tensormap_refusal(load(str(s)), "the Promela export") is not None}
 # a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
 NOT_EXPORTED.update({name: "probe" for name in (
     "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..semantics.families.async_operands import register_refusal
 from ..semantics.families.globalmem import global_refusal
+from ..semantics.families.tensormap import tensormap_refusal
 from ..semantics.program import compile_program, processes
 from ..static.collective import collective_findings, is_wgmma
 from . import ptx, regions
@@ -39,7 +40,8 @@ class Emission:
 def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = None,
          watchdog_ns: int = DEFAULT_WATCHDOG_NS, check_stride: int = 1) -> Emission:
     """Emit the kernel of ``protocol``; raises EmitRefused for what sm_90a cannot run."""
-    refusal = global_refusal(protocol, "the CUDA emitter") or register_refusal(protocol, "the CUDA emitter")
+    refusal = global_refusal(protocol, "the CUDA emitter") or register_refusal(protocol, "the CUDA emitter") \
+        or tensormap_refusal(protocol, "the CUDA emitter")
     if refusal is not None:
         raise EmitRefused(f"{protocol.path}: {refusal}")
     if replay is not None:

@@ -52,6 +52,8 @@ from .families.regions import Parts
 from .families.storage import StorageOps
 from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
 from .families.tcgen05 import Tcgen05Ops
+from .families.tensormap import HANDLERS as TENSORMAP_HANDLERS
+from .families.tensormap import TensormapOps
 from .footprint import Footprint
 from .program import (
     BAR_WAIT,
@@ -119,7 +121,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
-              LifecycleOps, StorageOps, GlobalMemOps, RegisterOps, Footprint):
+              LifecycleOps, StorageOps, GlobalMemOps, RegisterOps, TensormapOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -144,6 +146,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                     self.mb_index[(cta, mb.name, i)] = len(self.mb_names)
                     self.mb_names.append((cta, mb.name, i))
         self.buf_index = {b.name: n for n, b in enumerate(protocol.buffers)}
+        # tensor maps declared: a copy's completion lands its map read too (families/tensormap.py)
+        self.has_tensormaps = any(b.space == "tensormap" for b in protocol.buffers)
         self.holders = Holders(len(self.procs), len(self.mb_names), self.ncta)
         self.parts = Parts(self.procs)  # which part of a slot each process owns (families/regions.py)
         self.ctx = [Context(p.cta, max(p.instance, 0), frozenset({p.role} if p.role else ())) for p in self.procs]
@@ -481,4 +485,5 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
 _HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
              **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS,
-             **OPERAND_HANDLERS}  # (last: registers first, then shared or global memory's handlers)
+             **OPERAND_HANDLERS,  # (after them: registers first, then shared or global memory's handlers)
+             **TENSORMAP_HANDLERS}  # (last: a copy that names a tensor map first, then the copy's family)

@@ -43,6 +43,9 @@ SPACE_DATA, SPACE_INIT, SPACE_START, SPACE_OBS = 0, 1, 2, 3  # OBS: a wait's obs
 # a tcgen05.fence::before_thread_sync, and a process's tc_fenced bit in R_KNOWN marks what its
 # tcgen05.fence::after_thread_sync ordered (semantics/families/tcgen05.py)
 SPACE_TMEM = 4
+# the CTA field of tensor-map records (semantics/families/tensormap.py): one map for the grid; a
+# `fence.proxy.async` does not admit them (only the tensormap proxy fences do)
+TMAP_CTA = -3
 READ, WRITE = 0, 1
 LEADER, FULL = 0, 1
 LANES = 2  # part LANES + m: an access by the lanes in mask m, not all of the process (program.lane_part)

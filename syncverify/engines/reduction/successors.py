@@ -44,7 +44,7 @@ _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation c
 # Operations that only touch their own process, their slot's records and agents they create.
 LOCAL_OPS = frozenset({
     ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
-    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence,
+    ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence, ir.TensormapReplace, ir.TensormapFence,
 })
 
 

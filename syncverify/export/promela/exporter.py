@@ -15,6 +15,7 @@ from ... import ir
 from ...diagnostics import InputError
 from ...semantics.families.async_operands import register_refusal
 from ...semantics.families.globalmem import global_refusal
+from ...semantics.families.tensormap import tensormap_refusal
 from ...semantics.machine import Assumptions, Machine
 from ...semantics.program import END, OP, lane_part
 from ...semantics.state import FULL
@@ -45,7 +46,8 @@ class _Exporter(FactsExport, ProcessExport, KnowledgeExport, MbarrierExport, Bar
 
     def __init__(self, protocol: ir.Protocol):
         self.protocol = protocol
-        refusal = global_refusal(protocol, "the Promela export") or register_refusal(protocol, "the Promela export")
+        refusal = global_refusal(protocol, "the Promela export") or register_refusal(protocol, "the Promela export") \
+            or tensormap_refusal(protocol, "the Promela export")
         if refusal is not None:
             raise ExportError(refusal)
         try:

@@ -9,7 +9,7 @@ sees all of a file's mistakes at once.
 The stages, one module each, build on one another: operations (the table every op is
 checked against), names (the state, names and expressions), declarations, statements
 (the body and the op dispatcher), then one module per operation family (mbarrier,
-barriers, memory, tcgen05, async_operands); this module joins the families into the Resolver and runs
+barriers, memory, tcgen05, async_operands, tensormap); this module joins the families into the Resolver and runs
 the stages in order.
 """
 
@@ -29,9 +29,10 @@ from .mbarrier import MbarrierOps
 from .memory import MemoryOps
 from .names import _Ctx
 from .tcgen05 import Tcgen05Ops
+from .tensormap import TensormapOps
 
 
-class Resolver(GlobalOps, MbarrierOps, BarrierOps, MemoryOps, Tcgen05Ops, OperandOps):
+class Resolver(TensormapOps, GlobalOps, MbarrierOps, BarrierOps, MemoryOps, Tcgen05Ops, OperandOps):
     """A lark tree's resolver: every stage and every operation family, on one state."""
 
 

@@ -55,8 +55,8 @@ OPERATIONS: dict[str, OpSpec] = {
     "cluster.sync": _spec(".aligned"),
     "read": _spec("", (1, 1), "remote part range"),
     "write": _spec("", (1, 1), "remote part range"),
-    "tma.load": _spec(".cta_group::1 .cta_group::2", (1, 1), "bytes target multicast cta_group", "target"),
-    "tma.store": _spec("", (1, 1), "bytes"),
+    "tma.load": _spec(".cta_group::1 .cta_group::2", (1, 1), "bytes target multicast cta_group map", "target"),
+    "tma.store": _spec("", (1, 1), "bytes map"),
     "bulk.commit": _spec(),
     "bulk.wait_read": _spec("", (0, 1)),
     "wgmma.read": _spec("", (1, 1)),
@@ -66,6 +66,12 @@ OPERATIONS: dict[str, OpSpec] = {
     "fence.proxy.async::generic.release": _spec(".sync_restrict::shared::cta .cluster"),
     "fence.proxy.async::generic.acquire": _spec(".sync_restrict::shared::cluster .cluster"),
     "fence.mbarrier_init": _spec(".release .cluster"),
+    # tensor maps (resolve/tensormap.py): a generic rewrite, and the tensormap proxy fence pair (a scope is required)
+    "tensormap.replace": _spec(".tile .global_address .global_dim .global_stride .element_stride .box_dim .rank "
+                               ".elemtype .interleave_layout .swizzle_mode .swizzle_atomicity .fill_mode "
+                               ".shared::cta .global .b1024 .b32 .b64", (1, 1)),
+    "fence.proxy.tensormap::generic.release": _spec(_G_SCOPES),
+    "fence.proxy.tensormap::generic.acquire": _spec(_G_SCOPES, (1, 1)),
     "tmem.alloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.dealloc": _spec("", (0, 0), "cta_group cols"),
     "tmem.relinquish": _spec("", (0, 0), "cta_group"),
@@ -108,13 +114,17 @@ OPERATIONS: dict[str, OpSpec] = {
     "clc.try_cancel": _spec(".async .shared::cta .mbarrier::complete_tx::bytes .b128", (1, 1), "target", "target"),
 }
 _ALIASES = {"clusterlaunchcontrol.try_cancel": "clc.try_cancel",
+            "fence.proxy.tensormap.release": "fence.proxy.tensormap::generic.release",
+            "fence.proxy.tensormap.acquire": "fence.proxy.tensormap::generic.acquire",
             "try_wait": "wait", "__syncthreads": "syncthreads", "__syncwarp": "syncwarp"}
 _CLAUSE_WORDS = {"c_count": "count", "c_bytes": "bytes", "c_parity": "parity", "c_multicast": "multicast",
                  "c_cta_group": "cta_group", "c_cols": "cols", "c_target": "target", "c_remote": "remote",
-                 "c_part": "part", "c_range": "range", "c_lanes": "lanes", "c_col_range": "col_range"}
+                 "c_part": "part", "c_range": "range", "c_lanes": "lanes", "c_col_range": "col_range",
+                 "c_map": "map"}
 _CLAUSE_SYNTAX = {"count": "count N", "bytes": "bytes N", "parity": "parity E", "multicast": "multicast MASK",
                   "cta_group": "cta_group N", "cols": "cols N", "target": "-> BARRIER", "remote": "@ CTA",
-                  "part": "part warp", "range": "bytes LO..HI", "lanes": "lanes LO..HI", "col_range": "cols LO..HI"}
+                  "part": "part warp", "range": "bytes LO..HI", "lanes": "lanes LO..HI", "col_range": "cols LO..HI",
+                  "map": "map TENSORMAP"}
 # How the operations most often given the wrong operands are written.
 _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive BAR [count N] [@ CTA]",
           "arrive_drop": "arrive_drop BAR [count N] [@ CTA]", "wait": "wait BAR parity E",
@@ -122,7 +132,10 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "bar.sync": "bar.sync ID[, N]", "bar.arrive": "bar.arrive ID, N", "barrier.sync": "barrier.sync ID[, N]",
           "barrier.arrive": "barrier.arrive ID, N", "read": "read BUF [part warp | bytes LO..HI] [@ CTA]",
           "write": "write BUF [part warp | bytes LO..HI] [@ CTA]",
-          "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK]",
+          "tma.load": "tma.load BUF [bytes N] -> BAR [multicast MASK] [map T]",
+          "tensormap.replace": "tensormap.replace T",
+          "fence.proxy.tensormap::generic.acquire": "fence.proxy.tensormap::generic.acquire.SCOPE T",
+
           "tma.store": "tma.store BUF [bytes N]", "wgmma.read": "wgmma.read BUF", "umma.commit": "umma.commit BAR",
           "tcgen05.commit": "tcgen05.commit BAR [multicast MASK] [cta_group N]",
           "tcgen05.mma": "tcgen05.mma ACC[, A[, B[, SFA[, SFB]]]] [cta_group N]", "tcgen05.cp": "tcgen05.cp ACC, SRC",

@@ -31,6 +31,8 @@ from .operations import (
     _split_mnemonic,
 )
 
+# the kinds of name a Buffer declares (the IR tells their spaces apart by the declaration)
+_BUFFER_KINDS = ("buffer", "global buffer", "registers", "tensor map")
 
 class Statements(Declarations):
     """The walk over the body, the `op` dispatcher, and the operand checks shared by the
@@ -42,7 +44,7 @@ class Statements(Declarations):
         out: list[ir.Stmt] = []
         for item in items:
             if item.data in ("param", "cluster", "cta_threads", "role", "smem", "mbarrier", "named", "choose",
-                             "tmem_decl", "grid", "launch", "gmem", "flag_decl", "regs_decl"):
+                             "tmem_decl", "grid", "launch", "gmem", "flag_decl", "regs_decl", "tensormap_decl"):
                 if len(self.scopes) > 1:
                     self.error("SV116", "declarations belong at the top level of the protocol", self.span(item))
                 continue
@@ -151,6 +153,8 @@ class Statements(Declarations):
             words = ["tmem", *(str(q)[1:] for q in head.children)]
         elif head.data == "gridop":  # `grid.sync`: `grid` is a keyword (the grid's declaration)
             words = ["grid", *(str(q)[1:] for q in head.children)]
+        elif head.data == "tensormapop":  # `tensormap.replace`: `tensormap` is a keyword (its declaration)
+            words = ["tensormap", *(str(q)[1:] for q in head.children)]
         else:
             words = [str(head.children[0]), *(str(q)[1:] for q in head.children[1:])]
         name, quals = _split_mnemonic(words)
@@ -236,14 +240,14 @@ class Statements(Declarations):
             self.error("SV111", f"`{name}` is {_a(actual)}, but this operation needs {_a(kind)}", span)
             return None
         table: Mapping[str, ir.Buffer | ir.Mbarrier | ir.TmemRegion | ir.Flag] = \
-            self.buffers if kind in ("buffer", "global buffer", "registers") else self.tmem_regions if kind == "tmem" \
+            self.buffers if kind in _BUFFER_KINDS else self.tmem_regions if kind == "tmem" \
             else self.flags if kind == "flag" else self.mbarriers
         if name not in table:
             return None  # its declaration was rejected, and that error is reported already
         obj = table[name]
         size = obj.size if isinstance(obj, ir.Mbarrier | ir.Flag) else obj.slots
         # (the IR tells the spaces apart by the declaration)
-        kind = "buffer" if kind in ("global buffer", "registers") else kind
+        kind = "buffer" if kind in _BUFFER_KINDS else kind
         if t.data == "index_all":
             if not every_ok:
                 self.error("SV116", f"`{name}[*]` (every element) is only allowed with `init` and `inval`", span)

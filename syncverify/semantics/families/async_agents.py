@@ -423,6 +423,8 @@ class AsyncAgentOps:
                 landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, r[R_EPOCH], r[R_GRP], r[R_REGION], cur, cur)
                 w.records = (*records[:i], landed, *records[i + 1:])
                 break
+        if self.has_tensormaps:  # the copy's read of its tensor map lands with it (families/tensormap.py)
+            self.tm_land(w, issuer, line, cur)  # type: ignore[attr-defined]
         old = w.mbars[m]
         if not old[M_VALID]:
             raise Violation("SV401", f"a bulk copy completes on {self.mb_label(m)}, which is not initialized",

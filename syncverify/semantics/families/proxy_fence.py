@@ -69,6 +69,7 @@ from ..state import (
     R_PART,
     R_SPACE,
     SPACE_DATA,
+    TMAP_CTA,
     WRITE,
     generic_proxy_write,
 )
@@ -138,7 +139,7 @@ def apply(records: tuple, holders: Holders, p: int, proc: Process, part: int, la
     out = None
     for i, r in enumerate(records):
         if r[R_SPACE] != SPACE_DATA or r[R_KIND] != WRITE or not generic_proxy_write(r[R_FLAGS]) or \
-                not covers(how.space, r[R_CTA], proc.cta):
+                r[R_CTA] == TMAP_CTA or not covers(how.space, r[R_CTA], proc.cta):  # (tensor maps: their own fences)
             continue
         if r[R_OWNER] == p and not part_lanes(proc, r[R_PART]) & ~mine:
             if not how.own:
