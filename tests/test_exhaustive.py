@@ -17,7 +17,9 @@ from exhaustive_programs import (
     ALPHABET,
     CHOOSE,
     GLOBAL_SCOPES,
+    OPERAND_SCOPES,
     SCOPES,
+    TENSORMAP_SCOPES,
     Stmt,
     assignments,
     loops_on_a_barrier,
@@ -151,8 +153,10 @@ def test_canonical_programs_are_the_multisets_of_warp_sequences():
 
 
 def test_every_atom_is_used_by_some_scope():
-    # the global-memory atoms are used by GLOBAL_SCOPES, compared apart (tests/test_exhaustive_globals.py)
-    scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values())
+    # the global-memory atoms are used by GLOBAL_SCOPES, compared apart (tests/test_exhaustive_globals.py), the
+    # register and tensor-memory range atoms by OPERAND_SCOPES (test_exhaustive_operands.py), the tensor-map
+    # atoms by TENSORMAP_SCOPES (test_exhaustive_tensormap.py)
+    scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values(), *OPERAND_SCOPES.values(), *TENSORMAP_SCOPES.values())
     used = {a.name for s in scopes for stmt in statements(s) for a, _ in stmt.atoms}
     assert used == {a.name for a in ALPHABET}
 

@@ -522,6 +522,8 @@ OP_CASES: list[tuple[str, str, Any]] = [
      ("TcMma", {"kind": "mma", "acc": ("acc", 0), "operands": [("tile", 1)], "cta_group": 2})),
     ("tcgen05.cp", "tcgen05.cp acc[0], out;", ("TcMma", {"kind": "cp", "acc": ("acc", 0), "operands": ["out"],
                                                           "cta_group": 1})),
+    ("tcgen05.shift", "tcgen05.shift acc[0];", ("TcMma", {"kind": "shift", "acc": ("acc", 0), "operands": [],
+                                                           "cta_group": 1})),
     ("tcgen05.ld", "tcgen05.ld acc[1];", ("TmemAccess", {"kind": "ld", "region": ("acc", 1)})),
     ("tcgen05.st", "tcgen05.st.sync.aligned acc[0];", ("TmemAccess", {"kind": "st", "region": ("acc", 0)})),
     ("tcgen05.wait::ld", "tcgen05.wait::ld.sync.aligned;", ("TcWait", {"kind": "ld"})),

@@ -8,6 +8,8 @@ probe-then-wait pair is the wait.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from diff_engines import compare, engines
 
@@ -105,7 +107,10 @@ def test_probe_then_the_same_wait_compiles_to_the_wait_and_a_different_parity_do
 # (spec, params): small trip counts, so that the unreduced search stays quick
 SPECS = [("specs/cutlass_fmha_consumer_try_wait_token.sync", {}),
          ("specs/cutlass_fmha_consumer_try_wait_stale_token.sync", {}),
-         ("specs/bounded_try_wait_fallthrough.sync", {"TRIES": 2}),
+         # the unreduced search of the fall-through takes over a minute of CPU: with SYNCVERIFY_SLOW=1
+         pytest.param("specs/bounded_try_wait_fallthrough.sync", {"TRIES": 2},
+                      marks=pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                                               reason="the unreduced search takes over a minute; SYNCVERIFY_SLOW=1")),
          ("specs/cutlass_sm90_consumer_try_wait.sync", {"ITERS": 2})]
 
 

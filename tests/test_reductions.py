@@ -35,7 +35,10 @@ ONE_REDUCTION_TOO_BIG = {("cutlass_consumer_release_multicast.sync", "symmetry")
                          ("deepgemm_lane_rank_release_wrong_rank.sync", "symmetry"),
                          # grids of identical CTAs: symmetry alone, without the partial-order reduction
                          ("cutlass_splitk_serial.sync", "symmetry"),
-                         ("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry")}
+                         ("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry"),
+                         # DeepGEMM's multicast-2 scale release: two CTAs of two math warpgroups each
+                         ("deepgemm_sm90_cta_release_scales.sync", "symmetry"),
+                         ("deepgemm_sm90_cta_release_scales_read_remotely.sync", "symmetry")}
 
 
 def _small_defines(path: Path) -> dict[str, int]:

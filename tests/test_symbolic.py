@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,15 @@ def _cross_check(path: Path, defines: dict[str, int], n: int) -> None:
         assert lifted.bound == f"{param}={n}"
 
 
+# specs whose search past the period takes about a minute of CPU (the first iteration stays in the suite)
+_HEAVY_PAST_PERIOD = {"bounded_try_wait_fallthrough", "cutlass_consumer_release_multicast"}
+
+
 @pytest.mark.parametrize("late", [False, True], ids=["first-iteration", "past-period"])
 @pytest.mark.parametrize("path", [p for p in SPECS if load(p).loop_params], ids=lambda p: p.stem)
 def test_bounded_periodic_search_agrees_with_explicit(path: Path, late: bool):
+    if late and path.stem in _HEAVY_PAST_PERIOD and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("about a minute of search past the period; run with SYNCVERIFY_SLOW=1")
     defines = SMALL.get(path.stem, {})
     protocol = load(path, defines)
     param = _trip_param(protocol)
