@@ -37,6 +37,7 @@ CHOOSE = "choose C in 0..3;"  # a value the kernel reads: 0, 1 or 2, every one c
 PAIR = "smem pair[2] bytes 64;"
 FLAG = "flag f bound 8;"  # a counter in global memory (semantics/families/globalmem.py)
 GLOBAL = "global gbuf bytes 64;"  # a global buffer, one for the grid
+FLAG_G = "flag g bound 8;"  # a second flag: store buffering and message passing through two flags
 TMEM = "tmem acc cols 32;"
 REGS = "regs ra;"  # registers an RS-form wgmma reads (semantics/families/async_operands.py)
 TMAP = "tensormap tm;"  # a tensor map a copy reads and a thread rewrites (semantics/families/tensormap.py)
@@ -151,6 +152,17 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("g.fence", "fence.acq_rel.gpu;", opt_in=True),
     Atom("g.fence.cta", "fence.sc.cta;", opt_in=True),
     Atom("grid.sync", "grid.sync;", collective=True, opt_in=True),
+    # which write a flag read returns (families/globalmem_views.py): relaxed stores of two flags, reads of the
+    # other flag that an older write satisfies (an absence check), a load whose write decides what it acquires,
+    # and fence.sc between them
+    Atom("v.st.f", "st.relaxed.gpu f, 1;", decl=(FLAG,), opt_in=True),
+    Atom("v.st.g", "st.relaxed.gpu g, 1;", decl=(FLAG_G,), opt_in=True),
+    Atom("v.rel.g", "st.release.gpu g, 1;", decl=(FLAG_G,), opt_in=True),
+    Atom("v.none.f", "wait.until.acquire.gpu f == 0;", decl=(FLAG,), opt_in=True),
+    Atom("v.none.g", "wait.until.acquire.gpu g == 0;", decl=(FLAG_G,), opt_in=True),
+    Atom("v.wait.g", "wait.until.relaxed.gpu g >= 1;", decl=(FLAG_G,), opt_in=True),
+    Atom("v.ld.f", "ld.acquire.gpu f;", decl=(FLAG,), opt_in=True),
+    Atom("v.sc", "fence.sc.gpu;", opt_in=True),
     # probes whose result a branch uses (families/mbarrier_probe.py): a read only where the probe passed, an
     # arrive only where it failed, CUTLASS's probe-then-wait (compiled as the wait), and a probe in a loop
     # whose two results reach different accesses
@@ -340,6 +352,16 @@ GLOBAL_SCOPES: dict[str, Scope] = {
                       atoms=("g.write", "g.read", "g.add.release", "g.add.release.cta", "g.add.relaxed", "g.reset",
                              "g.store", "g.wait", "g.wait.relaxed", "g.wait.eq", "g.fence", "g.fence.cta",
                              "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
+    # two CTAs, two flags (families/globalmem_views.py). Store buffering: each CTA stores one flag and checks the
+    # other's absence, with or without fence.sc between, around a global write
+    "views-sb": Scope("views-sb", 2, 1, ((3, 3),),
+                      atoms=("g.write", "v.st.f", "v.st.g", "v.none.f", "v.none.g", "v.sc"), wrappers=("",),
+                      trips=(), grid=True),
+    # message passing through two flags: a release and a relaxed store, the relaxed spin and the load whose
+    # write decides what it acquires, the data they guard
+    "views-mp": Scope("views-mp", 2, 1, ((3, 3),),
+                      atoms=("g.write", "g.read", "g.store", "v.rel.g", "v.st.g", "v.wait.g", "v.ld.f", "g.wait"),
+                      wrappers=("",), trips=(), grid=True),
 }
 
 # Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):

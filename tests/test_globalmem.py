@@ -292,16 +292,15 @@ protocol store_buffering {{
 """
 
 
-def test_store_buffering_is_beyond_the_model_and_never_safe():
-    """Each CTA stores its flag, then reads the other's: PTX lets both reads miss the other's store
-    without fence.sc, which no interleaving of the model shows. Its `safe` would not cover that
-    execution, so the check is inconclusive; with fence.sc between the store and the read it is safe."""
-    r = check(STORE_BUFFERING.format(fence=""))
-    assert r.verdict is Verdict.INCONCLUSIVE and "store buffering" in r.coverage
-    assert check(STORE_BUFFERING.format(fence=""), "z3").verdict is Verdict.INCONCLUSIVE
+def test_store_buffering_without_consequence_is_safe():
+    """Each CTA stores its flag, then reads the other's. PTX lets both reads miss the other's store
+    without fence.sc; the model now produces that outcome (families/globalmem_views.py: each read may
+    return any write from the thread's view on), so this litmus test, whose reads decide nothing, is safe
+    in both engines, with and without fence.sc. The outcomes that matter are tested in
+    tests/test_flag_views.py (an absence check after a store: both CTAs pass without fence.sc)."""
+    assert check(STORE_BUFFERING.format(fence="")).verdict is Verdict.SAFE
+    assert check(STORE_BUFFERING.format(fence=""), "z3").verdict is Verdict.SAFE
     assert check(STORE_BUFFERING.format(fence="fence.sc.gpu;")).verdict is Verdict.SAFE
-    # one side alone (message passing) is not the pattern
-    assert check(STORE_BUFFERING.format(fence="").replace("ld.acquire.gpu x;", "")).verdict is Verdict.SAFE
 
 
 def test_ctas_of_a_grid_whose_work_differs_are_chosen_per_cta():

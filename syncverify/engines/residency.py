@@ -47,14 +47,7 @@ def resident_sets(protocol: ir.Protocol) -> list[frozenset[int]]:
 
 def check_residency(protocol: ir.Protocol, options: Options, assumptions: Assumptions,
                     result: CheckResult, programs: list | None = None) -> CheckResult:
-    """``result`` with the SV803 findings of every schedule the launch allows (see the module); a `safe`
-    that a store-buffering pattern puts beyond the model (globalmem.store_buffering) becomes inconclusive."""
-    if programs is not None and result.verdict is Verdict.SAFE:
-        from ..semantics.families.globalmem import store_buffering
-
-        why = store_buffering(programs)
-        if why is not None:
-            return replace(result, verdict=Verdict.INCONCLUSIVE, coverage=why)
+    """``result`` with the SV803 findings of every schedule the launch allows (see the module)."""
     sets = resident_sets(protocol)
     if not sets or result.verdict is Verdict.ERROR:
         return result

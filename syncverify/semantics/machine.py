@@ -353,6 +353,9 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                     other = self.step_probe_false(state, p)
                     if other is not None:
                         yield other
+            if isinstance(prog.code[procs[p][P_PC]].op, ir.FlagOp):
+                # a read of an older write than the latest (families/globalmem.py)
+                yield from self.flag_stale_steps(state, p)
         seen = set()
         for a in state.agents:
             if a in seen:
@@ -364,6 +367,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":
+            if len(label) > 3:  # ("p", p, "r", h): a flag read of an older write (families/globalmem.py)
+                return self.step_flag_read(state, label[1], label[3])
             if len(label) > 2:  # ("p", p, 0): a probe that returns false (families/mbarrier_probe.py)
                 return self.step_probe_false(state, label[1])
             return self.step_process(state, label[1])

@@ -6,9 +6,12 @@ record of CTA ``GLOBAL_CTA``: one copy for the whole grid).
 
 The PTX memory consistency model (docs/model.md, "Global memory", quotes the text) is read so:
 
-* A flag's value is the last one written in the interleaving (every access of a flag is a strong
-  operation, and the model is per-location coherent). A spin passes in a state where its
-  condition holds.
+* Which write a read returns (families/globalmem_views.py): each flag element keeps its writes in
+  coherence order and each thread its view of them; a `ld` or a passing `wait.until` may read any
+  write from the thread's view on (one step per readable write: the latest is the process's
+  deterministic step, each older one a step labelled ``("p", p, "r", index)``), an RMW reads the
+  latest. A spin passes where some readable write satisfies it. `fence.sc` pairs at a scope that
+  includes both threads synchronize in the order they run (PTX §8.9.4).
 * Release sequence: a release write or RMW heads one; every later RMW of the same location,
   relaxed ones included, continues it; a non-RMW store (`st`) ends it. So each flag element keeps
   the knowledge released into it (holders per scope level and releasing CTA): an RMW adds to it, a
@@ -35,12 +38,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
-from ..core import STAY, BudgetExceeded, Violation, _Work
-from ..program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP
-from ..state import P_PC, P_TOKEN, TC_BITS, acquire, clear_bits, release
+from ..core import STAY, BudgetExceeded, StepResult, Violation, _detached, _Work
+from ..program import END
+from ..state import P_PC, P_TOKEN, P_VARS, TC_BITS, State, acquire, clear_bits, release
+from .globalmem_views import HISTORY, LEVELS, FlagViewOps
 
 GLOBAL_CTA = -1  # the CTA field of a global buffer's access records: one copy for the grid
-LEVELS = 3  # scope levels: 0 .cta, 1 .cluster, 2 .gpu (and .sys)
 _LEVEL = {"cta": 0, "cluster": 1, "gpu": 2, "sys": 2}
 _CMP: dict[str, Callable[[int, int], bool]] = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
@@ -68,52 +71,6 @@ def global_refusal(protocol: ir.Protocol, what: str) -> str | None:
             "`syncverify check` (explicit or --engine z3)")
 
 
-def _flag_accesses(op: ir.Op | None) -> tuple[str, bool, bool] | None:
-    """(flag, writes, reads) of an operation on a flag; a `probe` orders nothing and counts as no read."""
-    if not isinstance(op, ir.FlagOp) or op.kind == "probe":
-        return None
-    return op.flag.name, op.kind in WRITES, op.kind in ("atom", "ld", "wait")
-
-
-def store_buffering(programs: list) -> str | None:
-    """Where two processes could show PTX's store-buffering outcome, which the model does not produce (each
-    read returns the latest value of the interleaving): process P writes flag X and later (some path of its
-    code, loops included, without a `fence.sc` between) reads flag Y, while another process Q writes Y and
-    later reads X. Then both reads may miss the other's write in PTX (no total order without fence.sc), so
-    a `safe` of the model would not cover every execution: the check says inconclusive instead."""
-    pairs: dict[tuple[str, str], list[int]] = {}
-    for q, prog in enumerate(programs):
-        code = prog.code
-        for start, ins in enumerate(code):
-            acc = _flag_accesses(ins.op)
-            if acc is None or not acc[1]:
-                continue
-            seen, todo = {start}, [start]
-            while todo:  # every instruction after the write on some path, up to a fence.sc
-                pc = todo.pop()
-                cur = code[pc]
-                nxt = [] if cur.kind == END else [pc + 1]
-                if cur.target >= 0 and cur.kind in (BRANCH, JUMP, FOR_INIT, FOR_NEXT):
-                    nxt.append(cur.target)
-                for n in nxt:
-                    if n < len(code) and n not in seen:
-                        seen.add(n)
-                        if not (isinstance(code[n].op, ir.ThreadFence) and code[n].op.sem == "sc"):
-                            todo.append(n)
-            for pc in seen:
-                other = _flag_accesses(code[pc].op)
-                if other is not None and other[2] and other[0] != acc[0]:
-                    pairs.setdefault((acc[0], other[0]), []).append(q)
-    for (x, y), ps in pairs.items():
-        qs = pairs.get((y, x), [])
-        if any(p != q for p in ps for q in qs):
-            return (f"a process writes flag `{x}` and then reads `{y}` while another writes `{y}` and then reads "
-                    f"`{x}`, without fence.sc between: PTX lets both reads miss the other's write (store "
-                    "buffering), which the model's interleavings do not produce; put fence.sc.gpu between "
-                    "each write and the read after it")
-    return None
-
-
 def rmw_value(rmw: str, old: int, args: tuple[int, ...]) -> int:
     """The new value of a read-modify-write (PTX atom: inc wraps to 0 at ``b``, dec to ``b``)."""
     if rmw == "add":
@@ -133,7 +90,7 @@ def rmw_value(rmw: str, old: int, args: tuple[int, ...]) -> int:
     raise AssertionError(rmw)  # pragma: no cover
 
 
-class GlobalMemOps:
+class GlobalMemOps(FlagViewOps):
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
     def _init_global(self) -> None:
@@ -151,10 +108,14 @@ class GlobalMemOps:
         nprocs = len(self.procs)
         base = self.holders.tc_base + TC_BITS * nprocs
         self.gl_flag_base = base  # per flag element, level, releasing CTA
-        self.gl_rel_base = base + len(self.flag_names) * LEVELS * self.ncta  # per process, level, lane holder
+        self.gl_rel_base = base + len(self.flag_names) * HISTORY * LEVELS * self.ncta  # per process, level, lane
         self.gl_obs_base = self.gl_rel_base + nprocs * LEVELS * 2
         self.gl_grid_cur = self.gl_obs_base + nprocs * LEVELS * 2
         self.gl_grid_last = self.gl_grid_cur + 1
+        # the Fence-SC order's holders: per CTA (.cta), per cluster (.cluster), the grid (.gpu/.sys)
+        self.gl_sc_base = self.gl_grid_last + 1
+        self._init_views(self.grid_entry + 2)
+        self.read_at: int | None = None  # which write a `ld`/`wait.until` reads (op_flag); None: the latest
         self.grid_threads = self.ncta * proto.threads
         # residency (engines/residency.py): the CTAs that may run, None for all
         self.resident: frozenset[int] | None = None
@@ -178,7 +139,7 @@ class GlobalMemOps:
         out = []
         for name, _ in self.flag_names:
             out.append((self.protocol.flag(name).init, 0))
-        return [*out, (0, 0), (0, 0)]
+        return [*out, (0, 0), (0, 0), *([((), 0)] * len(self.flag_names))]
 
     # ------------------------------------------------------------------ layout helpers
     def flag_label(self, e: int) -> str:
@@ -193,13 +154,6 @@ class GlobalMemOps:
             if not 0 <= i < (decl.size or 1):
                 raise Violation("SV104", f"index {i} is out of range for `{ref.name}[{decl.size}]`", ref.span)
         return self.flag_index[(ref.name, i)]
-
-    def _flag_bit(self, e: int, level: int, cta: int) -> int:
-        return 1 << (self.gl_flag_base + (e * LEVELS + level) * self.ncta + cta)
-
-    def _flag_mask(self, e: int) -> int:
-        lo = self.gl_flag_base + e * LEVELS * self.ncta
-        return ((1 << (LEVELS * self.ncta)) - 1) << lo
 
     def _fence_bits(self, base: int, p: int, level: int, lanes: int) -> list[tuple[int, int]]:
         """(lane holder, its fence bit at ``level``) for the executing lane holders."""
@@ -222,41 +176,65 @@ class GlobalMemOps:
         return 0 if a == b else 1 if self.protocol.cluster_of(a) == self.protocol.cluster_of(b) else 2
 
     # ------------------------------------------------------------------ knowledge
-    def _release_into(self, w: _Work, p: int, cta: int, lanes: int, e: int, sem: str, scope: int) -> None:
-        """What the writer releases into the flag element: all it knows (a release write or RMW), or
-        what its earlier fences saw (a relaxed one: the fence's release pattern)."""
+    def _release_into(self, w: _Work, p: int, cta: int, lanes: int, e: int, h: int, sem: str, scope: int) -> None:
+        """What the writer releases into write h of the flag element: all it knows (a release write or
+        RMW), or what its earlier fences saw (a relaxed one: the fence's release pattern)."""
         if sem in ("release", "acq_rel"):
-            w.records = release(w.records, lanes, self._flag_bit(e, scope, cta))
+            w.records = release(w.records, lanes, self._entry_bit(e, h, scope, cta))
             return
         for level in range(LEVELS):
             for _, bit in self._fence_bits(self.gl_rel_base, p, level, lanes):
-                w.records = release(w.records, bit, self._flag_bit(e, min(level, scope), cta))
+                w.records = release(w.records, bit, self._entry_bit(e, h, min(level, scope), cta))
 
-    def _acquire_from(self, w: _Work, p: int, cta: int, lanes: int, e: int, sem: str, scope: int) -> None:
-        """What the reader acquires from the flag element: every release whose scope includes it and
-        whose releaser its own scope includes (an acquire); for a relaxed read, the same kept for a
-        later fence at a scope that includes the releaser (the fence's acquire pattern)."""
+    def _acquire_from(self, w: _Work, p: int, cta: int, lanes: int, e: int, h: int, sem: str, scope: int) -> None:
+        """What the reader of write h of the flag element acquires: every release into it whose scope
+        includes the reader and whose releaser the reader's scope includes (an acquire); for a relaxed
+        read, the same kept for a later fence at a scope that includes the releaser (the fence's acquire
+        pattern). The read itself makes the lanes causally after the write (their view, PTX §8.10.5)."""
+        self._know_write(w, e, h, lanes)
         for src in range(self.ncta):
             if not self._reach(scope, cta, src):
                 continue
             for level in range(LEVELS):
                 if not self._reach(level, src, cta):
                     continue
-                bit = self._flag_bit(e, level, src)
+                bit = self._entry_bit(e, h, level, src)
                 if sem in ("acquire", "acq_rel"):
                     w.records = acquire(w.records, bit, lanes)
                 else:
                     for _, obs in self._fence_bits(self.gl_obs_base, p, self._distance(cta, src), lanes):
                         w.records = release(w.records, bit, obs)
 
+    def _sc_bits(self, cta: int, scope: int) -> list[int]:
+        """The Fence-SC order's holders a `fence.sc` at ``scope`` by a thread of ``cta`` meets: its CTA's,
+        its cluster's (.cluster and wider), the grid's (.gpu/.sys). Two fence.sc meet in one of them
+        exactly when each one's scope includes the other's thread (morally strong)."""
+        nclusters = self.ncta // self.protocol.cluster_dim if self.protocol.cluster_dim else 1
+        bits = [1 << (self.gl_sc_base + cta)]
+        if scope >= 1:
+            bits.append(1 << (self.gl_sc_base + self.ncta + self.protocol.cluster_of(cta)))
+        if scope >= 2:
+            bits.append(1 << (self.gl_sc_base + self.ncta + nclusters))
+        return bits
+
     def op_thread_fence(self, w, p, proc, op: ir.ThreadFence, ins, env, ctx, lanes) -> bool:
         """`fence.acq_rel`/`fence.sc` at a scope: the release half records what each executing lane
         holder knows, for its later relaxed writes; the acquire half takes in what its earlier relaxed
-        reads observed from releasers the fence's scope includes."""
+        reads observed from releasers the fence's scope includes. A `fence.sc` also synchronizes with
+        every morally strong fence.sc before it in the Fence-SC order (PTX §8.9.4: "A fence.sc operation X
+        synchronizes with a fence.sc operation Y if X precedes Y in the Fence-SC order"), which is the
+        order the fences run in: it acquires what those released into the order's holders and
+        releases what it knows into them."""
         scope = _LEVEL[op.scope]
         for level in range(scope + 1):
             for holder, bit in self._fence_bits(self.gl_obs_base, p, level, lanes):
                 w.records = acquire(w.records, bit, holder)
+        if op.sem == "sc":
+            bits = self._sc_bits(proc.cta, scope)
+            for bit in bits:
+                w.records = acquire(w.records, bit, lanes)
+            for bit in bits:
+                w.records = release(w.records, lanes, bit)
         for level in range(scope + 1):
             for holder, bit in self._fence_bits(self.gl_rel_base, p, level, lanes):
                 w.records = release(w.records, holder, bit)
@@ -266,47 +244,107 @@ class GlobalMemOps:
     def _flag_value(self, w: _Work, e: int) -> int:
         return w.tmem[self.gl_tmem + e][0]
 
-    def _set_flag(self, w: _Work, e: int, value: int, op: ir.FlagOp) -> None:
+    def _check_bound(self, e: int, value: int, op: ir.FlagOp) -> None:
         bound = self.protocol.flag(self.flag_names[e][0]).bound
         if not 0 <= value <= bound:
             raise BudgetExceeded(f"line {op.span.line}: flag {self.flag_label(e)} would become {value}, outside its "
                                  f"declared range 0..{bound} (declare `bound` larger, or the counter overflows)")
-        w.tmem[self.gl_tmem + e] = (value, 0)
 
     def op_flag(self, w, p, proc, op: ir.FlagOp, ins, env, ctx, lanes) -> bool:
+        """One flag operation; a `ld` or `wait.until` reads write ``self.read_at`` of the element's
+        history (None: the latest; families/globalmem_views.py gives the others their own steps)."""
         e = self._flag_elem(op.flag, env, ctx)
         scope = _LEVEL[op.scope]
         old = self._flag_value(w, e)
         args = tuple(self._eval(a, env, ctx) for a in op.operands)
         if op.kind == "probe":
             return True  # may give up: orders nothing (module docstring)
-        if op.kind == "wait":
-            if not _CMP[op.cmp](old, args[0]):
+        if op.kind in ("wait", "ld"):
+            hist = self.history(w.tmem, e)
+            h = len(hist) - 1 if self.read_at is None else self.read_at
+            if op.kind == "wait" and not _CMP[op.cmp](hist[h], args[0]):
                 return False  # spins
-            self._acquire_from(w, p, proc.cta, lanes, e, op.sem, scope)
-            return True
-        if op.kind == "ld":
-            self._acquire_from(w, p, proc.cta, lanes, e, op.sem, scope)
+            self._acquire_from(w, p, proc.cta, lanes, e, h, op.sem, scope)
+            self._compact(w, e)
             return True
         threads = ins.threads
         if threads > 1 and not (op.kind != "st" and op.rmw == "add"):
             raise BudgetExceeded(f"line {op.span.line}: `{op.kind}.{op.rmw or op.sem}` of a flag executed by "
                                  f"{threads} threads at once is not modelled (only `add` is); put it in "
                                  "`first thread { }` or `elect { }`")
+        latest = len(self.history(w.tmem, e)) - 1
         if op.kind == "st":
-            new = args[0]
-            w.records = clear_bits(w.records, self._flag_mask(e))  # a store ends the release sequence
+            new = args[0]  # a store ends the release sequence: its write starts with no knowledge
         else:
             new = rmw_value(op.rmw, old, (args[0] * threads,) if op.rmw == "add" else args)
             # (PTX §8.8: "while atomic reductions conceptually perform a strong read as part of its
             # read-modify-write sequence, this strong read does not form an acquire pattern": a `red`
             # followed by a fence acquires nothing)
             if op.kind == "atom":
-                self._acquire_from(w, p, proc.cta, lanes, e, op.sem if op.sem != "release" else "relaxed", scope)
+                self._acquire_from(w, p, proc.cta, lanes, e, latest, op.sem if op.sem != "release" else "relaxed",
+                                   scope)
+            else:
+                self._know_write(w, e, latest, lanes)  # (an RMW reads the latest: atomicity, §8.10.3)
         self._check_reset(w, p, e, old, new, op)
-        self._release_into(w, p, proc.cta, lanes, e, op.sem, scope)
-        self._set_flag(w, e, new, op)
+        self._check_bound(e, new, op)
+        h = self._append_write(w, p, lanes, e, new, op.span.line, op.kind != "st")
+        self._release_into(w, p, proc.cta, lanes, e, h, op.sem, scope)
         return True
+
+    def flag_stale_steps(self, state: State, p: int) -> list[StepResult]:
+        """The steps of process p's `ld` / `wait.until` that read a write older than the latest (one
+        per readable write that, for a spin, satisfies it), labelled ``("p", p, "r", index)``."""
+        ins = self.programs[p].code[state.procs[p][P_PC]]
+        op = ins.op
+        if not isinstance(op, ir.FlagOp) or op.kind not in ("ld", "wait"):
+            return []
+        try:
+            env = self._env_at(p, state.procs[p][1])
+            e = self._flag_elem(op.flag, env, self.ctx[p])
+        except Violation:
+            return []  # the deterministic step reports it
+        hist = self.history(state.tmem, e)
+        if len(hist) == 1:
+            return []  # (only the latest is kept)
+        out = []
+        for h in self.readable(state, p, e, self._lanes(p, ins)):
+            if h == len(hist) - 1:
+                break
+            if op.kind == "wait":
+                try:
+                    want = self._eval(op.operands[0], env, self.ctx[p])
+                except Violation:
+                    return []
+                if not _CMP[op.cmp](hist[h], want):
+                    continue
+            res = self.step_flag_read(state, p, h)
+            if res is not None:
+                out.append(res)
+        return out
+
+    def step_flag_read(self, state: State, p: int, h: int) -> StepResult | None:
+        """Process p's `ld` / `wait.until` reading write h of its element (an older one than the latest)."""
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        w = _Work(state)
+        label = ("p", p, "r", h)
+        self.read_at = h
+        try:
+            advanced = self._exec(w, p, ins, pstate)
+        except Violation as v:
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
+        finally:
+            self.read_at = None
+        if not advanced:
+            return None
+        try:
+            pc, vars_ = self._run_local(p, w.procs[p][P_PC], w.procs[p][P_VARS])
+            w.procs[p] = (pc, vars_, *w.procs[p][2:])
+            if self.programs[p].code[pc].kind == END:
+                self._exit(w, p)
+        except Violation as v:
+            return StepResult(label, None, _detached(v), w.warnings, w.soft)
+        return StepResult(label, w.freeze(), None, w.warnings, w.soft)
 
     def _check_reset(self, w: _Work, p: int, e: int, old: int, new: int, op: ir.FlagOp) -> None:
         """SV802: a write that takes away the value another thread's spin is waiting for, before that
