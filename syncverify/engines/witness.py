@@ -323,6 +323,8 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             note = ""
             if isinstance(ins.op, ir.MbarProbe):  # which result the probe returned on this path
                 note = "→ false" if len(label) > 2 or not machine.probe_passes(state, p) else "→ true"
+            elif len(label) > 3:  # a flag read of an older write (families/globalmem.py)
+                note = machine.stale_read_note(state, p, label[3])
             barrier = barrier_of(machine, state, p, ins.op)
         else:
             a = label[1]

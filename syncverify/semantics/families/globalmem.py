@@ -406,6 +406,15 @@ class GlobalMemOps(FlagViewOps):
         return False
 
     # ------------------------------------------------------------------ reports
+    def stale_read_note(self, state: State, p: int, h: int) -> str:
+        """What a trace says of a step that read an older write (label ``("p", p, "r", h)``)."""
+        op = self.programs[p].code[state.procs[p][P_PC]].op
+        try:
+            e = self._flag_elem(op.flag, self._env_at(p, state.procs[p][P_VARS]), self.ctx[p])
+        except Violation:
+            return "→ reads an older write"
+        return f"→ reads {self.flag_label(e)} = {self.history(state.tmem, e)[h]} (an older write than the latest)"
+
     def flag_writers(self, state, name: str) -> str:
         """Who would have written a flag: each writing operation, with where its process stands."""
         out = []
