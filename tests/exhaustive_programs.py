@@ -355,13 +355,13 @@ GLOBAL_SCOPES: dict[str, Scope] = {
     # two CTAs, two flags (families/globalmem_views.py). Store buffering: each CTA stores one flag and checks the
     # other's absence, with or without fence.sc between, around a global write
     "views-sb": Scope("views-sb", 2, 1, ((3, 3),),
-                      atoms=("g.write", "v.st.f", "v.st.g", "v.none.f", "v.none.g", "v.sc"), wrappers=("",),
+                      atoms=("g.write", "v.st.f", "v.st.g", "v.none.f", "v.none.g", "v.sc"), wrappers=("elect",),
                       trips=(), grid=True),
     # message passing through two flags: a release and a relaxed store, the relaxed spin and the load whose
     # write decides what it acquires, the data they guard
     "views-mp": Scope("views-mp", 2, 1, ((3, 3),),
                       atoms=("g.write", "g.read", "g.store", "v.rel.g", "v.st.g", "v.wait.g", "v.ld.f", "g.wait"),
-                      wrappers=("",), trips=(), grid=True),
+                      wrappers=("elect",), trips=(), grid=True),
 }
 
 # Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):

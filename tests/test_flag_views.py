@@ -207,7 +207,10 @@ def _slice(scope: str, every: int, names: list[str], offset: int = 0) -> collect
 def test_exhaustive_views_reduced_unreduced_and_z3_agree(scope):
     """A slice of the two-flag programs: the reduced explicit search, the unreduced one and z3 agree, and
     the slice reaches the races that older writes make possible."""
-    every = 467 if scope == "views-sb" else 2617
+    every = 157 if scope == "views-sb" else 877
     tally = _slice(scope, every, ["explicit-unreduced", "symbolic"], offset=3)
-    assert tally["explicit-unreduced agrees"] >= 40 and tally["symbolic agrees"] >= 40, tally
+    assert tally["explicit-unreduced agrees"] >= 120 and tally["symbolic agrees"] >= 120, tally
     assert tally["safe"] and tally["violation"], tally
+    # the races that a read of an older write makes: both CTAs past their absence checks (store buffering),
+    # the data read after a hand-off that carries no view (message passing)
+    assert tally["code SV303" if scope == "views-sb" else "code SV301"], tally
