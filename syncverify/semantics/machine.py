@@ -39,13 +39,14 @@ from .families.barriers import BarrierOps
 from .families.copy_causality import CopyCausalityOps
 from .families.cp_async import HANDLERS as CP_ASYNC_HANDLERS
 from .families.cp_async import CpAsyncOps
+from .families.flag_values import FlagValueOps, check_flag_values
 from .families.globalmem import GLOBAL_CTA, GlobalMemOps
 from .families.globalmem import HANDLERS as GLOBAL_HANDLERS
 from .families.lifecycle import LifecycleOps
 from .families.mbarrier import HANDLERS as MBARRIER_HANDLERS
 from .families.mbarrier import MbarrierOps
+from .families.mbarrier_probe import FALSE_OUTCOME, ProbeOps
 from .families.mbarrier_probe import HANDLERS as PROBE_HANDLERS
-from .families.mbarrier_probe import ProbeOps
 from .families.memory import HANDLERS as MEMORY_HANDLERS
 from .families.memory import MemoryOps
 from .families.regions import Parts
@@ -121,7 +122,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
-              LifecycleOps, StorageOps, GlobalMemOps, RegisterOps, TensormapOps, Footprint):
+              LifecycleOps, StorageOps, GlobalMemOps, FlagValueOps, RegisterOps, TensormapOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -130,6 +131,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self.protocol = protocol
         self.assume = assumptions
         self.procs: list[Process] = processes(protocol)
+        check_flag_values(protocol)  # SV806: where a flag's value may be used (families/flag_values.py)
         self.programs: list[Program] = [compile_program(protocol, p) for p in self.procs]
         self.ncta = protocol.cluster
         # mbarrier layout: one global index per (cta, name, element)
@@ -353,6 +355,9 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                     other = self.step_probe_false(state, p)
                     if other is not None:
                         yield other
+                elif prog.code[procs[p][P_PC]].slot >= 0:
+                    # the other values a kept flag load may return (families/flag_values.py)
+                    yield from self.flag_read_alternatives(state, p)
         seen = set()
         for a in state.agents:
             if a in seen:
@@ -365,7 +370,9 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":
             if len(label) > 2:  # ("p", p, 0): a probe that returns false (families/mbarrier_probe.py)
-                return self.step_probe_false(state, label[1])
+                if label[2] == FALSE_OUTCOME:
+                    return self.step_probe_false(state, label[1])
+                return self.step_flag_read(state, label[1], label[2])  # ("p", p, k): families/flag_values.py
             return self.step_process(state, label[1])
         return self.step_agent(state, label[1])
 

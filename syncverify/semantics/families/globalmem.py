@@ -273,6 +273,20 @@ class GlobalMemOps:
                                  f"declared range 0..{bound} (declare `bound` larger, or the counter overflows)")
         w.tmem[self.gl_tmem + e] = (value, 0)
 
+    def flag_reads(self, state, p: int, e: int, op: ir.FlagOp) -> tuple[int, ...]:
+        """The values a load of flag element ``e`` by process p may return in ``state``, the one the
+        process's deterministic step takes first (the others are steps of their own: families/flag_values.py).
+        The one definition of what a flag load reads: the latest value of the interleaving (module
+        docstring). ``state`` is a State or a _Work (both keep the flags in ``tmem``)."""
+        return (state.tmem[self.gl_tmem + e][0],)
+
+    def flag_read(self, w: _Work, p: int, cta: int, lanes: int, e: int, op: ir.FlagOp, choice: int = 0) -> int:
+        """A load of flag element ``e`` that returns ``flag_reads(...)[choice]``: its value, after the
+        acquire (or the observation a later fence acquires) of what the write it reads released."""
+        value = self.flag_reads(w, p, e, op)[choice]
+        self._acquire_from(w, p, cta, lanes, e, op.sem, _LEVEL[op.scope])
+        return value
+
     def op_flag(self, w, p, proc, op: ir.FlagOp, ins, env, ctx, lanes) -> bool:
         e = self._flag_elem(op.flag, env, ctx)
         scope = _LEVEL[op.scope]
@@ -286,7 +300,9 @@ class GlobalMemOps:
             self._acquire_from(w, p, proc.cta, lanes, e, op.sem, scope)
             return True
         if op.kind == "ld":
-            self._acquire_from(w, p, proc.cta, lanes, e, op.sem, scope)
+            value = self.flag_read(w, p, proc.cta, lanes, e, op)
+            if ins.slot >= 0:  # `let v = ld.SEM F;` (families/flag_values.py)
+                self.keep_flag_value(w, p, ins, value)
             return True
         threads = ins.threads
         if threads > 1 and not (op.kind != "st" and op.rmw == "add"):
@@ -303,6 +319,8 @@ class GlobalMemOps:
             # followed by a fence acquires nothing)
             if op.kind == "atom":
                 self._acquire_from(w, p, proc.cta, lanes, e, op.sem if op.sem != "release" else "relaxed", scope)
+                if ins.slot >= 0:  # `let v = atom.OP F, V;`: the old value (an RMW reads the latest write)
+                    self.keep_flag_value(w, p, ins, old)
         self._check_reset(w, p, e, old, new, op)
         self._release_into(w, p, proc.cta, lanes, e, op.sem, scope)
         self._set_flag(w, e, new, op)
