@@ -151,6 +151,9 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("g.fence", "fence.acq_rel.gpu;", opt_in=True),
     Atom("g.fence.cta", "fence.sc.cta;", opt_in=True),
     Atom("grid.sync", "grid.sync;", collective=True, opt_in=True),
+    # a ticket whose value decides a branch (families/flag_values.py): the CTA that draws 1 reads the buffer
+    Atom("g.ticket", "first thread {{ let t = atom.add.acq_rel.gpu f, 1; if t == 1 {{ read gbuf; }} }}",
+         decl=(FLAG, GLOBAL), opt_in=True),
     # probes whose result a branch uses (families/mbarrier_probe.py): a read only where the probe passed, an
     # arrive only where it failed, CUTLASS's probe-then-wait (compiled as the wait), and a probe in a loop
     # whose two results reach different accesses
@@ -339,7 +342,7 @@ GLOBAL_SCOPES: dict[str, Scope] = {
     "globals2": Scope("globals2", 2, 1, ((2, 2), (3, 1), (3, 0)),
                       atoms=("g.write", "g.read", "g.add.release", "g.add.release.cta", "g.add.relaxed", "g.reset",
                              "g.store", "g.wait", "g.wait.relaxed", "g.wait.eq", "g.fence", "g.fence.cta",
-                             "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
+                             "grid.sync", "g.ticket"), wrappers=("", "elect"), trips=(), grid=True),
 }
 
 # Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):
