@@ -17,3 +17,5 @@ build grid_barrier.ptx grid_barrier.cu
 build grid_barrier_reset_race.ptx grid_barrier.cu -DRESET_RACE
 build grid_barrier_no_barrier.ptx grid_barrier.cu -DNO_BARRIER
 build refused.ptx refused.cu
+build grid_sync.ptx grid_sync.cu
+build grid_sync_read_early.ptx grid_sync.cu -DREAD_EARLY
