@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from syncverify.cli import main
 from syncverify.ptx.extract import extract, load_module
 from syncverify.ptx.launch import Launch
@@ -85,3 +87,19 @@ def test_a_shape_that_differs_is_not_a_grid_sync_and_stays_refused(tmp_path, cap
     trap = next(i for i, t in enumerate(lines) if t.strip() == "trap;")
     branch = max(i for i in range(trap) if "bra" in lines[i]) + 1
     assert f"grid_sync.ptx:{branch}:" in out
+
+
+# ---- "the last CTA to arrive": an atomic's value that decides a branch ---------------------------------------
+
+@pytest.mark.parametrize("ptx", ["last_block.ptx", "last_block_no_fence.ptx"])
+def test_a_ticket_that_decides_a_branch_is_refused_at_the_atomic_not_skipped(ptx, capsys):
+    """tests/data/ptx/gridsync/last_block.cu (threadFenceReduction's last block, with and without its fences):
+    the language has the ticket (`let v = atom…`, tests/test_flag_values.py), extraction does not write it yet
+    (the value reaches the CTA through a __shared__ flag), so both are refused at the atomicInc, exit 2: never
+    extracted with the branch skipped, which would check the racing seed safe."""
+    args = [*ARGS, "--param", "2=0x30000000", "--grid-launch", "persistent"]
+    rc, out = _check(DATA / ptx, *args, capsys=capsys)
+    assert rc == 2, out
+    lines = (DATA / "last_block.cu").read_text().splitlines()
+    ticket = next(i + 1 for i, t in enumerate(lines) if "atomicInc(" in t)
+    assert f"last_block.cu:{ticket}" in out and "atom.global.inc" in out and "decides the branch" in out
