@@ -145,6 +145,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV802": ("flag reset while a spin waits for the value", Severity.ERROR),
     "SV803": ("wait on a CTA that may not be resident", Severity.ERROR),
     "SV804": ("grid.sync without a cooperative launch", Severity.ERROR),
+    "SV806": ("a flag's value used where the language cannot take it", Severity.ERROR),
 }
 
 

@@ -449,12 +449,15 @@ def tensor_core_async(op: Op | None) -> bool:
 class Let:
     """`let NAME = EXPR;`; with ``probe`` set, `let NAME = try_wait B parity P;`: the probe's result
     (1 or 0, a search step: MbarProbe) is the value, CUTLASS's `ConsumerToken`, and ``value`` is
-    the constant 1, never evaluated."""
+    the constant 1, never evaluated. With a FlagOp as ``probe`` (`let v = atom.add.acq_rel F, 1;`,
+    `let v = ld.acquire F;`), the value is the one the flag read returns (semantics/families/globalmem.py
+    says which values a read may return; the search explores each), and ``value`` is the constant 0,
+    never evaluated: "the last CTA to arrive" tests it with an `if`."""
 
     name: str
     value: Expr
     span: Span
-    probe: MbarProbe | None = None
+    probe: MbarProbe | FlagOp | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,6 +163,9 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("v.wait.g", "wait.until.relaxed.gpu g >= 1;", decl=(FLAG_G,), opt_in=True),
     Atom("v.ld.f", "ld.acquire.gpu f;", decl=(FLAG,), opt_in=True),
     Atom("v.sc", "fence.sc.gpu;", opt_in=True),
+    # a ticket whose value decides a branch (families/flag_values.py): the CTA that draws 1 reads the buffer
+    Atom("g.ticket", "first thread {{ let t = atom.add.acq_rel.gpu f, 1; if t == 1 {{ read gbuf; }} }}",
+         decl=(FLAG, GLOBAL), opt_in=True),
     # probes whose result a branch uses (families/mbarrier_probe.py): a read only where the probe passed, an
     # arrive only where it failed, CUTLASS's probe-then-wait (compiled as the wait), and a probe in a loop
     # whose two results reach different accesses
@@ -351,7 +354,7 @@ GLOBAL_SCOPES: dict[str, Scope] = {
     "globals2": Scope("globals2", 2, 1, ((2, 2), (3, 1), (3, 0)),
                       atoms=("g.write", "g.read", "g.add.release", "g.add.release.cta", "g.add.relaxed", "g.reset",
                              "g.store", "g.wait", "g.wait.relaxed", "g.wait.eq", "g.fence", "g.fence.cta",
-                             "grid.sync"), wrappers=("", "elect"), trips=(), grid=True),
+                             "grid.sync", "g.ticket"), wrappers=("", "elect"), trips=(), grid=True),
     # two CTAs, two flags (families/globalmem_views.py). Store buffering: each CTA stores one flag and checks the
     # other's absence, with or without fence.sc between, around a global write
     "views-sb": Scope("views-sb", 2, 1, ((3, 3),),

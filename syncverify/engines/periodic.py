@@ -248,6 +248,11 @@ def plan(path_or_text: str, defines: Mapping[str, int], param: str, source_path:
         if getattr(proto_a, name) != getattr(proto_b, name):
             raise Refusal(f"{param} is used in a declaration ({name})")
     machine = Machine(proto_a)
+    kept = next((ins for prog in machine.programs for ins in prog.code
+                 if ins.slot >= 0 and isinstance(ins.op, ir.FlagOp)), None)
+    if kept is not None:  # semantics/families/flag_values.py
+        raise Refusal(f"a value read from a flag at line {kept.line} decides control flow: the lift follows "
+                      "loop counters, not values of the run (the bounded check explores every value)")
     progs_b = _programs(proto_b)
     if len(progs_b) != len(machine.programs):
         raise Refusal(f"{param} changes the set of processes")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from .. import budget
 from .cfg import EXIT, Cfg, affects_sync
+from .cg_grid_sync import GRID_SYNC, rewrite_grid_syncs
 from .globalcomm import GlobalAccesses
 from .globalsync import global_note, refuse_global_wait
 from .gridsync import execute_global, refuse_skipped_flags, spin_wait
@@ -169,6 +170,12 @@ class WarpRun(WarpState):
             stack.append(_Entry(target, taken, join))
 
     def execute(self, ins: Instr, lanes: int) -> None:
+        if ins.opcode == GRID_SYNC:  # a recognised this_grid().sync() (cg_grid_sync.py)
+            if not self.launch.whole_grid:
+                raise self.refuse(ins, "cooperative_groups::this_grid().sync() is a barrier of the whole grid: "
+                                  "extract the grid as one protocol (--whole-grid, with --grid-launch cooperative)")
+            self.events.append(Event("text", ("grid.sync;",), lanes, ins))
+            return
         if self.gcomm is not None:
             self.gcomm.note(self, ins, lanes)
         if self.launch.whole_grid and execute_global(self, ins, lanes):
@@ -234,6 +241,7 @@ def run_cluster(mod: Module, fn: Function, launch: Launch,
     global-memory accesses go to `gcomm`."""
     if fn.body is None:
         raise PtxError(mod.path, fn.line, 1, f"{fn.name} has no body")
+    fn = rewrite_grid_syncs(fn)  # this_grid().sync() as the language's grid.sync (cg_grid_sync.py)
     cfg = Cfg(fn)
     mem = Memory(mod, fn, launch)
     params = _params(fn, launch)

@@ -113,9 +113,10 @@ class Footprint:
         try:
             if ins.kind == END:
                 out = (_END, None)
-            elif ins.kind == OP and isinstance(ins.op, ir.MbarProbe):
-                # a probe's result picks the next instruction (families/mbarrier_probe.py): the
-                # sequence from here is not fixed, so it is unknown, as one not evaluable is
+            elif ins.kind == OP and (isinstance(ins.op, ir.MbarProbe) or ins.slot >= 0):
+                # a probe's result picks the next instruction (families/mbarrier_probe.py), as does a value
+                # read from a flag (families/flag_values.py): the sequence from here is not fixed, so it is
+                # unknown, as one not evaluable is
                 out = None
             else:
                 events = self.events(q, ins, vars_) if ins.kind == OP else ()

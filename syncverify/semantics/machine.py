@@ -39,6 +39,7 @@ from .families.barriers import BarrierOps
 from .families.copy_causality import CopyCausalityOps
 from .families.cp_async import HANDLERS as CP_ASYNC_HANDLERS
 from .families.cp_async import CpAsyncOps
+from .families.flag_values import FlagValueOps, check_flag_values
 from .families.globalmem import GLOBAL_CTA, GlobalMemOps
 from .families.globalmem import HANDLERS as GLOBAL_HANDLERS
 from .families.lifecycle import LifecycleOps
@@ -121,7 +122,7 @@ class Assumptions:
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
-              LifecycleOps, StorageOps, GlobalMemOps, RegisterOps, TensormapOps, Footprint):
+              LifecycleOps, StorageOps, GlobalMemOps, FlagValueOps, RegisterOps, TensormapOps, Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -130,6 +131,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self.protocol = protocol
         self.assume = assumptions
         self.procs: list[Process] = processes(protocol)
+        check_flag_values(protocol)  # SV806: where a flag's value may be used (families/flag_values.py)
         self.programs: list[Program] = [compile_program(protocol, p) for p in self.procs]
         self.ncta = protocol.cluster
         # mbarrier layout: one global index per (cta, name, element)
@@ -354,7 +356,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                     if other is not None:
                         yield other
             if isinstance(prog.code[procs[p][P_PC]].op, ir.FlagOp):
-                # a read of an older write than the latest (families/globalmem.py)
+                # a read of an older write than the latest, its value kept by a `let` where it has one
+                # (families/globalmem.py, families/flag_values.py)
                 yield from self.flag_stale_steps(state, p)
         seen = set()
         for a in state.agents:

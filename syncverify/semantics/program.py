@@ -153,6 +153,14 @@ class _Compiler:
             at = len(self.code)
             self.op(s.probe, lanes)  # a token: the step writes the result into the variable (no branch)
             self.code[at] = replace(self.code[at], slot=self.slot(s.name))
+            threads = self.code[at].threads
+            if isinstance(s.probe, ir.FlagOp) and s.probe.kind == "atom" and threads > 1:
+                # a flag's value kept (families/flag_values.py): one value per variable
+                raise InputError([make(
+                    "SV806", f"`let {s.name} = atom.{s.probe.rmw} …` executed by {threads} threads at once: each "
+                    "thread's atomic returns another value, and a variable holds one; put it in `first thread "
+                    "{ }` or `elect { }` (as CUDA's `if (threadIdx.x == 0) ticket = atomicInc(…);`) and hand the "
+                    "result to the CTA through a flag the others load after a barrier", s.span)])
         elif isinstance(s, ir.Let):
             self.no_lane(s.value, "a `let` value")
             self.code.append(Instr(LET, slot=self.slot(s.name), expr=s.value, line=line))

@@ -196,6 +196,19 @@ class GlobalOps(Statements):
     def op_wait_until(self, span, quals, operands, clauses):
         return self._spin("wait", "wait.until", span, quals, operands)
 
+    def let_flag(self, t: Tree, ctx) -> list[ir.Stmt]:
+        """`let v = atom.OP[.SEM] F, V;` or `let v = ld.SEM F;`: the operation as a statement would build it,
+        its result kept in ``v`` (ir.Let with the FlagOp as its ``probe``). Where ``v`` may be used is
+        semantics/families/flag_values.py's check (SV806)."""
+        name, word, *rest = t.children
+        quals, operands = [q for q in rest if isinstance(q, Token)], rest[-1]
+        head = Tree("opname", [Token("NAME", str(word)), *quals], meta=t.meta)
+        op = self.op(Tree("op", [head, operands], meta=t.meta), ctx)
+        self.bind(name)
+        if not isinstance(op, ir.FlagOp):
+            return []
+        return [ir.Let(str(name), ir.Const(0, self.span(t)), self.span(t), op)]
+
     def op_probe(self, span, quals, operands, clauses):
         return self._spin("probe", "probe", span, quals, operands)
 

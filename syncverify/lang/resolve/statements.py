@@ -76,6 +76,8 @@ class Statements(Declarations):
             probe = self.probe(probe_t)
             self.bind(name)
             return [ir.Let(str(name), ir.Const(1, span), span, probe)] if probe is not None else []
+        if t.data == "let_flag":
+            return self.let_flag(t, ctx)
         if t.data == "for_":
             var, lo_t, hi_t, body = t.children
             self._site = ("bound", "")
@@ -135,6 +137,10 @@ class Statements(Declarations):
         if probe is not None and cond_t.data == "probe_neg":
             then, orelse = orelse, then  # `if !try_wait`: the first block runs when the probe fails
         return ir.If(cond, then, orelse, self.span(t), probe)
+
+    def let_flag(self, t: Tree, ctx: _Ctx) -> list[ir.Stmt]:
+        """`let v = atom.OP.SEM F, V;` / `let v = ld.SEM F;` (the global-memory family's resolver)."""
+        raise NotImplementedError
 
     def probe(self, t: Tree) -> ir.MbarProbe | None:
         """The test of `if [!]try_wait[.SEM][.SCOPE] B parity P` (ir.MbarProbe)."""

@@ -266,6 +266,8 @@ class GlobalMemOps(FlagViewOps):
                 return False  # spins
             self._acquire_from(w, p, proc.cta, lanes, e, h, op.sem, scope)
             self._compact(w, e)
+            if op.kind == "ld" and ins.slot >= 0:  # `let v = ld.SEM F;`: the value of the write read
+                self.keep_flag_value(w, p, ins, hist[h])  # (families/flag_values.py)
             return True
         threads = ins.threads
         if threads > 1 and not (op.kind != "st" and op.rmw == "add"):
@@ -283,6 +285,8 @@ class GlobalMemOps(FlagViewOps):
             if op.kind == "atom":
                 self._acquire_from(w, p, proc.cta, lanes, e, latest, op.sem if op.sem != "release" else "relaxed",
                                    scope)
+                if ins.slot >= 0:  # `let v = atom.OP F, V;`: the old value, the latest write's (atomicity)
+                    self.keep_flag_value(w, p, ins, old)
             else:
                 self._know_write(w, e, latest, lanes)  # (an RMW reads the latest: atomicity, §8.10.3)
         self._check_reset(w, p, e, old, new, op)
@@ -306,8 +310,11 @@ class GlobalMemOps(FlagViewOps):
         hist = self.history(state.tmem, e)
         if len(hist) == 1:
             return []  # (only the latest is kept)
+        readable = self.readable(state, p, e, self._lanes(p, ins))
+        if op.kind == "ld" and ins.slot >= 0:
+            self.check_kept_read(ins, e, len(readable))  # one value for all threads (families/flag_values.py)
         out = []
-        for h in self.readable(state, p, e, self._lanes(p, ins)):
+        for h in readable:
             if h == len(hist) - 1:
                 break
             if op.kind == "wait":

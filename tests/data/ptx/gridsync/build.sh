@@ -17,3 +17,7 @@ build grid_barrier.ptx grid_barrier.cu
 build grid_barrier_reset_race.ptx grid_barrier.cu -DRESET_RACE
 build grid_barrier_no_barrier.ptx grid_barrier.cu -DNO_BARRIER
 build refused.ptx refused.cu
+build grid_sync.ptx grid_sync.cu
+build grid_sync_read_early.ptx grid_sync.cu -DREAD_EARLY
+build last_block.ptx last_block.cu
+build last_block_no_fence.ptx last_block.cu -DNO_FENCE
