@@ -113,7 +113,7 @@ def shrunk(name: str) -> str:
     return text
 
 
-@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason="about two minutes of Z3; SYNCVERIFY_SLOW=1")
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason="minutes of Z3; SYNCVERIFY_SLOW=1")
 @pytest.mark.parametrize("name, verdict", [("deepgemm_sm90_cta_release_scales", "safe"),
                                            ("deepgemm_sm90_cta_release_scales_read_remotely", "violation")])
 def test_the_deepgemm_specs_shrunk_agree_on_every_engine(name, verdict):
