@@ -91,7 +91,7 @@ def test_explicit_and_bmc_share_the_rule(text):
 
 
 @pytest.mark.skipif(ENGINES["spin"].unavailable is not None, reason="needs spin and a C compiler")
-@pytest.mark.parametrize("text", CASES, ids=list(EXPECTED))
+@pytest.mark.parametrize("text", [SETTLED, READ_REMOTELY], ids=["settled", "read_remotely"])
 def test_the_promela_export_shares_the_rule(text):
     protocol = _protocol(text)
     verdict, codes = EXPECTED[protocol.name]
