@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .cutlass_headers import cutlass_include
-from .parse import Module
+from .parse import Module, _source_file
 
 MIN_LOCS = 8
 MIN_SHARE = 0.9
@@ -111,9 +111,10 @@ def candidates(path: str, base: str, roots: tuple[str, ...] = ()) -> list[str]:
 @lru_cache(maxsize=256)
 def _located(text: str, ptx_path: str, path: str, roots: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
     entries = _entries(text)
-    n = entries.index.get(path)
+    n = _entry(entries, path, ptx_path)
     if n is None:
         return None
+    path = next(p for p, k in entries.index.items() if k == n)
     locs = entries.locs.get(n, frozenset())
     base = os.path.dirname(ptx_path)
     for cand in candidates(path, base, (*roots, base) if base else roots):
@@ -126,6 +127,14 @@ def _located(text: str, ptx_path: str, path: str, roots: tuple[str, ...]) -> tup
         if _verified(lines, len(raw), entries.size.get(n), locs):
             return cand, lines
     return None
+
+
+def _entry(entries: _Entries, path: str, ptx_path: str) -> int | None:
+    """The `.file` index of ``path``: an entry's own text, or the name a frame gives a moved PTX's file
+    (parse._source_file: the file of that name beside the PTX)."""
+    if path in entries.index:
+        return entries.index[path]
+    return next((n for p, n in entries.index.items() if _source_file(p, ptx_path) == path), None)
 
 
 def source_lines(mod: Module, path: str, roots: tuple[str, ...] = ()) -> tuple[str, ...] | None:
@@ -145,5 +154,5 @@ def placed(mod: Module, path: str, line: int, lines: tuple[str, ...]) -> bool:
     """Does some `.loc` of ``path`` at ``line`` fall at a token of ``lines`` (the line a name is read at is
     itself one the check passed, not only the file as a whole)?"""
     entries = _entries(mod.text)
-    n = entries.index.get(path)
+    n = _entry(entries, path, mod.path)
     return n is not None and any(at_token(lines, ln, col) for ln, col in entries.locs.get(n, ()) if ln == line)
