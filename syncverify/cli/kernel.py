@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
 
+from ..demangle import brief
+from ..demangle import demangled as demangled  # re-exported: the commands read it from here
 from ..diagnostics import Diagnostic, Related, Span
 from ..ptx.extract import Extracted
 from ..ptx.frames import LIBRARY_PATTERNS, Frame, user_frame
@@ -183,49 +182,8 @@ def at_cuda_line(err: PtxError, path: str) -> PtxError:
     return PtxError(file, line, col, err.message, src, f"PTX instruction: {ptx}" if ptx else "")
 
 
-@lru_cache(maxsize=64)
-def demangled(name: str) -> str:
-    """The kernel's C++ name (`ws_rowsum(float const*, float*, int)`), its template arguments past the second
-    level shown as `…` when it is long (a CUTLASS kernel's full name runs to thousands of characters); the name
-    as it is when no demangler reads it. GNU c++filt first, then llvm-cxxfilt (GNU's gives up on some of
-    CUTLASS's names) and the CUDA toolkit's cu++filt."""
-    if not name.startswith("_Z"):
-        return name
-    for tool in ("c++filt", "llvm-cxxfilt", "cu++filt"):
-        path = shutil.which(tool)
-        if path is None:
-            continue
-        try:
-            out = subprocess.run([path, name], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if out and out != name:
-            return _brief(out)
-    return name
-
-
-def _brief(full: str, width: int = 160) -> str:
-    """Template arguments nested two deep or more as `…`, when the name is longer than `width`."""
-    if len(full) <= width:
-        return full
-    out, depth = [], 0
-    for c in full:
-        if c == "<":
-            depth += 1
-            if depth == 2:
-                out.append("<…")
-            if depth >= 2:
-                continue
-        elif c == ">":
-            depth -= 1
-            if depth >= 1:
-                if depth == 1:
-                    out.append(">")
-                continue
-        elif depth >= 2:
-            continue
-        out.append(c)
-    return "".join(out)
+# the kernel's C++ name (the ground floor's demangle.py, which the trace page reads too)
+_brief = brief
 
 
 @contextmanager

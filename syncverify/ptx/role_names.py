@@ -21,28 +21,30 @@ its own, in the kernel's body:
 Names are unique (names that clash keep the role's warps: `consumers_w1`, `consumers_w2`) and stable (a
 function of the source and the warps only). The outer levels of an inline chain are a reading too: PTX's
 `.loc` gives one level, and the level above a call site is taken from the directive that last named that
-position before it (nvcc emits the caller's line just before the callee's body). A role whose source cannot
-be read (no line info, a file not at hand) keeps `wN`. It is a reading of the source's text for the
+position before it (nvcc emits the caller's line just before the callee's body). The source is the file the
+`.file` entry names, found where the PTX was not built (under the installed CUTLASS package, beside the PTX)
+and read only when it is verifiably the one compiled (source_files.py); a role whose source cannot be read
+(no line info, no such file here, another version of it) keeps `wN`. It is a reading of the source's text for the
 protocol's names and comments; nothing is decided from it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .cutlass_headers import cutlass_include
 from .frames import frames
 from .names import IDENT, RESERVED, SYNTHETIC
 from .parse import Module
 from .skeleton import Role
+from .source_files import placed, source_lines
 
 _OPENS = re.compile(r"^\s*(}\s*)?(else\s+if\b|if\b|else\b)")
 _ENUM = re.compile(r"==\s*(?:\w+::)+(\w+)|(?:\w+::)+(\w+)\s*==")
 _COMMENT_WORD = re.compile(r"//\s*([A-Za-z_]\w*)")
 _CALL = re.compile(r"([A-Za-z_][\w.]*(?:->\w+)*)\s*\(")
+_CONTINUED = 8  # the lines a branch's condition may run over
 _KEYWORDS = frozenset({"if", "else", "while", "for", "switch", "return", "sizeof", "static_cast"})
 
 
@@ -58,33 +60,6 @@ class RoleName:
     call: str
 
 
-@lru_cache(maxsize=64)
-def _lines(path: str, base: str = "") -> tuple[str, ...] | None:
-    for cand in _candidates(path, base):
-        try:
-            with open(cand, encoding="utf-8", errors="replace") as fh:
-                return tuple(fh.read().splitlines())
-        except OSError:
-            continue
-    return None
-
-
-def _candidates(path: str, base: str) -> list[str]:
-    """The file; a relative name also beside the PTX (`base`: a PTX kept with the tree it was compiled from);
-    and for a CUTLASS header named relative to the pip package (`cutlass_library/source/include/cutlass/...`,
-    as the committed PTX has it) the installed package's copy."""
-    out = [path]
-    if base and not os.path.isabs(path):
-        out.append(os.path.join(base, path))
-    inc = cutlass_include()
-    norm = path.replace("\\", "/")
-    for marker in ("/include/cutlass/", "/include/cute/"):
-        k = ("/" + norm).find(marker)
-        if inc is not None and k >= 0:
-            out.append(os.path.join(inc, ("/" + norm)[k + len("/include/"):]))
-    return out
-
-
 def _indent(s: str) -> int:
     return len(s) - len(s.lstrip())
 
@@ -93,7 +68,7 @@ def _branch_text(lines: tuple[str, ...], n: int) -> str:
     """The condition of the branch opened at line n, continued over the lines until its `{`."""
     text = lines[n - 1]
     k = n
-    while "{" not in text.split("//")[0] and k < len(lines) and k < n + 4:
+    while "{" not in text.split("//")[0] and k < len(lines) and k < n + _CONTINUED:
         text += " " + lines[k].strip()
         k += 1
     return text
@@ -113,9 +88,25 @@ def _enclosing(lines: tuple[str, ...], line: int) -> list[tuple[int, str]]:
             width = _indent(text)
             if _OPENS.match(text):
                 out.append((n, _branch_text(lines, n)))
+            elif text.lstrip().startswith(")"):  # `) {` closing a condition written over several lines
+                opener = _opener(lines, n, width)
+                if opener:
+                    out.append((opener, _branch_text(lines, opener)))
             if width == 0:
                 break
     return out
+
+
+def _opener(lines: tuple[str, ...], n: int, width: int) -> int:
+    """The `if`/`else if (` line at indentation ``width`` whose condition the `)` at line n closes (CUTLASS's
+    FMHA kernel: `else if (` with one alternative a line, then `) {`), within a few lines; 0 if none."""
+    for k in range(n - 1, max(n - _CONTINUED, 0), -1):
+        above = lines[k - 1]
+        if above.strip() and _indent(above) < width:
+            return 0
+        if above.strip() and _indent(above) == width:
+            return k if _OPENS.match(above) else 0
+    return 0
 
 
 def _snake(word: str) -> str:
@@ -246,8 +237,8 @@ def role_names(roles: tuple[Role, ...], mod: Module) -> dict[str, RoleName]:
     found: dict[str, tuple[list[tuple[int, list[str]]], str, int, str, str]] = {}
     for r in roles:
         for file, line in dict.fromkeys(s for s in sites[r.name] if counts[s] < len(roles)):
-            lines = _lines(file, os.path.dirname(mod.path))
-            if lines is None:
+            lines = source_lines(mod, file)
+            if lines is None or not placed(mod, file, line, lines):
                 continue
             branches = [(n, _words(text, _condition(lines, n))) for n, text in reversed(_enclosing(lines, line))]
             branches = [(n, w) for n, w in branches if w]

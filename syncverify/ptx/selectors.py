@@ -12,30 +12,21 @@ left out when the line cannot be found (no line info, a file not at hand, a layo
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from .frames import LIBRARY_PATTERNS, user_frame
 from .parse import Module
 from .skeleton import Role
+from .source_files import source_lines
 
 _OPENS = re.compile(r"^\s*(}\s*)?(if\b|else\b|switch\b|case\b|default\s*:)")
-
-
-@lru_cache(maxsize=32)
-def _lines(path: str) -> tuple[str, ...] | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return tuple(fh.read().splitlines())
-    except OSError:
-        return None
 
 
 def _indent(s: str) -> int:
     return len(s) - len(s.lstrip())
 
 
-def _enclosing_branch(path: str, line: int) -> tuple[int, str] | None:
-    lines = _lines(path)
+def _enclosing_branch(mod: Module, path: str, line: int) -> tuple[int, str] | None:
+    lines = source_lines(mod, path)  # the file compiled, wherever it is here (source_files.py)
     if lines is None or not 0 < line <= len(lines):
         return None
     width = _indent(lines[line - 1])
@@ -69,7 +60,7 @@ def selectors(roles: tuple[Role, ...], mod: Module) -> dict[str, str]:
         own = [site for site in sites[r.name] if site not in everyone]
         if not own or len(sites) < 2:
             continue
-        found = _enclosing_branch(*own[-1])
+        found = _enclosing_branch(mod, *own[-1])
         if found is not None:
             n, text = found
             short = own[-1][0].replace("\\", "/").rsplit("/", 1)[-1]

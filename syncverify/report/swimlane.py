@@ -40,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from .. import ir
+from ..demangle import title_name
 from ..diagnostics import Diagnostic, Severity, TraceStep
 from ..result import CheckResult, Verdict
 
@@ -520,6 +521,7 @@ svg.swimlane rect.step:hover { stroke: #0f172a; stroke-width: 2; }
 table.lines { border-collapse: collapse; font: 12px ui-monospace, 'DejaVu Sans Mono', monospace; }
 table.lines td { padding: 0 8px; vertical-align: top; } table.lines td.n { color: #64748b; text-align: right; }
 table.lines tr.hit td { background: #fee2e2; }
+code.kernel-name { overflow-wrap: anywhere; }
 """
 
 
@@ -552,10 +554,14 @@ def render_html(protocol: ir.Protocol, result: CheckResult, views: Sequence[Trac
             f'<section class="trace" id="trace-{n}" data-code="{_e(view.code or "")}" '
             f'data-steps="{len(view.steps)}"><h2>{_e(view.title)} — {len(view.steps)} steps</h2>{msg}{notes}'
             f'<div class="scroll">{render_svg(protocol, view, lanes)}</div>{_lines_table(protocol, view)}</section>')
+    # an extracted kernel's protocol is named after its PTX entry: the title is its C++ name, short
+    short, whole = title_name(protocol.name)
+    full = (f'<details class="meta"><summary>full name</summary><code class="kernel-name">{_e(whole)}</code>'
+            f"<br><code>{_e(protocol.name)}</code></details>") if whole else ""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{_e(protocol.name)} — syncverify trace</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{_e(protocol.name)}</h1>"
+        f"<title>{_e(short)} — syncverify trace</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{_e(short)}</h1>{full}"
         f'<p class="meta">{_e(protocol.path)} · <span class="verdict-{verdict}">{verdict}</span>{_e(bound)} · '
         f"{len(lanes)} processes, {protocol.cluster} CTA{'s' if protocol.cluster > 1 else ''} · hover a box for its "
         f"spec line</p>{_legend()}{''.join(sections)}</body></html>\n"

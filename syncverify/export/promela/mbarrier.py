@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from ... import ir
 from ...semantics import rules
+from ...semantics.families.scopes import accessor_holders
 from ...semantics.state import FULL
-from .base import NO_JPREV, ExportError, _Facts
+from .base import BITS, NO_JPREV, ExportError, _Facts
 from .knowledge import RECS
 from .terms import mb_update
 
@@ -189,6 +190,28 @@ class MbarrierExport:
             b.append("c_code { k_acq(_c, _a, _b); };")
         return guard
 
+    def accessor_words(self) -> list[str]:
+        """C: for each slot key, the holder words every thread that may access the slot must know a
+        write by (semantics.families.scopes.accessor_holders, the model's SV602 rule), and whether
+        one of those threads is a process this model does not run (then no write is settled)."""
+        words, never = [], []
+        for cta in range(self.ncta):
+            for b, decl in enumerate(self.protocol.buffers):
+                need = [0] * self.nw
+                gone = 0
+                for p, part in accessor_holders(self.machine, cta, b):
+                    if p not in self.h_lead:
+                        gone = 1
+                        continue
+                    h = self.h_lead[p] + part
+                    need[h // BITS] |= 1 << (h % BITS)
+                words += ["{" + ", ".join(map(str, need)) + "}"] * (decl.slots or 1)
+                never += [str(gone)] * (decl.slots or 1)
+        words += ["{" + ", ".join(["0"] * self.nw) + "}"] * (self.nkeys - len(words))
+        never += ["1"] * (self.nkeys - len(never))
+        return [f"static const int acc_need[NKEYS][NW] = {{{', '.join(words)}}};",
+                f"static const char acc_gone[NKEYS] = {{{', '.join(never)}}};"]
+
     def cross_cta_c(self) -> list[str]:
         """C: the cross-CTA data checks of a release to a peer's barrier and of the wait that learns it."""
         recs = RECS
@@ -201,12 +224,22 @@ class MbarrierExport:
             "      && now.R[i].owner / ppc != cta) return 1;",
             "  return 0;",
             "}",
+            "/* ScopeOps._settled: every thread that may access slot q knows write i (the holders of",
+            "   semantics.families.scopes.accessor_holders) */",
+            *self.accessor_words(),
+            "static int settled(int i, int q) {",
+            "  int x;",
+            "  if (acc_gone[q]) return 0;",
+            "  for (x = 0; x < NW; x++) if ((now.R[i].kn[x] & acc_need[q][x]) != acc_need[q][x]) return 0;",
+            "  return 1;",
+            "}",
             "/* MbarrierOps._check_cta_scope_data: does the waiter (lanes lm of word lw) learn from holder t",
-            "   a generic write made outside its CTA that it does not already know? */",
+            "   a generic write made outside its CTA that it does not already know, and that some thread",
+            "   which may access its slot does not know either? */",
             "static int learns(int t, int lw, int lm, int cta, int ppc) {",
             "  int q, i;",
             f"  {recs} if (now.R[i].kind == 1 && !(now.R[i].flags & 1) && k_has(now.R[i].kn, t)",
-            "      && (now.R[i].kn[lw] & lm) != lm && now.R[i].owner / ppc != cta) return 1;",
+            "      && (now.R[i].kn[lw] & lm) != lm && now.R[i].owner / ppc != cta && !settled(i, q)) return 1;",
             "  return 0;",
             "}",
         ]

@@ -78,38 +78,17 @@ class ScopeOps:
                          span, severity=Severity.WARNING)
 
     def _settled(self, r: tuple) -> bool:
-        """Does every lane of every process that may ever access the slot of write r (r's CTA's copy
-        of it) already know r? Then no access that conflicts with r can be ordered after it only by
-        an unpaired `.cta` edge: whoever could make one is ordered after r already, through other
-        synchronization (by induction, edges the check has passed). DeepGEMM's sm90 GEMM: the math
-        warps write their CTA's B scales (`smem_sfb`) and pass a named barrier; nobody in the peer
-        CTA touches them, so the `.cta`-scope remote release of the stage carries nothing a reader
-        needs (docs/model.md, "Scopes across CTAs")."""
-        mask = self._slot_accessors(r[R_CTA], r[R_OBJ])
+        """Does every thread that may ever access the slot of write r (r's CTA's copy of it) already
+        know r (:func:`accessor_holders`)? Then no access that conflicts with r can be ordered after
+        it only by an unpaired `.cta` edge: whoever could make one is ordered after r already,
+        through other synchronization (by induction, edges the check has passed). DeepGEMM's sm90
+        GEMM: the math warps write their CTA's B scales (`smem_sfb`) and pass a named barrier;
+        nobody in the peer CTA touches them, so the `.cta`-scope remote release of the stage carries
+        nothing a reader needs (docs/model.md, "Scopes across CTAs")."""
+        mask = 0
+        for p, part in accessor_holders(self, r[R_CTA], r[R_OBJ]):
+            mask |= self.holders.lanes(p) if part else self.holders.leader(p)
         return (r[R_KNOWN] & mask) == mask
-
-    def _slot_accessors(self, cta: int, buf: int) -> int:
-        """The holder mask of every process whose program names buffer ``buf`` in an operation that
-        may reach CTA ``cta``'s copy of it: its own CTA's, or any CTA's when the operation names
-        another CTA (a remote access, a multicast, a 2-SM form) or the buffer is global. Static, so
-        it over-approximates (remembered per (cta, buf))."""
-        memo = self.__dict__.setdefault("_accessor_memo", {})
-        key = (cta, buf)
-        if key not in memo:
-            name = self.protocol.buffers[buf].name
-            mask = 0
-            for p, prog in enumerate(self.programs):
-                for ins in prog.code:
-                    op = getattr(ins, "op", None)
-                    if op is None or not dataclasses.is_dataclass(op) or not _names(op, name):
-                        continue
-                    anywhere = cta == GLOBAL_CTA or getattr(op, "remote", None) is not None or \
-                        getattr(op, "multicast", None) is not None or getattr(op, "cta_group", 1) == 2
-                    if anywhere or self.procs[p].cta == cta:
-                        mask |= self.holders.proc_mask(p)
-                        break
-            memo[key] = mask
-        return memo[key]
 
     def _check_cta_scope_data(self, w, m: int, cta: int, lanes: int, wait_line: int) -> None:
         """SV602 at an acquiring wait of a phase that a .cta-scope remote release fed with data made
@@ -134,6 +113,47 @@ class ScopeOps:
             w.warnings.append(self._reuse_warning(m, span))
 
 
+def slot_accessors(machine: Any, cta: int, buf: int) -> tuple[int, ...]:
+    """The processes whose program names buffer ``buf`` in an operation that may reach CTA ``cta``'s
+    copy of it: its own CTA's, or any CTA's when the operation names another CTA (a remote access, a
+    multicast, a 2-SM form) or the buffer is global. Static, so it over-approximates (an operation
+    never reached still counts). ``machine`` is the model (semantics.machine.Machine): its protocol,
+    programs and processes; remembered on it per (cta, buf)."""
+    memo = machine.__dict__.setdefault("_accessor_memo", {})
+    key = (cta, buf)
+    if key not in memo:
+        name = machine.protocol.buffers[buf].name
+        found = []
+        for p, prog in enumerate(machine.programs):
+            for ins in prog.code:
+                op = getattr(ins, "op", None)
+                if op is None or not dataclasses.is_dataclass(op) or not _names(op, name):
+                    continue
+                anywhere = cta == GLOBAL_CTA or getattr(op, "remote", None) is not None or \
+                    getattr(op, "multicast", None) is not None or getattr(op, "cta_group", 1) == 2
+                if anywhere or machine.procs[p].cta == cta:
+                    found.append(p)
+                    break
+        memo[key] = tuple(found)
+    return memo[key]
+
+
+def accessor_holders(machine: Any, cta: int, buf: int) -> tuple[tuple[int, int], ...]:
+    """The knowledge holders that must know a write of CTA ``cta``'s copy of buffer ``buf`` for a
+    `.cta`-scope remote release of it to carry nothing a reader needs (the SV602 rule, docs/model.md
+    "Scopes across CTAs"): for each process of :func:`slot_accessors`, its leader holder (part 0)
+    and, when it has more than one thread, its other-lanes holder (part 1). A one-thread process
+    has no other lanes, so that holder never learns anything and is not asked. Each engine reads its
+    own copy of the holders (the explicit state's bits, the bmc encoding's bit-vectors, the Promela
+    model's words) through these pairs, so all three decide SV602 by this one definition."""
+    out: list[tuple[int, int]] = []
+    for p in slot_accessors(machine, cta, buf):
+        out.append((p, 0))
+        if machine.procs[p].nthreads > 1:
+            out.append((p, 1))
+    return tuple(out)
+
+
 def _names(op: object, name: str) -> bool:
     """Does operation ``op`` (an IR dataclass) reference a buffer called ``name`` in any field?"""
     for f in dataclasses.fields(op):  # type: ignore[arg-type]
@@ -150,19 +170,33 @@ class ScopeEncoding:
     def cta_scope_data(self, w: Work, e: Event) -> Any:
         """Machine._check_cta_scope_data: the observed phase got data from another CTA (rd_last) on
         a barrier some .cta-scope remote arrive targets, and the waiting lanes learn such a write
-        from it that they do not all know yet. rd_last does not tell the scope of the release that
-        brought the data, so on a barrier targeted by remote arrives of both scopes this reports
-        more than the machine does (bmc's counterexample is then not reproduced: inconclusive)."""
+        from it that they do not all know yet and that some thread which may access its slot does
+        not know either (ScopeOps._settled, by :func:`accessor_holders`). rd_last does not tell the
+        scope of the release that brought the data, so on a barrier targeted by remote arrives of
+        both scopes this reports more than the machine does (bmc's counterexample is then not
+        reproduced: inconclusive)."""
         enc = self.enc
         if not enc.track_rdata or not any(x.cross_release and x.op.scope == "cta" and x.m == e.m
                                           for evs in enc.events for x in evs):
             return z3.BoolVal(False)
-        mask = enc._mask(enc.published(e))
+        published = enc.published(e)
+        mask = enc._mask(published)
         if not mask:
             return z3.BoolVal(False)
         everyone = z3.BitVecVal(-1, enc.R)
         for h in e.lanes:
             everyone = everyone & w["K", h]
         new = w["K", enc.last(e.m)] & ~everyone & (w["live"] | w["sup"]) & z3.BitVecVal(mask, enc.R)
+        # the records every accessor of their slot knows already, grouped by slot (one set of holders each)
+        by_slot: dict[tuple[int, int], int] = {}
+        for r in published:
+            cta, buf = enc.records[r].key[0], enc.records[r].key[1]
+            by_slot[(cta, buf)] = by_slot.get((cta, buf), 0) | 1 << r
+        settled = z3.BitVecVal(0, enc.R)
+        for (cta, buf), bits in by_slot.items():
+            known = z3.BitVecVal(bits, enc.R)
+            for p, part in accessor_holders(enc.machine, cta, buf):
+                known = known & w["K", enc.lanes_holder(p) if part else enc.leader(p)]
+            settled = settled | known
         passes = rules.mb_wait_passes(self.mbar(w, e.m), e.parity, Z3A)
-        return z3.And(passes, w["rd_last", e.m], new != 0)
+        return z3.And(passes, w["rd_last", e.m], new & ~settled != 0)
