@@ -145,6 +145,31 @@ def _gemm(tmp_path: Path, name: str) -> Path:
     return out
 
 
+def _needs_host() -> None:
+    from syncverify.ptx.cutlass_host import cutlass_include
+    if find_nvcc() is None or cutlass_include() is None or shutil.which("c++filt") is None:
+        pytest.skip("needs nvcc, the nvidia-cutlass package and c++filt for the GEMM's host program")
+
+
+@SLOW
+def test_the_1sm_gemms_clc_loop_extracts(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """The 1-SM GEMM at 256x128x128 (two tiles, two CTAs): extraction goes through the CLC tile loop it was
+    refused at (PTX line 2567, the branch on `is_valid` at sm100_tile_scheduler.hpp:433): the scheduler
+    warp's try_cancel into each of the two response slots (PTX line 1851, sm100_tile_scheduler.hpp:402), one
+    or two responses per CTA; at 128x128x128 (one tile) one response and no `choose`."""
+    _needs_host()
+    ptx = _gemm(tmp_path, "sm100_gemm_1sm_1x1_s2.ptx.gz")
+    capsys.readouterr()
+    assert main(["extract", str(ptx), "--cutlass-problem", "256x128x128", "-o", str(tmp_path / "two.sync")]) == 0
+    two = (tmp_path / "two.sync").read_text()
+    assert "choose per cta CLC_RESPONSES in 1..3;" in two and "if CLC_RESPONSES == 2 {" in two
+    tries = re.findall(r"clc\.try_cancel (\S+) -> \S+;.*sm100_tile_scheduler\.hpp:402.*ptx:1851", two)
+    assert len(set(tries)) == 2, tries
+    assert main(["extract", str(ptx), "--cutlass-problem", "128x128x128", "-o", str(tmp_path / "one.sync")]) == 0
+    one = (tmp_path / "one.sync").read_text()
+    assert "CLC_RESPONSES" not in one and len(re.findall(r"clc\.try_cancel ", one)) == 1
+
+
 @SLOW
 def test_the_1sm_gemm_with_its_clc_scheduler_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
     """`check sm100_gemm_1sm_1x1_s2.ptx --cutlass-problem 256x128x128`: two tiles, two CTAs, each running one
