@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .access import shared_target
 from .launch import WARP, Event, Launch, Memory
-from .parse import Function, Instr, Module, Name, PtxError
+from .parse import Function, Instr, Module, Name, PtxError, operand_registers
 from .values import UNKNOWN
 
 if TYPE_CHECKING:
@@ -48,24 +48,50 @@ _OPCODE = "clusterlaunchcontrol."
 _MAX_SCAN = 16  # instructions between a query and the load of its response (CUTLASS: 1 to 3)
 
 
+@dataclass(frozen=True)
+class WarpClc:
+    """What one warp did with CLC, as state that a probe's outcomes copy and merge (probe.py): the queries
+    each lane has decoded, the requests the warp issued (their slots), and each decoded response (its index
+    among the warp's, the slot it was loaded from, the query)."""
+
+    queries: tuple[int, ...] = (0,) * WARP
+    issued: tuple[tuple[tuple[int, int], Instr], ...] = ()
+    decoded: tuple[tuple[int, tuple[int, int], Instr], ...] = ()
+
+
+NONE = WarpClc()
+
+
 @dataclass
 class _Book:
-    """What the warps of one cluster run did with CLC: the slot of each CTA's requests in issue order, and
-    each query's response (the warp's read instance, its index, the slot it was loaded from)."""
+    """The requests and decoded responses of the warps of one cluster run, by CTA rank (collected as each
+    warp ends: `collect`)."""
 
     issued: dict[int, list[tuple[tuple[int, int], Instr]]] = field(default_factory=dict)
-    reads: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (rank, warp) -> read event indices
-    queried: list[tuple[int, int, int, tuple[int, int], Instr]] = field(default_factory=list)
+    decoded: list[tuple[int, int, int, tuple[int, int], Instr]] = field(default_factory=list)
 
 
 _BOOKS: weakref.WeakKeyDictionary[Memory, _Book] = weakref.WeakKeyDictionary()
 
 
-def _book(run: WarpState) -> _Book:
-    book = _BOOKS.get(run.mem)
+def collect(mem: Memory, run: WarpState) -> None:
+    """Add a warp's requests and responses to its cluster's record, once it has run to its end."""
+    book = _BOOKS.get(mem)
     if book is None:
-        book = _BOOKS[run.mem] = _Book()
-    return book
+        book = _BOOKS[mem] = _Book()
+    book.issued.setdefault(run.rank, []).extend(run.clc.issued)
+    book.decoded += [(run.rank, run.warp, k, slot, ins) for k, slot, ins in run.clc.decoded]
+
+
+def merge(into: WarpState, states: list[WarpState]) -> None:
+    """After a probe's outcomes join: they must have issued and decoded alike (a response decoded on one
+    outcome only would leave the count of the next one undecided)."""
+    first = states[0].clc
+    if any(s.clc != first for s in states[1:]):
+        ins = into.cfg.body[into.pc]
+        raise into.refuse(ins, "the outcomes of the probe before this point issue or decode cluster launch "
+                          "control responses differently; which response a later query decodes is not modelled")
+    into.clc = first
 
 
 def forget(mem: Memory) -> None:
@@ -80,8 +106,6 @@ def uses_clc(mod: Module) -> bool:
 def execute(run: WarpState, ins: Instr, lanes: int) -> bool:
     """`clusterlaunchcontrol.*`: the request as an event, the queries as values; any other form refused."""
     op = ins.opcode
-    if run.probe_chain or run.lockstep:
-        raise run.refuse(ins, f"`{op}` in an outcome of a probe (a try_wait whose result is used) is not modelled")
     if op.startswith(_OPCODE + "try_cancel"):
         _try_cancel(run, ins, lanes)
     elif op.startswith(_OPCODE + "query_cancel.is_canceled"):
@@ -121,26 +145,26 @@ def _try_cancel(run: WarpState, ins: Instr, lanes: int) -> None:
         raise run.refuse(ins, "more than one lane issues this try_cancel: each lane's request is one of its own "
                          "(one elected lane issues it in CUTLASS)")
     (a,) = args
-    book = _book(run)
-    issued = book.issued.setdefault(run.rank, [])
+    issued = run.clc.issued
     limit = run.launch.clc_responses
     if limit is not None and len(issued) >= limit:
-        raise run.refuse(ins, f"this CTA issues its request {len(issued) + 1} after the {limit} that this "
-                         f"extraction's {CHOOSE} = {limit} gives it, the last of which fails; a request issued "
-                         "after a failed response was observed is undefined behaviour (PTX ISA)")
-    issued.append((a[0], ins))  # type: ignore[arg-type]
+        raise run.refuse(ins, f"this warp issues its request {len(issued) + 1} after the {limit} that this "
+                         f"extraction's {CHOOSE} = {limit} gives its CTA, the last of which fails; a request "
+                         "issued after a failed response was observed is undefined behaviour (PTX ISA)")
+    run.clc = replace(run.clc, issued=(*issued, (a[0], ins)))  # type: ignore[arg-type]
     run.events.append(Event("clc_try_cancel", a, lanes, ins))
 
 
-def _response(run: WarpState, ins: Instr, lanes: int) -> tuple[int, tuple[int, int]]:
-    """The read instance whose register the query decodes (an index into the warp's events) and the slot it
-    was loaded from: the last write of the register must be an `ld.shared.b128` in the straight-line code
-    before the query, executed by the query's lanes."""
+def _response(run: WarpState, ins: Instr, lanes: int) -> tuple[int, int]:
+    """The slot whose response the query decodes: the last write of its register must be an `ld.shared.b128`
+    in the straight-line code before the query, whose address registers nothing wrote since; the address is
+    read now, for the query's lanes, and must be one known slot of this CTA. For `is_canceled`, no other
+    `is_canceled` of that load may lie between (each decodes a response of its own)."""
     reg = ins.operands[1]
     if not isinstance(reg, Name):
         raise run.refuse(ins, "the response a query decodes is not a register")
     body, labels = run.cfg.body, set(run.fn.labels.values())
-    at = run.pc - 1
+    at, written = run.pc - 1, set()
     load: Instr | None = None
     for _ in range(_MAX_SCAN):
         if at < 0 or at + 1 in labels:
@@ -151,24 +175,31 @@ def _response(run: WarpState, ins: Instr, lanes: int) -> tuple[int, tuple[int, i
         if cand.operands and cand.operands[0] == reg:
             load = cand
             break
+        if ins.opcode.startswith(_OPCODE + "query_cancel.is_canceled") and cand.opcode == ins.opcode \
+                and cand.operands[1:] == ins.operands[1:]:
+            raise run.refuse(ins, f"the response `{reg.name}` is decoded by `is_canceled` twice (PTX line "
+                             f"{cand.line} and here); each decoding is read as a response of its own")
+        written |= operand_registers(cand.operands[0]) if cand.operands else set()
         at -= 1
     if load is None or load.base != "ld" or "b128" not in load.mods \
-            or not any(m.startswith("shared") for m in load.mods):
+            or not any(m.startswith("shared") for m in load.mods) or len(load.operands) != 2:
         raise run.refuse(ins, f"the response `{reg.name}` this query decodes is not loaded from shared memory "
                          "(`ld.shared.b128`) in the straight-line code before it; only such a read of the "
                          "response is modelled")
-    index = next((i for i in range(len(run.events) - 1, -1, -1) if run.events[i].instr is load), None)
-    if index is None:
-        raise run.refuse(ins, f"the load of the response at PTX line {load.line} was not executed as a read "
-                         "of shared memory")
-    e = run.events[index]
-    spans = {(r, s, t) for r, s, t in e.ranges}
-    if lanes & ~e.lanes or len(spans) != 1:
-        raise run.refuse(ins, f"the lanes of this query did not all load one response at PTX line {load.line}")
-    ((rank, start, end),) = spans
-    if end - start != RESPONSE_BYTES:
-        raise run.refuse(ins, f"the response loaded at PTX line {load.line} is {end - start} bytes, not 16")
-    return index, (rank, start)
+    if operand_registers(load.operands[1]) & written:
+        raise run.refuse(ins, f"the address of the response loaded at PTX line {load.line} is overwritten before "
+                         "this query")
+    space = "cta" if any(m in ("shared", "shared::cta") for m in load.mods) else "cluster"
+    slots = {shared_target(run.address(load.operands[1], lane), space, run.rank)
+             for lane in range(WARP) if lanes >> lane & 1}
+    if len(slots) != 1 or None in slots:
+        raise run.refuse(ins, f"the lanes of this query do not all decode one known response slot of this CTA "
+                         f"(loaded at PTX line {load.line})")
+    (slot,) = slots
+    assert slot is not None
+    if slot[0] != run.rank:
+        raise run.refuse(ins, "a response read from another CTA's shared memory is not modelled")
+    return slot
 
 
 def _is_canceled(run: WarpState, ins: Instr, lanes: int) -> None:
@@ -177,13 +208,19 @@ def _is_canceled(run: WarpState, ins: Instr, lanes: int) -> None:
         raise run.refuse(ins, "whether this try_cancel response canceled a cluster is decided by the hardware; "
                          f"it is extracted as `choose per cta {CHOOSE}` over the clusters of a known grid "
                          "(give --grid or --cutlass-problem), and not with a loop kept as a loop")
-    index, slot = _response(run, ins, lanes)
-    book = _book(run)
-    seen = book.reads.setdefault((run.rank, run.warp), [])
-    if index not in seen:
-        seen.append(index)
-        book.queried.append((run.rank, run.warp, len(seen) - 1, slot, ins))
-    k = seen.index(index)
+    slot = _response(run, ins, lanes)
+    counts = {run.clc.queries[lane] for lane in range(WARP) if lanes >> lane & 1}
+    if len(counts) != 1:
+        raise run.refuse(ins, "the lanes of this query have decoded different numbers of responses before it; "
+                         "which response each decodes is not modelled")
+    (k,) = counts
+    queries = tuple(q + 1 if lanes >> lane & 1 else q for lane, q in enumerate(run.clc.queries))
+    decoded = run.clc.decoded
+    if not any(d[0] == k for d in decoded):
+        decoded = (*decoded, (k, slot, ins))
+    elif next(d[1] for d in decoded if d[0] == k) != slot:
+        raise run.refuse(ins, f"lanes of this warp decode their response {k + 1} from different slots")
+    run.clc = replace(run.clc, queries=queries, decoded=decoded)
     value = int(k < limit - 1)
     for lane in range(WARP):
         if lanes >> lane & 1:
@@ -196,7 +233,7 @@ def check_order(mod: Module, mem: Memory) -> None:
     book = _BOOKS.get(mem)
     if book is None:
         return
-    for rank, warp, k, slot, ins in book.queried:
+    for rank, warp, k, slot, ins in book.decoded:
         issued = book.issued.get(rank, [])
         where = f"cannot extract (warp {warp} of CTA {rank}): "
         if k >= len(issued):

@@ -250,7 +250,9 @@ def run_cluster(mod: Module, fn: Function, launch: Launch,
                 part.clear()
         try:
             for rank, ctaid, w in cluster_warps(launch):
-                out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm).run()
+                warp = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm)
+                out[(rank, w)] = warp.run()
+                clc.collect(mem, warp)
         except PtxError:
             if mem.tmem_words == known or not mem.tmem_missed & mem.tmem_words.keys():
                 raise
