@@ -181,3 +181,23 @@ def test_the_1sm_gemm_with_its_clc_scheduler_is_safe(tmp_path, capsys):  # type:
     rc = main(["check", str(ptx), "--cutlass-problem", "256x128x128"])
     out = capsys.readouterr()
     assert rc == 0 and "): safe" in out.out + out.err, out.out + out.err
+
+
+@SLOW
+def test_the_1sm_gemm_reading_its_response_without_the_wait_is_flagged(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """Seed 2 of tests/data/ptx/sm100_seeds/make_overlay.py (fetch_next_work without consumer_wait, one line of
+    sm100_tile_scheduler.hpp changed through an include overlay) at one tile: the scheduler warp's read of the
+    response races with its own try_cancel's asynchronous write (SV301 at the load, sm100_tile_scheduler.hpp:425,
+    in fetch_next_work's call at :463); the MMA warp's query there is decoded in an outcome of its mainloop's
+    probe. The unseeded build at the same shape extracts (its check is larger: bench/CASE-STUDIES.md)."""
+    _needs_host()
+    ptx = tmp_path / "seed2.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "sm100_seeds" / "sm100_gemm_1sm_1x1_s2_seed2.ptx.gz").read_bytes()))
+    capsys.readouterr()
+    rc = main(["check", str(ptx), "--cutlass-problem", "128x128x128"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert rc == 1, text
+    first = re.search(r"^(\S+):(\d+):\d+: (SV\d{3}) ", text, re.M)
+    assert first and first.group(1).endswith("sm100_tile_scheduler.hpp") and first.group(2, 3) == ("425", "SV301"), text
+    assert "sm100_tile_scheduler.hpp:463" in text and "sm100_tile_scheduler.hpp:402" in text
