@@ -201,3 +201,14 @@ def test_the_1sm_gemm_reading_its_response_without_the_wait_is_flagged(tmp_path,
     first = re.search(r"^(\S+):(\d+):\d+: (SV\d{3}) ", text, re.M)
     assert first and first.group(1).endswith("sm100_tile_scheduler.hpp") and first.group(2, 3) == ("425", "SV301"), text
     assert "sm100_tile_scheduler.hpp:463" in text and "sm100_tile_scheduler.hpp:402" in text
+
+
+@SLOW
+def test_the_bmc_engine_agrees_on_the_clc_loop(capsys):  # type: ignore[no-untyped-def]
+    """The Z3 bmc engine on the extracted protocols (every CLC_RESPONSES of three clusters): the kernel as
+    written safe, the stage released before its response is read a violation (a minute or two each)."""
+    for name, want in (("clc_loop_seed0.ptx", 0), ("clc_loop_seed1.ptx", 1)):
+        capsys.readouterr()
+        rc = main(["check", str(CLC / name), "--block", "64", "--grid", "3", "--engine", "bmc"])
+        out = capsys.readouterr()
+        assert rc == want, (name, out.out + out.err)
