@@ -21,7 +21,7 @@ EXIT = -1
 _SYNC_PREFIXES = ("mbarrier.", "bar.", "barrier.", "cp.async", "fence.proxy.async", "fence.mbarrier_init",
                   "membar.proxy.async", "wgmma.", "tcgen05.", "elect.", "shfl.", "vote.", "match.", "redux.",
                   "activemask", "st.async", "red.async", "multimem.", "setmaxnreg", "call", "trap", "brkpt",
-                  "exit", "ret", "griddepcontrol", "bar.warp",
+                  "exit", "ret", "griddepcontrol", "bar.warp", "clusterlaunchcontrol.",
                   "grid.sync")  # (a recognised this_grid().sync(): cg_grid_sync.py)
 
 

@@ -29,6 +29,7 @@ here, the moves and memory of `WarpState`, warp.py). The handlers take a
 from __future__ import annotations
 
 from .. import budget
+from . import clc
 from .cfg import EXIT, Cfg, affects_sync
 from .cg_grid_sync import GRID_SYNC, rewrite_grid_syncs
 from .globalcomm import GlobalAccesses
@@ -250,19 +251,23 @@ def run_cluster(mod: Module, fn: Function, launch: Launch,
     while True:  # again while a warp read a tensor-memory address word before its allocation ran (tcgen05.py)
         known = dict(mem.tmem_words)
         mem.tmem_missed.clear()
+        clc.forget(mem)
         zero = {"read": set(), "write": set()}
         if gcomm is not None and known:
             for part in (gcomm.accesses, gcomm.seen, gcomm.elsewhere, gcomm._index):
                 part.clear()
         try:
             for rank, ctaid, w in cluster_warps(launch):
-                out[(rank, w)] = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm).run()
+                warp = WarpRun(mod, fn, cfg, mem, launch, rank, ctaid, w, params, zero, gcomm)
+                out[(rank, w)] = warp.run()
+                clc.collect(mem, warp)
         except PtxError:
             if mem.tmem_words == known or not mem.tmem_missed & mem.tmem_words.keys():
                 raise
             continue
         if mem.tmem_words == known or not mem.tmem_missed & mem.tmem_words.keys():
             break
+    clc.check_order(mod, mem)
     clash = zero["read"] & zero["write"]
     if clash:
         raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "

@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import dataclass, replace
 
 from .. import budget
+from . import clc
 from .execute import run_cluster
 from .globalcomm import GlobalAccesses, all_clusters_run
 from .gridextract import grid_skeleton
@@ -118,7 +119,7 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
         text, origin = render(sk, mod.path, expect, mod if source_names else None)
         return Extracted(text, origin, mod, name)
     gcomm = GlobalAccesses(launch)
-    events = run_cluster(mod, fn, launch, gcomm)
+    events, chooses = clc.run_all(run_cluster, mod, fn, launch, gcomm)  # CLC's count of tiles: a `choose`
     sk = build(mod, name, launch, events, source_names=source_names)
     try:
         notes = _other_clusters(mod, fn, launch, sk, gcomm, source_names)
@@ -129,6 +130,8 @@ def extract(mod: Module, launch: Launch, kernel: str | None = None, expect: str 
     if notes:
         sk = replace(sk, notes=(*sk.notes, *notes))
     text, origin = render(sk, mod.path, expect, mod if source_names else None)
+    if chooses is not None:
+        text = clc.declare(text, chooses)
     return Extracted(text, origin, mod, name)
 
 
@@ -203,7 +206,8 @@ def _other_clusters(mod: Module, fn: Function, launch: Launch, sk: Skeleton,
         budget.check_clock(f"comparing cluster {ci} of the grid's {total} with cluster {launch.cluster_index} "
                            f"({n} of the {len(others)} other groups of clusters compared)")
         other = replace(launch, cluster_index=ci)
-        if _shape(build(mod, fn.name, other, run_cluster(mod, fn, other, gcomm), source_names=source_names)) != want:
+        events, _ = clc.run_all(run_cluster, mod, fn, other, gcomm)
+        if _shape(build(mod, fn.name, other, events, source_names=source_names)) != want:
             raise PtxError(mod.path, fn.line, 1, f"cluster {ci} of the grid synchronizes differently from "
                            f"cluster {launch.cluster_index}; a protocol describes one cluster: extract it with "
                            f"--cluster-index {ci}")

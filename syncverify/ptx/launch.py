@@ -84,6 +84,8 @@ class Launch:
     # extracted (gridsync.py), not refused; `grid_launch` is what the launch promises (language §3.7)
     whole_grid: bool = False
     grid_launch: str | None = None
+    # cluster launch control (clc.py): how many try_cancel responses each CTA reads, the last one failed
+    clc_responses: int | None = None
 
     def zero_base(self, k: int) -> int:
         """The address given to the k-th --zero-global pointer parameter (a window of its own)."""

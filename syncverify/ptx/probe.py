@@ -42,6 +42,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import clc
 from .cfg import EXIT, affects_sync
 from .launch import Event, lanes_of
 from .loops import loop_info
@@ -141,6 +142,7 @@ def _merge(into: WarpState, states: list[WarpState]) -> None:
     into.local, into.local_unknown = local, unknown
     into.exited = states[0].exited
     into.lane_watch = merge_watches([s.lane_watch for s in states])
+    clc.merge(into, states)
 
 
 def _text(lanes: int, ins: Instr, text: str) -> Event:

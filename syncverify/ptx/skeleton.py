@@ -99,7 +99,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         for e in evs:
             if e.kind in _BAR_KINDS:
                 bars.add(e.args[0][1])  # type: ignore[index]
-            elif e.kind in ("tma_load", "tma_load_2sm"):
+            elif e.kind in ("tma_load", "tma_load_2sm", "clc_try_cancel"):
                 bars.add(e.args[2][1])  # type: ignore[index]
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
@@ -235,7 +235,7 @@ def _ranges(e: Event) -> list[tuple[int, int, int]]:
     """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
     if e.kind in ("read", "write", "wgmma_read", "tc_mma", "tc_cp"):
         return list(e.ranges)
-    if e.kind in ("tma_load", "tma_load_2sm"):
+    if e.kind in ("tma_load", "tma_load_2sm", "clc_try_cancel"):
         (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
         return [(rank, off, off + size)]  # type: ignore[operator]
     if e.kind == "tma_store":
@@ -541,6 +541,9 @@ class _Ctx:
                               "on another CTA's mbarrier, has no form in the language")
             m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
             return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + m + ";")  # type: ignore[arg-type]
+        if k == "clc_try_cancel":  # a 16-byte tma.load of the response, by the language's name (clc.py)
+            (_drank, off), size, (_brank, boff), _m = a  # type: ignore[misc]
+            return self.per_slot(e, off, size, "clc.try_cancel {slot} -> " + self.mb[boff] + ";")  # type: ignore[arg-type]
         if k == "tma_store":
             (_rank, off), size = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.store {slot} bytes {n};")  # type: ignore[arg-type]

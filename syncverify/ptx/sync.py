@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import fences, tcgen05
+from . import clc, fences, tcgen05
 from .access import access, matrix, peer_bit_cleared, shared_target
 from .access import barrier_at as _bar
 from .access import known as _known
@@ -489,5 +489,5 @@ _HANDLERS = {
     "redux": _masked_unknown, "mapa": _mapa, "getctarank": _getctarank, "mbarrier": _mbarrier,
     "bar": _bar_cta, "barrier": _bar_cta, "fence": _fence, "membar": _fence, "cp": _cp, "wgmma": _wgmma,
     "tcgen05": tcgen05.execute, "setmaxnreg": _ignore, "griddepcontrol": _ignore, "ldmatrix": matrix,
-    "stmatrix": matrix,
+    "stmatrix": matrix, "clusterlaunchcontrol": clc.execute,
 }

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .cfg import Cfg
+from .clc import NONE as NO_CLC
+from .clc import WarpClc
 from .launch import (
     CONST_BASE,
     CONST_GEN,
@@ -83,6 +85,7 @@ class WarpState:
         self.lockstep = False  # running beside a copy of itself, the other outcome of a probe (probe.py)
         self.probe_chain: tuple[object, ...] = ()  # the probes this state runs an outcome of (probe.py)
         self.lane_watch: LaneWatch | None = None  # values that may differ between a probe's lanes (probe_lanes.py)
+        self.clc: WarpClc = NO_CLC  # cluster launch control: requests issued, responses decoded (clc.py)
         # addresses of --zero-global memory this cluster read and wrote (shared by its warps)
         self.zero = zero if zero is not None else {"read": set(), "write": set()}
 

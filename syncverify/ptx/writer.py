@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 
 from . import storage
+from .clc import CHOOSE
 from .launch import ParamBytes
 from .parse import Instr, Module
 from .role_names import role_names
@@ -167,7 +168,8 @@ def _blocks(lines: list[str]) -> list[str]:
     return out
 
 
-_PROBE_OPEN = ("if try_wait", "if !try_wait", "if test_wait", "if !test_wait", "if tok", "if !tok")
+# and the blocks of a count of CLC responses (clc.py), indented alike
+_PROBE_OPEN = ("if try_wait", "if !try_wait", "if test_wait", "if !test_wait", "if tok", "if !tok", f"if {CHOOSE} ")
 
 
 def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool, tuple[int, ...]]]:
