@@ -554,11 +554,17 @@ class PermutedSymmetry(Symmetry):
 
 def symmetry_for(machine, permuted: bool = True) -> Symmetry:
     """The search's symmetry: permuted when an automorphism is verified, else plain swaps."""
+    plain = Symmetry(machine.procs, machine.programs, machine.holders)
     if permuted:
         autos, _ = automorphisms(machine)
+        # a swap inside one group of plain swaps that renames nothing is already applied there
+        # (and costs an image per state)
+        groups = [set(g) for g in plain.groups]
+        autos = [g for g in autos if g.slots or g.mbars or g.named or g.lines
+                 or not any({a for a, _ in g.procs} <= group for group in groups)]
         if autos:
             return PermutedSymmetry(machine, autos)
-    return Symmetry(machine.procs, machine.programs, machine.holders)
+    return plain
 
 
 __all__ = ["Auto", "Mismatch", "PermutedSymmetry", "automorphisms", "candidates", "symmetry_for", "verify"]
