@@ -164,3 +164,30 @@ def test_every_spec_and_family_agrees():
             continue
         if automorphisms(machine)[0]:
             _agree(path, forced=True)
+
+
+def test_exhaustive_programs_with_an_automorphism_agree():
+    """The small generated programs (tests/exhaustive_programs.py) whose warps of different roles
+    are images of each other: the permuted and the plain search agree on each (the full
+    reduced-against-unreduced pass, tests/test_exhaustive.py, runs them through the same search)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from exhaustive_programs import SCOPES, sample
+
+    used = 0
+    for scope in ("cta3", "pairs2"):
+        for _, text in sample(SCOPES[scope], 300):
+            machine = Machine(load(text, None, path="x.sync"))
+            sym = symmetry_for(machine)
+            if not isinstance(sym, PermutedSymmetry):
+                continue
+            used += 1
+            m0 = Machine(load(text, None, path="x.sync"))
+            s0 = symmetry_for(m0, permuted=False)
+            plain, perm = search(m0, BUDGET, s0), search(machine, BUDGET, sym)
+            assert plain.complete and perm.complete and perm.states <= plain.states
+            assert _findings(m0, s0, plain) == _findings(machine, sym, perm), text
+            for v, labels in perm.errors:
+                assert witness.final_finding(machine, witness.real_path(machine, labels, sym), v) is not None
+    assert used >= 3
