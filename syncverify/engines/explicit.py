@@ -36,6 +36,7 @@ from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.state import State
 from ..semantics.symmetry import Symmetry
+from ..semantics.symmetry_perm import symmetry_for
 from .reduction import successors_of
 from .witness import deadlock, diagnostic
 
@@ -367,7 +368,7 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     the search's reductions (symmetry between identical warps, partial-order reduction).
     `search_with`: a search with `search`'s signature and outcome (parallel.searcher: the same
     search on several cores)."""
-    sym = Symmetry(machine.procs, machine.programs, machine.holders) if symmetry else None
+    sym = symmetry_for(machine) if symmetry else None  # with renamings when verified (symmetry_perm.py)
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
     outcome = (search_with or search)(machine, budget, sym, progress, on_error, reduce)

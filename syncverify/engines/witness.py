@@ -28,6 +28,7 @@ from ..diagnostics import Diagnostic, Related, Span, TraceStep, make
 from ..semantics.machine import Machine, Violation
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
+from ..semantics.symmetry_perm import IDENTITY, Auto, PermutedSymmetry
 
 MAX_UNTRIMMED = 12  # traces this short are shown whole
 
@@ -36,9 +37,12 @@ _PART = re.compile(r"^(?P<name>[^:]+): (?:phase (?P<phase>\d+)|.*\bgen (?P<gen>\
 
 def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | None) -> list[tuple]:
     """The search's path (over representatives) as a path over the real states: each process
-    label names the real warp, each agent label the real issuing warp."""
+    label names the real warp, each agent label the real issuing warp (and, under a renaming
+    automorphism, semantics/symmetry_perm.py, the real slot, barrier and line)."""
     if symmetry is None or not symmetry.groups:
         return list(labels)
+    if isinstance(symmetry, PermutedSymmetry):
+        return _real_path_permuted(machine, labels, symmetry)
     state, perm = symmetry.canon(machine.initial())
     real = _follow(list(range(len(machine.procs))), perm)
     out: list[tuple] = []
@@ -53,6 +57,23 @@ def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | No
             break
         state, perm = symmetry.canon(res.state)
         real = _follow(real, perm)
+    return out
+
+
+def _real_path_permuted(machine: Machine, labels: Sequence[tuple], symmetry: PermutedSymmetry) -> list[tuple]:
+    """real_path under renaming automorphisms: ``acc`` maps the real state to the stored one, so
+    each stored label's real counterpart is its image under acc's inverse."""
+    state, g = symmetry.canon(machine.initial())
+    acc = g or IDENTITY
+    out: list[tuple] = []
+    for label in labels:
+        out.append(acc.inverse().map_label(label))
+        res = machine.step(state, label)
+        if res is None or res.state is None:
+            break
+        state, g = symmetry.canon(res.state)
+        if g is not None:
+            acc = g.compose(acc)
     return out
 
 
@@ -350,7 +371,9 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
     return trim(steps, {machine.proc_label(real[p]) for p in involved})
 
 
-def _follow(real: list[int], perm: dict[int, int] | None) -> list[int]:
+def _follow(real: list[int], perm: dict[int, int] | Auto | None) -> list[int]:
+    if isinstance(perm, Auto):  # (a renaming automorphism: its processes' part)
+        perm = dict(perm.procs)
     if not perm:
         return real
     out = list(real)
