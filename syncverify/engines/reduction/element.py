@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from ... import ir
 from ...expr import Context
+from ...semantics import rules
 from ...semantics.core import StepResult
-from ...semantics.footprint import Element, ref_element, touches
+from ...semantics.footprint import _END, _EV_ARRIVE, Element, ref_element, touches
 from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, OP, Program
-from ...semantics.state import M_K, P_CLTOKEN, P_PC, P_VARS, State
+from ...semantics.state import M_K, M_VALID, P_CLTOKEN, P_PC, P_VARS, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -209,16 +210,56 @@ class ElementRules:
         Neither is stale, so nothing reports the difference on the path that takes the arrive
         first (the causal SV501 check needs the path where the wait observes early). The two
         orders then reach different behaviours, so the arrive must not be taken alone."""
-        machine = self.machine
         for m, (before, after) in enumerate(zip(state.mbars, res.state.mbars, strict=True)):
-            if before[M_K] == after[M_K]:
-                continue
-            cta, name, index = machine.mb_names[m]  # the barrier's CTA: the arrive may be remote
-            for q in machine.procs_of_cta[cta]:
-                if q != p and touches(self.waits_ahead[q][state.procs[q][P_PC]], name, index) and \
-                        machine._jprev(before, q) is None:
-                    return True
+            if before[M_K] != after[M_K] and self._first_wait_ahead(state, m, p):
+                return True
         return False
+
+    def _first_wait_ahead(self, state: State, m: int, p: int) -> bool:
+        """May a process other than p, of barrier m's CTA, still wait on m without any history
+        (its first wait on m: rules.first_wait_phase)?"""
+        machine = self.machine
+        cta, name, index = machine.mb_names[m]  # the barrier's CTA: the arrive may be remote
+        mb = state.mbars[m]
+        for q in machine.procs_of_cta[cta]:
+            if q != p and touches(self.waits_ahead[q][state.procs[q][P_PC]], name, index) and \
+                    machine._jprev(mb, q) is None:
+                return True
+        return False
+
+    def _arrive_set_aside(self, state: State, p: int) -> bool:
+        """Is process p's plain arrive (class _POR_ARRIVE, not ending its process: _arrive_ends)
+        one the first loop of successors() would set aside after computing it, as completing a
+        phase before a first wait (_completes_fresh_phase_before_a_first_wait)? Asked before the
+        step is computed: on the 2x1 ping-pong GEMM the math warpgroups' arrives on their order
+        barrier complete its phase while the other warpgroup's first wait on it lies ahead, and
+        were computed (with the phase completion's knowledge shift) and set aside in a quarter of
+        the states.
+
+        The step's effect on barriers is what the model states for it: its footprint
+        (Machine.future: one arrival event of ``count`` on barrier m2) applied by the arrival rule
+        (rules.mb_arrive, which the mbarrier family applies, after its checks, to the barrier's
+        state). A step that passes those checks then changes the phase of m2 alone, exactly when
+        the rule says; one that fails them is set aside too (it breaks a rule). So True is the
+        first loop's own answer; False (not known here, an invalid barrier, an overflow) computes
+        the step as before. The step not computed here is computed where it is asked again
+        (_some_step_breaks_a_rule, the full expansion), so the search is unchanged."""
+        machine = self.machine
+        pstate = state.procs[p]
+        fut = machine.future((p, pstate[P_PC], pstate[P_VARS]))
+        if fut is None or fut[0] is _END or len(fut[0]) != 1:
+            return False
+        ev = fut[0][0]
+        if ev[0] != _EV_ARRIVE or ev[3] != 0:
+            return False
+        m2, count = ev[1], ev[2]
+        mb = state.mbars[m2]
+        if not mb[M_VALID]:
+            return False
+        s = rules.Mbar(*mb[:5])
+        if rules.arrive_overflows(s, count) or rules.mb_arrive(s, count).k == s.k:
+            return False
+        return self._first_wait_ahead(state, m2, p)
 
     def _no_lifecycle_ahead(self, state: State, p: int, elem: Element, cta: int | None = None) -> bool:
         """No other process of ``cta`` (default: p's CTA) can still init or inval barrier element ``elem``."""

@@ -160,7 +160,8 @@ class Reduction(ElementRules, LandingRules):
                 lone_wait = True
             elif cls is _POR_ARRIVE:
                 lone_wait = False
-                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p):
+                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p) or \
+                        self._arrive_set_aside(state, p):
                     continue
             else:
                 if cls is _POR_ARRIVE_TX:
