@@ -1,0 +1,379 @@
+"""The explicit search's store of visited states: each state packed in one ``bytes`` (issue #36).
+
+Why packed. A state is a tuple of tuples: the processes (24 on the 2x1 ping-pong GEMM), the
+mbarriers, named barriers, cluster barrier, agents in flight, tensor memory, and ~200 access
+records. Kept as objects, even with every equal part shared, a stored state cost its own tuples
+(the process tuple, the ~200-slot records tuple) and a hash bucket: 2,747 bytes a state on that GEMM.
+
+How. Every part is numbered once, in a table per kind, the first time the search meets its value
+(SPIN's "collapse" compression), on two levels:
+
+* the sequences — the *head* (the processes, the mbarriers and the named barriers, one after the
+  other) and the access records (in their sorted order) — element by element: each element
+  numbered in its kind's table, then the sequence cut into chunks of CHUNK elements, each chunk
+  numbered by its elements' numbers. A step changes one process, a barrier or two and a few
+  records, so a successor shares most chunks with its parent, and the same chunks recur;
+* the cluster barrier, the agents in flight and the tensor memory, each as a whole (they change
+  on few steps, and few values occur).
+
+A stored state is the array of those numbers as ``bytes``: the head's three lengths, the whole
+parts' numbers, the number of records, then the head's chunks and the records' chunks (on the 2x1
+ping-pong GEMM: 24 processes, 60 mbarriers, 32 named barriers and ~200 records make 7 + 15 + 25
+numbers of 4 bytes, under 200 bytes). The visited set is a ``set`` of them.
+
+Exact, not hashed. The numbering is a bijection between the values met and their numbers for the
+store's lifetime (a number is given to a value once and never reused), and the chunking of a
+record sequence is fixed by the sequence, so two states pack to equal bytes if and only if they are
+equal: no state is ever merged with a different one (this is not hash compaction). A state is
+decoded, with its parts the very objects of the tables, only when the search expands it.
+
+Cheap to encode. A successor is mostly its parent's objects: a step copies what it changes, and a
+knowledge update rebuilds only the records it touches. So a successor is encoded against its
+parent as the search decoded it (``Opened``): an element that is the parent's very object at the
+same position has the parent's number, found by identity (position by position, in C) without
+hashing it; an element that is some table's object is found by its id(); only the elements a step
+rebuilt are looked up by value, and only the chunks they fall in are numbered again. Identity is a
+sound test: the tables keep their objects alive, one per value, so no other object has their id.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from itertools import chain, compress, repeat
+from operator import is_, is_not, ne
+
+from ..semantics.state import State
+
+CHUNK = 8  # elements per chunk: on the 2x1 ping-pong GEMM, 0.37 new record chunks per stored state
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
+HEAD_KINDS = 3  # the head: procs, mbars, named
+PREFIX = 7  # the head's 3 lengths, cluster, agents, tmem, the number of records
+
+
+class _Table:
+    """One kind of part: value -> number, number -> value (the first object met of that value)."""
+
+    __slots__ = ("number", "value")
+
+    def __init__(self) -> None:
+        self.number: dict = {}
+        self.value: list = []
+
+    def __call__(self, v: object) -> int:
+        n = self.number.get(v)
+        if n is None:
+            n = self.number[v] = len(self.value)
+            self.value.append(v)
+        return n
+
+
+class _Elements(_Table):
+    """A table of sequence elements, with the id() of each object it holds: a state's elements are
+    mostly the tables' own objects (its parent's, or its siblings'), found so without hashing them.
+    Sound: the table keeps those objects alive, so no other object has their id meanwhile."""
+
+    __slots__ = ("by_id",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[int, int] = {}
+
+    def of(self, element: object) -> int:
+        n = self.by_id.get(id(element))
+        if n is None:
+            n = self(element)
+            if self.value[n] is element:  # a new value: this object is now the table's
+                self.by_id[id(element)] = n
+        return n
+
+    def all_of(self, seq: tuple, known: dict[int, int] | None = None) -> list[int]:
+        """The numbers of a sequence's elements: by id() where ``known`` (id() -> number of objects
+        alive meanwhile, a parent's) or the table holds the object, else by value."""
+        found = list(map((self.by_id if known is None else known).get, map(id, seq)))
+        if None in found:
+            for i in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[i] = self.of(seq[i])
+        return found
+
+
+class _Chunks:
+    """The chunks of one sequence layout: key (CHUNK element numbers as bytes, after the chunk's
+    index where the kinds vary by position) -> number, and each chunk's elements (the tables'
+    objects). ``kinds``: the element table of each position of the sequence, or None for one table
+    for every position (the records)."""
+
+    __slots__ = ("chunks", "kinds", "tables", "values")
+
+    def __init__(self, tables: tuple[_Elements, ...], kinds: bytes | None) -> None:
+        self.tables = tables
+        self.kinds = kinds
+        self.chunks = _Table()
+        self.values: list[tuple] = []
+
+    def of(self, eids: array, start: int) -> int:
+        # where the kinds vary by position, a chunk's elements depend on its position too: the key holds it
+        key = eids[start:start + CHUNK].tobytes() if self.kinds is None else \
+            (start // CHUNK).to_bytes(4, "little") + eids[start:start + CHUNK].tobytes()
+        n = self.chunks.number.get(key)
+        if n is None:
+            n = self.chunks(key)
+            if self.kinds is None:
+                self.values.append(tuple(map(self.tables[0].value.__getitem__, eids[start:start + CHUNK])))
+            else:
+                tables = map(self.tables.__getitem__, self.kinds[start:start + CHUNK])
+                self.values.append(tuple(map(_value, tables, eids[start:start + CHUNK])))
+        return n
+
+    def all_of(self, eids: array) -> list[int]:
+        """The chunk numbers of a whole sequence (its element numbers given), looked up in C."""
+        if self.kinds is not None:
+            return [self.of(eids, i) for i in range(0, len(eids), CHUNK)]
+        flat = eids.tobytes()
+        width = 4 * CHUNK
+        found = list(map(self.chunks.number.get, [flat[i:i + width] for i in range(0, len(flat), width)]))
+        if None in found:
+            for c in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[c] = self.of(eids, c * CHUNK)
+        return found
+
+    def against(self, seq: tuple, old: tuple, old_eids: array, old_chunks: array) -> array | None:
+        """The chunk numbers of ``seq`` (as long as ``old``, the parent's, whose element numbers and
+        chunk numbers are given): only chunks where an element changed are numbered again. None:
+        the parent's chunks."""
+        changed = list(compress(range(len(seq)), map(is_not, seq, old)))
+        if not changed:
+            return None
+        if self.kinds is None:  # one table: the changed elements looked up by value, in C
+            table = self.tables[0]
+            numbers = list(map(table.number.get, map(seq.__getitem__, changed)))
+            if None in numbers:
+                for j in compress(range(len(numbers)), map(is_, numbers, repeat(None))):
+                    numbers[j] = table.of(seq[changed[j]])
+        else:
+            kinds, tables = self.kinds, self.tables
+            numbers = [tables[kinds[i]].of(seq[i]) for i in changed]
+        was = list(map(old_eids.__getitem__, changed))
+        if numbers == was:
+            return None
+        eids = old_eids[:]
+        dirty = set()
+        for i, n in compress(zip(changed, numbers, strict=True), map(ne, numbers, was)):
+            eids[i] = n
+            dirty.add(i // CHUNK)
+        chunks = old_chunks[:]
+        for c in dirty:
+            chunks[c] = self.of(eids, c * CHUNK)
+        return chunks
+
+    def unpack(self, chunks: array) -> tuple:
+        return tuple(chain.from_iterable(map(self.values.__getitem__, chunks)))
+
+    def element_numbers(self, chunks: array) -> array:
+        keys = map(self.chunks.value.__getitem__, chunks)
+        return array("I", b"".join(keys if self.kinds is None else (k[4:] for k in keys)))
+
+
+def _value(table: _Table, number: int) -> object:
+    return table.value[number]
+
+
+class Opened:
+    """A stored state as the search holds it until it expands it: the state whole and its packed
+    numbers, against which its successors are encoded. The rest (its head, its chunks and element
+    numbers) is worked out when the first successor needs it."""
+
+    __slots__ = ("_eids", "_head", "_split", "numbers", "state", "store")
+
+    def __init__(self, state: State, numbers: array, store: Store) -> None:
+        self.state = state
+        self.numbers = numbers
+        self.store = store
+        self._split = 0
+        self._head: tuple | None = None
+        self._eids: list[array | None] = [None, None]
+
+    def _at(self) -> int:
+        if not self._split:
+            self._split = PREFIX + -(-sum(self.numbers[:HEAD_KINDS]) // CHUNK)
+        return self._split
+
+    @property
+    def head(self) -> tuple:
+        """The processes, mbarriers and named barriers, in one tuple."""
+        if self._head is None:
+            s = self.state
+            self._head = s.procs + s.mbars + s.named
+        return self._head
+
+    @property
+    def layout(self) -> _Chunks:
+        return self.store.layout(tuple(self.numbers[:HEAD_KINDS]))
+
+    @property
+    def head_chunks(self) -> array:
+        return self.numbers[PREFIX:self._at()]
+
+    @property
+    def record_chunks(self) -> array:
+        return self.numbers[self._at():]
+
+    def head_numbers(self) -> array:
+        if self._eids[0] is None:
+            self._eids[0] = self.layout.element_numbers(self.head_chunks)
+        return self._eids[0]  # type: ignore[return-value]
+
+    def record_ids(self) -> dict[int, int]:
+        """id() of each of its records -> the record's number. Sound while this state is alive (it
+        keeps its records alive, so no other object has their id meanwhile)."""
+        records = self.state.records
+        return dict(zip(map(id, records), self.record_numbers(), strict=True))
+
+    def record_numbers(self) -> array:
+        if self._eids[1] is None:
+            self._eids[1] = self.store.records.element_numbers(self.record_chunks)
+        return self._eids[1]  # type: ignore[return-value]
+
+
+class Store:
+    """The tables and the packing of one search (see the module's doc)."""
+
+    def __init__(self) -> None:
+        self.head_tables = tuple(_Elements() for _ in range(HEAD_KINDS))  # kinds never mixed
+        self.whole = (_Table(), _Table(), _Table())  # cluster, agents, tmem
+        self.records = _Chunks((_Elements(),), None)
+        self._layouts: dict[tuple[int, ...], _Chunks] = {}
+
+    def layout(self, lengths: tuple[int, ...]) -> _Chunks:
+        """The head's chunks for these lengths of processes, mbarriers and named barriers (the same
+        for every state of a machine; kept apart in case they are not, as a chunk's kinds depend on
+        its position)."""
+        out = self._layouts.get(lengths)
+        if out is None:
+            kinds = bytes(chain.from_iterable(repeat(k, n) for k, n in enumerate(lengths)))
+            out = self._layouts[lengths] = _Chunks(self.head_tables, kinds)
+        return out
+
+    def pack(self, state: State, parent: Opened | None = None) -> array:
+        """The state's packed form, its new parts numbered. ``parent``: the opened state it is a
+        successor of (its parts found by identity), or None (every part found by id() or value)."""
+        procs, mbars, named, cluster, agents, records, tmem = state
+        if parent is not None:
+            old = parent.state
+            numbers = parent.numbers[:PREFIX]
+            if len(procs) != len(old.procs) or len(mbars) != len(old.mbars) or len(named) != len(old.named):
+                return self.pack(state)
+            # a step rebuilds the outer tuple of some parts without changing them: equal to the
+            # parent's part (compared in C, identical elements at once) is the parent's number
+            if cluster is not old.cluster and cluster != old.cluster:
+                numbers[3] = self.whole[0](cluster)
+            if agents is not old.agents and agents != old.agents:
+                numbers[4] = self.whole[1](agents)
+            if tmem is not old.tmem and tmem != old.tmem:
+                numbers[5] = self.whole[2](tmem)
+            numbers[6] = len(records)
+            if procs is old.procs and mbars is old.mbars and named is old.named:
+                numbers.extend(parent.head_chunks)
+            else:
+                chunks = parent.layout.against(procs + mbars + named, parent.head, parent.head_numbers(),
+                                               parent.head_chunks)
+                numbers.extend(parent.head_chunks if chunks is None else chunks)
+            if records is old.records:
+                numbers.extend(parent.record_chunks)
+            elif len(records) == len(old.records):
+                chunks = self.records.against(records, old.records, parent.record_numbers(), parent.record_chunks)
+                numbers.extend(parent.record_chunks if chunks is None else chunks)
+            else:
+                numbers.extend(self.records.all_of(array("I", self.records.tables[0].all_of(records,
+                                                                                             parent.record_ids()))))
+            return numbers
+        lengths = (len(procs), len(mbars), len(named))
+        numbers = array("I", lengths)
+        numbers.extend((self.whole[0](cluster), self.whole[1](agents), self.whole[2](tmem), len(records)))
+        eids = array("I")
+        for table, part in zip(self.head_tables, (procs, mbars, named), strict=True):
+            eids.extend(table.all_of(part))
+        numbers.extend(self.layout(lengths).all_of(eids))
+        numbers.extend(self.records.all_of(array("I", self.records.tables[0].all_of(records))))
+        return numbers
+
+    def open(self, packed: bytes) -> Opened:
+        """The stored state, decoded: every part the tables' one object of its value."""
+        numbers = array("I")
+        numbers.frombytes(packed)
+        np, nm, nn = numbers[:HEAD_KINDS]
+        split = PREFIX + -(-(np + nm + nn) // CHUNK)
+        head = self.layout((np, nm, nn)).unpack(numbers[PREFIX:split])
+        records = self.records.unpack(numbers[split:])
+        state = _new_tuple(State, (head[:np], head[np:np + nm], head[np + nm:], self.whole[0].value[numbers[3]],
+                                   self.whole[1].value[numbers[4]], records, self.whole[2].value[numbers[5]]))
+        opened = Opened(state, numbers, self)
+        opened._head = head
+        return opened
+
+
+class Visited:
+    """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
+
+    A set of packed states (see the module's doc): equal bytes if and only if equal states, so the
+    set's hash finds candidates and its comparison of the bytes decides, with nothing else kept per
+    state (the bytes cache their hash).
+
+    Most successors are duplicates (four in five on the 1x1 ping-pong GEMM), and nearly all of
+    them duplicates of a state of the level being built or the level being expanded: a state's
+    level is the number of steps taken to reach it, and two interleavings of the same steps are
+    equally long. So the states stored in those two levels are also kept whole, by the hash of their
+    processes and agents in flight, and a successor equal to one of them is known a duplicate
+    without packing it. That is a cache of stored states: a successor not found there is packed and
+    looked up in the set, so what it holds changes the work, never the answer. The search calls
+    ``next_level`` as it starts expanding a level."""
+
+    def __init__(self) -> None:
+        self.store = Store()
+        self._packed: set[bytes] = set()
+        self._level: dict[int, State | list[State]] = {}  # the states stored in the level being built
+        self._previous: dict[int, State | list[State]] = {}  # ... in the level being expanded
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def next_level(self) -> None:
+        """The level being built becomes the one expanded (the one expanded until now is dropped)."""
+        self._previous, self._level = self._level, {}
+
+    def add(self, state: State, like: Opened | None = None) -> Opened | None:
+        """The state with its packed numbers if it is new (now stored), None if an equal state is
+        stored. ``like``: the stored state it is a successor of (see Store.pack)."""
+        h = hash((state.procs, state.agents))
+        for recent in (self._level, self._previous):
+            kept = recent.get(h)
+            if kept is not None:
+                if type(kept) is list:
+                    if state in kept:
+                        return None
+                elif kept == state:
+                    return None
+        numbers = self.store.pack(state, like)
+        packed = numbers.tobytes()
+        if packed in self._packed:
+            return None
+        self._packed.add(packed)
+        kept = self._level.get(h)
+        if kept is None:
+            self._level[h] = state
+        elif type(kept) is list:
+            kept.append(state)
+        else:
+            self._level[h] = [kept, state]
+        return Opened(state, numbers, self.store)
+
+    def packed(self) -> Iterator[bytes]:
+        """The stored states, packed."""
+        return iter(self._packed)
+
+    def open(self, packed: bytes) -> Opened:
+        """A stored state, decoded."""
+        return self.store.open(packed.tobytes() if isinstance(packed, array) else packed)
+
+
+__all__ = ["CHUNK", "Opened", "Store", "Visited"]
