@@ -40,15 +40,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from itertools import chain, compress, repeat
-from operator import is_, is_not, ne
+from itertools import compress, repeat
+from operator import floordiv, is_, is_not, ne
 
 from ..semantics.state import State
 
 CHUNK = 8  # elements per chunk: on the 2x1 ping-pong GEMM, 0.37 new record chunks per stored state
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
-HEAD_KINDS = 3  # the head: procs, mbars, named
-PREFIX = 7  # the head's 3 lengths, cluster, agents, tmem, the number of records
 
 
 class _Table:
@@ -98,37 +96,19 @@ class _Elements(_Table):
 
 
 class _Chunks:
-    """The chunks of one sequence layout: key (CHUNK element numbers as bytes, after the chunk's
-    index where the kinds vary by position) -> number, and each chunk's elements (the tables'
-    objects). ``kinds``: the element table of each position of the sequence, or None for one table
-    for every position (the records)."""
+    """The records' chunks: key (CHUNK record numbers as bytes) -> chunk number."""
 
-    __slots__ = ("chunks", "kinds", "tables", "values")
+    __slots__ = ("chunks", "elements")
 
-    def __init__(self, tables: tuple[_Elements, ...], kinds: bytes | None) -> None:
-        self.tables = tables
-        self.kinds = kinds
+    def __init__(self, elements: _Elements) -> None:
+        self.elements = elements
         self.chunks = _Table()
-        self.values: list[tuple] = []
 
     def of(self, eids: array, start: int) -> int:
-        # where the kinds vary by position, a chunk's elements depend on its position too: the key holds it
-        key = eids[start:start + CHUNK].tobytes() if self.kinds is None else \
-            (start // CHUNK).to_bytes(4, "little") + eids[start:start + CHUNK].tobytes()
-        n = self.chunks.number.get(key)
-        if n is None:
-            n = self.chunks(key)
-            if self.kinds is None:
-                self.values.append(tuple(map(self.tables[0].value.__getitem__, eids[start:start + CHUNK])))
-            else:
-                tables = map(self.tables.__getitem__, self.kinds[start:start + CHUNK])
-                self.values.append(tuple(map(_value, tables, eids[start:start + CHUNK])))
-        return n
+        return self.chunks(eids[start:start + CHUNK].tobytes())
 
     def all_of(self, eids: array) -> list[int]:
         """The chunk numbers of a whole sequence (its element numbers given), looked up in C."""
-        if self.kinds is not None:
-            return [self.of(eids, i) for i in range(0, len(eids), CHUNK)]
         flat = eids.tobytes()
         width = 4 * CHUNK
         found = list(map(self.chunks.number.get, [flat[i:i + width] for i in range(0, len(flat), width)]))
@@ -144,172 +124,125 @@ class _Chunks:
         changed = list(compress(range(len(seq)), map(is_not, seq, old)))
         if not changed:
             return None
-        if self.kinds is None:  # one table: the changed elements looked up by value, in C
-            table = self.tables[0]
-            numbers = list(map(table.number.get, map(seq.__getitem__, changed)))
-            if None in numbers:
-                for j in compress(range(len(numbers)), map(is_, numbers, repeat(None))):
-                    numbers[j] = table.of(seq[changed[j]])
-        else:
-            kinds, tables = self.kinds, self.tables
-            numbers = [tables[kinds[i]].of(seq[i]) for i in changed]
+        table = self.elements  # the changed elements looked up by value, in C
+        numbers = list(map(table.number.get, map(seq.__getitem__, changed)))
+        if None in numbers:
+            for j in compress(range(len(numbers)), map(is_, numbers, repeat(None))):
+                numbers[j] = table.of(seq[changed[j]])
         was = list(map(old_eids.__getitem__, changed))
         if numbers == was:
             return None
         eids = old_eids[:]
-        dirty = set()
-        for i, n in compress(zip(changed, numbers, strict=True), map(ne, numbers, was)):
+        moved = list(compress(changed, map(ne, numbers, was)))
+        for i, n in zip(moved, compress(numbers, map(ne, numbers, was)), strict=True):
             eids[i] = n
-            dirty.add(i // CHUNK)
         chunks = old_chunks[:]
-        for c in dirty:
+        for c in set(map(floordiv, moved, repeat(CHUNK))):
             chunks[c] = self.of(eids, c * CHUNK)
         return chunks
 
-    def unpack(self, chunks: array) -> tuple:
-        return tuple(chain.from_iterable(map(self.values.__getitem__, chunks)))
-
     def element_numbers(self, chunks: array) -> array:
-        keys = map(self.chunks.value.__getitem__, chunks)
-        return array("I", b"".join(keys if self.kinds is None else (k[4:] for k in keys)))
+        return array("I", b"".join(map(self.chunks.value.__getitem__, chunks)))
 
 
-def _value(table: _Table, number: int) -> object:
-    return table.value[number]
+# The packed numbers: a prefix of PREFIX numbers (the number of processes; the numbers of the
+# mbarriers, named barriers, cluster barrier, agents in flight and tensor memory; the number of
+# records), then one number per process, then the records' chunks.
+PREFIX = 7
+MBARS, NAMED, CLUSTER, AGENTS, TMEM, NRECORDS = range(1, 7)
 
 
 class Opened:
     """A stored state as the search holds it until it expands it: the state whole and its packed
-    numbers, against which its successors are encoded. The rest (its head, its chunks and element
-    numbers) is worked out when the first successor needs it."""
+    numbers, against which its successors are encoded. Its records' numbers are worked out when
+    the first successor needs them."""
 
-    __slots__ = ("_eids", "_head", "_split", "numbers", "state", "store")
+    __slots__ = ("_ids", "_rids", "numbers", "state", "store")
 
     def __init__(self, state: State, numbers: array, store: Store) -> None:
         self.state = state
         self.numbers = numbers
         self.store = store
-        self._split = 0
-        self._head: tuple | None = None
-        self._eids: list[array | None] = [None, None]
-
-    def _at(self) -> int:
-        if not self._split:
-            self._split = PREFIX + -(-sum(self.numbers[:HEAD_KINDS]) // CHUNK)
-        return self._split
-
-    @property
-    def head(self) -> tuple:
-        """The processes, mbarriers and named barriers, in one tuple."""
-        if self._head is None:
-            s = self.state
-            self._head = s.procs + s.mbars + s.named
-        return self._head
-
-    @property
-    def layout(self) -> _Chunks:
-        return self.store.layout(tuple(self.numbers[:HEAD_KINDS]))
-
-    @property
-    def head_chunks(self) -> array:
-        return self.numbers[PREFIX:self._at()]
+        self._rids: array | None = None
+        self._ids: dict[int, int] | None = None
 
     @property
     def record_chunks(self) -> array:
-        return self.numbers[self._at():]
+        return self.numbers[PREFIX + self.numbers[0]:]
 
-    def head_numbers(self) -> array:
-        if self._eids[0] is None:
-            self._eids[0] = self.layout.element_numbers(self.head_chunks)
-        return self._eids[0]  # type: ignore[return-value]
+    def record_numbers(self) -> array:
+        if self._rids is None:
+            self._rids = self.store.records.element_numbers(self.record_chunks)
+        return self._rids
 
     def record_ids(self) -> dict[int, int]:
         """id() of each of its records -> the record's number. Sound while this state is alive (it
         keeps its records alive, so no other object has their id meanwhile)."""
-        records = self.state.records
-        return dict(zip(map(id, records), self.record_numbers(), strict=True))
-
-    def record_numbers(self) -> array:
-        if self._eids[1] is None:
-            self._eids[1] = self.store.records.element_numbers(self.record_chunks)
-        return self._eids[1]  # type: ignore[return-value]
+        if self._ids is None:
+            self._ids = dict(zip(map(id, self.state.records), self.record_numbers(), strict=True))
+        return self._ids
 
 
 class Store:
     """The tables and the packing of one search (see the module's doc)."""
 
     def __init__(self) -> None:
-        self.head_tables = tuple(_Elements() for _ in range(HEAD_KINDS))  # kinds never mixed
-        self.whole = (_Table(), _Table(), _Table())  # cluster, agents, tmem
-        self.records = _Chunks((_Elements(),), None)
-        self._layouts: dict[tuple[int, ...], _Chunks] = {}
-
-    def layout(self, lengths: tuple[int, ...]) -> _Chunks:
-        """The head's chunks for these lengths of processes, mbarriers and named barriers (the same
-        for every state of a machine; kept apart in case they are not, as a chunk's kinds depend on
-        its position)."""
-        out = self._layouts.get(lengths)
-        if out is None:
-            kinds = bytes(chain.from_iterable(repeat(k, n) for k, n in enumerate(lengths)))
-            out = self._layouts[lengths] = _Chunks(self.head_tables, kinds)
-        return out
+        self.procs = _Elements()
+        # one table per kind of part numbered whole: values of different kinds never mixed
+        self.mbars, self.named, self.cluster, self.agents, self.tmem = (_Table() for _ in range(5))
+        self.record_table = _Elements()
+        self.records = _Chunks(self.record_table)
 
     def pack(self, state: State, parent: Opened | None = None) -> array:
-        """The state's packed form, its new parts numbered. ``parent``: the opened state it is a
+        """The state's packed numbers, its new parts numbered. ``parent``: the stored state it is a
         successor of (its parts found by identity), or None (every part found by id() or value)."""
         procs, mbars, named, cluster, agents, records, tmem = state
-        if parent is not None:
-            old = parent.state
-            numbers = parent.numbers[:PREFIX]
-            if len(procs) != len(old.procs) or len(mbars) != len(old.mbars) or len(named) != len(old.named):
-                return self.pack(state)
-            # a step rebuilds the outer tuple of some parts without changing them: equal to the
-            # parent's part (compared in C, identical elements at once) is the parent's number
-            if cluster is not old.cluster and cluster != old.cluster:
-                numbers[3] = self.whole[0](cluster)
-            if agents is not old.agents and agents != old.agents:
-                numbers[4] = self.whole[1](agents)
-            if tmem is not old.tmem and tmem != old.tmem:
-                numbers[5] = self.whole[2](tmem)
-            numbers[6] = len(records)
-            if procs is old.procs and mbars is old.mbars and named is old.named:
-                numbers.extend(parent.head_chunks)
-            else:
-                chunks = parent.layout.against(procs + mbars + named, parent.head, parent.head_numbers(),
-                                               parent.head_chunks)
-                numbers.extend(parent.head_chunks if chunks is None else chunks)
-            if records is old.records:
-                numbers.extend(parent.record_chunks)
-            elif len(records) == len(old.records):
-                chunks = self.records.against(records, old.records, parent.record_numbers(), parent.record_chunks)
-                numbers.extend(parent.record_chunks if chunks is None else chunks)
-            else:
-                numbers.extend(self.records.all_of(array("I", self.records.tables[0].all_of(records,
-                                                                                             parent.record_ids()))))
+        n = len(procs)
+        if parent is None or parent.numbers[0] != n:
+            numbers = array("I", (n, self.mbars(mbars), self.named(named), self.cluster(cluster), self.agents(agents),
+                                  self.tmem(tmem), len(records)))
+            numbers.extend(self.procs.all_of(procs))
+            numbers.extend(self.records.all_of(array("I", self.record_table.all_of(records))))
             return numbers
-        lengths = (len(procs), len(mbars), len(named))
-        numbers = array("I", lengths)
-        numbers.extend((self.whole[0](cluster), self.whole[1](agents), self.whole[2](tmem), len(records)))
-        eids = array("I")
-        for table, part in zip(self.head_tables, (procs, mbars, named), strict=True):
-            eids.extend(table.all_of(part))
-        numbers.extend(self.layout(lengths).all_of(eids))
-        numbers.extend(self.records.all_of(array("I", self.records.tables[0].all_of(records))))
+        old = parent.state
+        numbers = parent.numbers[:PREFIX + n]
+        if procs is not old.procs:
+            for i in compress(range(n), map(is_not, procs, old.procs)):
+                numbers[PREFIX + i] = self.procs.of(procs[i])
+        # a step rebuilds the outer tuple of some parts without changing them: equal to the
+        # parent's part (compared in C, identical elements at once) is the parent's number
+        if mbars is not old.mbars and mbars != old.mbars:
+            numbers[MBARS] = self.mbars(mbars)
+        if named is not old.named and named != old.named:
+            numbers[NAMED] = self.named(named)
+        if cluster is not old.cluster and cluster != old.cluster:
+            numbers[CLUSTER] = self.cluster(cluster)
+        if agents is not old.agents and agents != old.agents:
+            numbers[AGENTS] = self.agents(agents)
+        if tmem is not old.tmem and tmem != old.tmem:
+            numbers[TMEM] = self.tmem(tmem)
+        numbers[NRECORDS] = len(records)
+        if records is old.records:
+            numbers.extend(parent.record_chunks)
+        elif len(records) == len(old.records):
+            chunks = self.records.against(records, old.records, parent.record_numbers(), parent.record_chunks)
+            numbers.extend(parent.record_chunks if chunks is None else chunks)
+        else:
+            numbers.extend(self.records.all_of(array("I", self.record_table.all_of(records, parent.record_ids()))))
         return numbers
 
     def open(self, packed: bytes) -> Opened:
         """The stored state, decoded: every part the tables' one object of its value."""
         numbers = array("I")
         numbers.frombytes(packed)
-        np, nm, nn = numbers[:HEAD_KINDS]
-        split = PREFIX + -(-(np + nm + nn) // CHUNK)
-        head = self.layout((np, nm, nn)).unpack(numbers[PREFIX:split])
-        records = self.records.unpack(numbers[split:])
-        state = _new_tuple(State, (head[:np], head[np:np + nm], head[np + nm:], self.whole[0].value[numbers[3]],
-                                   self.whole[1].value[numbers[4]], records, self.whole[2].value[numbers[5]]))
-        opened = Opened(state, numbers, self)
-        opened._head = head
-        return opened
+        n = numbers[0]
+        procs = tuple(map(self.procs.value.__getitem__, numbers[PREFIX:PREFIX + n]))
+        records = tuple(map(self.record_table.value.__getitem__,
+                            self.records.element_numbers(numbers[PREFIX + n:])))
+        state = _new_tuple(State, (procs, self.mbars.value[numbers[MBARS]], self.named.value[numbers[NAMED]],
+                                   self.cluster.value[numbers[CLUSTER]], self.agents.value[numbers[AGENTS]],
+                                   records, self.tmem.value[numbers[TMEM]]))
+        return Opened(state, numbers, self)
 
 
 class Visited:
