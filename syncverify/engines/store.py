@@ -6,34 +6,43 @@ records. Kept as objects, even with every equal part shared, a stored state cost
 (the process tuple, the ~200-slot records tuple) and a hash bucket: 2,747 bytes a state on that GEMM.
 
 How. Every part is numbered once, in a table per kind, the first time the search meets its value
-(SPIN's "collapse" compression), on two levels:
+(SPIN's "collapse" compression):
 
-* the sequences — the *head* (the processes, the mbarriers and the named barriers, one after the
-  other) and the access records (in their sorted order) — element by element: each element
-  numbered in its kind's table, then the sequence cut into chunks of CHUNK elements, each chunk
-  numbered by its elements' numbers. A step changes one process, a barrier or two and a few
-  records, so a successor shares most chunks with its parent, and the same chunks recur;
-* the cluster barrier, the agents in flight and the tensor memory, each as a whole (they change
-  on few steps, and few values occur).
+* each process's state (a state's processes are ``nprocs`` numbers);
+* the mbarriers, the named barriers, the cluster barrier, the agents in flight and the tensor
+  memory, each as a whole (they change on few steps, and few distinct values occur);
+* each access record; and the records, in their sorted order, cut into chunks of CHUNK records,
+  each chunk numbered by its records' numbers. A step changes a few records, so a successor
+  shares most chunks with its parent, and the same chunks recur across states (on the 2x1 GEMM,
+  0.37 new chunks per stored state).
 
-A stored state is the array of those numbers as ``bytes``: the head's three lengths, the whole
-parts' numbers, the number of records, then the head's chunks and the records' chunks (on the 2x1
-ping-pong GEMM: 24 processes, 60 mbarriers, 32 named barriers and ~200 records make 7 + 15 + 25
-numbers of 4 bytes, under 200 bytes). The visited set is a ``set`` of them.
+A stored state is the array of those numbers as ``bytes``: a prefix (the number of processes, the
+five whole parts, the number of records), the processes, the record chunks (on the 2x1 GEMM: 7 +
+24 + ~25 numbers of 4 bytes, about 260 bytes with the object's header). The visited set is a
+``set`` of them.
 
 Exact, not hashed. The numbering is a bijection between the values met and their numbers for the
-store's lifetime (a number is given to a value once and never reused), and the chunking of a
-record sequence is fixed by the sequence, so two states pack to equal bytes if and only if they are
-equal: no state is ever merged with a different one (this is not hash compaction). A state is
-decoded, with its parts the very objects of the tables, only when the search expands it.
+store's lifetime (a number is given to a value once and never reused; values of different kinds
+are in different tables), and the chunking of a record sequence is fixed by the sequence, so two
+states pack to equal bytes if and only if they are equal: no state is ever merged with a different
+one (this is not hash compaction). ``Store.open`` decodes a packed state (the tests check every
+state decodes to itself).
 
 Cheap to encode. A successor is mostly its parent's objects: a step copies what it changes, and a
-knowledge update rebuilds only the records it touches. So a successor is encoded against its
-parent as the search decoded it (``Opened``): an element that is the parent's very object at the
+knowledge update rebuilds only the records it touches. So a successor is packed against its parent
+(``Opened``: the parent whole, with its numbers): a part that is the parent's very object at the
 same position has the parent's number, found by identity (position by position, in C) without
-hashing it; an element that is some table's object is found by its id(); only the elements a step
-rebuilt are looked up by value, and only the chunks they fall in are numbered again. Identity is a
-sound test: the tables keep their objects alive, one per value, so no other object has their id.
+hashing it; a part equal to the parent's (a rebuilt tuple of the same barriers) too, compared in C;
+a record that is the parent's object at another position (a record was added or dropped before it)
+by its id(); only what the step rebuilt is looked up by value, and only the chunks it falls in are
+numbered again. Identity is a sound test while the objects compared are alive: the parent's are
+(it is being expanded), and so are the tables' (they keep them).
+
+Why the queue holds whole states. The search holds the states waiting to be expanded whole, with
+their numbers (a breadth-first frontier is a few percent of the states: at most 682 of the 1x1
+ping-pong GEMM's 16,097), so that expanding one decodes nothing and its successors are packed
+against the very objects they share with it. Those of the level being expanded and the level
+being built also serve as a cache of duplicates (``Visited``).
 """
 
 from __future__ import annotations
