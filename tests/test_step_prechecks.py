@@ -87,10 +87,10 @@ def test_stored_records_stay_sorted(path, defines, monkeypatch):
     stored: list = []
     add = explicit.Visited.add
 
-    def keep(self, state, like=()):
+    def keep(self, state, like=None):
         out = add(self, state, like)
         if out is not None:
-            stored.append(out)
+            stored.append(out.state)
         return out
 
     monkeypatch.setattr(explicit.Visited, "add", keep)

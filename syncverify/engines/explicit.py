@@ -6,10 +6,10 @@ a collision: a false "safe" is the one bug this engine must not have. Each
 state stores its parent and the step that led to it; traces are rebuilt by
 replaying those steps through the machine.
 
-Stored states share their equal parts (see ``Interner``): the search meets the same
-access record, the same process states, the same barrier states in many states, built
-again by every path that reaches them. Sharing one object per value keeps the memory of
-a stored state to what is new in it, with every state still stored whole.
+Stored states are packed (store.py): every part is numbered once in a table of its kind and a
+stored state is the array of its parts' numbers, one ``bytes`` of a few hundred bytes, decoded
+when the search expands it. The numbering is a bijection, so two states pack alike only when they
+are equal: every state is still stored exactly.
 
 Budgets (states, seconds, memory) end the search as *inconclusive*, with what
 was covered, never as safe. A violating step is reported and not explored
@@ -25,8 +25,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import compress
-from operator import is_not
 
 from .. import budget as budgets
 from .. import ir
@@ -34,14 +32,13 @@ from ..diagnostics import Diagnostic, Severity
 from ..result import CheckResult, Stats, Verdict
 from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
-from ..semantics.state import State
 from ..semantics.symmetry import Symmetry
 from ..semantics.symmetry_perm import symmetry_for
 from .reduction import successors_of
+from .store import Opened, Visited
 from .witness import deadlock, diagnostic
 
 MAX_DISTINCT_ERRORS = 12
-_new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
 
 
 @dataclass(frozen=True)
@@ -69,129 +66,6 @@ class SearchOutcome:
 
 
 Progress = Callable[[int, int, float, float], None]  # states, frontier, seconds, MB
-
-
-class Interner:
-    """One object per distinct value among the parts of the stored states.
-
-    A successor is built from fresh tuples (each step copies what it changes, and every
-    knowledge update rebuilds the records it touches), so two paths to equal states, or to
-    states equal in most parts, leave equal but separate objects behind. On the 2-CTA
-    multicast ring at ITERS=16, 54,754 stored states held 1,028,391 access-record tuples of
-    only 41,338 distinct values. Interning each record, and each of the other components of
-    a state, when the state is first stored keeps one of each. Equality and hashing are
-    unchanged (the interned parts are equal to the originals), so no state can be merged
-    with a different one: this is sharing, not fingerprinting."""
-
-    def __init__(self) -> None:
-        self.records: dict[tuple, tuple] = {}
-        # one table per component, so that values of different components never stand in for each other
-        self.procs: dict[tuple, tuple] = {}
-        self.mbars: dict[tuple, tuple] = {}
-        self.named: dict[tuple, tuple] = {}
-        self.cluster: dict[tuple, tuple] = {}
-        self.agents: dict[tuple, tuple] = {}
-        self.tmem: dict[tuple, tuple] = {}
-        # The named barriers of the last state interned: a step nearly always passes its state's
-        # on as the same object (_Work.freeze), so most states are recognized by identity, without
-        # hashing the 16 barriers per CTA. It is interned, so it is the one object of its value.
-        self._last_named: tuple = ()
-
-    def __call__(self, state: State, like: tuple = ()) -> State:
-        """The state with its parts replaced by the interned ones. ``like``: the records of an
-        interned state, the parent's. A successor's records mostly are its parent's very
-        objects, and where the step kept their positions (a knowledge update, a copy landing)
-        they are at the same positions: those need no interning, and are found by identity
-        without hashing them (position by position, in C). The others are interned one by one.
-        (On the 2-CTA multicast ring at ITERS=16, 71% of the new states have as many records as
-        their parent, and 68% of their records are found so.) Identity is a sound test: the
-        parent's records are interned, so they are the one object of their value."""
-        intern = self.records.setdefault
-        named = state.named
-        if named is not self._last_named:
-            named = self._last_named = self.named.setdefault(named, named)
-        # the records tuple itself is nearly always new (it is the state's own), its records are not
-        records = state.records
-        if len(like) == len(records):
-            out = list(records)
-            for i in compress(range(len(out)), map(is_not, records, like)):
-                r = out[i]
-                out[i] = intern(r, r)
-            records = tuple(out)
-        else:
-            records = tuple(map(intern, records, records))
-        return _new_tuple(State, (self.procs.setdefault(state.procs, state.procs),
-                                  self.mbars.setdefault(state.mbars, state.mbars), named,
-                                  self.cluster.setdefault(state.cluster, state.cluster),
-                                  self.agents.setdefault(state.agents, state.agents), records,
-                                  self.tmem.setdefault(state.tmem, state.tmem)))
-
-
-CROWDED = 8  # states of one bucket of Visited compared one by one before the bucket becomes a dict
-
-
-class Visited:
-    """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
-
-    A hash table with its chaining spelled out: buckets by the hash of a state's processes and
-    its agents in flight, then a whole-state comparison with each state of the bucket. A hash
-    only finds candidates, so no two different states are ever merged (this is not hash
-    compaction), whatever the hashes are.
-
-    Why not a dict keyed by the states: Python does not keep a tuple's hash, so a dict hashed
-    each successor whole on lookup and each new state again on insert, and the records (dozens of
-    13-field tuples), the 16 named barriers per CTA and the mbarriers are most of that work. The
-    part hashed tells the stored states apart nearly everywhere: on every spec in specs/ and the
-    ring family no two stored states share it (on the 2-CTA multicast ring at ITERS=16: 44,776
-    states, 44,776 such parts; the mbarriers, hashed too, separated none), except on the
-    named-barrier ping-pong, where pairs of states differ only in their named barriers
-    (ROUNDS=16: 3,744 states, 2,199 parts). So a bucket holds one or two states and a comparison
-    or two settles a duplicate. Where many states differ only in what is not hashed, their
-    bucket grows; past CROWDED states it becomes a dict keyed by the (interned) states, which
-    costs what a dict keyed by all states did."""
-
-    def __init__(self, shared: Interner) -> None:
-        self.states: list[State] = []  # number -> stored (interned) state
-        self._shared = shared
-        self._buckets: dict[int, int | list[int] | dict[State, int]] = {}
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-    def add(self, state: State, like: tuple = ()) -> State | None:
-        """The stored copy of ``state`` (its parts interned) if it is new, with the next number;
-        None if an equal state is stored. ``like``: the parent's records (see Interner)."""
-        h = hash((state.procs, state.agents))
-        states = self.states
-        bucket = self._buckets.get(h)
-        if bucket is None:
-            self._buckets[h] = len(states)
-        elif type(bucket) is int:
-            if states[bucket] == state:
-                return None
-            self._buckets[h] = [bucket, len(states)]
-        elif type(bucket) is list:
-            for n in bucket:
-                if states[n] == state:
-                    return None
-            if len(bucket) < CROWDED:
-                bucket.append(len(states))
-            else:
-                crowded = self._buckets[h] = {states[n]: n for n in bucket}
-                stored = self._shared(state, like)
-                crowded[stored] = len(states)
-                states.append(stored)
-                return stored
-        else:
-            if state in bucket:
-                return None
-            stored = self._shared(state, like)
-            bucket[stored] = len(states)
-            states.append(stored)
-            return stored
-        stored = self._shared(state, like)
-        states.append(stored)
-        return stored
 
 
 @contextmanager
@@ -259,9 +133,9 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     base_mb = budgets.rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
-    visited = Visited(Interner())
+    visited = Visited()
     parents = Parents()
-    queue: deque[tuple[State, int]] = deque()  # (state, its index): no second hash when popped
+    queue: deque[tuple[Opened, int]] = deque()  # (the state with its packed numbers, its index)
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
     transitions = 0
@@ -275,7 +149,9 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     machine.deadline = start + budget.seconds
     try:
         init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
+        assert init is not None  # the first state stored
         queue.append((init, 0))
+        level_end = 0  # the number of the first state of the level after the one being expanded
         while queue:
             if len(visited) > budget.max_states:
                 stop, kind = budgets.reached(budgets.STATES, budget.max_states), budgets.STATES
@@ -311,7 +187,11 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 if any([on_error(v, _path_to(parents, sid, lab)) for v, sid, lab in told]):
                     stop = "stopped at the first error (--fail-fast)"
                     break
-            state, sid = queue.popleft()
+            opened, sid = queue.popleft()
+            if sid >= level_end:  # the first state of a level: the states stored from here are the next one's
+                visited.next_level()
+                level_end = len(parents)
+            state = opened.state
             results: list[StepResult] = list(successors(state))
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
                 v = deadlock(machine, state)
@@ -334,7 +214,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = visited.add(res.state if canon is None else canon(res.state)[0], state.records)
+                nxt = visited.add(res.state if canon is None else canon(res.state)[0], opened)
                 if nxt is not None:
                     queue.append((nxt, len(parents)))
                     parents.append(sid, res.label)

@@ -63,16 +63,15 @@ from ..semantics.symmetry import Symmetry
 from .explicit import (
     MAX_DISTINCT_ERRORS,
     Budget,
-    Interner,
     OnError,
     Parents,
     Progress,
     SearchOutcome,
-    Visited,
     _path_to,
     cyclic_gc_paused,
 )
 from .reduction import successors_of
+from .store import Opened, Visited
 from .witness import deadlock
 
 SHIFT = 24  # bits of a step's index in a key: key = parent rank << SHIFT | step index
@@ -158,8 +157,8 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
     base = budgets.rss_mb()
     peak = base
     machine.deadline = deadline
-    visited = Visited(Interner())
-    frontier: list[State] = []
+    visited = Visited()
+    frontier: list[Opened] = []  # the states of the current level this worker owns, with their packed numbers
     if _owner(init, jobs) == me:
         frontier.append(visited.add(init))  # type: ignore[arg-type]
     seen_errors: set[tuple] = set()
@@ -187,7 +186,8 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
         batches = [out[me]] + [inboxes[me].get() for _ in range(jobs - 1)]
         keys = array("q")
         labels: list[tuple] = []
-        fresh: list[State] = []
+        fresh: list[Opened] = []
+        visited.next_level()
         # in key order: the first copy of a state stored is its first discoverer's
         for key, state, label in heapq.merge(*batches, key=itemgetter(0)):
             stored = visited.add(state)
@@ -210,13 +210,15 @@ class _Stopped(Exception):
         self.kind = kind
 
 
-def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs: int, frontier: list[State],
-            ranks: array, deadline: float, memory_mb: float, base: float, out: list[list[tuple]], steps: array,
-            events: list[tuple], seen_errors: set[tuple], seen_warnings: set[tuple]) -> None:
+def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs: int,
+            frontier: list[Opened], ranks: array, deadline: float, memory_mb: float, base: float,
+            out: list[list[tuple]], steps: array, events: list[tuple], seen_errors: set[tuple],
+            seen_warnings: set[tuple]) -> None:
     """A worker's share of one level: its states in rank order, each successor to its owner's batch in
     ``out``, the steps taken per state in ``steps``, the findings first met here in ``events``."""
     nprocs = len(machine.procs)
-    for n, (state, rank) in enumerate(zip(frontier, ranks, strict=True)):
+    for n, (opened, rank) in enumerate(zip(frontier, ranks, strict=True)):
+        state = opened.state
         if time.monotonic() > deadline:
             raise _Stopped(budgets.TIME)
         if n % 256 == 255 and budgets.rss_mb() - base > memory_mb:

@@ -1,0 +1,321 @@
+"""The explicit search's store of visited states: each state packed in one ``bytes`` (issue #36).
+
+Why packed. A state is a tuple of tuples: the processes (24 on the 2x1 ping-pong GEMM), the
+mbarriers, named barriers, cluster barrier, agents in flight, tensor memory, and ~200 access
+records. Kept as objects, even with every equal part shared, a stored state cost its own tuples
+(the process tuple, the ~200-slot records tuple) and a hash bucket: 2,747 bytes a state on that GEMM.
+
+How. Every part is numbered once, in a table per kind, the first time the search meets its value
+(SPIN's "collapse" compression):
+
+* each process's state (a state's processes are ``nprocs`` numbers);
+* the mbarriers, the named barriers, the cluster barrier, the agents in flight and the tensor
+  memory, each as a whole (they change on few steps, and few distinct values occur);
+* each access record; and the records, in their sorted order, cut into chunks of CHUNK records,
+  each chunk numbered by its records' numbers. A step changes a few records, so a successor
+  shares most chunks with its parent, and the same chunks recur across states (on the 2x1 GEMM,
+  0.37 new chunks per stored state).
+
+A stored state is the array of those numbers as ``bytes``: a prefix (the number of processes, the
+five whole parts, the number of records), the processes, the record chunks (on the 2x1 GEMM: 7 +
+24 + ~25 numbers of 4 bytes, about 260 bytes with the object's header). The visited set is a
+``set`` of them.
+
+Exact, not hashed. The numbering is a bijection between the values met and their numbers for the
+store's lifetime (a number is given to a value once and never reused; values of different kinds
+are in different tables), and the chunking of a record sequence is fixed by the sequence, so two
+states pack to equal bytes if and only if they are equal: no state is ever merged with a different
+one (this is not hash compaction). ``Store.open`` decodes a packed state (the tests check every
+state decodes to itself).
+
+Cheap to encode. A successor is mostly its parent's objects: a step copies what it changes, and a
+knowledge update rebuilds only the records it touches. So a successor is packed against its parent
+(``Opened``: the parent whole, with its numbers): a part that is the parent's very object at the
+same position has the parent's number, found by identity (position by position, in C) without
+hashing it; a part equal to the parent's (a rebuilt tuple of the same barriers) too, compared in C;
+a record that is the parent's object at another position (a record was added or dropped before it)
+by its id(); only what the step rebuilt is looked up by value, and only the chunks it falls in are
+numbered again. Identity is a sound test while the objects compared are alive: the parent's are
+(it is being expanded), and so are the tables' (they keep them).
+
+Why the queue holds whole states. The search holds the states waiting to be expanded whole, with
+their numbers (a breadth-first frontier is a few percent of the states: at most 682 of the 1x1
+ping-pong GEMM's 16,097), so that expanding one decodes nothing and its successors are packed
+against the very objects they share with it. Those of the level being expanded and the level
+being built also serve as a cache of duplicates (``Visited``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from itertools import compress, repeat
+from operator import floordiv, is_, is_not, ne
+
+from ..semantics.state import State
+
+CHUNK = 8  # elements per chunk: on the 2x1 ping-pong GEMM, 0.37 new record chunks per stored state
+_new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
+
+
+class _Table:
+    """One kind of part: value -> number, number -> value (the first object met of that value)."""
+
+    __slots__ = ("number", "value")
+
+    def __init__(self) -> None:
+        self.number: dict = {}
+        self.value: list = []
+
+    def __call__(self, v: object) -> int:
+        n = self.number.get(v)
+        if n is None:
+            n = self.number[v] = len(self.value)
+            self.value.append(v)
+        return n
+
+
+class _Elements(_Table):
+    """A table of sequence elements, with the id() of each object it holds: a state's elements are
+    mostly the tables' own objects (its parent's, or its siblings'), found so without hashing them.
+    Sound: the table keeps those objects alive, so no other object has their id meanwhile."""
+
+    __slots__ = ("by_id",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[int, int] = {}
+
+    def of(self, element: object) -> int:
+        n = self.by_id.get(id(element))
+        if n is None:
+            n = self(element)
+            if self.value[n] is element:  # a new value: this object is now the table's
+                self.by_id[id(element)] = n
+        return n
+
+    def all_of(self, seq: tuple, known: dict[int, int] | None = None) -> list[int]:
+        """The numbers of a sequence's elements: by id() where ``known`` (id() -> number of objects
+        alive meanwhile, a parent's) or the table holds the object, else by value."""
+        found = list(map((self.by_id if known is None else known).get, map(id, seq)))
+        if None in found:
+            for i in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[i] = self.of(seq[i])
+        return found
+
+
+class _Chunks:
+    """The records' chunks: key (CHUNK record numbers as bytes) -> chunk number."""
+
+    __slots__ = ("chunks", "elements")
+
+    def __init__(self, elements: _Elements) -> None:
+        self.elements = elements
+        self.chunks = _Table()
+
+    def of(self, eids: array, start: int) -> int:
+        return self.chunks(eids[start:start + CHUNK].tobytes())
+
+    def all_of(self, eids: array) -> list[int]:
+        """The chunk numbers of a whole sequence (its element numbers given), looked up in C."""
+        flat = eids.tobytes()
+        width = 4 * CHUNK
+        found = list(map(self.chunks.number.get, [flat[i:i + width] for i in range(0, len(flat), width)]))
+        if None in found:
+            for c in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[c] = self.of(eids, c * CHUNK)
+        return found
+
+    def against(self, seq: tuple, old: tuple, old_eids: array, old_chunks: array) -> array | None:
+        """The chunk numbers of ``seq`` (as long as ``old``, the parent's, whose element numbers and
+        chunk numbers are given): only chunks where an element changed are numbered again. None:
+        the parent's chunks."""
+        changed = list(compress(range(len(seq)), map(is_not, seq, old)))
+        if not changed:
+            return None
+        table = self.elements  # the changed elements looked up by value, in C
+        numbers = list(map(table.number.get, map(seq.__getitem__, changed)))
+        if None in numbers:
+            for j in compress(range(len(numbers)), map(is_, numbers, repeat(None))):
+                numbers[j] = table.of(seq[changed[j]])
+        was = list(map(old_eids.__getitem__, changed))
+        if numbers == was:
+            return None
+        eids = old_eids[:]
+        moved = list(compress(changed, map(ne, numbers, was)))
+        for i, n in zip(moved, compress(numbers, map(ne, numbers, was)), strict=True):
+            eids[i] = n
+        chunks = old_chunks[:]
+        for c in set(map(floordiv, moved, repeat(CHUNK))):
+            chunks[c] = self.of(eids, c * CHUNK)
+        return chunks
+
+    def element_numbers(self, chunks: array) -> array:
+        return array("I", b"".join(map(self.chunks.value.__getitem__, chunks)))
+
+
+# The packed numbers: a prefix of PREFIX numbers (the number of processes; the numbers of the
+# mbarriers, named barriers, cluster barrier, agents in flight and tensor memory; the number of
+# records), then one number per process, then the records' chunks.
+PREFIX = 7
+MBARS, NAMED, CLUSTER, AGENTS, TMEM, NRECORDS = range(1, 7)
+
+
+class Opened:
+    """A stored state as the search holds it until it expands it: the state whole and its packed
+    numbers, against which its successors are encoded. Its records' numbers are worked out when
+    the first successor needs them."""
+
+    __slots__ = ("_ids", "_rids", "numbers", "state", "store")
+
+    def __init__(self, state: State, numbers: array, store: Store) -> None:
+        self.state = state
+        self.numbers = numbers
+        self.store = store
+        self._rids: array | None = None
+        self._ids: dict[int, int] | None = None
+
+    @property
+    def record_chunks(self) -> array:
+        return self.numbers[PREFIX + self.numbers[0]:]
+
+    def record_numbers(self) -> array:
+        if self._rids is None:
+            self._rids = self.store.records.element_numbers(self.record_chunks)
+        return self._rids
+
+    def record_ids(self) -> dict[int, int]:
+        """id() of each of its records -> the record's number. Sound while this state is alive (it
+        keeps its records alive, so no other object has their id meanwhile)."""
+        if self._ids is None:
+            self._ids = dict(zip(map(id, self.state.records), self.record_numbers(), strict=True))
+        return self._ids
+
+
+class Store:
+    """The tables and the packing of one search (see the module's doc)."""
+
+    def __init__(self) -> None:
+        self.procs = _Elements()
+        # one table per kind of part numbered whole: values of different kinds never mixed
+        self.mbars, self.named, self.cluster, self.agents, self.tmem = (_Table() for _ in range(5))
+        self.record_table = _Elements()
+        self.records = _Chunks(self.record_table)
+
+    def pack(self, state: State, parent: Opened | None = None) -> array:
+        """The state's packed numbers, its new parts numbered. ``parent``: the stored state it is a
+        successor of (its parts found by identity), or None (every part found by id() or value)."""
+        procs, mbars, named, cluster, agents, records, tmem = state
+        n = len(procs)
+        if parent is None or parent.numbers[0] != n:
+            numbers = array("I", (n, self.mbars(mbars), self.named(named), self.cluster(cluster), self.agents(agents),
+                                  self.tmem(tmem), len(records)))
+            numbers.extend(self.procs.all_of(procs))
+            numbers.extend(self.records.all_of(array("I", self.record_table.all_of(records))))
+            return numbers
+        old = parent.state
+        numbers = parent.numbers[:PREFIX + n]
+        if procs is not old.procs:
+            for i in compress(range(n), map(is_not, procs, old.procs)):
+                numbers[PREFIX + i] = self.procs.of(procs[i])
+        # a step rebuilds the outer tuple of some parts without changing them: equal to the
+        # parent's part (compared in C, identical elements at once) is the parent's number
+        if mbars is not old.mbars and mbars != old.mbars:
+            numbers[MBARS] = self.mbars(mbars)
+        if named is not old.named and named != old.named:
+            numbers[NAMED] = self.named(named)
+        if cluster is not old.cluster and cluster != old.cluster:
+            numbers[CLUSTER] = self.cluster(cluster)
+        if agents is not old.agents and agents != old.agents:
+            numbers[AGENTS] = self.agents(agents)
+        if tmem is not old.tmem and tmem != old.tmem:
+            numbers[TMEM] = self.tmem(tmem)
+        numbers[NRECORDS] = len(records)
+        if records is old.records:
+            numbers.extend(parent.record_chunks)
+        elif len(records) == len(old.records):
+            chunks = self.records.against(records, old.records, parent.record_numbers(), parent.record_chunks)
+            numbers.extend(parent.record_chunks if chunks is None else chunks)
+        else:
+            numbers.extend(self.records.all_of(array("I", self.record_table.all_of(records, parent.record_ids()))))
+        return numbers
+
+    def open(self, packed: bytes) -> Opened:
+        """The stored state, decoded: every part the tables' one object of its value."""
+        numbers = array("I")
+        numbers.frombytes(packed)
+        n = numbers[0]
+        procs = tuple(map(self.procs.value.__getitem__, numbers[PREFIX:PREFIX + n]))
+        records = tuple(map(self.record_table.value.__getitem__,
+                            self.records.element_numbers(numbers[PREFIX + n:])))
+        state = _new_tuple(State, (procs, self.mbars.value[numbers[MBARS]], self.named.value[numbers[NAMED]],
+                                   self.cluster.value[numbers[CLUSTER]], self.agents.value[numbers[AGENTS]],
+                                   records, self.tmem.value[numbers[TMEM]]))
+        return Opened(state, numbers, self)
+
+
+class Visited:
+    """The stored states, exact: a state is a duplicate only when it is equal to a stored one.
+
+    A set of packed states (see the module's doc): equal bytes if and only if equal states, so the
+    set's hash finds candidates and its comparison of the bytes decides, with nothing else kept per
+    state (the bytes cache their hash).
+
+    Most successors are duplicates (four in five on the 1x1 ping-pong GEMM), and nearly all of
+    them duplicates of a state of the level being built or the level being expanded: a state's
+    level is the number of steps taken to reach it, and two interleavings of the same steps are
+    equally long. So the states stored in those two levels are also kept whole, by the hash of their
+    processes and agents in flight, and a successor equal to one of them is known a duplicate
+    without packing it. That is a cache of stored states: a successor not found there is packed and
+    looked up in the set, so what it holds changes the work, never the answer. The search calls
+    ``next_level`` as it starts expanding a level."""
+
+    def __init__(self) -> None:
+        self.store = Store()
+        self._packed: set[bytes] = set()
+        self._level: dict[int, State | list[State]] = {}  # the states stored in the level being built
+        self._previous: dict[int, State | list[State]] = {}  # ... in the level being expanded
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def next_level(self) -> None:
+        """The level being built becomes the one expanded (the one expanded until now is dropped)."""
+        self._previous, self._level = self._level, {}
+
+    def add(self, state: State, like: Opened | None = None) -> Opened | None:
+        """The state with its packed numbers if it is new (now stored), None if an equal state is
+        stored. ``like``: the stored state it is a successor of (see Store.pack)."""
+        h = hash((state.procs, state.agents))
+        for recent in (self._level, self._previous):
+            kept = recent.get(h)
+            if kept is not None:
+                if type(kept) is list:
+                    if state in kept:
+                        return None
+                elif kept == state:
+                    return None
+        numbers = self.store.pack(state, like)
+        packed = numbers.tobytes()
+        if packed in self._packed:
+            return None
+        self._packed.add(packed)
+        kept = self._level.get(h)
+        if kept is None:
+            self._level[h] = state
+        elif type(kept) is list:
+            kept.append(state)
+        else:
+            self._level[h] = [kept, state]
+        return Opened(state, numbers, self.store)
+
+    def packed(self) -> Iterator[bytes]:
+        """The stored states, packed."""
+        return iter(self._packed)
+
+    def open(self, packed: bytes) -> Opened:
+        """A stored state, decoded."""
+        return self.store.open(packed.tobytes() if isinstance(packed, array) else packed)
+
+
+__all__ = ["CHUNK", "Opened", "Store", "Visited"]

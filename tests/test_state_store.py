@@ -1,0 +1,178 @@
+"""The explicit search's packed store of visited states (engines/store.py, issue #36).
+
+A stored state is one ``bytes`` of its parts' numbers. What must hold for the search to stay exact:
+packing is injective (two states pack alike only when they are equal), decoding gives back the
+state with parts of the same types, packing a successor against its parent (by identity) gives the
+bytes packing it alone (by value) gives, and a search over the packed store explores exactly what a
+search over a plain set of whole states explores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncverify import load
+from syncverify.engines import explicit
+from syncverify.engines.explicit import Budget, search
+from syncverify.engines.reduction import successors_of
+from syncverify.engines.store import CHUNK, Store, Visited
+from syncverify.semantics.machine import Machine
+from syncverify.semantics.state import State
+from syncverify.semantics.symmetry import Symmetry
+
+ROOT = Path(__file__).resolve().parent.parent
+POINTS = [
+    ("specs/cluster_multicast_ring.sync", {"ITERS": 2}),  # two CTAs, records of every kind
+    ("bench/ring_family.sync", {"STAGES": 2, "CONSUMERS": 2, "ITERS": 4}),  # symmetric consumer warps
+    ("specs/cutlass_ws_ring_no_empty_wait.sync", {}),  # several findings
+    ("specs/tilelang_bar_h_deadlock.sync", {}),  # a deadlock
+]
+IDS = [p for p, _ in POINTS]
+
+
+class _Whole:
+    """A stored state kept whole, for the reference store."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+
+class WholeStates:
+    """The simplest exact visited set: a Python set of the whole states (what the packed store
+    must agree with)."""
+
+    def __init__(self) -> None:
+        self._states: set[State] = set()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def next_level(self) -> None:
+        pass
+
+    def add(self, state: State, like: object = None) -> _Whole | None:
+        if state in self._states:
+            return None
+        self._states.add(state)
+        return _Whole(state)
+
+
+def _machine(path: str, params: dict[str, int]) -> Machine:
+    return Machine(load(str(ROOT / path), params))
+
+
+def _explore(machine: Machine) -> tuple:
+    out = search(machine, Budget(), Symmetry(machine.procs, machine.programs, machine.holders))
+    findings = sorted((v.code, v.span.line if v.span else 0, len(labels)) for v, labels in out.errors + out.warnings)
+    return out.complete, out.states, out.transitions, findings
+
+
+@pytest.mark.parametrize("path,params", POINTS, ids=IDS)
+def test_search_agrees_with_a_set_of_whole_states(path, params, monkeypatch):
+    packed = _explore(_machine(path, params))
+    monkeypatch.setattr(explicit, "Visited", WholeStates)
+    whole = _explore(_machine(path, params))
+    assert packed == whole
+    assert packed[1] > 20
+
+
+def _states(machine: Machine, limit: int = 3000) -> list[tuple[State, list[State]]]:
+    """States of a breadth-first walk, each with its successors (the objects the model built)."""
+    successors = successors_of(machine, True)
+    seen = {machine.initial()}
+    order = [machine.initial()]
+    out = []
+    for state in order:
+        succ = [r.state for r in successors(state) if r.violation is None and r.state is not None]
+        out.append((state, succ))
+        for s in succ:
+            if s not in seen and len(order) < limit:
+                seen.add(s)
+                order.append(s)
+    return out
+
+
+def _types(state: State) -> list:
+    return [type(part) for part in state] + [[type(x) for x in part] for part in state if isinstance(part, tuple)]
+
+
+@pytest.mark.parametrize("path,params", POINTS[:2], ids=IDS[:2])
+def test_packing_is_exact_and_decodes(path, params):
+    """Equal packed bytes exactly for equal states; decoding gives the state back, part types and
+    all; a successor packed against its parent packs as it does alone."""
+    pairs = _states(_machine(path, params))
+    store = Store()
+    by_bytes: dict[bytes, State] = {}
+    against = 0
+    for state, succ in pairs:
+        mine = store.pack(state)
+        by_bytes.setdefault(mine.tobytes(), state)
+        assert by_bytes[mine.tobytes()] == state
+        parent = store.open(mine.tobytes())
+        assert parent.state == state and _types(parent.state) == _types(state)
+        for s in succ:
+            packed = store.pack(s, parent).tobytes()
+            assert packed == store.pack(s).tobytes()
+            assert by_bytes.setdefault(packed, s) == s
+            decoded = store.open(packed).state
+            assert decoded == s and _types(decoded) == _types(s)
+            against += 1
+    states = {s for state, succ in pairs for s in [state, *succ]}
+    assert len(by_bytes) == len(states)
+    assert against > 100
+
+
+def test_records_change_in_one_chunk_only():
+    """A successor that changes one record renumbers the chunk that holds it, and shares its
+    other chunks with its parent."""
+    pairs = _states(_machine(*POINTS[0]))
+    store = Store()
+    changed = 0
+    for state, succ in pairs:
+        parent = store.open(store.pack(state).tobytes())
+        for s in succ:
+            if len(s.records) != len(state.records) or len(state.records) <= CHUNK:
+                continue
+            moved = [i for i, (a, b) in enumerate(zip(s.records, state.records, strict=True)) if a != b]
+            if len(moved) != 1:
+                continue
+            mine = store.pack(s, parent)
+            chunks = list(mine[len(mine) - len(parent.record_chunks):])
+            differ = [c for c, (a, b) in enumerate(zip(chunks, parent.record_chunks, strict=True)) if a != b]
+            assert differ == [moved[0] // CHUNK]
+            changed += 1
+    assert changed >= 5
+
+
+def test_values_of_different_kinds_never_stand_in_for_each_other():
+    """A process state equal to an mbarrier state (or to a record) as a tuple is still decoded as
+    the part of its own kind: each kind has its own table."""
+    base = _machine(*POINTS[0]).initial()
+    twin = base.mbars[0]
+    state = base._replace(procs=(twin, *base.procs[1:]))
+    store = Store()
+    store.pack(base)
+    decoded = store.open(store.pack(state).tobytes()).state
+    assert decoded == state
+    assert decoded.procs[0] is twin or decoded.procs[0] == twin
+    assert decoded.mbars == base.mbars
+
+
+def test_visited_keeps_each_state_once():
+    """The store's own answer: a state added twice is a duplicate, whatever object it is."""
+    pairs = _states(_machine(*POINTS[1]), limit=500)
+    visited = Visited()
+    fresh = 0
+    for state, succ in pairs:
+        first = visited.add(state)
+        again = visited.add(tuple.__new__(State, [tuple(p) if isinstance(p, tuple) else p for p in state]))
+        assert again is None
+        fresh += first is not None
+        for s in succ:
+            visited.add(s)
+    assert len(visited) == len({s for state, succ in pairs for s in [state, *succ]})
+    assert fresh > 0
