@@ -292,6 +292,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
     from ...semantics.families.async_operands import register_refusal
     from ...semantics.families.globalmem import global_refusal
+    from ...semantics.families.lane_groups import lane_group_refusal
     from ...semantics.families.tensormap import tensormap_refusal
     from ...static.checks import static_outcome
     from ..explicit import bound_of
@@ -305,6 +306,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
         refusal = global_refusal(protocol, "the bmc engine")  # (flags, atomics, global buffers, grids)
         refusal = refusal or register_refusal(protocol, "the bmc engine")  # (registers of RS-form wgmma)
         refusal = refusal or tensormap_refusal(protocol, "the bmc engine")  # (rewritten tensor maps)
+        refusal = refusal or lane_group_refusal(machine.programs, "the bmc engine")  # (some lanes' bulk groups)
         if refusal is not None:
             raise Unsupported(refusal)
         bmc = BMC(machine)

@@ -15,6 +15,7 @@ from ... import ir
 from ...diagnostics import InputError
 from ...semantics.families.async_operands import register_refusal
 from ...semantics.families.globalmem import global_refusal
+from ...semantics.families.lane_groups import lane_group_refusal
 from ...semantics.families.tensormap import tensormap_refusal
 from ...semantics.machine import Assumptions, Machine
 from ...semantics.program import END, OP, lane_part
@@ -55,6 +56,9 @@ class _Exporter(FactsExport, ProcessExport, KnowledgeExport, MbarrierExport, Bar
         except InputError as err:
             raise ExportError("; ".join(f"{d.code}: {d.message}" for d in err.diagnostics)) from None
         m = self.machine
+        refusal = lane_group_refusal(m.programs, "the Promela export")
+        if refusal is not None:
+            raise ExportError(refusal)
         from ...static.collective import tmem_may_block
         why = tmem_may_block(m)  # Machine._tmem_columns: an allocation without room blocks
         if why:
