@@ -1,10 +1,10 @@
 """The semantics of bulk async-groups that some lanes of a warp own: a TMA store, its
 `cp.async.bulk.commit_group` and its `cp.async.bulk.wait_group[.read]` under a lane guard.
 
-PTX (cp.async.bulk.commit_group): "Commits all prior initiated but uncommitted cp.async.bulk
-instructions into a cp.async.bulk-group ... per-thread bulk async-group"; (cp.async.bulk.wait_group):
-"wait till only N or fewer of the most recent bulk async-groups are pending and all the prior bulk
-async-groups committed by the executing threads are complete". Each thread has its own groups:
+PTX (cp.async.bulk.commit_group): the instruction "creates a new per-thread bulk async-group and
+batches all prior cp{.reduce}.async.bulk... instructions"; (cp.async.bulk.wait_group): it "will cause
+the executing thread to wait until only N or fewer of the most recent bulk async-groups are pending
+and all the prior bulk async-groups committed by the executing threads are complete". Each thread has its own groups:
 lane 0's wait does not wait for lane 1's stores. DeepGEMM's sm90 GEMM stores its epilogue tile
 with one TMA store per 64-column half, by lanes 0 and 1, each committing and later waiting for
 its own group (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh:373-374, 433-441).
