@@ -86,6 +86,9 @@ NOT_EXPORTED |= {s.stem: "does not model registers" for s in SPECS
 # rewritten tensor maps (`tensormap`): the export refuses them with the reason (families/tensormap.py)
 NOT_EXPORTED |= {s.stem: "does not model tensor maps" for s in SPECS
                  if tensormap_refusal(load(str(s)), "the Promela export") is not None}
+# bulk async-groups of some lanes of a warp: the export refuses them with the reason (families/lane_groups.py)
+NOT_EXPORTED.update({name: "bulk async-groups of some lanes" for name in (
+    "deepgemm_sm90_two_lane_store", "deepgemm_sm90_two_lane_store_one_wait")})
 # a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
 NOT_EXPORTED.update({name: "probe" for name in (
     "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",
