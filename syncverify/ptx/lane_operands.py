@@ -45,8 +45,6 @@ LANEWISE = frozenset({"arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "e
 # operands they agree on: the LANEWISE ones, and the bulk groups of some lanes' stores
 LANE_GUARDED = LANEWISE | {"bulk_commit", "bulk_wait"}
 
-_WHY_NOT: dict[str, str] = {}
-
 
 def _unknown(v: object) -> bool:
     return v is None or v is UNKNOWN or (isinstance(v, tuple) and any(_unknown(x) for x in v))
@@ -67,7 +65,7 @@ def lane_groups(run: WarpState, ins: Instr, lanes: int, kind: str,
         groups[v] = groups.get(v, 0) | 1 << lane
     if len(groups) > 1 and kind not in LANEWISE:
         shown = ", ".join(sorted(map(str, groups)))[:120]
-        why = _WHY_NOT.get(kind, "the language gives per-lane operands only to arrivals, tx counts and TMA loads "
-                           "(docs/language.md §6.1); let the whole warp, or its elected lane, run this one")
+        why = ("the language gives per-lane operands only to arrivals, tx counts, TMA loads and TMA stores "
+               "(docs/language.md §6.1); let the whole warp, or its elected lane, run this one")
         raise run.refuse(ins, f"the lanes of one warp give this instruction different operands ({shown}): {why}")
     return [(m, v) for v, m in groups.items()]

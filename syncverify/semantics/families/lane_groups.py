@@ -37,8 +37,9 @@ machine) check it.
 
 from __future__ import annotations
 
-from ..program import OP, part_lanes
-from ..state import FULL, LANES, LEADER, NUNITS, R_GRP, R_OWNER, R_PART, UNIT_BULK, UNIT_CPASYNC
+from ... import ir
+from ..program import OP, Process, Program, part_lanes
+from ..state import FULL, LANES, LEADER, NUNITS, R_GRP, R_OWNER, R_PART
 
 # the lane-group tags lie above every group number and above async_agents.UNCOMMITTED (NUNITS << 40)
 LANE_GROUP = NUNITS << 41
@@ -64,7 +65,7 @@ def _state(grp: int) -> int:
     return (grp - LANE_GROUP) // NUNITS
 
 
-def commit(records: tuple, proc, p: int, unit: int, part: int) -> tuple:
+def commit(records: tuple, proc: Process, p: int, unit: int, part: int) -> tuple:
     """A commit of ``unit`` by the lanes of ``part`` (any part): the lane-group stores of ``p`` whose
     lanes it covers are committed, or count one more later group."""
     lanes = part_lanes(proc, part)
@@ -84,7 +85,7 @@ def commit(records: tuple, proc, p: int, unit: int, part: int) -> tuple:
     return records if out is None else tuple(out)
 
 
-def retires(r: tuple, proc, p: int, unit: int, waiter: int, limit: int, pending: int) -> bool:
+def retires(r: tuple, proc: Process, p: int, unit: int, waiter: int, limit: int, pending: int) -> bool:
     """Does a `wait_group pending` of ``unit`` by the lanes of ``waiter`` (part) of process ``p`` retire
     record ``r``? One of the process's counter-numbered groups before ``limit`` (the leader's count less
     ``pending``) when the wait covers its lanes (waiter_covers), or a lane-group store (retired)."""
@@ -96,7 +97,7 @@ def retires(r: tuple, proc, p: int, unit: int, waiter: int, limit: int, pending:
     return grp // NUNITS < limit and waiter_covers(proc, waiter, r[R_PART])
 
 
-def retired(r: tuple, proc, p: int, unit: int, part: int, pending: int) -> bool:
+def retired(r: tuple, proc: Process, p: int, unit: int, part: int, pending: int) -> bool:
     """Does a `wait_group pending` of ``unit`` by the lanes of ``part`` retire lane-group record ``r``?"""
     grp = r[R_GRP]
     if r[R_OWNER] != p or not is_lane_group(grp) or grp % NUNITS != unit:
@@ -107,7 +108,7 @@ def retired(r: tuple, proc, p: int, unit: int, part: int, pending: int) -> bool:
     return state >= 1 and state - 1 >= pending
 
 
-def waiter_covers(proc, waiter: int, part: int) -> bool:
+def waiter_covers(proc: Process, waiter: int, part: int) -> bool:
     """Does a wait by the lanes of ``waiter`` retire, for every lane that made it, an access of ``part``
     numbered by the process's counter (state.P_BULK, exact for the leader lane)? The whole warp's
     wait covers a whole-warp access; a wait the leader takes part in covers the leader's own."""
@@ -116,16 +117,14 @@ def waiter_covers(proc, waiter: int, part: int) -> bool:
     return waiter == FULL  # (per-lane copies numbered by the counter: the whole warp's commits and waits)
 
 
-def leader_commits(proc, part: int) -> bool:
+def leader_commits(proc: Process, part: int) -> bool:
     """Does the leader lane take part in a commit by the lanes of ``part`` (its counter moves)?"""
     return bool(part_lanes(proc, part) & 1 << proc.leader_lane)
 
 
-def lane_group_programs(programs: list) -> list[tuple[object, int]]:
+def lane_group_programs(programs: list[Program]) -> list[tuple[Program, int]]:
     """The (program, line) of each bulk-group operation run by some lanes of a warp that are neither
     all of them nor the leader alone (what lane_group_refusal names)."""
-    from ... import ir
-
     found = []
     for prog in programs:
         proc = prog.process
@@ -139,7 +138,7 @@ def lane_group_programs(programs: list) -> list[tuple[object, int]]:
     return found
 
 
-def lane_group_refusal(programs: list, what: str) -> str | None:
+def lane_group_refusal(programs: list[Program], what: str) -> str | None:
     """The reason ``what`` (an engine, exporter or emitter) refuses a protocol with bulk async-groups of
     some lanes of a warp, or None."""
     found = lane_group_programs(programs)
@@ -151,5 +150,5 @@ def lane_group_refusal(programs: list, what: str) -> str | None:
             "or --engine z3")
 
 
-__all__ = ["K_CAP", "LANE_GROUP", "UNIT_BULK", "UNIT_CPASYNC", "commit", "is_lane_group", "issue_tag",
+__all__ = ["K_CAP", "LANE_GROUP", "commit", "is_lane_group", "issue_tag",
            "lane_group_part", "lane_group_refusal", "leader_commits", "retired", "retires", "waiter_covers"]
