@@ -15,7 +15,16 @@ import z3
 
 from ... import ir
 from ...semantics import rules
-from ...semantics.families import async_agents, barriers, cp_async, globalmem, mbarrier, memory, tcgen05
+from ...semantics.families import (
+    async_agents,
+    barriers,
+    cp_async,
+    globalmem,
+    mbarrier,
+    memory,
+    tcgen05,
+    warp_collective_order,
+)
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
 from ...semantics.families.storage import uses_storage
@@ -343,6 +352,9 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         # a release by some lanes of a warp: what the other-lanes holder knows only as each lane its own part
         for p, evs in enumerate(self.events):
             proc = self.machine.procs[p]
+            refused = warp_collective_order.encoding_refusal(proc, evs)
+            if refused is not None:
+                raise Unsupported(refused)
             for e in evs:
                 if isinstance(e.op, ir.MbarArrive) and e.part > FULL:
                     releasing = part_lanes(proc, e.part)

@@ -36,6 +36,7 @@ from ..program import part_lanes
 from ..state import (
     F_ASYNC,
     F_WARPSYNCED,
+    FULL,
     LEADER,
     R_AKNOWN,
     R_FLAGS,
@@ -43,6 +44,8 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_PART,
+    R_SPACE,
+    SPACE_DATA,
 )
 from .async_agents import AsyncAgentOps
 
@@ -75,13 +78,15 @@ def collective_line(flags: int) -> int:
 
 def mark_collective(records: tuple, owner: int, lanes_bit: int, line: int) -> tuple:
     """After a warp-collective instruction by every lane of process ``owner``: its own generic
-    accesses by other lanes that its other-lanes holder (``lanes_bit``) knows and no syncwarp has
-    ordered are marked F_COLLECTIVE with ``line``. The mark changes no knowledge: only a later
-    release by some lanes reads it (publish_collective), so the reading reaches nothing else."""
+    shared- or global-memory accesses (not a wait's observation, not tensor memory) by other lanes,
+    which its other-lanes holder (``lanes_bit``) knows and no syncwarp has ordered, are marked
+    F_COLLECTIVE with ``line``. The mark changes no knowledge: only a later release by some lanes
+    reads it (publish_collective), so the reading reaches nothing else."""
     out = None
     for i, r in enumerate(records):
         flags = r[R_FLAGS]
-        if r[R_OWNER] != owner or r[R_PART] == LEADER or flags & (F_ASYNC | F_WARPSYNCED | F_COLLECTIVE) or \
+        if r[R_SPACE] != SPACE_DATA or r[R_OWNER] != owner or r[R_PART] == LEADER or \
+                flags & (F_ASYNC | F_WARPSYNCED | F_COLLECTIVE) or \
                 not r[R_KNOWN] & lanes_bit:
             continue
         if out is None:
@@ -132,6 +137,29 @@ def release_warning(r: tuple, what: str, label: str, span: Any) -> Violation:
         "(`--no-assume`: the race)", span,
         related=((line, "the warp-collective instruction"), (r[R_LINE], "the other lanes' access")),
         severity=Severity.WARNING, procs=(r[R_OWNER],))
+
+
+def encoding_refusal(proc: Any, events: list) -> str | None:
+    """Why the Z3 bmc encoding refuses a process (None: it does not): a release by some of its lanes
+    after a warp-collective wgmma instruction of its whole warp. The reading would publish the other
+    lanes' accesses there and the letter would not; the encoding keeps knowledge per event and does
+    not follow either (its wgmma wait passes the warp's knowledge to its leader), so it answers
+    neither and refuses."""
+    if proc.nthreads == 1:
+        return None
+    collective = None
+    for e in events:
+        if isinstance(e.op, ir.GroupCommit | ir.GroupWait) and e.op.unit == "wgmma" and e.part == FULL:
+            collective = collective or e
+        elif isinstance(e.op, ir.Syncwarp):
+            collective = None  # the letter orders everything before it
+        elif collective is not None and isinstance(e.op, ir.MbarArrive) and e.op.sem == "release" and \
+                e.part != FULL:
+            name = "wgmma.commit" if isinstance(collective.op, ir.GroupCommit) else "wgmma.wait"
+            return (f"a release by some lanes (line {e.line}) after the warp's `{name}` at line {collective.line}: "
+                    "the warp-collective reading (SV609, families/warp_collective_order.py) and PTX's letter are "
+                    "not encoded")
+    return None
 
 
 class WarpCollectiveOps:
