@@ -228,11 +228,15 @@ def test_the_seed_where_lane_1_does_not_wait_is_flagged_at_the_rewrite(lane_rank
 def test_deepgemm_multicast_off_block_n_128_extracts_its_two_lane_store(tmp_path: Path) -> None:
     """DeepGEMM's sm90 FP8 GEMM, multicast 1, BLOCK_N 128 (tests/data/ptx/deepgemm_sm90_fp8_1d2d.cu with
     -DSV_MULTICAST=1 -DSV_BLOCK_N=128): at M=64 one tile, one CTA (`--grid 2` gives CTA 1 no tile, and a
-    protocol is one cluster's). The epilogue's two stores and their groups are lane-guarded statements; the
-    check finds no error in the epilogue. It does find the math warps' scale reads (every lane's ld.shared
-    of smem_sfa, sm90_fp8_gemm_1d2d.cuh:303) unordered with the refill: lane 0 alone releases the stage
-    (`empty_barrier_arrive`, kNumTMAMulticast 1) after them, with no __syncwarp between (docs/language.md
-    §6.1: a release by some lanes does not publish the other lanes' reads)."""
+    protocol is one cluster's). The epilogue's two stores and their groups are lane-guarded statements.
+    The math warps' scale reads (every lane's ld.shared of smem_sfa, sm90_fp8_gemm_1d2d.cuh:303) come before
+    the warpgroup's wgmma.commit_group / wait_group, and lane 0 alone releases the stage after them
+    (`empty_barrier_arrive`, kNumTMAMulticast 1) with no __syncwarp: under the warp-collective reading that
+    release publishes the other lanes' reads, the SV609 warning at each arrive (docs/model.md, "Warp-collective
+    instructions"); to the letter (`--no-assume`) the refill races them (SV302 on s3[0]). With the race gone
+    the search reaches the exit: the kernel ends with the epilogue's bulk stores committed
+    (`tma_store_arrive`, :441) and no `tma_store_wait` after the last tile (the one at :374 precedes the next
+    tile's stores), which the model reports as SV404 (the CTA exits while a bulk store still reads s0)."""
     launch = Launch(block=(256, 1, 1), dynamic_smem=66320, params={"2": 64},
                     tensor_bytes={("5", 0): 8192, ("6", 0): 16384, ("7", 0): 8192, ("8", 0): 256})
     text = extract(_module(tmp_path, "deepgemm_sm90_fp8_1d2d_mc1_n128.ptx.gz"), launch).text
@@ -244,11 +248,25 @@ def test_deepgemm_multicast_off_block_n_128_extracts_its_two_lane_store(tmp_path
     assert "if lane < 2 { bulk.commit; }" in body and "if lane < 2 { bulk.wait_read 0; }" in body
     line = next(ln for ln in text.splitlines() if "if lane == 1 { tma.store" in ln)
     assert "sm90_fp8_gemm_1d2d.cuh:439" in line
-    verdict, errors = _check(text)
     lines = text.splitlines()
+    res = check_protocol(load(text, path="x.sync"), Options(timeout=60))
+    errors = [d for d in res.diagnostics if d.is_error]
+    assert res.verdict == "violation" and {d.code for d in errors} == {"SV404"}
+    for d in errors:
+        assert "exits while a bulk store still reads s0" in d.message
+        assert all("tma.store" in lines[r.span.line - 1] for r in d.related)
+    sv609 = [d for d in res.diagnostics if d.code == "SV609"]
+    assert sv609 and "warp-collective-orders" in res.assumed
+    for d in sv609:  # lane 0's release, naming the warpgroup's commit and the lanes' scale read
+        assert "arrive mb0[" in lines[d.span.line - 1] and "barrier.h:511" in lines[d.span.line - 1]
+        related = [lines[r.span.line - 1] for r in d.related]
+        assert "wgmma.commit" in related[0] and "read s3[" in related[1] and "ld_st.cuh:127" in related[1]
+    res = check_protocol(load(text, path="x.sync"), Options(timeout=60, assume_warp_collective_orders=False))
+    errors = [d for d in res.diagnostics if d.is_error]
+    assert res.verdict == "violation" and {d.code for d in errors} == {"SV302"}
+    assert not any(d.code == "SV609" for d in res.diagnostics)
     store_lines = {k for k, ln in enumerate(lines, 1) if "tma.store" in ln or "bulk." in ln}
     assert not any(d.span.line in store_lines or any(r.span.line in store_lines for r in d.related) for d in errors)
-    assert verdict == "violation" and {d.code for d in errors} == {"SV302"}
     for d in errors:
         assert "s3[" in d.message and "tma.load" in lines[d.span.line - 1]
         assert any("ld_st.cuh:127" in lines[r.span.line - 1] for r in d.related)
