@@ -122,11 +122,18 @@ def test_the_command_line_strict_and_no_assume(capsys) -> None:  # type: ignore[
     assert "SV302" in out and "SV609" not in out
 
 
-def test_bmc_refuses_a_release_by_some_lanes_after_the_collective() -> None:
-    """bmc encodes neither the reading nor the letter there: it refuses with the reason (never safe), and still
-    checks the twin where a syncwarp orders the read."""
-    res = check_protocol(load(SMALL.replace("MATH", COLLECTIVE), path="x.sync"), Options(engine="bmc", timeout=60))
-    assert res.verdict is Verdict.INCONCLUSIVE and "warp-collective" in res.coverage
-    twin = SMALL.replace("MATH", COLLECTIVE.replace("if lane == 0", "syncwarp; if lane == 0"))
+def test_bmc_and_promela_refuse_a_release_by_some_lanes_after_the_collective() -> None:
+    """bmc and the Promela export encode neither the reading nor the letter there: they refuse with the reason
+    (never safe); the twin where every lane releases has no such release and bmc checks it (safe)."""
+    from syncverify.export.promela import export_promela
+    from syncverify.export.promela.base import ExportError
+
+    text = SMALL.replace("MATH", COLLECTIVE)
+    res = check_protocol(load(text, path="x.sync"), Options(engine="bmc", timeout=60))
+    assert res.verdict is Verdict.INCONCLUSIVE and "warp-collective reading" in res.coverage
+    with pytest.raises(ExportError, match="warp-collective reading"):
+        export_promela(load(text, path="x.sync"))
+    twin = SMALL.replace("MATH", COLLECTIVE.replace("if lane == 0 { arrive empty; }", "arrive empty;"))
+    twin = twin.replace("mbarrier empty count 4;", "mbarrier empty count 128;")
     res = check_protocol(load(twin, path="x.sync"), Options(engine="bmc", timeout=120))
     assert res.verdict is Verdict.SAFE

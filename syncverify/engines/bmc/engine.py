@@ -294,6 +294,7 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     from ...semantics.families.globalmem import global_refusal
     from ...semantics.families.lane_groups import lane_group_refusal
     from ...semantics.families.tensormap import tensormap_refusal
+    from ...semantics.families.warp_collective_order import program_refusal
     from ...static.checks import static_outcome
     from ..explicit import bound_of
     from ..merging import merge_static
@@ -310,6 +311,9 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
         if refusal is not None:
             raise Unsupported(refusal)
         bmc = BMC(machine)
+        refusal = program_refusal(machine.procs, machine.programs, "the bmc engine")  # (SV609's reading)
+        if refusal is not None:  # (after the encoding's own refusals, which name their construct first)
+            raise Unsupported(refusal)
     except Unsupported as why:
         return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,
                                         bound=bound, coverage=f"unsupported by the bmc engine: {why}"),

@@ -23,7 +23,6 @@ from ...semantics.families import (
     mbarrier,
     memory,
     tcgen05,
-    warp_collective_order,
 )
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
@@ -352,9 +351,6 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
         # a release by some lanes of a warp: what the other-lanes holder knows only as each lane its own part
         for p, evs in enumerate(self.events):
             proc = self.machine.procs[p]
-            refused = warp_collective_order.encoding_refusal(proc, evs)
-            if refused is not None:
-                raise Unsupported(refused)
             for e in evs:
                 if isinstance(e.op, ir.MbarArrive) and e.part > FULL:
                     releasing = part_lanes(proc, e.part)

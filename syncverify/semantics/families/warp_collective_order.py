@@ -32,11 +32,10 @@ from typing import Any
 from ... import ir
 from ...diagnostics import Severity
 from ..core import Violation
-from ..program import part_lanes
+from ..program import OP, part_lanes
 from ..state import (
     F_ASYNC,
     F_WARPSYNCED,
-    FULL,
     LEADER,
     R_AKNOWN,
     R_FLAGS,
@@ -139,26 +138,30 @@ def release_warning(r: tuple, what: str, label: str, span: Any) -> Violation:
         severity=Severity.WARNING, procs=(r[R_OWNER],))
 
 
-def encoding_refusal(proc: Any, events: list) -> str | None:
-    """Why the Z3 bmc encoding refuses a process (None: it does not): a release by some of its lanes
-    after a warp-collective wgmma instruction of its whole warp. The reading would publish the other
-    lanes' accesses there and the letter would not; the encoding keeps knowledge per event and does
-    not follow either (its wgmma wait passes the warp's knowledge to its leader), so it answers
-    neither and refuses."""
-    if proc.nthreads == 1:
-        return None
-    collective = None
-    for e in events:
-        if isinstance(e.op, ir.GroupCommit | ir.GroupWait) and e.op.unit == "wgmma" and e.part == FULL:
-            collective = collective or e
-        elif isinstance(e.op, ir.Syncwarp):
-            collective = None  # the letter orders everything before it
-        elif collective is not None and isinstance(e.op, ir.MbarArrive) and e.op.sem == "release" and \
-                e.part != FULL:
-            name = "wgmma.commit" if isinstance(collective.op, ir.GroupCommit) else "wgmma.wait"
-            return (f"a release by some lanes (line {e.line}) after the warp's `{name}` at line {collective.line}: "
-                    "the warp-collective reading (SV609, families/warp_collective_order.py) and PTX's letter are "
-                    "not encoded")
+def program_refusal(procs: list, programs: list, what: str) -> str | None:
+    """Why bmc or the Promela export refuses a protocol (None: they do not): some process has a generic
+    access by lanes other than its leader, a wgmma collective of its whole warp and a release by some of
+    its lanes (anywhere in its program: a loop may bring one after another). Their encodings follow
+    neither the reading nor the letter there (bmc's wgmma wait passes the warp's knowledge to its leader
+    lane), so they refuse rather than answer."""
+    for proc, prog in zip(procs, programs, strict=True):
+        if proc.nthreads == 1:
+            continue
+        collective = release = access = None
+        for ins in prog.code:
+            op = ins.op if ins.kind == OP else None
+            some = ins.leader_only or bool(ins.lanes and ins.lanes != proc.lane_mask)
+            if isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "wgmma" and not some:
+                collective = collective or ins
+            elif isinstance(op, ir.MbarArrive) and op.sem == "release" and some:
+                release = release or ins
+            elif isinstance(op, ir.Access) and not ins.leader_only and (ins.lanes & proc.lane_mask) != \
+                    1 << proc.leader_lane:
+                access = access or ins  # a generic access of other lanes than the leader
+        if collective is not None and release is not None and access is not None:
+            return (f"{what} does not model a release by some lanes (line {release.line}) of a warp that runs a "
+                    f"wgmma collective (line {collective.line}): the warp-collective reading (SV609, "
+                    "families/warp_collective_order.py) and PTX's letter are not encoded")
     return None
 
 
