@@ -40,6 +40,7 @@ class Options:
     assume_dealloc_blocks: bool = True
     assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
     assume_sync_orders_tcgen05: bool = True  # release/acquire orders tcgen05 accesses without the fence pair
+    assume_warp_collective_orders: bool = True  # a warp's wgmma.commit/wait orders its lanes' accesses (SV609)
     # processes one explicit search runs on (engines/parallel.py: the one-core search's answer, on N cores)
     search_jobs: int = 1
 

@@ -191,6 +191,9 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("tm.replace", "tensormap.replace tm;", decl=(TMAP,), opt_in=True),
     Atom("tm.release", "fence.proxy.tensormap.release.gpu;", opt_in=True),
     Atom("tm.acquire", "fence.proxy.tensormap.acquire.gpu tm;", decl=(TMAP,), opt_in=True),
+    # a bulk store in the executing lanes' own group, committed (a later wait retires it) or also waited for
+    # (semantics/families/lane_groups.py, under a lane guard: each lane's group is its own)
+    Atom("tma.store.committed", "tma.store buf; bulk.commit;", opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -202,8 +205,11 @@ LANES = "if lane < 16"  # a lane guard: half of each warp (lanes 0..15, the lead
 # arrivals and tx counts, bulk copies, fence.proxy.async
 LANE_GUARDED = frozenset({"arrive", "arrive.expect_tx", "expect_tx", "complete_tx", "read", "write", "tma.load",
                           "fence.proxy.async", "write.part", "read.part", "write.lo", "read.hi", "arrive.remote",
-                          "read.remote", "write.remote"})
-SELECTING = frozenset({"elect", "per warp", "first thread", LANES})
+                          "read.remote", "write.remote",
+                          # bulk stores with their bulk groups, each lane's own (semantics/families/lane_groups.py)
+                          "tma.store", "bulk.commit", "bulk.wait_read", "tma.store.waited", "tma.store.committed"})
+LANE1 = "if lane == 1"  # one lane other than the leader: its bulk groups are its own, not the leader's
+SELECTING = frozenset({"elect", "per warp", "first thread", LANES, LANE1})
 LOOP_TRIPS: tuple[int | str, ...] = (1, 2)  # "C": a loop of `choose` C trips
 
 
@@ -393,6 +399,17 @@ TENSORMAP_SCOPES: dict[str, Scope] = {
 }
 
 
+# Bulk async-groups of some lanes, compared apart (tests/test_exhaustive_lane_groups.py): the bmc engine and SPIN
+# refuse them.
+LANE_GROUP_SCOPES: dict[str, Scope] = {
+    # two warps: stores committed and waited for by the whole warp, its elected lane, lanes 0..15 or lane 1 alone,
+    # against the writes and reads of the slot and the syncwarp and barrier that hand a lane's wait to the others
+    "lane-groups": Scope("lane-groups", 1, 2, ((2, 1), (3, 0)),
+                         atoms=("tma.store.committed", "tma.store.waited", "bulk.wait_read", "write", "read",
+                                "syncwarp", "syncthreads"), wrappers=("", "elect", LANES, LANE1), trips=()),
+}
+
+
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
     if scope.atoms is not None:
@@ -403,7 +420,7 @@ def atoms_of(scope: Scope) -> list[Atom]:
 def statements(scope: Scope) -> list[Stmt]:
     """Every statement of the scope, in a fixed order."""
     wrapped = [(a, w) for a in atoms_of(scope) for w in scope.wrappers
-               if not (w in SELECTING and a.collective) and (w != LANES or a.name in LANE_GUARDED)]
+               if not (w in SELECTING and a.collective) and (w not in (LANES, LANE1) or a.name in LANE_GUARDED)]
     plain = [x for x in wrapped if not x[0].in_loop]
     out = [Stmt((x,)) for x in plain]
     out += [Stmt((x,), t) for t in scope.trips for x in wrapped]

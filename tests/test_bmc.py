@@ -233,6 +233,14 @@ BMC_REFUSES |= {p.stem: "does not model registers" for p in SPECS.glob("*.sync")
 # rewritten tensor maps (`tensormap`): refused with the reason (families/tensormap.py)
 BMC_REFUSES |= {p.stem: "does not model tensor maps" for p in SPECS.glob("*.sync")
                 if tensormap_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
+# a release by some lanes of a warp that runs a wgmma collective after generic accesses of its lanes: refused
+# with the reason (families/warp_collective_order.py), after the encoding's own refusals
+BMC_REFUSES.update({name: "warp-collective reading" for name in (
+    "deepgemm_sm90_scales_lane0_release", "deepgemm_sm90_scales_lane0_release_no_collective",
+    "deepgemm_sm90_cta_release_scales", "deepgemm_sm90_cta_release_scales_read_remotely")})
+# bulk async-groups of some lanes of a warp: refused with the reason (families/lane_groups.py)
+BMC_REFUSES.update({name: "bulk async-groups of some lanes" for name in (
+    "deepgemm_sm90_two_lane_store", "deepgemm_sm90_two_lane_store_one_wait")})
 # At ITERS = 1 the FMHA specs' k-tile loop (`for k in 1..ITERS`, with the probe) runs no trip: what is left
 # is the prologue, which the solver did not settle in 60 s here (unmeasured beyond that)
 SLOW_SPECS.update({"cutlass_fmha_consumer_try_wait_token": 3600, "cutlass_fmha_consumer_try_wait_stale_token": 3600})

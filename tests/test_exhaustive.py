@@ -17,6 +17,7 @@ from exhaustive_programs import (
     ALPHABET,
     CHOOSE,
     GLOBAL_SCOPES,
+    LANE_GROUP_SCOPES,
     OPERAND_SCOPES,
     SCOPES,
     TENSORMAP_SCOPES,
@@ -155,8 +156,10 @@ def test_canonical_programs_are_the_multisets_of_warp_sequences():
 def test_every_atom_is_used_by_some_scope():
     # the global-memory atoms are used by GLOBAL_SCOPES, compared apart (tests/test_exhaustive_globals.py), the
     # register and tensor-memory range atoms by OPERAND_SCOPES (test_exhaustive_operands.py), the tensor-map
-    # atoms by TENSORMAP_SCOPES (test_exhaustive_tensormap.py)
-    scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values(), *OPERAND_SCOPES.values(), *TENSORMAP_SCOPES.values())
+    # atoms by TENSORMAP_SCOPES (test_exhaustive_tensormap.py), the lanes' own bulk groups by LANE_GROUP_SCOPES
+    # (test_exhaustive_lane_groups.py)
+    scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values(), *OPERAND_SCOPES.values(), *TENSORMAP_SCOPES.values(),
+              *LANE_GROUP_SCOPES.values())
     used = {a.name for s in scopes for stmt in statements(s) for a, _ in stmt.atoms}
     assert used == {a.name for a in ALPHABET}
 

@@ -90,6 +90,14 @@ NOT_EXPORTED |= {s.stem: "does not model registers" for s in SPECS
 # rewritten tensor maps (`tensormap`): the export refuses them with the reason (families/tensormap.py)
 NOT_EXPORTED |= {s.stem: "does not model tensor maps" for s in SPECS
                  if tensormap_refusal(load(str(s)), "the Promela export") is not None}
+# bulk async-groups of some lanes of a warp: the export refuses them with the reason (families/lane_groups.py)
+NOT_EXPORTED.update({name: "bulk async-groups of some lanes" for name in (
+    "deepgemm_sm90_two_lane_store", "deepgemm_sm90_two_lane_store_one_wait")})
+# a release by some lanes of a warp that runs a wgmma collective after generic accesses of its lanes: the export
+# refuses it with the reason (families/warp_collective_order.py)
+NOT_EXPORTED.update({name: "warp-collective reading" for name in (
+    "deepgemm_sm90_scales_lane0_release", "deepgemm_sm90_scales_lane0_release_no_collective",
+    "deepgemm_sm90_cta_release_scales", "deepgemm_sm90_cta_release_scales_read_remotely")})
 # a branch on a probe's result runs no fixed sequence of operations (docs/promela.md, "Limits")
 NOT_EXPORTED.update({name: "probe" for name in (
     "cutlass_fmha_consumer_try_wait_token", "cutlass_fmha_consumer_try_wait_stale_token",

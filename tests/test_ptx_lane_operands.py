@@ -11,8 +11,7 @@ tests/data/ptx/lanes/lane_rank.cu, compiled with nvcc here (skipped without it):
 * lane_rank_own: every lane releases to its own CTA, the counts still adding up -- the producer
   overwrites the peer's copy while the peer reads it, SV302 on every engine;
 * lane_store_halves: two lanes each store one half with a bulk copy and wait for their own bulk
-  group -- refused at the store with the reason (bulk groups are per thread; the language has them
-  for whole warps and elected lanes only).
+  group -- lane-guarded stores and groups (bulk groups are per thread: tests/test_lane_bulk_groups.py).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from syncverify.check import Options, check_protocol
 from syncverify.lang import load
 from syncverify.ptx.extract import compile_cu, extract, load_module
 from syncverify.ptx.launch import Launch
-from syncverify.ptx.parse import PtxError
 
 DATA = Path(__file__).parent / "data" / "ptx" / "lanes"
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -78,14 +76,11 @@ def test_lane_rank_release_exports_to_promela(ptx: str) -> None:
     assert "proctype" in model.text
 
 
-def test_two_lanes_storing_halves_are_refused_at_the_store(ptx: str) -> None:
-    with pytest.raises(PtxError) as err:
-        extract(load_module(ptx), Launch(block=(64, 1, 1)), "lane_store_halves")
-    assert "different operands" in err.value.message and "per-thread bulk async-group" in err.value.message
-    assert "cp.async.bulk.global.shared::cta.bulk_group" in err.value.source_line
-    line = next(k for k, ln in enumerate((DATA / "lane_rank.cu").read_text().splitlines(), 1)
-                if "cp.async.bulk.global.shared::cta.bulk_group" in ln)
-    assert any(f"lane_rank.cu:{k}" in err.value.note for k in (line, line + 1))  # the two-line asm statement
+def test_two_lanes_storing_halves_extract_with_their_own_groups(ptx: str) -> None:
+    """Refused before ("per-thread bulk async-group"); tests/test_lane_bulk_groups.py checks it and its seed."""
+    body = _body(extract(load_module(ptx), Launch(block=(64, 1, 1)), "lane_store_halves").text)
+    assert sum(ln.startswith("if lane == 1 { tma.store") for ln in body) == 1
+    assert "if lane < 2 { bulk.commit; }" in body and "if lane < 2 { bulk.wait_read 0; }" in body
 
 
 def test_two_executions_of_one_per_lane_arrival_stay_two_statements() -> None:

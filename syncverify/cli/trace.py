@@ -71,7 +71,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
                       full_trace=True, defines=dict(args.defines),
                       assume_tcgen05_commit_order=assume, assume_dealloc_blocks=assume,
-                      assume_commit_release=assume, assume_sync_orders_tcgen05=assume)
+                      assume_commit_release=assume, assume_sync_orders_tcgen05=assume,
+                      assume_warp_collective_orders=assume)
     result = check_protocol(protocol, options)
     if result.verdict is Verdict.ERROR:
         return _fail([result])
@@ -86,7 +87,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     lanes = process_lanes(protocol)
     views = views_for(protocol, result, codes, lanes=lanes, assume_tcgen05_commit_order=assume,
                       assume_dealloc_blocks=assume, assume_commit_release=assume, trimmed=not args.full_trace,
-                      assume_sync_orders_tcgen05=assume)
+                      assume_sync_orders_tcgen05=assume, assume_warp_collective_orders=assume)
     page = render_html(protocol, result, views, lanes)
     out = Path(args.output) if args.output else Path(Path(args.path).stem + ".trace.html")
     try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..semantics.families.async_operands import register_refusal
 from ..semantics.families.globalmem import global_refusal
+from ..semantics.families.lane_groups import lane_group_refusal
 from ..semantics.families.tensormap import tensormap_refusal
 from ..semantics.program import compile_program, processes
 from ..static.collective import collective_findings, is_wgmma
@@ -51,6 +52,9 @@ def emit(protocol: ir.Protocol, *, grid: int = 1, replay: ReplayOrder | None = N
     site_of = site_index(sites)
     procs = processes(protocol)
     programs = [compile_program(protocol, p) for p in procs]
+    refusal = lane_group_refusal(programs, "the CUDA emitter")
+    if refusal is not None:
+        raise EmitRefused(f"{protocol.path}: {refusal}")
     _check_wgmma(protocol, sites, programs)
     per_cta = [p for p in procs if p.cta == 0]
     shape = Shape(

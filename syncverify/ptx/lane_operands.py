@@ -13,8 +13,16 @@ instruction whose lanes fall into several groups becomes one event per group (`E
 each written under a guard naming exactly its lanes (skeleton.py: `guarded_lanes`, `_Ctx.lane_guarded`). Only the
 operations the language lets some lanes run are split so (`LANEWISE`: arrivals, tx counts, TMA
 loads -- none acquires or waits, so the model's two knowledge holders of a warp stay exact,
-semantics/program.py `_LANE_OPS`); any other instruction whose lanes disagree is refused at its
-line with the reason, as before.
+semantics/program.py `_LANE_OPS` -- and TMA stores); any other instruction whose lanes disagree is
+refused at its line with the reason, as before.
+
+TMA stores by several lanes (DeepGEMM's epilogue with BLOCK_N 128: `if (threadIdx.x < BLOCK_N /
+TMA_D_BLOCK_N)` one store per 64-column half, then `cute::tma_store_arrive()`, and before the next
+tile `cute::tma_store_wait<0>()` by the same threads) are each thread's own: so are the bulk
+async-groups that commit and wait for them (PTX cp.async.bulk.commit_group: "per-thread bulk
+async-group"). The stores are split like the arrivals; their `cp.async.bulk.commit_group` and
+`cp.async.bulk.wait_group` by those lanes are written under the lanes' guard (`LANE_GUARDED`), and
+the model gives those lanes their own groups (semantics/families/lane_groups.py).
 """
 
 from __future__ import annotations
@@ -31,13 +39,11 @@ if TYPE_CHECKING:
 
 # event kinds that some lanes of a warp may run, each lane with its own operands (docs/language.md §6.1)
 LANEWISE = frozenset({"arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx", "complete_tx",
-                      "tma_load"})
+                      "tma_load", "tma_store"})
 
-_WHY_NOT = {
-    "tma_store": "a bulk store is committed and waited for by bulk async-groups, which are each thread's own "
-                 "(PTX cp.async.bulk.commit_group: \"per-thread bulk async-group\"); the language has bulk groups "
-                 "of whole warps and elected lanes only, so stores issued by several lanes cannot be written",
-}
+# event kinds that some lanes (more than one, not the whole warp) may run under a lane guard with the
+# operands they agree on: the LANEWISE ones, and the bulk groups of some lanes' stores
+LANE_GUARDED = LANEWISE | {"bulk_commit", "bulk_wait"}
 
 
 def _unknown(v: object) -> bool:
@@ -59,7 +65,7 @@ def lane_groups(run: WarpState, ins: Instr, lanes: int, kind: str,
         groups[v] = groups.get(v, 0) | 1 << lane
     if len(groups) > 1 and kind not in LANEWISE:
         shown = ", ".join(sorted(map(str, groups)))[:120]
-        why = _WHY_NOT.get(kind, "the language gives per-lane operands only to arrivals, tx counts and TMA loads "
-                           "(docs/language.md §6.1); let the whole warp, or its elected lane, run this one")
+        why = ("the language gives per-lane operands only to arrivals, tx counts, TMA loads and TMA stores "
+               "(docs/language.md §6.1); let the whole warp, or its elected lane, run this one")
         raise run.refuse(ins, f"the lanes of one warp give this instruction different operands ({shown}): {why}")
     return [(m, v) for v, m in groups.items()]

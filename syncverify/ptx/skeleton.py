@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from . import fences, storage, tmem, wgmma_regs
-from .lane_operands import LANEWISE
+from .lane_operands import LANE_GUARDED
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
 from .names import member_symbols, object_names, shared_symbols, split_at_symbols
@@ -76,7 +76,7 @@ def guarded_lanes(e: Event, lanes_full: int) -> bool:
     the elected lane, as before."""
     if e.per_lane:
         return True
-    return e.kind in LANEWISE and e.lanes != lanes_full and e.lanes & (e.lanes - 1) != 0
+    return e.kind in LANE_GUARDED and e.lanes != lanes_full and e.lanes & (e.lanes - 1) != 0
 
 
 def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:

@@ -349,8 +349,7 @@ def _cp(run: WarpState, ins: Instr, lanes: int) -> bool:
             src = shared_target(run.address(ops[1], lane), "cta", run.rank)
             return (src, _known(run.read(ops[2], lane)))
 
-        args = _uniform(run, ins, lanes, store_args, "tma_store")
-        _emit(run, "tma_store", args, lanes, ins)
+        _emit_lanewise(run, "tma_store", lanes, ins, store_args)  # (each lane its own bulk group: lane_operands.py)
         return True
     raise run.refuse(ins, f"`{op}` affects synchronization and is not modelled")
 
@@ -418,7 +417,7 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
             src = shared_target(run.address(ops[1], lane), "cta", run.rank)
             return (src, tensor_copy_bytes(run, ins, ops[0], lane))
 
-        _emit(run, "tma_store", _uniform(run, ins, lanes, store_args, "tma_store"), lanes, ins)
+        _emit_lanewise(run, "tma_store", lanes, ins, store_args)  # (each lane its own bulk group: lane_operands.py)
         return True
     raise run.refuse(ins, f"`{ins.opcode}` affects synchronization and is not modelled")
 

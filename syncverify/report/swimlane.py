@@ -137,7 +137,8 @@ def _actor(label: tuple) -> tuple:
 
 def schedule(protocol: ir.Protocol, *, assume_tcgen05_commit_order: bool = True,
              assume_dealloc_blocks: bool = True, max_steps: int = MAX_SCHEDULE_STEPS,
-             assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True) -> TraceView:
+             assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True,
+             assume_warp_collective_orders: bool = True) -> TraceView:
     """One schedule of the model, fairly interleaved: at each state take the enabled step
     of the process (or CTA's async agents) that moved least recently.
 
@@ -149,7 +150,7 @@ def schedule(protocol: ir.Protocol, *, assume_tcgen05_commit_order: bool = True,
     from ..semantics.machine import Assumptions, Machine
 
     m = Machine(protocol, Assumptions(assume_tcgen05_commit_order, assume_dealloc_blocks, assume_commit_release,
-                                      assume_sync_orders_tcgen05))
+                                      assume_sync_orders_tcgen05, assume_warp_collective_orders))
     state = m.initial()
     labels: list[tuple] = []
     last_moved: dict[tuple, int] = {}
@@ -214,7 +215,8 @@ def view_of(d: Diagnostic, lanes: Sequence[str], trimmed: bool = False) -> Trace
 def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] = (), *,
               lanes: Sequence[str] | None = None, assume_tcgen05_commit_order: bool = True,
               assume_dealloc_blocks: bool = True, trimmed: bool = False,
-              assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True) -> list[TraceView]:
+              assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True,
+              assume_warp_collective_orders: bool = True) -> list[TraceView]:
     """The traces to draw for a check result: every diagnostic with a counterexample
     (errors first; only ``codes`` when given), then — when no error has one and no
     code was asked for — one schedule of the model."""
@@ -227,7 +229,8 @@ def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] =
         return views
     view = schedule(protocol, assume_tcgen05_commit_order=assume_tcgen05_commit_order,
                     assume_dealloc_blocks=assume_dealloc_blocks, assume_commit_release=assume_commit_release,
-                    assume_sync_orders_tcgen05=assume_sync_orders_tcgen05)
+                    assume_sync_orders_tcgen05=assume_sync_orders_tcgen05,
+                    assume_warp_collective_orders=assume_warp_collective_orders)
     if result.verdict is not Verdict.SAFE:
         why = {Verdict.INCONCLUSIVE: f"the check was inconclusive ({result.coverage}); this schedule is not a proof",
                Verdict.VIOLATION: "the findings have no counterexample trace (they need no search)"}

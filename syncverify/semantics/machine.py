@@ -55,6 +55,8 @@ from .families.tcgen05 import HANDLERS as TCGEN05_HANDLERS
 from .families.tcgen05 import Tcgen05Ops
 from .families.tensormap import HANDLERS as TENSORMAP_HANDLERS
 from .families.tensormap import TensormapOps
+from .families.warp_collective_order import HANDLERS as COLLECTIVE_HANDLERS
+from .families.warp_collective_order import WarpCollectiveOps
 from .footprint import Footprint
 from .program import (
     BAR_WAIT,
@@ -110,6 +112,9 @@ class Assumptions:
     # a release/acquire synchronization orders tcgen05 operations across threads without the fence pair:
     # SV608 (a warning) instead of SV603 (families/tcgen05_sync.py)
     sync_orders_tcgen05: bool = True
+    # a wgmma.commit/wait by every lane of a warp orders the lanes' earlier generic accesses as a syncwarp
+    # would: SV609 (a warning) at a release by some lanes it lets publish them (families/warp_collective_order.py)
+    warp_collective_orders: bool = True
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -118,11 +123,13 @@ class Assumptions:
         return cls(getattr(options, "assume_tcgen05_commit_order", True),
                    getattr(options, "assume_dealloc_blocks", True),
                    getattr(options, "assume_commit_release", True),
-                   getattr(options, "assume_sync_orders_tcgen05", True))
+                   getattr(options, "assume_sync_orders_tcgen05", True),
+                   getattr(options, "assume_warp_collective_orders", True))
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
-              LifecycleOps, StorageOps, GlobalMemOps, FlagValueOps, RegisterOps, TensormapOps, Footprint):
+              LifecycleOps, StorageOps, GlobalMemOps, FlagValueOps, RegisterOps, TensormapOps, WarpCollectiveOps,
+              Footprint):
     """The transition system of one protocol: what can happen in a state (``successors``), and what
     each step touches (``Footprint``). Which of the steps a search explores is the search's choice
     (engines/reduction/)."""
@@ -491,7 +498,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
 
 
-_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
+_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **COLLECTIVE_HANDLERS,
+             **TCGEN05_HANDLERS,
              **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS,
              **OPERAND_HANDLERS,  # (after them: registers first, then shared or global memory's handlers)
              **TENSORMAP_HANDLERS}  # (last: a copy that names a tensor map first, then the copy's family)

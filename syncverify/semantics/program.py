@@ -264,11 +264,11 @@ class _Compiler:
 
     def op(self, op: ir.Op, lanes: int) -> None:
         if lanes != self.proc.lane_mask and lanes != 1 << self.proc.leader_lane and not isinstance(op, _LANE_OPS) \
-                and not is_wgmma(op):  # (wgmma by part of a warp is SV206: static/collective.py)
+                and not is_wgmma(op) and not _lane_bulk_group(op):  # (wgmma by some lanes: SV206)
             raise InputError([make("SV116", f"`{type(op).__name__}` by some lanes of {self.proc.label()}: in a "
-                                   "lane guard only data accesses, mbarrier arrivals and tx counts, bulk copies "
-                                   "and fence.proxy.async are modelled (let the whole warp, or its elected lane, "
-                                   "wait, sync and run collectives)", op.span)])
+                                   "lane guard only data accesses, mbarrier arrivals and tx counts, bulk copies, "
+                                   "bulk stores with their bulk groups and fence.proxy.async are modelled (let the "
+                                   "whole warp, or its elected lane, wait, sync and run collectives)", op.span)])
         if per_lane(op):
             # an operand that differs per lane: one operation per lane, in lane order (the lanes of
             # a warp are not ordered with one another; their operations reach the objects in some
@@ -296,6 +296,13 @@ class _Compiler:
 # What some (not all) lanes of a warp may run: none of these acquires, waits or is collective, so
 # the two knowledge holders of a process (its leader lane, its other lanes) stay exact (lane_part).
 _LANE_OPS = (ir.Access, ir.MbarArrive, ir.MbarTx, ir.TmaLoad, ir.Fence)
+
+
+def _lane_bulk_group(op: ir.Op) -> bool:
+    """A bulk store and the bulk async-groups that commit and wait for it, which some lanes may run:
+    each thread's groups are its own (families/lane_groups.py), so these acquire nothing for the
+    lanes that do not run them."""
+    return isinstance(op, ir.TmaStore) or (isinstance(op, ir.GroupCommit | ir.GroupWait) and op.unit == "bulk")
 
 
 def lane_part(proc: Process, lanes: int) -> tuple[int, bool, bool]:

@@ -292,7 +292,9 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
     """`--engine bmc`: the protocol at its params, by Z3, counterexamples replayed by the machine."""
     from ...semantics.families.async_operands import register_refusal
     from ...semantics.families.globalmem import global_refusal
+    from ...semantics.families.lane_groups import lane_group_refusal
     from ...semantics.families.tensormap import tensormap_refusal
+    from ...semantics.families.warp_collective_order import program_refusal
     from ...static.checks import static_outcome
     from ..explicit import bound_of
     from ..merging import merge_static
@@ -305,9 +307,13 @@ def check(protocol: ir.Protocol, options, machine: Machine) -> CheckResult:
         refusal = global_refusal(protocol, "the bmc engine")  # (flags, atomics, global buffers, grids)
         refusal = refusal or register_refusal(protocol, "the bmc engine")  # (registers of RS-form wgmma)
         refusal = refusal or tensormap_refusal(protocol, "the bmc engine")  # (rewritten tensor maps)
+        refusal = refusal or lane_group_refusal(machine.programs, "the bmc engine")  # (some lanes' bulk groups)
         if refusal is not None:
             raise Unsupported(refusal)
         bmc = BMC(machine)
+        refusal = program_refusal(machine.procs, machine.programs, "the bmc engine")  # (SV609's reading)
+        if refusal is not None:  # (after the encoding's own refusals, which name their construct first)
+            raise Unsupported(refusal)
     except Unsupported as why:
         return merge_static(CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE,
                                         bound=bound, coverage=f"unsupported by the bmc engine: {why}"),

@@ -15,7 +15,15 @@ import z3
 
 from ... import ir
 from ...semantics import rules
-from ...semantics.families import async_agents, barriers, cp_async, globalmem, mbarrier, memory, tcgen05
+from ...semantics.families import (
+    async_agents,
+    barriers,
+    cp_async,
+    globalmem,
+    mbarrier,
+    memory,
+    tcgen05,
+)
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
 from ...semantics.families.storage import uses_storage

@@ -13,8 +13,10 @@ import math
 
 from ... import ir
 from ...diagnostics import InputError
+from ...semantics.families import warp_collective_order
 from ...semantics.families.async_operands import register_refusal
 from ...semantics.families.globalmem import global_refusal
+from ...semantics.families.lane_groups import lane_group_refusal
 from ...semantics.families.tensormap import tensormap_refusal
 from ...semantics.machine import Assumptions, Machine
 from ...semantics.program import END, OP, lane_part
@@ -55,6 +57,10 @@ class _Exporter(FactsExport, ProcessExport, KnowledgeExport, MbarrierExport, Bar
         except InputError as err:
             raise ExportError("; ".join(f"{d.code}: {d.message}" for d in err.diagnostics)) from None
         m = self.machine
+        refusal = lane_group_refusal(m.programs, "the Promela export") or \
+            warp_collective_order.program_refusal(m.procs, m.programs, "the Promela export")
+        if refusal is not None:
+            raise ExportError(refusal)
         from ...static.collective import tmem_may_block
         why = tmem_may_block(m)  # Machine._tmem_columns: an allocation without room blocks
         if why:

@@ -63,7 +63,7 @@ from ..state import (
     State,
     retired_lane_by_lane,
 )
-from . import proxy_fence
+from . import lane_groups, proxy_fence
 from .encoding import DATA, INIT, Z3A
 from .encoding.events import Copy, Record, Unsupported, no_operands, static_value
 
@@ -120,7 +120,10 @@ class AsyncAgentOps:
         part = self._part(p, ins)
         self._conflicts(w, p, part, lanes, key, READ, op.span, what, async_op=True)
         seq = w.procs[p][GROUP_FIELDS[unit]]
-        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=NUNITS * seq + unit)
+        # a store by some lanes (not the leader alone, not the whole warp) is in those lanes' own
+        # groups, which the process's counter does not number (families/lane_groups.py)
+        grp = lane_groups.issue_tag(unit) if lane_groups.lane_group_part(part) else NUNITS * seq + unit
+        self._add_read(w, p, part, lanes, key, op.span.line, F_ASYNC, grp=grp)
         return True
 
     def op_tma_store(self, w, p, proc, op: ir.TmaStore, ins, env, ctx, lanes) -> bool:
@@ -168,18 +171,22 @@ class AsyncAgentOps:
         field_ = GROUP_FIELDS[unit]
         ps = w.procs[p]
         seq = ps[field_]
-        leader_alone = self._part(p, ins) == LEADER and proc.nthreads > 1
+        part = self._part(p, ins)
+        partial = part != FULL and proc.nthreads > 1  # the leader alone, or some lanes (a lane guard)
         out = []
         for r in w.records:
             grp = r[R_GRP]
-            if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and r[R_PART] == FULL:
-                if leader_alone:
+            if r[R_OWNER] == p and 0 <= grp < lane_groups.LANE_GROUP and grp % NUNITS == unit \
+                    and r[R_PART] == FULL:
+                if partial:
                     r = (*r[:R_GRP], UNCOMMITTED + unit, *r[R_GRP + 1:])
                 elif grp == UNCOMMITTED + unit:
                     r = (*r[:R_GRP], NUNITS * seq + unit, *r[R_GRP + 1:])
             out.append(r)
-        w.records = tuple(out)
-        w.procs[p] = (*ps[:field_], seq + 1, *ps[field_ + 1:])
+        w.records = lane_groups.commit(tuple(out), proc, p, unit, part)
+        # the counter is the leader lane's: a commit by other lanes alone does not move it
+        if lane_groups.leader_commits(proc, part):
+            w.procs[p] = (*ps[:field_], seq + 1, *ps[field_ + 1:])
         return True
 
     def op_group_wait(self, w, p, proc, op: ir.GroupWait, ins, env, ctx, lanes) -> bool:
@@ -193,14 +200,14 @@ class AsyncAgentOps:
             return self._wgmma_wait(w, p, ins, lanes, limit)
         waiter = self._part(p, ins)
         leader = self.holders.leader(p)
+        pending = committed - limit
         out = []
         for r in w.records:
-            grp = r[R_GRP]
             # Groups are per thread (PTX: "per-thread bulk async-group"): an elected lane's wait does
             # not retire the other lanes' reads, and a warp's wait orders an elected lane's read
-            # before that lane alone.
-            if r[R_OWNER] == p and grp >= 0 and grp % NUNITS == unit and grp // NUNITS < limit \
-                    and not (waiter == LEADER and r[R_PART] == FULL):
+            # before that lane alone; some lanes' stores are retired by their own lanes' waits
+            # (families/lane_groups.py).
+            if lane_groups.retires(r, proc, p, unit, waiter, limit, pending):
                 if r[R_PART] == LEADER:
                     learn = lanes & leader
                 elif retired_lane_by_lane(unit, r[R_PART]):

@@ -46,6 +46,7 @@ from ..state import (
 )
 from .encoding import Z3A, Z3Arith
 from .encoding.events import Unsupported, no_operands, static_value
+from .warp_collective_order import clear_collective
 
 if TYPE_CHECKING:
     from .encoding.effects import Work
@@ -218,7 +219,7 @@ class BarrierOps:
         mask = self.holders.proc_mask(p)
         w.records = acquire(w.records, self.holders.leader(p), mask)
         w.records = acquire(w.records, self.holders.lanes(p), mask)
-        w.records = _mark_warpsynced(w.records, {p: mask})
+        w.records = clear_collective(_mark_warpsynced(w.records, {p: mask}), {p})
         w.records = _mark_lanesynced(w.records, {p})
         return True
 
@@ -245,7 +246,7 @@ class BarrierOps:
             mask |= self.holders.proc_mask(q)
         w.records = acquire(w.records, mask, mask)
         w.records = _mark_warpsynced(w.records, {q: self.holders.proc_mask(q) for q in parts})
-        w.records = _mark_lanesynced(w.records, set(parts))
+        w.records = clear_collective(_mark_lanesynced(w.records, set(parts)), set(parts))
         for q in waiting:
             qs = w.procs[q]
             pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])

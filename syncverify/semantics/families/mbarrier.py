@@ -25,6 +25,7 @@ from ..core import (
 from ..program import own_part_hidden
 from ..state import (
     F_WARPSYNCED,
+    FULL,
     LANES,
     M_JPREV,
     M_K,
@@ -231,6 +232,8 @@ class MbarrierOps(ScopeOps):
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:
             rdata = self._check_cross_cta_release(w, p, m, op, lanes)
+        if release_mask and self._part(p, ins) != FULL and proc.nthreads > 1:  # SV609 (warp_collective_order)
+            self.collective_release(w, p, proc, self._part(p, ins), self.holders.mb_cur(m), "mbarrier.arrive", op.span)
         if release_mask and self._part(p, ins) >= LANES:
             # some lanes of the warp (a lane guard): each publishes its own part only
             releasing = ins.lanes & proc.lane_mask

@@ -72,18 +72,31 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) lane_rank(int* out) { body<
 extern "C" __global__ void __cluster_dims__(2, 1, 1) lane_rank_own(int* out) { body<true>(out); }
 
 // Two lanes storing one half each of a tile with a bulk copy, each committing and waiting for its own
-// bulk async-group (DeepGEMM's epilogue with BLOCK_N 128: `if (threadIdx.x < BLOCK_N / TMA_D_BLOCK_N)`
-// one TMA store per 64-column half, then `cute::tma_store_arrive()`). Bulk groups are per thread and the
-// language has them for whole warps and elected lanes only: refused at the store, with the reason.
-extern "C" __global__ void lane_store_halves(int* out) {
+// bulk async-group (DeepGEMM's epilogue with BLOCK_N 128, deep_gemm/include/deep_gemm/impls/
+// sm90_fp8_gemm_1d2d.cuh:373-374 and 433-441: `if (threadIdx.x < BLOCK_N / TMA_D_BLOCK_N)` one TMA store per
+// 64-column half, then `cute::tma_store_arrive()`; before the next tile, `cute::tma_store_wait<0>()` by the
+// same threads and a barrier). Bulk groups are per thread (PTX: "per-thread bulk async-group"): each lane's
+// wait retires its own store only.
+//   lane_store_halves           lanes 0 and 1 store, commit and wait: safe
+//   lane_store_halves_one_wait  only lane 0 waits: the next tile's write of half 1 races with lane 1's store
+template <bool kBothWait>
+__device__ void store_halves(int* out) {
     __shared__ __align__(128) int tile[64];
-    tile[threadIdx.x] = threadIdx.x;
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    if (threadIdx.x < 2) {
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 128;"
-                     :: "l"(out + threadIdx.x * 32), "r"(smem(&tile[threadIdx.x * 32])) : "memory");
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    #pragma unroll 1
+    for (int it = 0; it < 2; ++it) {
+        tile[threadIdx.x] = threadIdx.x + it;
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        if (threadIdx.x < 2) {
+            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 128;"
+                         :: "l"(out + it * 64 + threadIdx.x * 32), "r"(smem(&tile[threadIdx.x * 32])) : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+        if (kBothWait ? threadIdx.x < 2 : threadIdx.x == 0)
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        __syncthreads();
     }
 }
+
+extern "C" __global__ void lane_store_halves(int* out) { store_halves<true>(out); }
+extern "C" __global__ void lane_store_halves_one_wait(int* out) { store_halves<false>(out); }

@@ -1,0 +1,70 @@
+"""The bounded-exhaustive cross-check over bulk async-groups of some lanes (tests/exhaustive_programs.py,
+LANE_GROUP_SCOPES), on a deterministic slice: two warps with bulk stores committed (and waited for) by the whole
+warp, its elected lane, lanes 0..15 or lane 1 alone, lane-guarded waits, the writes and reads of the slot, and the
+`syncwarp` and barrier that hand a lane's retired store to the other lanes.
+
+The reference (the explicit engine with its reductions: the stores, commits and waits are local steps) is
+compared with the explicit engine without them and with --engine z3; the bmc engine must refuse every program
+in which some lanes (not the leader alone, not the whole warp) run a bulk group, with the reason.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from diff_engines import CONCLUSIVE, compare, engines
+from exhaustive_programs import LANE_GROUP_SCOPES, sample
+
+from syncverify import load
+from syncverify.diagnostics import InputError
+
+ENGINES = {e.name: e for e in engines()}
+SCOPE = LANE_GROUP_SCOPES["lane-groups"]  # 21,296 programs
+EVERY = {"explicit-unreduced": 97, "symbolic": 211, "bmc": 499}
+
+
+def _slice(every: int, names: list[str], offset: int = 0) -> collections.Counter:
+    tally: collections.Counter = collections.Counter()
+    for index, text in sample(SCOPE, every, offset):
+        try:
+            protocol = load(text, path="slice.sync")
+        except InputError:
+            tally["rejected"] += 1
+            continue
+        got = {n: ENGINES[n].run(protocol, 100_000, 60.0) for n in ["explicit", *names]}
+        ref = got.pop("explicit")
+        tally[ref.verdict] += 1
+        tally.update(f"code {c}" for c in ref.codes)
+        lane_groups = "if lane == 1 { tma.store" in text or "if lane < 16 { tma.store" in text \
+            or "if lane == 1 { bulk" in text or "if lane < 16 { bulk" in text
+        tally["lane groups"] += lane_groups
+        for name, answer in got.items():
+            if answer.verdict == "unsupported" and name == "bmc":
+                tally[f"{name} refuses"] += 1
+                assert ("bulk async-groups of some lanes" in answer.detail and lane_groups) \
+                    or "by different lanes" in answer.detail, (index, answer)
+            if ref.verdict in CONCLUSIVE and answer.verdict in CONCLUSIVE:
+                c = compare(ref, answer, ENGINES[name])
+                assert c.kind == "agree", (index, name, answer, ref, text)
+                tally[f"{name} agrees"] += 1
+    return tally
+
+
+def test_reduced_and_unreduced_explicit_agree():
+    tally = _slice(EVERY["explicit-unreduced"], ["explicit-unreduced"])
+    assert tally["explicit-unreduced agrees"] >= 150 and tally["lane groups"] >= 100, tally
+    assert tally["safe"] and tally["violation"], tally
+    # a store that no wait of its lanes retired, or that another lane meets with no syncwarp between
+    assert tally["code SV301"] + tally["code SV302"] and tally["code SV404"], tally
+
+
+def test_z3_agrees():
+    tally = _slice(EVERY["symbolic"], ["symbolic"], offset=5)
+    assert tally["symbolic agrees"] >= 60 and tally["code SV301"] + tally["code SV302"], tally
+
+
+@pytest.mark.skipif(ENGINES["bmc"].unavailable is not None, reason="the bmc engine is not available")
+def test_bmc_refuses_with_the_reason():
+    tally = _slice(EVERY["bmc"], ["bmc"], offset=3)
+    assert tally["bmc refuses"] >= 10 and tally["bmc agrees"] >= 5, tally
