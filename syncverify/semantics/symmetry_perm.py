@@ -466,6 +466,8 @@ def candidates(machine) -> list[dict[int, int]]:
     instances = sorted({k[2] for k in keys if k[2] is not None})
     for n, i in enumerate(instances):
         for j in instances[n + 1:]:
+            if len(out) >= _MAX_CANDIDATES:  # (1,024 one-thread instances would be 523,776 pairs)
+                break
             pi: dict[int, int] = {}
             for k in keys:
                 if k[2] == i and (k[0], k[1], j) in units and len(units[k]) == len(units[(k[0], k[1], j)]):
