@@ -214,7 +214,7 @@ def test_reductions_agree_on_rings(params):
     assert_reduced_findings_within(reduced, plain)
 
 
-@SETTINGS
+@settings(max_examples=8, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(RING, st.data())
 def test_ring_declaration_order_does_not_change_findings(params, data):
     text = ring(*params)

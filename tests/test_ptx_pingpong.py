@@ -12,8 +12,11 @@ other the epilogues, which share the named barrier 1 and the epilogue's shared m
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from pathlib import Path
+
+import pytest
 
 from syncverify.cli import main
 from syncverify.ptx.extract import extract
@@ -128,6 +131,9 @@ def test_the_2x1_pingpong_gemm_extracts_with_its_multicast(tmp_path, capsys):  #
     assert re.search(r"tma\.load \S+ bytes 8192 -> mb0\[\S+\];", body)
 
 
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="about two minutes of CPU; the 1x2 ping-pong GEMM's safe verdict "
+                           "(tests/test_cutlass_names.py) runs in CI, this one with SYNCVERIFY_SLOW=1")
 def test_the_2x1_pingpong_gemm_is_safe(tmp_path, capsys):  # type: ignore[no-untyped-def]
     """Both CTAs' warpgroups take turns through their order barriers while B's slices land in both:
     safe, with CUTLASS's SV602 (`.cta`-scope remote releases that only guard reuse). Decided once
