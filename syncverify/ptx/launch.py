@@ -162,6 +162,7 @@ class Memory:
         # address to, and the words loads found empty before an allocation was seen (ptx/tcgen05.py)
         self.tmem_words: dict[tuple[int, int], int] = {}
         self.tmem_missed: set[tuple[int, int]] = set()
+        self.tmem_cols: dict[int, int] = {}  # CTA rank -> the columns its allocation took (ptx/tcgen05.py)
         self.local: dict[str, int] = {}
         loff = 0
         for v in fn.local_vars:

@@ -132,6 +132,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     regions = tmem.regions(e for evs in (every or events).values() for e in evs)
     ctx = _Ctx(mod, mb_name, slot_of, notes, slots, regions)
+    ctx.ranged = tmem.ranged((e for evs in (every or events).values() for e in evs), regions)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
         """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
@@ -347,6 +348,7 @@ class _Ctx:
                  slots: Sequence[tuple[str, int, int, int, int]] = (),
                  regions: tuple[tuple[str, int, int, int], ...] = ()):
         self.mod, self.mb, self.notes, self.regions = mod, mb, notes, regions
+        self.ranged: frozenset[str] = frozenset()  # regions whose loads/stores name their rectangle (tmem.py)
         # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
         self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
                       for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
@@ -568,7 +570,8 @@ class _Ctx:
         if k in tmem.TMEM_KINDS:
             return tmem.render(e, self.regions, lambda ref: self.bar(ref, own),
                                lambda ev: list(dict.fromkeys(slot for (_r, s, t) in ev.ranges
-                                                             for slot, _n in self.slots_in(s, t))))
+                                                             for slot, _n in self.slots_in(s, t))),
+                               self.ranged)
         if k in ("read", "write"):
             return self.access(own, e, lanes_full)
         raise AssertionError(k)  # pragma: no cover - every event kind is rendered above
