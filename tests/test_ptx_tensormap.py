@@ -10,8 +10,15 @@ dropped by --no-assume); without the drain the rewrite is SV606 (DeepGEMM #343's
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import syncverify
 from syncverify.check import Options, check_protocol
+from syncverify.cli import main
+from syncverify.ptx.extract import extract
+from syncverify.ptx.launch import Launch
+from syncverify.ptx.parse import parse_ptx_file
 from syncverify.result import Verdict
 
 PRODUCER = """
@@ -78,3 +85,109 @@ def test_the_drain_is_the_race_without_the_reading_and_so_is_no_drain():
 def test_a_wait_that_leaves_the_group_pending_does_not_retire_it():
     """`bulk.wait_read 1` after one commit leaves the copies' group pending: still SV606."""
     assert _check("bulk.commit; bulk.wait_read 1;")[:2] == (Verdict.VIOLATION, {"SV606"})
+
+
+def test_a_syncwarp_after_the_acquire_keeps_it():
+    """The acquire marker's flag was warp_collective_order.F_COLLECTIVE's bit: a `syncwarp` between the acquire
+    and a copy cleared it (a false SV607, and SV609 warnings naming the marker as an access)."""
+    text = """
+protocol acquire_then_syncwarp {
+  cta threads 32;
+  smem tile[2] bytes 4096;
+  mbarrier full[2] count 1;
+  tensormap tm;
+  elect { init full[*]; fence.mbarrier_init; }
+  syncwarp;
+  elect { tensormap.replace tm; fence.proxy.tensormap.release.gpu; }
+  ACQUIRE
+  elect { arrive.expect_tx full[0] bytes 4096; tma.load tile[0] -> full[0] map tm; }
+  syncwarp;
+  elect { arrive.expect_tx full[1] bytes 4096; tma.load tile[1] -> full[1] map tm; }
+  wait full[0] parity 0;
+  wait full[1] parity 0;
+}
+"""
+    res = check_protocol(syncverify.load(text.replace("ACQUIRE", "fence.proxy.tensormap.acquire.gpu tm;"),
+                                         path="t.sync"), Options(timeout=60))
+    assert res.verdict is Verdict.SAFE and not res.diagnostics
+    res = check_protocol(syncverify.load(text.replace("ACQUIRE", ""), path="t.sync"), Options(timeout=60))
+    assert {d.code for d in res.diagnostics if d.is_error} == {"SV607"}
+
+
+def test_record_flags_are_distinct_bits():
+    from syncverify.semantics import state
+    from syncverify.semantics.families import tensormap, warp_collective_order
+    flags = [v for k, v in vars(state).items() if k.startswith("F_") and isinstance(v, int)]
+    flags += [tensormap.F_TM_ACQ, tensormap.F_TM_NARROW, warp_collective_order.F_COLLECTIVE]
+    assert all(f > 0 and f & (f - 1) == 0 for f in flags)
+    assert len(set(flags)) == len(flags)
+
+
+# ---- extraction: tests/data/ptx/tensormap/grouped.cu ------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data" / "ptx" / "tensormap"
+
+
+def _lines(text: str) -> str:
+    """A regex alternation of the lines of grouped.cu's statement that starts with ``text`` (nvcc's line info
+    names one line of a multi-line asm statement)."""
+    src = (DATA / "grouped.cu").read_text().splitlines()
+    first = next(i for i, s in enumerate(src, 1) if text in s)
+    last = next(i for i in range(first, len(src) + 1) if src[i - 1].rstrip().endswith(";"))
+    return "(?:" + "|".join(str(i) for i in range(first, last + 1)) + ")"
+
+
+REWRITE = _lines('asm volatile("tensormap.cp_fenceproxy')  # tensormaps_cp_fence_release's fused copy
+COPY = _lines('asm volatile("cp.async.bulk.tensor.2d')
+BIND = ["--block", "64", "--param", "1=0x10000000", "--tensor-bytes", "1[0]=4096"]
+
+
+def _run(capsys, name: str, *extra: str) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    rc = main(["check", str(DATA / name), *BIND, *extra])
+    got = capsys.readouterr()
+    return rc, got.out + got.err
+
+
+def test_cutlass_sequence_extracts_to_the_language_operations():
+    launch = Launch(block=(64, 1, 1), params={"1": 0x10000000}, tensor_bytes={("1", 0): 4096})
+    body = re.sub(r" *//[^\n]*", "", extract(parse_ptx_file(str(DATA / "grouped.ptx")), launch).text)
+    assert "tensormap tm0;" in body
+    # the shared-memory copy rewritten by one lane; the drain, then the warp's fused copy and release written as
+    # its lowest lane's; the whole warp's acquire; the copies name the map
+    m = re.search(r"elect \{\n +write (\w+);\n +\}\n +syncwarp;\n +elect \{\n +bulk\.commit;\n +bulk\.wait_read 0;\n"
+                  r" +read (\w+);\n +tensormap\.replace tm0;\n +fence\.proxy\.tensormap\.release\.gpu;\n +\}\n"
+                  r" +fence\.proxy\.tensormap\.acquire\.gpu tm0;\n", body)
+    assert m and m.group(1) == m.group(2), body  # the map's copy in shared memory, written then read
+    assert len(re.findall(r"tma\.load \w+ bytes \d+ -> mb0\[[01]\] map tm0;", body)) == 4
+
+
+def test_the_cutlass_sequence_is_safe_under_the_bulk_group_reading(capsys):  # type: ignore[no-untyped-def]
+    rc, text = _run(capsys, "grouped.ptx")
+    assert rc == 0 and "1 safe" in text and "assumed: bulk-wait-map-reads" in text
+    rc, text = _run(capsys, "grouped.ptx", "--no-assume")
+    assert rc == 1 and re.search(rf"grouped\.cu:{REWRITE}:\d+: SV606 ", text)
+
+
+def test_without_the_drain_the_rewrite_races_with_the_copies(capsys):  # type: ignore[no-untyped-def]
+    """-DSV_SEED_NO_DRAIN (CUTLASS < 4.0's release, DeepGEMM #343's bug): SV606 at the fused copy-and-release."""
+    rc, text = _run(capsys, "grouped_no_drain.ptx")
+    assert rc == 1
+    assert re.search(rf"grouped\.cu:{REWRITE}:\d+: SV606 tensor map `tm0` rewritten", text)
+    assert "bulk-wait-map-reads" not in text
+
+
+def test_without_the_acquire_the_copy_may_use_the_stale_map(capsys):  # type: ignore[no-untyped-def]
+    """-DSV_SEED_NO_ACQUIRE: SV607 at the copy."""
+    rc, text = _run(capsys, "grouped_no_acquire.ptx")
+    assert rc == 1
+    assert re.search(rf"grouped\.cu:{COPY}:\d+: SV607 TMA copy", text), text
+
+
+def test_a_map_address_that_is_not_known_is_refused_at_its_line(capsys):  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    assert main(["extract", str(DATA / "grouped.ptx"), "--block", "64"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"grouped\.ptx:\d+:\d+: error: cannot extract .*global address of this tensor-map instruction "
+                     r"is not known", err)
+    assert "tensormap.cp_fenceproxy" in err and "^" in err

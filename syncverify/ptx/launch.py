@@ -124,6 +124,8 @@ class Event:
     # the lanes of one instruction gave different operands (ptx/lane_operands.py): this event is the lanes
     # `lanes` with these operands, written under a guard that names them, never as an elected lane's
     per_lane: bool = False
+    # a TMA copy whose tensor map is in global memory: the map's address (ptx/tensormaps.py)
+    tmap: int | None = None
 
 
 

@@ -76,7 +76,9 @@ from .async_agents import AsyncAgentOps
 from .proxy_fence import fenced_holders
 from .regions import WHOLE
 
-F_TM_ACQ = 1 << 13  # a marker: the rewrite was acquired by the tensormap proxy of its owner's holders
+# a marker: the rewrite was acquired by the tensormap proxy of its owner's holders (bit 13 is
+# warp_collective_order.F_COLLECTIVE: a syncwarp cleared a marker that shared it, a false SV607)
+F_TM_ACQ = 1 << 15
 F_TM_NARROW = 1 << 14  # a rewrite released at .cta or .cluster scope: only its own CTA may acquire it
 _NARROW = ("cta", "cluster")
 BULK_WAIT_MAP_READS = "bulk-wait-map-reads"  # the reading of the module docstring, as `assumed` names it
