@@ -191,3 +191,15 @@ def test_a_map_address_that_is_not_known_is_refused_at_its_line(capsys):  # type
     assert re.search(r"grouped\.ptx:\d+:\d+: error: cannot extract .*global address of this tensor-map instruction "
                      r"is not known", err)
     assert "tensormap.cp_fenceproxy" in err and "^" in err
+
+
+def test_a_map_rewritten_by_ordinary_stores_is_refused_at_the_store(capsys):  # type: ignore[no-untyped-def]
+    """-DSV_SEED_STORE_REWRITE: `*gmem_map = smem_map` (DeepGEMM's k-grouped form) is not a recognized rewrite; a copy
+    of that map naming no map would hide a race, so the store is refused (exit 2), at its PTX line."""
+    capsys.readouterr()
+    assert main(["check", str(DATA / "grouped_store_rewrite.ptx"), *BIND]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert re.search(r"grouped_store_rewrite\.ptx:\d+:\d+: error: cannot extract .*a store that may write the tensor "
+                     r"map at 0x10000000, which a TMA copy reads", text)
+    assert "st.global.v4.u32" in text and re.search(rf"grouped\.cu:{_lines('if (lane == 0) *gmem_map')}\n", text)

@@ -436,6 +436,9 @@ def _note_map(run: WarpState, ins: Instr, lanes: int, before: int) -> None:
         raise run.refuse(ins, "lanes of one TMA copy instruction read different tensor maps in global memory")
     addr = vals.pop() if len(vals) == 1 else UNKNOWN
     if isinstance(addr, int) and run.tensor_map(addr) is None:
+        if getattr(run, "gcomm", None) is None:  # (a store that rewrites the map could not be seen: tensormaps.py)
+            raise run.refuse(ins, "a TMA copy of a tensor map in global memory is extracted only where the kernel's "
+                             "global-memory accesses are recorded (not in this mode)")
         run.events[before:] = [replace(e, tmap=addr) for e in run.events[before:]]
 
 

@@ -36,11 +36,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .access import shared_target
+from .globalcomm import keys_meet
 from .launch import Event, lanes_of
 from .parse import Instr
 from .values import UNKNOWN
 
 if TYPE_CHECKING:
+    from .globalcomm import GlobalAccesses
     from .warp import WarpState
 
 MAP_BYTES = 128  # a CUtensorMap (PTX: `.b1024`)
@@ -150,6 +152,31 @@ def map_bytes(run: WarpState, ins: Instr, addr: int) -> int | None:
             if n is not None:
                 return n
     return None
+
+
+def check_plain_rewrites(events: dict[tuple[int, int], list[Event]], gcomm: GlobalAccesses) -> None:
+    """Refuse an ordinary store that may write the bytes of a tensor map in global memory that a TMA copy reads
+    (DeepGEMM's `*(gmem_map) = *(smem_map)`): such a rewrite is not recognized, and a copy of that map would
+    otherwise name no map (a rewrite racing with the copy would go unseen). A store may write the map when its
+    bytes are known to overlap it, or when it goes through a pointer that may be the map's (globalcomm.py's
+    pointer keys, which ignore offsets: conservative)."""
+    copies = {id(e.instr): e.tmap for evs in events.values() for e in evs
+              if e.kind == "tma_load" and e.tmap is not None}
+    if not copies:
+        return
+    reads = [a for a in gcomm.accesses if id(a.ins) in copies]
+    spans = sorted({copies[id(a.ins)] for a in reads})  # type: ignore[type-var]
+    for a in gcomm.accesses:
+        if not a.writes:
+            continue
+        hit = next((g for g in spans if a.span is not None and a.span[0] < g + MAP_BYTES and g < a.span[1]), None)
+        if hit is None and not any(keys_meet(a.keys, r.keys) for r in reads):
+            continue
+        at = f"the tensor map at {hit:#x}" if hit is not None else "a tensor map in global memory"
+        raise gcomm._at(a.ins, f"cannot extract ({a.who}): a store that may write {at}, which a TMA copy reads: "
+                        "a rewrite by an ordinary store is not recognized (recognized: `tensormap.replace.tile"
+                        "….global` and `tensormap.cp_fenceproxy`; docs/extract.md, \"Tensor maps rewritten by the "
+                        "kernel\")")
 
 
 def names(events: Iterable[Event]) -> dict[int, str]:

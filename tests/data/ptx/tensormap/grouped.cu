@@ -17,9 +17,12 @@
 // -DSV_SEED_NO_DRAIN: tensormaps_cp_fence_release as CUTLASS < 4.0 wrote it and DeepGEMM #343 did, without the
 // drain: the map is rewritten while the previous group's last copies may still read it.
 // -DSV_SEED_NO_ACQUIRE: the loads without tensormaps_fence_acquire -- they may use the stale map.
+// -DSV_SEED_STORE_REWRITE: the map published with ordinary stores (`*gmem_map = smem_map`, as DeepGEMM's k-grouped
+// GEMM does) -- a rewrite extraction does not recognize: refused at the store.
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo grouped.cu -o grouped.ptx
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_NO_DRAIN grouped.cu -o grouped_no_drain.ptx
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_NO_ACQUIRE grouped.cu -o grouped_no_acquire.ptx
+//   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_STORE_REWRITE grouped.cu -o grouped_store_rewrite.ptx
 // Checked with the map pointer bound and the box given for it (docs/extract.md, "Tensor maps rewritten by the
 // kernel"): --block 64 --param 1=0x10000000 --tensor-bytes '1[0]=4096'
 #include <cstdint>
@@ -69,8 +72,13 @@ __global__ void grouped_loads(const __grid_constant__ CUtensorMap tmap, CUtensor
         asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(0) : "memory");
       }
 #endif
+#ifndef SV_SEED_STORE_REWRITE
       asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
                    "[%0], [%1], 128;" :: "l"(gmem_map), "r"(smem_u32(&smem_map)) : "memory");
+#else
+      if (lane == 0) *gmem_map = smem_map;  // DeepGEMM's form: ordinary stores of the map, then the release
+      asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+#endif
       // tensormaps_fence_acquire
 #ifndef SV_SEED_NO_ACQUIRE
       asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(gmem_map) : "memory");
