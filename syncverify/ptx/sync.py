@@ -363,8 +363,11 @@ def tensor_copy_bytes(run: WarpState, ins: Instr, tmap: Operand, lane: int) -> i
     base = tmap.base if isinstance(tmap, TensorAddr) else None
     addr = run.read(Name(base), lane) if base else UNKNOWN
     where = run.tensor_map(addr)
-    if where is None and isinstance(addr, int) and (n := tensormaps.map_bytes(run, ins, addr)) is not None:
-        return n  # a map in global memory, its bytes given for the pointer it is reached through
+    # a map in global memory, its bytes given for the pointer it is reached through: only for a one-CTA load,
+    # whose map read the protocol names (`map T`: _note_map); a store's or a 2-SM copy's would go unmodelled
+    load = ins.mods[4:6] == ("shared::cluster", "global") and "cta_group::2" not in ins.mods
+    if where is None and load and isinstance(addr, int) and (n := tensormaps.map_bytes(run, ins, addr)) is not None:
+        return n
     if where is None:
         raise run.refuse(ins, "the tensor map of this copy is not a kernel parameter passed by value "
                          "(__grid_constant__, as CUTLASS's Params), nor a map in global memory whose bytes were "
