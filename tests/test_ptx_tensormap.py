@@ -203,3 +203,10 @@ def test_a_map_rewritten_by_ordinary_stores_is_refused_at_the_store(capsys):  # 
     assert re.search(r"grouped_store_rewrite\.ptx:\d+:\d+: error: cannot extract .*a store that may write the tensor "
                      r"map at 0x10000000, which a TMA copy reads", text)
     assert "st.global.v4.u32" in text and re.search(rf"grouped\.cu:{_lines('if (lane == 0) *gmem_map')}\n", text)
+
+
+def test_the_lift_agrees_on_the_kernel_and_its_seed(capsys):  # type: ignore[no-untyped-def]
+    rc, text = _run(capsys, "grouped.ptx", "--engine", "z3")
+    assert rc == 0 and "assumed: bulk-wait-map-reads" in text
+    rc, text = _run(capsys, "grouped_no_drain.ptx", "--engine", "z3")
+    assert rc == 1 and re.search(rf"grouped\.cu:{REWRITE}:\d+: SV606 ", text)

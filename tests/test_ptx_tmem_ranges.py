@@ -89,3 +89,9 @@ def test_an_unknown_address_in_the_loading_warps_lanes_races(capsys):  # type: i
     rc, text = _check(capsys, "shapes_unknown_q0.ptx")
     assert rc == 1
     assert re.search(r"shapes\.cu:\d+:\d+: SV302 WAR race on tmem t0: tcgen05\.st", text), text
+
+
+def test_the_lift_agrees_on_both(capsys):  # type: ignore[no-untyped-def]
+    for name, rc in (("ranges.ptx", 0), ("ranges_overlap.ptx", 1)):
+        capsys.readouterr()
+        assert main(["check", str(DATA / name), "--block", "256", "--engine", "z3"]) == rc
