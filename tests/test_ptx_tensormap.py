@@ -210,3 +210,15 @@ def test_the_lift_agrees_on_the_kernel_and_its_seed(capsys):  # type: ignore[no-
     assert rc == 0 and "assumed: bulk-wait-map-reads" in text
     rc, text = _run(capsys, "grouped_no_drain.ptx", "--engine", "z3")
     assert rc == 1 and re.search(rf"grouped\.cu:{REWRITE}:\d+: SV606 ", text)
+
+
+def test_a_map_rewritten_in_place_in_global_memory(capsys):  # type: ignore[no-untyped-def]
+    """-DSV_REPLACE_IN_GLOBAL: `tensormap.replace.tile.global_address.global` then the release fence, by one lane
+    after its drain (tma_descriptor_replace_addr_in_global_mem, tma_descriptor_fence_release): safe."""
+    launch = Launch(block=(64, 1, 1), params={"1": 0x10000000}, tensor_bytes={("1", 0): 4096})
+    body = re.sub(r" *//[^\n]*", "", extract(parse_ptx_file(str(DATA / "grouped_in_global.ptx")), launch).text)
+    assert "elect {\n        bulk.commit;\n        bulk.wait_read 0;\n        tensormap.replace tm0;\n" \
+        "        fence.proxy.tensormap.release.gpu;\n      }\n      syncwarp;\n" \
+        "      fence.proxy.tensormap.acquire.gpu tm0;\n" in body, body
+    rc, text = _run(capsys, "grouped_in_global.ptx")
+    assert rc == 0 and "1 safe" in text and "assumed: bulk-wait-map-reads" in text

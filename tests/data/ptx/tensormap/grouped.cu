@@ -17,12 +17,15 @@
 // -DSV_SEED_NO_DRAIN: tensormaps_cp_fence_release as CUTLASS < 4.0 wrote it and DeepGEMM #343 did, without the
 // drain: the map is rewritten while the previous group's last copies may still read it.
 // -DSV_SEED_NO_ACQUIRE: the loads without tensormaps_fence_acquire -- they may use the stale map.
+// -DSV_REPLACE_IN_GLOBAL: the map rewritten in place in global memory (copy_sm90_desc.hpp:323-338,
+// tma_descriptor_replace_addr_in_global_mem; :439-449, tma_descriptor_fence_release), the same drain before it.
 // -DSV_SEED_STORE_REWRITE: the map published with ordinary stores (`*gmem_map = smem_map`, as DeepGEMM's k-grouped
 // GEMM does) -- a rewrite extraction does not recognize: refused at the store.
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo grouped.cu -o grouped.ptx
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_NO_DRAIN grouped.cu -o grouped_no_drain.ptx
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_NO_ACQUIRE grouped.cu -o grouped_no_acquire.ptx
 //   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_SEED_STORE_REWRITE grouped.cu -o grouped_store_rewrite.ptx
+//   nvcc -std=c++17 -arch=sm_90a -ptx -lineinfo -DSV_REPLACE_IN_GLOBAL grouped.cu -o grouped_in_global.ptx
 // Checked with the map pointer bound and the box given for it (docs/extract.md, "Tensor maps rewritten by the
 // kernel"): --block 64 --param 1=0x10000000 --tensor-bytes '1[0]=4096'
 #include <cstdint>
@@ -60,11 +63,13 @@ __global__ void grouped_loads(const __grid_constant__ CUtensorMap tmap, CUtensor
     __syncwarp();
     int it = 0;
     for (int g = 0; g < kGroups; ++g) {
+#ifndef SV_REPLACE_IN_GLOBAL
       if (lane == 0) {  // tensormaps_replace_global_address
         asm volatile("tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;"
                      :: "r"(smem_u32(&smem_map)), "l"(group_ptrs[g]) : "memory");
       }
       __syncwarp();
+#endif
       // tensormaps_cp_fence_release
 #ifndef SV_SEED_NO_DRAIN
       if (lane == 0) {
@@ -72,7 +77,14 @@ __global__ void grouped_loads(const __grid_constant__ CUtensorMap tmap, CUtensor
         asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(0) : "memory");
       }
 #endif
-#ifndef SV_SEED_STORE_REWRITE
+#if defined(SV_REPLACE_IN_GLOBAL)
+      if (lane == 0) {  // tma_descriptor_replace_addr_in_global_mem, then tma_descriptor_fence_release
+        asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;"
+                     :: "l"(gmem_map), "l"(group_ptrs[g]) : "memory");
+        asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+      }
+      __syncwarp();
+#elif !defined(SV_SEED_STORE_REWRITE)
       asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
                    "[%0], [%1], 128;" :: "l"(gmem_map), "r"(smem_u32(&smem_map)) : "memory");
 #else
