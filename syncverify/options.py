@@ -41,6 +41,8 @@ class Options:
     assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
     assume_sync_orders_tcgen05: bool = True  # release/acquire orders tcgen05 accesses without the fence pair
     assume_warp_collective_orders: bool = True  # a warp's wgmma.commit/wait orders its lanes' accesses (SV609)
+    # a bulk commit + wait_group.read retires the tensor-map reads of the thread's earlier TMA loads (cutlass#2912)
+    assume_bulk_wait_map_reads: bool = True
     # processes one explicit search runs on (engines/parallel.py: the one-core search's answer, on N cores)
     search_jobs: int = 1
 

@@ -191,6 +191,11 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("tm.replace", "tensormap.replace tm;", decl=(TMAP,), opt_in=True),
     Atom("tm.release", "fence.proxy.tensormap.release.gpu;", opt_in=True),
     Atom("tm.acquire", "fence.proxy.tensormap.acquire.gpu tm;", decl=(TMAP,), opt_in=True),
+    # a rewrite after the copying thread's drain of its copies' map reads (CUTLASS >= 4.0: cutlass#2912; the
+    # bulk-group reading of semantics/families/tensormap.py)
+    Atom("tm.drain", "bulk.commit; bulk.wait_read 0; tensormap.replace tm;", decl=(TMAP,), opt_in=True),
+    Atom("tm.load.tx", "arrive.expect_tx mb bytes 64; tma.load buf -> mb map tm;", mbarrier=True, decl=(TMAP,),
+         opt_in=True),
     # a bulk store in the executing lanes' own group, committed (a later wait retires it) or also waited for
     # (semantics/families/lane_groups.py, under a lane guard: each lane's group is its own)
     Atom("tma.store.committed", "tma.store buf; bulk.commit;", opt_in=True),
@@ -396,6 +401,10 @@ TENSORMAP_SCOPES: dict[str, Scope] = {
     "tensormap": Scope("tensormap", 1, 2, ((2, 1), (1, 1), (2, 0)),
                        atoms=("tm.load", "tm.replace", "tm.release", "tm.acquire", "wait0", "arrive", "syncthreads"),
                        wrappers=("", "elect"), trips=()),
+    # the same with the drain (tests/test_exhaustive_tensormap_drain.py)
+    "tensormap-drain": Scope("tensormap-drain", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                             atoms=("tm.load.tx", "tm.drain", "tm.replace", "tm.release", "tm.acquire", "wait0"),
+                             wrappers=("", "elect"), trips=()),
 }
 
 

@@ -253,18 +253,18 @@ def test_bmc_the_promela_export_and_the_emitter_refuse_tensor_maps_with_the_reas
         export_promela(syncverify.load(GROUPS, path="t.sync"))
 
 
-def test_extraction_refuses_a_tensormap_replace_at_its_line():
-    # extraction does not know which map a copy reads: a rewrite of one is refused, never skipped
+def test_extraction_refuses_a_tensormap_replace_it_does_not_recognize_at_its_line():
+    # a rewrite of a map's copy in shared memory is extracted (ptx/tensormaps.py: a write of its 128 bytes;
+    # tests/test_ptx_tensormap.py has the whole sequence); one through a generic address is refused, never skipped
     from syncverify.ptx.extract import extract
     from syncverify.ptx.launch import Launch
     from syncverify.ptx.parse import PtxError, parse_ptx
     text = (".version 8.3\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n  .reg .b32 %r<4>;\n"
             "  .reg .b64 %rd<4>;\n  mov.u32 %r1, 0;\n"
             "  tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%r1], %rd1;\n  ret;\n}\n")
+    body = extract(parse_ptx(text, "t.ptx"), Launch(block=(32, 1, 1))).text
+    assert "smem s0 bytes 128;" in body and "write s0;" in body
+    generic = text.replace(".shared::cta.b1024", ".b1024")
     with pytest.raises(PtxError) as err:
-        extract(parse_ptx(text, "t.ptx"), Launch(block=(32, 1, 1)))
-    assert err.value.line == 9 and "tensor map rewritten by the kernel is not extracted" in err.value.message
-    # its near twin without the rewrite extracts
-    assert extract(parse_ptx(text.replace(
-        "  tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%r1], %rd1;\n", ""), "t.ptx"),
-        Launch(block=(32, 1, 1))).text
+        extract(parse_ptx(generic, "t.ptx"), Launch(block=(32, 1, 1)))
+    assert err.value.line == 9 and "generic address is not recognized" in err.value.message

@@ -163,7 +163,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
                       assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
                       assume_commit_release=not args.no_assume, assume_sync_orders_tcgen05=not args.no_assume,
-                      assume_warp_collective_orders=not args.no_assume,
+                      assume_warp_collective_orders=not args.no_assume, assume_bulk_wait_map_reads=not args.no_assume,
                       search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path

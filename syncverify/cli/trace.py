@@ -72,7 +72,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
                       full_trace=True, defines=dict(args.defines),
                       assume_tcgen05_commit_order=assume, assume_dealloc_blocks=assume,
                       assume_commit_release=assume, assume_sync_orders_tcgen05=assume,
-                      assume_warp_collective_orders=assume)
+                      assume_warp_collective_orders=assume, assume_bulk_wait_map_reads=assume)
     result = check_protocol(protocol, options)
     if result.verdict is Verdict.ERROR:
         return _fail([result])

@@ -22,7 +22,8 @@ _SYNC_PREFIXES = ("mbarrier.", "bar.", "barrier.", "cp.async", "fence.proxy.asyn
                   "membar.proxy.async", "wgmma.", "tcgen05.", "elect.", "shfl.", "vote.", "match.", "redux.",
                   "activemask", "st.async", "red.async", "multimem.", "setmaxnreg", "call", "trap", "brkpt",
                   "exit", "ret", "griddepcontrol", "bar.warp", "clusterlaunchcontrol.",
-                  "grid.sync")  # (a recognised this_grid().sync(): cg_grid_sync.py)
+                  "grid.sync",  # (a recognised this_grid().sync(): cg_grid_sync.py)
+                  "tensormap.", "fence.proxy.tensormap::generic")  # (rewritten tensor maps: tensormaps.py)
 
 
 def affects_sync(ins: Instr) -> bool:

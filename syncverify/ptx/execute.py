@@ -29,7 +29,7 @@ here, the moves and memory of `WarpState`, warp.py). The handlers take a
 from __future__ import annotations
 
 from .. import budget
-from . import clc
+from . import clc, tensormaps
 from .cfg import EXIT, Cfg, affects_sync
 from .cg_grid_sync import GRID_SYNC, rewrite_grid_syncs
 from .globalcomm import GlobalAccesses
@@ -268,6 +268,8 @@ def run_cluster(mod: Module, fn: Function, launch: Launch,
         if mem.tmem_words == known or not mem.tmem_missed & mem.tmem_words.keys():
             break
     clc.check_order(mod, mem)
+    if gcomm is not None:
+        tensormaps.check_plain_rewrites(out, gcomm)  # a map a copy reads, rewritten by an ordinary store: refused
     clash = zero["read"] & zero["write"]
     if clash:
         raise PtxError(mod.path, fn.line, 1, f"the kernel writes memory that --zero-global declares zero and "

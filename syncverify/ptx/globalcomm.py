@@ -300,6 +300,9 @@ def _keys_meet(a: frozenset[Key], b: frozenset[Key]) -> bool:
     return False
 
 
+keys_meet = _keys_meet  # (ptx/tensormaps.py: a store that may write a tensor map a copy reads)
+
+
 def _overlap(a: _Access, b: _Access) -> bool:
     if a.span is not None and b.span is not None:
         return a.span[0] < b.span[1] and b.span[0] < a.span[1]

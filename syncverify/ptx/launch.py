@@ -124,6 +124,8 @@ class Event:
     # the lanes of one instruction gave different operands (ptx/lane_operands.py): this event is the lanes
     # `lanes` with these operands, written under a guard that names them, never as an elected lane's
     per_lane: bool = False
+    # a TMA copy whose tensor map is in global memory: the map's address (ptx/tensormaps.py)
+    tmap: int | None = None
 
 
 
@@ -162,6 +164,7 @@ class Memory:
         # address to, and the words loads found empty before an allocation was seen (ptx/tcgen05.py)
         self.tmem_words: dict[tuple[int, int], int] = {}
         self.tmem_missed: set[tuple[int, int]] = set()
+        self.tmem_cols: dict[int, int] = {}  # CTA rank -> the columns its allocation took (ptx/tcgen05.py)
         self.local: dict[str, int] = {}
         loff = 0
         for v in fn.local_vars:

@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
-from . import fences, storage, tmem, wgmma_regs
+from . import fences, storage, tensormaps, tmem, wgmma_regs
 from .lane_operands import LANE_GUARDED
 from .lanes import check_crossing, lane_condition, slot_lanes
 from .launch import WARP, Event, Launch, Refusal, source_of
@@ -67,6 +67,7 @@ class Skeleton:
     origins: tuple[tuple[str, str], ...] = ()
     # a grid extracted as one protocol (gridextract.py): its `grid`, `launch`, `flag` and `global` lines
     grid_decls: tuple[str, ...] = ()
+    tmaps: tuple[tuple[str, int], ...] = ()  # rewritten tensor maps: name, global address (tensormaps.py)
 
 
 def guarded_lanes(e: Event, lanes_full: int) -> bool:
@@ -132,6 +133,8 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
             mb_name[start + 8 * j] = f"{name}[{j}]" if n > 1 else name
     regions = tmem.regions(e for evs in (every or events).values() for e in evs)
     ctx = _Ctx(mod, mb_name, slot_of, notes, slots, regions)
+    ctx.ranged = tmem.ranged((e for evs in (every or events).values() for e in evs), regions)
+    ctx.tmaps = tensormaps.names(e for evs in (every or events).values() for e in evs)
 
     def side(key: tuple[int, int], i: int, rank: int, byte: int) -> str:
         """How raw event i of warp `key` is written for the slot holding `byte` (lanes.check_crossing)."""
@@ -173,7 +176,7 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
         w += n
     return Skeleton(launch, kernel, tuple(mbarriers), tuple(slots), tuple(roles), tuple(dict.fromkeys(notes)),
                     tuple(mb_storage), regions, wgmma_regs.declared(e for evs in events.values() for e in evs),
-                    tuple(origins))
+                    tuple(origins), tmaps=tuple((n, g) for g, n in ctx.tmaps.items()))
 
 
 def _warpgroup(per_warp: dict[int, list[tuple[Stmt, ...]]], w: int, nwarps: int,
@@ -347,6 +350,8 @@ class _Ctx:
                  slots: Sequence[tuple[str, int, int, int, int]] = (),
                  regions: tuple[tuple[str, int, int, int], ...] = ()):
         self.mod, self.mb, self.notes, self.regions = mod, mb, notes, regions
+        self.ranged: frozenset[str] = frozenset()  # regions whose loads/stores name their rectangle (tmem.py)
+        self.tmaps: dict[int, str] = {}  # rewritten tensor maps: global address -> name (tensormaps.py)
         # slot -> (first byte, bytes) of a slot in one piece: where a lane's region in it starts
         self.piece = {f"{name}[{j}]" if n > 1 else name: (start + j * size, size)
                       for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
@@ -540,6 +545,7 @@ class _Ctx:
                 raise _refuse(self.mod, e.instr, "a bulk copy into another CTA's shared memory, or completing "
                               "on another CTA's mbarrier, has no form in the language")
             m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
+            m += tensormaps.copy_suffix(e, self.tmaps)
             return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + m + ";")  # type: ignore[arg-type]
         if k == "clc_try_cancel":  # a 16-byte tma.load of the response, by the language's name (clc.py)
             (_drank, off), size, (_brank, boff), _m = a  # type: ignore[misc]
@@ -565,10 +571,13 @@ class _Ctx:
         if k == "tma_load_2sm":  # into this CTA, completing on the pair leader's barrier (same offset)
             (_drank, off), size, (_brank, boff), _m = a  # type: ignore[misc]
             return self.per_slot(e, off, size, "tma.load {slot} bytes {n} -> " + self.mb[boff] + " cta_group 2;")  # type: ignore[arg-type]
+        if k in tensormaps.KINDS:
+            return tensormaps.render(e, self.tmaps)
         if k in tmem.TMEM_KINDS:
             return tmem.render(e, self.regions, lambda ref: self.bar(ref, own),
                                lambda ev: list(dict.fromkeys(slot for (_r, s, t) in ev.ranges
-                                                             for slot, _n in self.slots_in(s, t))))
+                                                             for slot, _n in self.slots_in(s, t))),
+                               self.ranged)
         if k in ("read", "write"):
             return self.access(own, e, lanes_full)
         raise AssertionError(k)  # pragma: no cover - every event kind is rendered above

@@ -8,9 +8,10 @@ refused (it could change the skeleton), never dropped.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from . import clc, fences, tcgen05
+from . import clc, fences, tcgen05, tensormaps
 from .access import access, matrix, peer_bit_cleared, shared_target
 from .access import barrier_at as _bar
 from .access import known as _known
@@ -32,20 +33,18 @@ _NOT_MODELLED = ("mbarrier.pending_count", "bar.red", "barrier.red", "cp.async.c
                  "cp.async.wait_all", "cp.async.bulk.shared::cluster.shared::cta",
                  "cp.reduce.async", "st.async", "red.async", "multimem.", "call", "trap", "brkpt",
                  "mbarrier.arrive.noComplete", "wgmma.mma_async.sp",
-                 "cp.async.bulk.global.shared::cta.bulk_group.cp_mask", "tensormap.replace")
+                 "cp.async.bulk.global.shared::cta.bulk_group.cp_mask")
 _WHY = {
     "wgmma.mma_async.sp": "sparse wgmma is not modelled",
     "call": "calls are not followed (device functions are expected to be inlined)",
-    # a copy may still read the map it rewrites (SV606): the language models it (`tensormap`, `map T`,
-    # `tensormap.replace`, docs/language.md §3.3c), extraction does not yet know which map a copy reads
-    "tensormap.replace": "a tensor map rewritten by the kernel is not extracted yet (write the spec with "
-                         "`tensormap`, `tma.load ... map T` and `tensormap.replace T`: docs/language.md §3.3c)",
 }
 
 
 def execute_sync(run: WarpState, ins: Instr, lanes: int) -> bool:
     """Execute `ins` if it is a collective or synchronization instruction; False for ordinary ones."""
     op = ins.opcode
+    if tensormaps.handles(op):  # rewritten tensor maps and their proxy fences (tensormaps.py)
+        return tensormaps.execute(run, ins, lanes)
     for prefix in _NOT_MODELLED:
         if op.startswith(prefix) or (prefix.endswith(".") and op.startswith(prefix[:-1] + ".")):
             why = next((w for p, w in _WHY.items() if op.startswith(p)), "it is not modelled by syncverify")
@@ -362,10 +361,17 @@ def tensor_copy_bytes(run: WarpState, ins: Instr, tmap: Operand, lane: int) -> i
     agree is one of the things the check is for.
     """
     base = tmap.base if isinstance(tmap, TensorAddr) else None
-    where = run.tensor_map(run.read(Name(base), lane) if base else UNKNOWN)
+    addr = run.read(Name(base), lane) if base else UNKNOWN
+    where = run.tensor_map(addr)
+    # a map in global memory, its bytes given for the pointer it is reached through: only for a one-CTA load,
+    # whose map read the protocol names (`map T`: _note_map); a store's or a 2-SM copy's would go unmodelled
+    load = ins.mods[4:6] == ("shared::cluster", "global") and "cta_group::2" not in ins.mods
+    if where is None and load and isinstance(addr, int) and (n := tensormaps.map_bytes(run, ins, addr)) is not None:
+        return n
     if where is None:
         raise run.refuse(ins, "the tensor map of this copy is not a kernel parameter passed by value "
-                         "(__grid_constant__, as CUTLASS's Params); only such a map's bytes can be given")
+                         "(__grid_constant__, as CUTLASS's Params), nor a map in global memory whose bytes were "
+                         "given for a bound pointer parameter (--param P=ADDR --tensor-bytes 'P[OFF]=BYTES')")
     name, k, off = where
     got = run.launch.tensor_bytes
     n = got.get((name, off), got.get((str(k), off)))
@@ -410,7 +416,9 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
             args = (args[0], args[1], (run.rank & ~1, args[2][1]), args[3])
             _emit(run, "tma_load_2sm", args, lanes, ins)
             return True
+        before = len(run.events)
         _emit_lanewise(run, "tma_load", lanes, ins, load_args)
+        _note_map(run, ins, lanes, before)
         return True
     if dst_space == "global" and src_space.startswith("shared") and "bulk_group" in rest:
         def store_args(lane: int):  # type: ignore[no-untyped-def]
@@ -420,6 +428,21 @@ def _tensor_copy(run: WarpState, ins: Instr, lanes: int) -> bool:
         _emit_lanewise(run, "tma_store", lanes, ins, store_args)  # (each lane its own bulk group: lane_operands.py)
         return True
     raise run.refuse(ins, f"`{ins.opcode}` affects synchronization and is not modelled")
+
+
+def _note_map(run: WarpState, ins: Instr, lanes: int, before: int) -> None:
+    """Mark the copies just emitted with the address of their map when it is in global memory (a map the kernel
+    may rewrite: tensormaps.py), not a kernel parameter."""
+    base = ins.operands[1].base if isinstance(ins.operands[1], TensorAddr) else None
+    vals = {run.read(Name(base), lane) if base else UNKNOWN for lane in lanes_of(lanes)}
+    if len(vals) > 1 and any(isinstance(v, int) and run.tensor_map(v) is None for v in vals):
+        raise run.refuse(ins, "lanes of one TMA copy instruction read different tensor maps in global memory")
+    addr = vals.pop() if len(vals) == 1 else UNKNOWN
+    if isinstance(addr, int) and run.tensor_map(addr) is None:
+        if getattr(run, "gcomm", None) is None:  # (a store that rewrites the map could not be seen: tensormaps.py)
+            raise run.refuse(ins, "a TMA copy of a tensor map in global memory is extracted only where the kernel's "
+                             "global-memory accesses are recorded (not in this mode)")
+        run.events[before:] = [replace(e, tmap=addr) for e in run.events[before:]]
 
 
 def _wgmma(run: WarpState, ins: Instr, lanes: int) -> bool:

@@ -9,8 +9,9 @@ of the word, a load of it a `read` (the checker proves the read ordered after th
 the load gives is the allocation's address. A CTA allocates once here (a second allocation is refused), so
 the address is the base 0: lane in bits 31..16, column in bits 15..0 (§9.7.16.2.1), every tensor-memory
 operand is then a column range relative to the allocation, and a region of the protocol is a range of
-columns (skeleton: tmem.py). Lanes are not told apart: an access covers every lane of its columns, which
-can only add conflicts.
+columns (skeleton: tmem.py). A `tcgen05.ld/st` is a rectangle of lanes x columns (`_ldst`): the warp's lane
+quarter and the columns its shape and repetitions cover; the MMA, cp, shift and dealloc cover every lane of
+their columns.
 
 The shared-memory operands of `tcgen05.mma` are read from their matrix descriptors exactly as wgmma's
 (wgmma_desc.py): the sm_100 descriptor has the same start address, LBO, SBO and base offset fields and
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .access import shared_target, space_of
 from .launch import Event, lanes_of
-from .parse import Addr, Instr, Vec
+from .parse import Addr, Imm, Instr, Vec
 from .values import UNKNOWN
 from .wgmma_desc import operand_ranges
 
@@ -39,6 +40,11 @@ _SWIZZLE = {0: 0, 2: 1, 4: 2, 6: 3}  # sm_100 layout type -> the wgmma descripto
 _KIND_K = {"kind::f16": (16, 2), "kind::tf32": (8, 4), "kind::f8f6f4": (32, 1), "kind::i8": (32, 1)}
 # tcgen05.ld/st shapes: (lanes, bits per lane per repetition) -> columns of 32 bits per repetition
 _LDST_COLS = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
+# PTX ISA §9.7.16.8.1, "Access restrictions": "The Tensor Memory of a CTA is divided into 4 equal chunks such
+# that each warp of a warpgroup in the CTA can access a chunk of the Tensor Memory ... A lane of the Tensor
+# Memory can be accessed by a single warp in the warpgroup": warp w % 4 of the warpgroup reaches lanes
+# 32 * (w % 4) .. 32 * (w % 4) + 31 (the .16x… shapes 16 of them; the quarter is kept, a superset).
+QUARTER = 32
 
 
 def _uniform(run: WarpState, ins: Instr, lanes: int, f):  # type: ignore[no-untyped-def]
@@ -124,6 +130,7 @@ def _alloc(run: WarpState, ins: Instr, lanes: int, dealloc: bool) -> bool:
         raise run.refuse(ins, "a second tcgen05.alloc in one CTA: extraction models one allocation per CTA "
                          "(tensor-memory addresses are relative to it)")
     words[dst] = TMEM_BASE
+    run.mem.tmem_cols[run.rank] = cols
     run.events.append(Event("tmem_alloc", (False, group, cols), lanes, ins))
     full = ((dst[0], dst[1], dst[1] + 4),)
     run.events.append(Event("write", (), lanes, ins, full, None, ((-1, *full[0]),)))
@@ -222,19 +229,46 @@ def _commit(run: WarpState, ins: Instr, lanes: int) -> bool:
 
 
 def _ldst(run: WarpState, ins: Instr, lanes: int, sub: str) -> bool:
-    """`tcgen05.ld.sync.aligned.shape.num[.pack].b32 r, [taddr]` / `tcgen05.st… [taddr], r`: the columns
-    from taddr, the shape's columns times the repetitions (.xN)."""
-    shape = next((m for m in ins.mods if m in _LDST_COLS), None)
-    num = next((int(m[1:]) for m in ins.mods if m[0] == "x" and m[1:].isdigit()), None)
+    """`tcgen05.ld.sync.aligned.shape.num[.pack::16b].b32 r, [taddr]` / `tcgen05.st….num[.unpack::16b].b32
+    [taddr], r` (`.16x32bx2`: `r, [taddr], immHalfSplitoff` / `[taddr], immHalfSplitoff, r`): the rectangle
+    of tensor memory the warp touches, `(rank, col lo, col hi), (lane lo, lane hi)`.
+
+    The address is `taddr = base + (lane << 16) + column` (PTX ISA §9.7.16.2.1, "Tensor Memory Addressing":
+    lane in bits 31..16, column in bits 15..0). Columns: from the address's column, the shape's 32-bit columns
+    per repetition times `.num` (`.32x32b`: 1, `.16x64b`: 2, `.16x128b`: 4, `.16x256b`: 8 -- §9.7.16.2.3,
+    "a warp executing tcgen05{.ld,.st}.16x256b ... loads from or stores to each of the lane (256 * .num)-bits"),
+    twice that with `.pack::16b`/`.unpack::16b` (§9.7.16.8.2: "two 16-bit chunks can be packed into a single
+    32-bit chunk in the register": each register holds the 16-bit halves of two adjacent columns; CUTLASS's
+    `Copy_Traits<SM100_TMEM_LOAD_32dp32b1x_16b>` reads bits 0..15 and 32..47), and for `.16x32bx2` the second
+    half's columns from `immHalfSplitoff` on. Lanes: the warp's quarter (QUARTER), whatever the address's lane
+    field says, since no warp reaches another's lanes. An address that is not known (not the allocation's
+    word plus a constant) is the whole allocation -- every column it may name -- never a refusal."""
+    mods = ins.mods
+    shape = next((m for m in mods if m in _LDST_COLS), None)
+    num = next((int(m[1:]) for m in mods if m[0] == "x" and m[1:].isdigit()), None)
     if shape is None or num is None:
         raise run.refuse(ins, f"`{ins.opcode}`: shape or repetition not understood")
-    addr = ins.operands[1] if sub == "ld" else ins.operands[0]
-    taddr = _uniform(run, ins, lanes, lambda lane: _taddr(run, addr, lane))
-    cols = _columns(run, ins, taddr, _LDST_COLS[shape] * num)
+    ops = ins.operands
+    addr = ops[1] if sub == "ld" else ops[0]
+    width = _LDST_COLS[shape] * num * (2 if any(m in ("pack::16b", "unpack::16b") for m in mods) else 1)
+    if shape == "16x32bx2":
+        split = ops[2] if sub == "ld" else ops[1]
+        if not isinstance(split, Imm) or split.value < 0:
+            raise run.refuse(ins, f"`{ins.opcode}`: the immHalfSplitoff operand is not an immediate")
+        width += split.value
+    vals = {_taddr(run, addr, lane) for lane in lanes_of(lanes)}
+    if None in vals:  # not known: every column of the allocation (sound, may add conflicts)
+        cols = (TMEM_BASE, run.mem.tmem_cols.get(run.rank, 512))
+    elif len(vals) != 1:
+        raise run.refuse(ins, "the lanes of this warp-collective tcgen05 instruction give it different "
+                         "tensor-memory addresses")
+    else:
+        cols = _columns(run, ins, next(iter(vals)), width)  # type: ignore[arg-type]
+    quarter = QUARTER * (run.warp % 4)
     if sub == "ld":
-        dst = ins.operands[0]
+        dst = ops[0]
         for lane in lanes_of(lanes):
             for x in dst.items if isinstance(dst, Vec) else (dst,):
                 run.write(x, lane, UNKNOWN)
-    run.events.append(Event("tc_" + sub, ((run.rank, *cols),), lanes, ins))
+    run.events.append(Event("tc_" + sub, ((run.rank, *cols), (quarter, quarter + QUARTER)), lanes, ins))
     return True

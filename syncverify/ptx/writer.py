@@ -76,7 +76,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
     lines += sk.grid_decls
     chosen = selectors(sk.roles, module) if module is not None else {}
     named = role_names(sk.roles, module) if module is not None else {}
-    objects = {n for n, *_ in sk.mbarriers} | {n for n, *_ in sk.slots} | {n for n, *_ in sk.tmem}
+    objects = {n for n, *_ in sk.mbarriers} | {n for n, *_ in sk.slots} | {n for n, *_ in sk.tmem} \
+        | {n for n, _a in sk.tmaps}
     named = {old: rn for old, rn in named.items() if rn.name not in objects}  # one namespace: objects keep theirs
     for old, rn in named.items():  # the branch the name was read from is the one shown
         chosen[old] = f"`{rn.branch}` ({_short_file(rn.file)}:{rn.line})" + (f", calling `{rn.call}(…)`"
@@ -115,6 +116,8 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
         arr = f"[{n}]" if n > 1 else ""
         lines.append(f"  tmem {name}{arr} cols {width};".ljust(40) + f"// tensor-memory columns {first}.."
                      f"{first + n * width - 1} of the allocation")
+    for name, addr in sk.tmaps:
+        lines.append(f"  tensormap {name};".ljust(40) + f"// the tensor map at global address {addr:#x}, rewritten")
     for name in sk.regs:
         lines.append(f"  regs {name};".ljust(40) + "// the A-fragment registers of an RS-form wgmma.mma_async")
     for r in sk.roles:

@@ -115,6 +115,9 @@ class Assumptions:
     # a wgmma.commit/wait by every lane of a warp orders the lanes' earlier generic accesses as a syncwarp
     # would: SV609 (a warning) at a release by some lanes it lets publish them (families/warp_collective_order.py)
     warp_collective_orders: bool = True
+    # a `bulk.commit` and `bulk.wait_read` retire the tensor-map reads of the thread's earlier TMA loads as they
+    # retire its bulk stores' source reads (families/tensormap.py; NVIDIA's answer in cutlass#2912)
+    bulk_wait_map_reads: bool = True
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -124,7 +127,8 @@ class Assumptions:
                    getattr(options, "assume_dealloc_blocks", True),
                    getattr(options, "assume_commit_release", True),
                    getattr(options, "assume_sync_orders_tcgen05", True),
-                   getattr(options, "assume_warp_collective_orders", True))
+                   getattr(options, "assume_warp_collective_orders", True),
+                   getattr(options, "assume_bulk_wait_map_reads", True))
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,

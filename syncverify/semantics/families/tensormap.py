@@ -24,6 +24,16 @@ Records (all under the CTA field TMAP_CTA, the key (SPACE_DATA, TMAP_CTA, map, e
 * the **copy's read**: a READ record with F_ASYNC | F_INFLIGHT from the copy's issue; the copy's
   completion (async_agents._complete_tma) lands it, known then to the barrier phase that completes.
 
+The **bulk-group reading** (BULK_WAIT_MAP_READS, on by default, dropped by `--no-assume`): a copy's read of its
+map also belongs to its thread's open bulk async-group, so that a `bulk.commit` and a `bulk.wait_read` that
+retires the group make the read known complete to the waiting lanes, as they do a bulk store's source read.
+PTX's `cp.async.bulk.commit_group` batches the operations that "use bulk_group based completion mechanism",
+which a copy completing on an mbarrier does not; CUTLASS >= 4.0 drains the map reads this way before it
+rewrites a map (`tensormaps_cp_fence_release`: `tma_desc_commit_group(); tma_desc_wait_group();`,
+cutlass/gemm/collective/sm90_mma_array_tma_gmma_ss_warpspecialized.hpp), and NVIDIA's answer in cutlass#2912
+is that "the kernels now use cp.async.bulk.commit_group and cp.async.bulk.wait_group to ensure the tensormap
+has been read from". A rewrite that passes only because of it names the reading in the result's `assumed`.
+
 Findings: SV606 — a replace of a map while a copy that reads it is not known complete to the replacing
 lanes (the tensormap proxy's read races with the generic write), or two replaces, or a replace and a
 copy, of one map not ordered by synchronization at all; SV607 — a copy reading a rewritten map that its
@@ -46,7 +56,9 @@ from ..core import Violation
 from ..state import (
     F_ASYNC,
     F_INFLIGHT,
+    GROUP_FIELDS,
     LEADER,
+    NUNITS,
     R_AKNOWN,
     R_FLAGS,
     R_KIND,
@@ -56,15 +68,20 @@ from ..state import (
     READ,
     SPACE_DATA,
     TMAP_CTA,
+    UNIT_BULK,
     WRITE,
 )
+from . import lane_groups
 from .async_agents import AsyncAgentOps
 from .proxy_fence import fenced_holders
 from .regions import WHOLE
 
-F_TM_ACQ = 1 << 13  # a marker: the rewrite was acquired by the tensormap proxy of its owner's holders
+# a marker: the rewrite was acquired by the tensormap proxy of its owner's holders (bit 13 is
+# warp_collective_order.F_COLLECTIVE: a syncwarp cleared a marker that shared it, a false SV607)
+F_TM_ACQ = 1 << 15
 F_TM_NARROW = 1 << 14  # a rewrite released at .cta or .cluster scope: only its own CTA may acquire it
 _NARROW = ("cta", "cluster")
+BULK_WAIT_MAP_READS = "bulk-wait-map-reads"  # the reading of the module docstring, as `assumed` names it
 
 
 def tensormap_refusal(protocol: ir.Protocol, what: str) -> str | None:
@@ -98,6 +115,8 @@ class TensormapOps:
         key, label = self._tm_key(op.map, env, ctx)
         for r in self._tm_of(w, key):
             if r[R_FLAGS] & F_TM_ACQ or not self._tm_unordered(r, lanes):
+                if r[R_KIND] == READ and r[R_FLAGS] & F_INFLIGHT:  # known complete only through a bulk wait
+                    self.assume.used.add(BULK_WAIT_MAP_READS)  # type: ignore[attr-defined]
                 continue
             if r[R_KIND] == READ:
                 how = " (still in flight)" if r[R_FLAGS] & F_INFLIGHT else ""
@@ -177,7 +196,11 @@ class TensormapOps:
         before = len(w.agents)
         AsyncAgentOps.op_tma_load(self, w, p, proc, op, ins, env, ctx, lanes)  # type: ignore[arg-type]
         part = self._part(p, ins)  # type: ignore[attr-defined]
-        reads = tuple((*key, READ, p, part, op.span.line, F_ASYNC | F_INFLIGHT, 1, -1, WHOLE, 0, 0)
+        # in the thread's open bulk group under the bulk-group reading (module docstring); some lanes' copies
+        # (a lane guard) are in no group: only their completion lands them
+        grp = NUNITS * w.procs[p][GROUP_FIELDS[UNIT_BULK]] + UNIT_BULK \
+            if self.assume.bulk_wait_map_reads and not lane_groups.lane_group_part(part) else -1  # type: ignore[attr-defined]
+        reads = tuple((*key, READ, p, part, op.span.line, F_ASYNC | F_INFLIGHT, 1, grp, WHOLE, 0, 0)
                       for _ in range(len(w.agents) - before))
         w.records = self._tm_subsume(w.records, key) + reads
         return True
@@ -198,11 +221,13 @@ class TensormapOps:
 
     def tm_land(self, w, issuer: int, line: int, known: int) -> None:
         """A copy completes (async_agents._complete_tma): its read of its map, if it names one, lands,
-        known to ``known`` (the completing phase of its barrier)."""
+        known to ``known`` (the completing phase of its barrier) and to whoever a bulk wait already told."""
         records = w.records
         for i, r in enumerate(records):
             if r[1] == TMAP_CTA and r[R_FLAGS] & F_INFLIGHT and r[R_OWNER] == issuer and r[R_LINE] == line:
-                landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, *r[R_FLAGS + 1:R_AKNOWN], known, known)
+                # (it stays in its bulk group, if any: a later wait of its thread still retires it)
+                landed = (*r[:R_FLAGS], r[R_FLAGS] & ~F_INFLIGHT, *r[R_FLAGS + 1:R_AKNOWN], r[R_AKNOWN] | known,
+                          r[R_KNOWN] | known)
                 w.records = self._tm_subsume((*records[:i], landed, *records[i + 1:]), r[:4])
                 return
 
@@ -220,4 +245,4 @@ HANDLERS: dict[type, Callable] = {
     ir.TensormapFence: TensormapOps.tm_fence,
 }
 
-__all__ = ["F_TM_ACQ", "HANDLERS", "TMAP_CTA", "TensormapOps", "tensormap_refusal"]
+__all__ = ["BULK_WAIT_MAP_READS", "F_TM_ACQ", "HANDLERS", "TMAP_CTA", "TensormapOps", "tensormap_refusal"]
