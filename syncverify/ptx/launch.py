@@ -162,6 +162,8 @@ class Memory:
         # address to, and the words loads found empty before an allocation was seen (ptx/tcgen05.py)
         self.tmem_words: dict[tuple[int, int], int] = {}
         self.tmem_missed: set[tuple[int, int]] = set()
+        # __shared__ words that hold a value read from a flag (ptx/kept.py): offset -> (bytes, 0/1 only)
+        self.kept_words: dict[int, tuple[int, bool]] = {}
         self.local: dict[str, int] = {}
         loff = 0
         for v in fn.local_vars:

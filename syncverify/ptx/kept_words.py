@@ -1,0 +1,77 @@
+"""The `__shared__` words that carry a value read from a flag to the CTA's threads (kept.py), checked over the
+whole CTA and named for the protocol.
+
+kept.py writes a store of a kept value to a `__shared__` word as the CTA's flag of that word (`st.relaxed.cta
+S[c], E;`) and a load of the word as `let v = ld.relaxed.cta S[c];`. That is the word's value only if every
+write of its bytes is such a store: a constant stored there by another warp (`am_last = false;` before the
+barrier), a copy into it, would change the word without changing the flag, and the load would keep the wrong
+value. Warps are executed one after another, so a write by a warp executed later than the load is seen only
+here, over the events of every warp of the CTA: any other write of the word's bytes is refused at its line.
+A load that took the value as 0 or 1 (what a narrow store carries unchanged) is refused where some store of
+the word stores a wider value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .globalcomm import GlobalAccesses
+from .launch import Event, Launch, Memory
+from .parse import Function, Module
+
+_LOCAL_STATIC = re.compile(r"E(\d+)([A-Za-z_]\w*)$")  # _ZZ10last_blockE7am_last: a function's static
+
+
+def _name(offsets: dict[str, int], off: int, taken: set[str]) -> str:
+    """`NAME_value` for the __shared__ variable NAME at byte ``off`` (`am_last_value`; the slot of its bytes is
+    `am_last`), else `s{off}_value`."""
+    for var, o in offsets.items():
+        m = _LOCAL_STATIC.search(var)
+        name = m.group(2) if m and int(m.group(1)) == len(m.group(2)) else var
+        if o == off and re.fullmatch(r"[A-Za-z_]\w*", name) and f"{name}_value" not in taken:
+            return f"{name}_value"
+    return f"s{off}_value"
+
+
+def kept_words(mod: Module, fn: Function, launch: Launch, events: dict[tuple[int, int], list[Event]],
+               gcomm: GlobalAccesses) -> dict[int, str]:
+    """Offset -> flag name of every __shared__ word that holds a kept value; refused as the module docstring
+    says."""
+    stores: dict[tuple[int, int], list[Event]] = {}
+    loads: list[tuple[int, Event]] = []
+    for (ci, _w), evs in events.items():
+        for e in evs:
+            if e.kind != "kflag":
+                continue
+            if str(e.args[0]).startswith("let "):
+                loads.append((ci, e))
+            else:
+                stores.setdefault((ci, int(e.args[1])), []).append(e)  # type: ignore[call-overload]
+    if not stores and not loads:
+        return {}
+    sizes = {int(e.args[1]): int(e.args[2]) for evs in stores.values() for e in evs}  # type: ignore[call-overload]
+    kept_ins = {id(e.instr) for evs in stores.values() for e in evs}
+    for (ci, _w), evs in events.items():
+        for e in evs:
+            if e.kind in ("read", "kflag") or id(e.instr) in kept_ins:
+                continue
+            for _rank, s, t in e.ranges:
+                for off, n in sizes.items():
+                    if (ci, off) in stores and s < off + n and off < t:
+                        raise gcomm._at(e.instr, f"cannot extract (CTA {ci}): this instruction writes the __shared__ "
+                                        f"word at byte {off:#x}, which carries a value read from a flag to the CTA's "
+                                        "threads (the store at PTX line "
+                                        f"{stores[(ci, off)][0].instr.line}); a write of it that is not that value "
+                                        "would change the word and not the flag, which is not modelled")
+    for ci, e in loads:
+        off = int(e.args[1])  # type: ignore[call-overload]
+        wide = [x for x in stores.get((ci, off), []) if not x.args[3]]
+        if e.args[3] and wide:
+            raise gcomm._at(e.instr, f"cannot extract (CTA {ci}): this load takes the __shared__ word as 0 or 1, and "
+                            f"the store at PTX line {wide[0].instr.line} may store another value there")
+    taken: set[str] = set()
+    out: dict[int, str] = {}
+    for off in sorted(sizes):
+        out[off] = _name(Memory(mod, fn, launch).shared, off, taken)
+        taken.add(out[off])
+    return out
