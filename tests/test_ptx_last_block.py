@@ -13,6 +13,7 @@ address, and the `__shared__` flag also written by another warp.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -107,3 +108,35 @@ def test_what_the_value_reaches_that_the_language_cannot_say_is_refused_at_its_l
     if kernel in ("ticket_index", "flag_overwritten"):
         marker = {"ticket_index": "partials[ticket] =", "flag_overwritten": "am_last = false;"}[kernel]
         assert f"last_block_refused.cu:{_line('last_block_refused.cu', marker)}" in out, out
+
+
+# ---- the sample with its shared-memory block reductions ------------------------------------------------------
+
+SMEM_PARAMS = ["--param", "1=0x10000000", "--param", "2=0x20000000", "--param", "3=0x30000000"]
+
+
+def _smem_args(block: int) -> list[str]:
+    return ["--block", str(block), "--grid", "2", "--whole-grid", "--grid-launch", "persistent", *SMEM_PARAMS]
+
+
+def test_the_sample_as_it_ships_reads_the_partials_without_an_acquire(capsys):
+    """last_block_smem.cu: threadFenceReduction's reduceSinglePass with its `sdata` reductions. The sample has a
+    __threadfence() before the atomicInc only: the last CTA's reads of the others' partials are SV301 (the
+    ticket's reader has no acquire: PTX §8.8); the per-lane `sdata` traffic beside the kept word is ordinary."""
+    rc, out = _check(DATA / "last_block_smem.ptx", *_smem_args(32), capsys=capsys)
+    assert rc == 1, out
+    read = _line("last_block_smem.cu", "sdata[t] = t < gridDim.x ? partials[t]")
+    write = _line("last_block_smem.cu", "partials[blockIdx.x] = sdata[0];")
+    assert f"last_block_smem.cu:{read}:" in out and f"last_block_smem.cu:{write}" in out
+    assert {c for c in ("SV301", "SV807", "SV801", "SV204") if c in out} == {"SV301"}, out
+
+
+def test_with_the_acquire_fence_the_sample_is_safe(capsys):
+    rc, out = _check(DATA / "last_block_smem_acquire_fence.ptx", *_smem_args(32), capsys=capsys)
+    assert rc == 0 and "safe" in out, out
+
+
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason="two warps per CTA: about 10 s; SYNCVERIFY_SLOW=1")
+def test_with_the_acquire_fence_the_sample_is_safe_with_two_warps_per_cta(capsys):
+    rc, out = _check(DATA / "last_block_smem_acquire_fence.ptx", *_smem_args(64), capsys=capsys)
+    assert rc == 0 and "safe" in out, out

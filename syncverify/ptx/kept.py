@@ -197,14 +197,19 @@ def _setp(run: WarpState, ins: Instr, lanes: int, reg: str) -> None:
         run.kept = with_entry(run.kept, dst.second, lane_list, Kept(negate(e), True, k.line, k.opcode))
 
 
-def _word(run: WarpState, ins: Instr, lanes: int, addr: object) -> tuple[int, int] | None:
+def _word(run: WarpState, ins: Instr, lanes: int, addr: object, kept_only: bool = False) -> tuple[int, int] | None:
     """(offset, bytes) in this CTA's shared memory that every executing lane accesses, or None when the access
-    is not in shared memory; refused when lanes differ or an address is not known."""
+    is not in shared memory (with ``kept_only``: when no lane's bytes meet a word that holds a kept value);
+    refused when lanes differ or an address is not known."""
     size = element_bytes(run, ins)
     targets = {shared_target(run.address(addr, lane), space_of(ins), run.rank)  # type: ignore[arg-type]
                for lane in lanes_of(lanes)}
     if targets == {None}:
         return None
+    if kept_only and not any(t is None or t[0] != run.rank or any(o < t[1] + size and t[1] < o + n
+                                                                  for o, (n, _b) in run.mem.kept_words.items())
+                             for t in targets):
+        return None  # an ordinary access: every lane's bytes known and apart from the kept words
     if len(targets) != 1 or None in targets:
         raise run.refuse(ins, "the lanes of this access of a __shared__ word that holds a value read from a flag "
                          "give different (or unknown) addresses")
@@ -235,8 +240,11 @@ def _shared_store(run: WarpState, ins: Instr, lanes: int, k: Kept, plain: Callab
                              "other bounds")
     prev = run.mem.kept_words.get(off)
     run.mem.kept_words[off] = (size, k.boolean and (prev is None or prev[1]))
-    run.events.append(Event("kflag", (f"st.relaxed.cta {{S}}, {k.expr};", off, size, k.boolean), lanes, ins))
+    n0 = len(run.events)
     plain(ins, lanes)
+    data = tuple(id(e) for e in run.events[n0:])  # its shared-memory write: this store's, not another (kept_words.py)
+    run.events.insert(n0, Event("kflag", (f"st.relaxed.cta {{S}}, {k.expr};", off, size, k.boolean, data), lanes,
+                                ins))
 
 
 def _kept_load(run: WarpState, ins: Instr, lanes: int) -> tuple[int, bool] | None:
@@ -245,7 +253,7 @@ def _kept_load(run: WarpState, ins: Instr, lanes: int) -> tuple[int, bool] | Non
     if ins.base not in ("ld", "ldu") or not run.mem.kept_words or any(
             m in ("global", "local", "param", "const") for m in ins.mods):
         return None
-    w = _word(run, ins, lanes, ins.operands[1])
+    w = _word(run, ins, lanes, ins.operands[1], kept_only=True)
     if w is None:
         return None
     off, size = w
@@ -299,6 +307,9 @@ def fork(run: WarpState, top: _Entry, ins: Instr, active: int) -> None:
         raise run.refuse(ins, f"the paths of this branch on the value read from a flag at PTX line {k.line} do not "
                          "join before the kernel ends; its two outcomes cannot be written as an `if`")
     depth = getattr(run, "kept_depth", 0)
+    if active | run.exited != (1 << run.nlanes) - 1:
+        raise run.refuse(ins, f"a branch on the value read from a flag at PTX line {k.line} executed by some lanes of "
+                         "the warp only (inside another branch that divides it) is not modelled")
     if depth >= MAX_NESTED:
         raise run.refuse(ins, f"branches on values read from flags nest more than {MAX_NESTED} deep here")
     cond = k.expr if not ins.guard_neg else negate(k.expr)  # the condition under which it jumps

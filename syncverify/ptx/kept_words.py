@@ -50,10 +50,10 @@ def kept_words(mod: Module, fn: Function, launch: Launch, events: dict[tuple[int
     if not stores and not loads:
         return {}
     sizes = {int(e.args[1]): int(e.args[2]) for evs in stores.values() for e in evs}  # type: ignore[call-overload]
-    kept_ins = {id(e.instr) for evs in stores.values() for e in evs}
+    kept_data = {d for evs in stores.values() for e in evs for d in e.args[4]}  # type: ignore[attr-defined]
     for (ci, _w), evs in events.items():
         for e in evs:
-            if e.kind in ("read", "kflag") or id(e.instr) in kept_ins:
+            if e.kind in ("read", "kflag") or id(e) in kept_data:
                 continue
             for _rank, s, t in e.ranges:
                 for off, n in sizes.items():
