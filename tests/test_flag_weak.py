@@ -107,3 +107,35 @@ protocol stores {
 def test_a_weak_store_takes_no_scope_and_no_other_semantics(op):
     with pytest.raises(InputError, match=r"st\.weak"):
         syncverify.load(f"protocol p {{ grid 2; cta threads 32; flag f; first thread {{ {op} }} }}", path="t.sync")
+
+
+def test_a_strong_store_after_the_weak_one_does_not_order_the_weak_one_for_others():
+    """The storer's later `st.relaxed` does not take the weak store's race away: the other CTA's atomic must still
+    be ordered after the latest write (and so after the weak store); with the release/acquire hand-off it is."""
+    text = """\
+protocol after {{
+  grid 2;
+  launch persistent;
+  cta threads 32;
+  flag counter;
+  flag go;
+  if block == 0 {{ first thread {{ st.weak counter, 5; st.relaxed.gpu counter, 6; st.release.gpu go, 1; }} }}
+  if block == 1 {{ first thread {{ {wait} red.add.relaxed.gpu counter, 1; }} }}
+}}
+"""
+    assert errors(check(text.format(wait=""))) == {"SV807"}
+    assert check(text.format(wait="wait.until.acquire.gpu go == 1;")).verdict == Verdict.SAFE
+
+
+def test_a_weak_store_of_a_flag_another_thread_probes_is_inconclusive():
+    text = """\
+protocol probed {
+  grid 2;
+  cta threads 32;
+  flag f;
+  if block == 0 { first thread { st.weak f, 1; } }
+  if block == 1 { first thread { probe.acquire.gpu f == 1; } }
+}
+"""
+    r = check(text)
+    assert r.verdict == Verdict.INCONCLUSIVE and "weak store" in r.coverage

@@ -17,12 +17,15 @@ family's own records (families/globalmem_views.py: each write's record holds the
   another thread among the older writes is not followed (inconclusive: its order with the store is not
   tracked once it is older than the latest).
 * **After it.** Every later operation of the flag by another thread must know the latest write's record at
-  its turn (the store's, or an RMW's whose writer knew it): otherwise SV807 at that operation, naming the store.
-* **Reads.** A `ld` or `wait.until` of the flag by another thread reads without writing, and its order with
-  the store is not tracked: a protocol with one is inconclusive at the store.
+  its turn (the store's, or a later write's whose writer was checked so or is the storer): otherwise SV807 at
+  that operation, naming the store.
+* **Reads.** A `ld`, `wait.until` or `probe` of the flag by another thread reads without writing, and its order
+  with the store is not tracked: a protocol with one is inconclusive at the store.
 
-Each flag element's entry in the state keeps, beside the value, ``meta``: bit 0 set while the latest `st`
-was weak, and bit 1 + p for every process p that has stored (`st`, weak or strong) to it.
+Each flag element's entry in the state keeps, beside the value, ``meta``: the processes that have stored to it
+(`st`, weak or strong) and those that have stored weakly, as two bit masks (0 until one does). Neither is ever
+cleared: once a thread stored weakly, every other thread's access must be ordered after the latest write, which
+by induction is ordered after the weak store (each write after it was checked so, or is its storer's own).
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ from ..state import R_KNOWN, R_LINE, R_OBJ, R_OWNER, R_SLOT, R_SPACE
 from .globalmem_views import SPACE_FLAG
 
 
-def _stores(meta: int) -> list[int]:
-    """The processes that have stored to the element."""
-    return [p for p in range(meta.bit_length()) if meta >> (p + 1) & 1]
+def _procs(mask: int) -> list[int]:
+    return [p for p in range(mask.bit_length()) if mask >> p & 1]
 
 
 class WeakFlagOps:
@@ -49,35 +51,47 @@ class WeakFlagOps:
                 return r[R_KNOWN] & lanes == lanes, r[R_OWNER], r[R_LINE]
         return True, -1, 0  # the initial value: before every thread
 
-    def weak_meta(self, w: _Work, p: int, lanes: int, e: int, op: ir.FlagOp) -> int | None:
+    def _flag_loaders(self, name: str) -> list[int]:
+        """The processes with a `ld`, `wait.until` or `probe` of flag ``name`` (reads that write nothing)."""
+        cache = self.__dict__.setdefault("_weak_loaders", {})
+        if name not in cache:
+            cache[name] = [q for q, prog in enumerate(self.programs)  # type: ignore[attr-defined]
+                           if any(isinstance(ins.op, ir.FlagOp) and ins.op.kind in ("ld", "wait", "probe")
+                                  and ins.op.flag.name == name for ins in prog.code)]
+        return cache[name]
+
+    def weak_meta(self, w: _Work, p: int, lanes: int, e: int, op: ir.FlagOp) -> tuple[int, int] | None:
         """Check flag operation ``op`` of process ``p`` on element ``e`` against the weak-store rules; return
-        the element's ``meta`` after it (None: unchanged)."""
-        meta = w.tmem[self.gl_tmem + e][1]  # type: ignore[attr-defined]
+        the element's ``meta`` after it, (processes that stored, processes that stored weakly) as bit masks
+        (None: unchanged)."""
+        meta = w.tmem[self.gl_tmem + e][1] or (0, 0)  # type: ignore[attr-defined]
+        stores, weaks = meta
         weak = op.kind == "st" and op.sem == "weak"
+        label = self.flag_label(e)  # type: ignore[attr-defined]
         if weak:
-            readers = [q for q, _m in self.flag_readers.get(op.flag.name, ()) if q != p]  # type: ignore[attr-defined]
+            readers = [q for q in self._flag_loaders(op.flag.name) if q != p]
             if readers:
-                raise BudgetExceeded(f"line {op.span.line}: a weak store of {self.flag_label(e)} that "  # type: ignore[attr-defined]
+                raise BudgetExceeded(f"line {op.span.line}: a weak store of {label} that "
                                      f"{self.proc_label(readers[0])} also loads or spins on: the order of "  # type: ignore[attr-defined]
                                      "a load with a weak store is not modelled")
-            others = [q for q in _stores(meta) if q != p]
+            others = _procs(stores & ~(1 << p))
             if others:
-                raise BudgetExceeded(f"line {op.span.line}: a weak store of {self.flag_label(e)} after "  # type: ignore[attr-defined]
+                raise BudgetExceeded(f"line {op.span.line}: a weak store of {label} after "
                                      f"{self.proc_label(others[0])} stored to it: its order with an older "  # type: ignore[attr-defined]
                                      "store than the latest write is not tracked")
-        if weak or (meta & 1 and _stores(meta) != [p]):
             known, writer, line = self._knows_latest(w, e, lanes)
             if not known and writer != p:
-                if weak:
-                    raise Violation("SV807", f"data race on {self.flag_label(e)}: this weak store is not ordered "  # type: ignore[attr-defined]
-                                    f"after its write at line {line} by {self.proc_label(writer)} (a weak store "  # type: ignore[attr-defined]
-                                    "races with every access of the location that causality does not order)",
-                                    op.span, ((line, "the other write"),), procs=(writer,))
-                storer = _stores(meta)[0]
-                raise Violation("SV807", f"data race on {self.flag_label(e)}: this `{op.kind}` is not ordered after "  # type: ignore[attr-defined]
-                                f"the weak store of {self.proc_label(storer)} (a weak store races with every "  # type: ignore[attr-defined]
-                                "access of the location that causality does not order)", op.span, (),
-                                procs=(storer,))
+                raise Violation("SV807", f"data race on {label}: this weak store is not ordered after its write at "
+                                f"line {line} by {self.proc_label(writer)} (a weak store races with every access "  # type: ignore[attr-defined]
+                                "of the location that causality does not order)", op.span,
+                                ((line, "the other write"),), procs=(writer,))
+        elif weaks & ~(1 << p):
+            known, _writer, _line = self._knows_latest(w, e, lanes)
+            if not known:
+                storer = _procs(weaks & ~(1 << p))[0]
+                raise Violation("SV807", f"data race on {label}: this `{op.kind}` is not ordered after the weak store "
+                                f"of {self.proc_label(storer)} (a weak store races with every access of the "  # type: ignore[attr-defined]
+                                "location that causality does not order)", op.span, (), procs=(storer,))
         if op.kind != "st":
             return None
-        return (meta & ~1) | 1 << (p + 1) | int(weak)
+        return stores | 1 << p, weaks | int(weak) << p

@@ -28,7 +28,7 @@ The PTX memory consistency model (docs/model.md, "Global memory", quotes the tex
 Values are exact: a flag that would leave 0..bound makes the search inconclusive (BudgetExceeded),
 never safe. The flags and the grid barrier live at the end of the state's ``tmem`` tuple, as
 ``(value, meta)`` entries (the symbolic key leaves first fields alone; ``meta`` is
-families/flag_weak.py's record of who stored, 0 for the grid barrier).
+families/flag_weak.py's record of who stored, 0 until someone does and for the grid barrier).
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type. The bmc encoding refuses the family (``REFUSED``).
