@@ -8,7 +8,8 @@ counter with a plain store. Extraction (ptx/kept.py) writes the ticket as `let v
 CTA's flag of that word beside its shared-memory accesses, the branch as `if … { }`, and the reset as `st.weak`
 (semantics/families/flag_weak.py). Compiled by build.sh there; its seeds: -DNO_FENCE, -DOFF_BY_ONE.
 last_block_refused.cu holds what is refused at its line: the ticket through `shfl`, through a ballot, as an
-address, and the `__shared__` flag also written by another warp.
+address, the `__shared__` flag also written by another warp or read before the barrier, and a plain reset of
+the counter that a CTA's input decides.
 """
 
 from __future__ import annotations
@@ -97,16 +98,23 @@ def test_without_the_whole_grid_the_ticket_stays_refused_at_the_atomic(capsys):
     ("ballot_ticket", "vote.sync.ballot.b32", "hands it to other lanes"),
     ("ticket_index", "mul.wide.u32", "is not one of the computations"),
     ("flag_overwritten", "st.shared.u8", "would change the word and not the flag"),
+    ("early_read", "ld.shared.u8", "may run before every store of it"),
+    ("reset_by_data", "st.global.u32", "may run where the executor did not run it"),
 ])
 def test_what_the_value_reaches_that_the_language_cannot_say_is_refused_at_its_line(kernel, opcode, why, capsys):  # type: ignore[no-untyped-def]
-    rc, out = _check(DATA / "last_block_refused.ptx", "--kernel", kernel, *ARGS, capsys=capsys)
+    args = [*ARGS]
+    if kernel == "reset_by_data":
+        args[1] = "32"  # its __launch_bounds__
+    rc, out = _check(DATA / "last_block_refused.ptx", "--kernel", kernel, *args, capsys=capsys)
     assert rc == 2, out
     assert why in out and "cannot extract" in out, out
     first = out.splitlines()[0]
     line = int(re.search(r"last_block_refused\.ptx:(\d+):", first).group(1))  # type: ignore[union-attr]
     assert opcode in (DATA / "last_block_refused.ptx").read_text().splitlines()[line - 1], first
-    if kernel in ("ticket_index", "flag_overwritten"):
-        marker = {"ticket_index": "partials[ticket] =", "flag_overwritten": "am_last = false;"}[kernel]
+    markers = {"ticket_index": "partials[ticket] =", "flag_overwritten": "am_last = false;",
+               "early_read": "const bool early = am_last;", "reset_by_data": "*count = 0;"}
+    if kernel in markers:
+        marker = markers[kernel]
         assert f"last_block_refused.cu:{_line('last_block_refused.cu', marker)}" in out, out
 
 

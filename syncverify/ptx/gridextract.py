@@ -132,6 +132,14 @@ class _Global:
                         and e.footprint[0][3] == e.footprint[0][2] + 4
                     (self.weak if fit else unfit).add(id(e.instr))
         self.weak -= unfit
+        ran = {(ci, e.instr.line, e.instr.column, w, e.footprint[0][0]) for (ci, w), evs in events.items()
+               for e in evs if e.kind == "gdata" and id(e.instr) in self.weak}
+        for a in gcomm.accesses:
+            t = _thread(a)
+            if id(a.ins) in self.weak and (t is None or (t[0], a.ins.line, a.ins.column, t[1], t[2]) not in ran):
+                raise gcomm._at(a.ins, f"cannot extract ({a.who}): this store of a flag's word in global memory "
+                                "may run where the executor did not run it (under a branch or guard decided by "
+                                "data): the protocol would miss a write of the flag")
         data = [a for a in gcomm.accesses if id(a.ins) not in flag_ins and id(a.ins) not in self.weak]
         for a in data:
             if a.span is not None and any(a.span[0] < w + 4 and w < a.span[1] for w in words):

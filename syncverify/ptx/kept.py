@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from .access import element_bytes, shared_target, space_of
 from .cfg import EXIT
-from .kept_values import Kept, with_entry
+from .kept_values import Kept, result_read, with_entry
 from .launch import Event, lanes_of
 from .parse import Instr, Name, NegName, Pair, operand_registers
 from .probe import _merge, clone
@@ -253,6 +253,9 @@ def _kept_load(run: WarpState, ins: Instr, lanes: int) -> tuple[int, bool] | Non
     if ins.base not in ("ld", "ldu") or not run.mem.kept_words or any(
             m in ("global", "local", "param", "const") for m in ins.mods):
         return None
+    dst = ins.operands[0] if ins.operands else None
+    if isinstance(dst, Name) and not result_read(run.cfg.body, dst.name):
+        return None  # a value nothing reads: the load is its slot's read only (its race rules still apply)
     w = _word(run, ins, lanes, ins.operands[1], kept_only=True)
     if w is None:
         return None

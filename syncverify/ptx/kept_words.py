@@ -8,7 +8,11 @@ barrier), a copy into it, would change the word without changing the flag, and t
 value. Warps are executed one after another, so a write by a warp executed later than the load is seen only
 here, over the events of every warp of the CTA: any other write of the word's bytes is refused at its line.
 A load that took the value as 0 or 1 (what a narrow store carries unchanged) is refused where some store of
-the word stores a wider value.
+the word stores a wider value. And a load is refused unless it is ordered after a store of the word by the
+warp's program order or by a CTA barrier (`bar.sync 0` of the whole CTA, counted: the load follows more of them
+than the store): one that may run before every store would read the word uninitialized, which the flag (0 at
+launch) does not model. A load ordered so by the count that the barriers do not in fact order (warps that skip
+barriers) is not ordered after the store by the model either, and its read of the slot is SV301.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ def kept_words(mod: Module, fn: Function, launch: Launch, events: dict[tuple[int
                                         "threads (the store at PTX line "
                                         f"{stores[(ci, off)][0].instr.line}); a write of it that is not that value "
                                         "would change the word and not the flag, which is not modelled")
+    _ordered_after_a_store(events, gcomm)
     for ci, e in loads:
         off = int(e.args[1])  # type: ignore[call-overload]
         wide = [x for x in stores.get((ci, off), []) if not x.args[3]]
@@ -75,3 +80,49 @@ def kept_words(mod: Module, fn: Function, launch: Launch, events: dict[tuple[int
         out[off] = _name(Memory(mod, fn, launch).shared, off, taken)
         taken.add(out[off])
     return out
+
+
+def _barriers(evs: list[Event]) -> list[tuple[int, int]]:
+    """For each event of a warp, (fewest, most) CTA barriers (`bar.sync 0` of every thread) before it on the paths
+    through the branches extracted as `if … { } else { }` (their arms follow each other in the list)."""
+    lo = hi = 0
+    stack: list[list[int]] = []  # per open `if`: its (lo, hi) at the start, and the then-arm's at its end
+    out = []
+    for e in evs:
+        out.append((lo, hi))
+        text = str(e.args[0]) if e.kind == "text" and e.args else ""
+        if e.kind == "bar_sync" and e.args[0] == 0 and e.args[1] is None:
+            lo, hi = lo + 1, hi + 1
+        elif (text.startswith("if ") and text.endswith("{")) or (e.kind == "probe" and e.args[-1] == "if"):
+            stack.append([lo, hi, -1, -1])
+        elif text == "} else {" and stack:
+            stack[-1][2:] = [lo, hi]
+            lo, hi = stack[-1][0], stack[-1][1]
+        elif text == "}" and stack:
+            a, b, tl, th = stack.pop()
+            if tl < 0:  # no else: the path that skips the arm
+                tl, th = a, b
+            lo, hi = min(lo, tl), max(hi, th)
+    return out
+
+
+def _ordered_after_a_store(events: dict[tuple[int, int], list[Event]], gcomm: GlobalAccesses) -> None:
+    """Every kept load of a word follows one of its stores in the same CTA (module docstring)."""
+    stores: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (CTA, offset) -> (warp, index, most)
+    loads: list[tuple[int, int, int, int, Event]] = []
+    for (ci, w), evs in events.items():
+        counts = _barriers(evs)
+        for i, e in enumerate(evs):
+            if e.kind != "kflag":
+                continue
+            off = int(e.args[1])  # type: ignore[call-overload]
+            if str(e.args[0]).startswith("let "):
+                loads.append((ci, w, i, counts[i][0], e))
+            else:
+                stores.setdefault((ci, off), []).append((w, i, counts[i][1]))
+    for ci, w, i, fewest, e in loads:
+        before = stores.get((ci, int(e.args[1])), [])  # type: ignore[call-overload]
+        if not any((sw == w and si < i) or fewest > most for sw, si, most in before):
+            raise gcomm._at(e.instr, f"cannot extract (CTA {ci}, warp {w}): this load of a __shared__ word that "
+                            "carries a value read from a flag may run before every store of it (no CTA barrier "
+                            "orders it after one): it would read the word uninitialized, which is not modelled")

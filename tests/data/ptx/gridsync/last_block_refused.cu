@@ -2,7 +2,8 @@
 // NVIDIA/cuda-samples Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh)
 // refuses at its line, never skips: the ticket handed to the warp's other lanes by a shuffle or a ballot (the
 // language keeps a value read from a flag in one process and gives it to no lane), the ticket used as an
-// address, and the __shared__ flag also written with a constant by another warp (the flag would miss it).
+// address, the __shared__ flag also written with a constant by another warp (the flag would miss it), the flag
+// read before the barrier (it may be uninitialized), and a plain reset of the counter that a CTA's input decides.
 __device__ __forceinline__ unsigned int ticket_of(unsigned int* count) {
   return atomicInc(count, gridDim.x);
 }
@@ -58,5 +59,30 @@ extern "C" __global__ void __launch_bounds__(64) flag_overwritten(float* partial
   __syncthreads();
   if (am_last) {
     out[t] = partials[t % gridDim.x];
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(64) early_read(float* partials, float* out, unsigned int* count) {
+  __shared__ bool am_last;
+  const unsigned int t = threadIdx.x;
+  if (t == 0) {
+    partials[blockIdx.x] = 1.0f;
+    __threadfence();
+    am_last = ticket_of(count) == gridDim.x - 1;
+    __threadfence();
+  }
+  const bool early = am_last;                                         // before the barrier: warp 1 may read it
+  __syncthreads();                                                    // uninitialized
+  if (early) {
+    out[t] = 1.0f;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(32) reset_by_data(const float* in, unsigned int* count) {
+  if (threadIdx.x == 0) {
+    atomicAdd(count, 1u);
+    if (blockIdx.x == 0 || in[blockIdx.x] > 0.0f) {
+      *count = 0;                                                     // CTA 1 resets or not, by its input
+    }
   }
 }
