@@ -113,6 +113,9 @@ def _refuse_use(run: WarpState, ins: Instr, k: Kept) -> None:
 
 def execute(run: WarpState, ins: Instr, lanes: int, plain: Callable[[Instr, int], None]) -> None:
     """Execute ``ins`` for ``lanes`` where kept values may be involved; ``plain`` executes it as usual."""
+    if not run.kept and not run.mem.kept_words:
+        plain(ins, lanes)  # no kept value anywhere yet (every kernel until an atomic's result is read)
+        return
     used = [r for r in sorted(sources(ins)) if r in run.kept and any(lane in run.kept[r] for lane in lanes_of(lanes))]
     if not used:
         word = _kept_load(run, ins, lanes)
