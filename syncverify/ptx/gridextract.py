@@ -313,9 +313,18 @@ def _barrier_between(evs: list[Event], a: _Access, b: _Access, la: int, lb: int)
 
 def _dedupe(evs: list[Event]) -> list[Event]:
     """A data statement that repeats the one just before it (the same element, the same warp, no other
-    statement between): one access for the model, whose order with every other thread's is the same."""
+    statement between): one access for the model, whose order with every other thread's is the same. And a
+    branch on a value read from a flag (ptx/kept.py) whose arms lost every statement (accesses of bytes no other
+    thread touches are dropped): no `if` at all, or no `else`."""
     out: list[Event] = []
     for e in evs:
+        if e.kind == "text" and e.args == ("}",) and out and out[-1].kind == "text" and out[-1].instr is e.instr:
+            last = str(out[-1].args[0])
+            if last == "} else {":
+                out.pop()  # an empty else arm
+            elif last.startswith("if ") and last.endswith("{"):
+                out.pop()  # an if with nothing in it
+                continue
         if out and e.kind == "text" and e.args[1:] == ("gdata",) and e.args == out[-1].args \
                 and e.lanes == out[-1].lanes:
             continue
