@@ -1,13 +1,17 @@
-// CUDA's threadFenceReduction sample, `reduceSinglePass` (NVIDIA/cuda-samples,
+// CUDA's threadFenceReduction sample, `reduceSinglePass` (NVIDIA/cuda-samples@ceab6e8,
 // Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh), with its shared-memory
-// block reductions: every CTA reduces its inputs in `sdata`, thread 0 stores the CTA's partial, __threadfence(),
-// takes a ticket with atomicInc, and the CTA that drew gridDim.x - 1 reduces the partials in `sdata` again and
-// resets the counter. Reduced to its synchronization: one input per thread, the tree reduction of the sample's
-// reduceBlock written as a loop over `s`, the counter a parameter (the sample's is a __device__ variable).
+// block reductions: every CTA reduces its inputs in shared memory and thread 0 stores the CTA's partial
+// (reduceBlocks: `g_odata[blockIdx.x] = sdata[0]`), __threadfence(), thread 0 takes a ticket with
+// `atomicInc(&retirementCount, gridDim.x)` and stores `amLast = (ticket == gridDim.x - 1)`, cg::sync(cta), and the
+// last CTA sums `g_odata[i]` for i = tid, tid + blockSize, ..., reduces them in shared memory, and thread 0 stores
+// `g_odata[0]` and resets `retirementCount = 0`. Reduced to its synchronization: one input per thread, the tree
+// reduction of reduceBlock written as a loop over `s`, the __threadfence() executed by thread 0 (the writer of the
+// partial; the sample's other threads have nothing to publish), the counter a parameter (the sample's is a
+// __device__ variable), `partials` the sample's g_odata.
 //   -DACQUIRE_FENCE  a __threadfence() after the atomicInc: the acquire half the PTX memory model asks of the
 //                    ticket's reader. The sample as it ships has none, and its last CTA's reads of the other CTAs'
 //                    partials are not ordered after their writes by the model (SV301).
-extern "C" __global__ void __launch_bounds__(64) last_block_smem(const float* in, float* partials, float* out,
+extern "C" __global__ void __launch_bounds__(64) last_block_smem(const float* in, float* partials,
                                                                   unsigned int* retirement_count) {
   __shared__ float sdata[64];
   __shared__ bool am_last;
@@ -40,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(64) last_block_smem(const float* in
       __syncthreads();
     }
     if (t == 0) {
-      out[0] = sdata[0];
+      partials[0] = sdata[0];
       *retirement_count = 0;
     }
   }
