@@ -148,3 +148,13 @@ def test_with_the_acquire_fence_the_sample_is_safe(capsys):
 def test_with_the_acquire_fence_the_sample_is_safe_with_two_warps_per_cta(capsys):
     rc, out = _check(DATA / "last_block_smem_acquire_fence.ptx", *_smem_args(64), capsys=capsys)
     assert rc == 0 and "safe" in out, out
+
+
+@pytest.mark.parametrize("ptx, rc, code", [("last_block.ptx", 0, None), ("last_block_no_fence.ptx", 1, "SV301")])
+def test_the_z3_engine_gives_the_same_verdicts_and_bmc_refuses_with_the_reason(ptx, rc, code, capsys):  # type: ignore[no-untyped-def]
+    """--engine z3 runs the flag family as the explicit engine does (the extracted protocol has no loop count to
+    lift); the bmc engine does not model global memory and says so: inconclusive, never safe."""
+    got, out = _check(DATA / ptx, *ARGS, "--engine", "z3", capsys=capsys)
+    assert got == rc and (code is None or code in out), out
+    got, out = _check(DATA / ptx, *ARGS, "--engine", "bmc", capsys=capsys)
+    assert "inconclusive" in out and "global memory" in out and "safe bound" not in out, out

@@ -1,5 +1,5 @@
 // "The last CTA to arrive reduces", in the form of CUDA's threadFenceReduction sample
-// (NVIDIA/cuda-samples Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh,
+// (NVIDIA/cuda-samples@ceab6e8, Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh,
 // reduceSinglePass: thread 0 stores the CTA's partial, __threadfence(), takes a ticket with atomicInc, and the
 // CTA that drew gridDim.x - 1 sums every partial and resets the counter), with the acquire half the PTX memory
 // model asks of the ticket's reader (a __threadfence() after the atomicInc, before the barrier). The counter is a
