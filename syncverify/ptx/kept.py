@@ -322,7 +322,7 @@ def fork(run: WarpState, top: _Entry, ins: Instr, active: int) -> None:
     t, f = clone(run), clone(run)
     t.kept_depth = f.kept_depth = depth + 1  # type: ignore[attr-defined]
     for lane in lanes_of(active):
-        t.write(Name(ins.guard), lane, 0 if ins.guard_neg else 1, 1)
+        t.write(Name(ins.guard), lane, 0 if ins.guard_neg else 1, 1)  # t jumps, f falls through
         f.write(Name(ins.guard), lane, 1 if ins.guard_neg else 0, 1)
     t.run([_Entry(target, active, join)])
     f.run([_Entry(i + 1, active, join)])
@@ -330,10 +330,13 @@ def fork(run: WarpState, top: _Entry, ins: Instr, active: int) -> None:
         raise run.refuse(ins, f"one outcome of this branch on the value read from a flag at PTX line {k.line} ends "
                          "threads the other does not; a branch whose outcomes do not both go on is not modelled")
     then, other = t.events, f.events
-    before = dict(run.kept)
+    before = run.kept.get(ins.guard)
+    set_t, set_f = (0, 1) if ins.guard_neg else (1, 0)
+    untouched = all(t.regs[ins.guard][lane] == set_t and f.regs[ins.guard][lane] == set_f
+                    and ins.guard not in t.kept and ins.guard not in f.kept for lane in lanes_of(active))
     _merge(run, [t, f])
-    run.kept = {**run.kept, ins.guard: before[ins.guard]} if all(
-        ins.guard not in s.kept for s in (t, f)) and ins.guard in before else run.kept
+    if before is not None and untouched:  # the predicate still holds the kept condition after the join
+        run.kept = {**run.kept, ins.guard: before}
     top.pc = join
     if not then and not other:
         return

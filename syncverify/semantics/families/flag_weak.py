@@ -52,13 +52,12 @@ class WeakFlagOps:
         return True, -1, 0  # the initial value: before every thread
 
     def _flag_loaders(self, name: str) -> list[int]:
-        """The processes with a `ld`, `wait.until` or `probe` of flag ``name`` (reads that write nothing)."""
-        cache = self.__dict__.setdefault("_weak_loaders", {})
-        if name not in cache:
-            cache[name] = [q for q, prog in enumerate(self.programs)  # type: ignore[attr-defined]
-                           if any(isinstance(ins.op, ir.FlagOp) and ins.op.kind in ("ld", "wait", "probe")
-                                  and ins.op.flag.name == name for ins in prog.code)]
-        return cache[name]
+        """The processes with a `ld`, `wait.until` or `probe` of flag ``name`` (reads that write nothing), in
+        the full programs (a residency search's restricted ones would hide some: engines/residency.py)."""
+        programs = getattr(self, "shown_programs", None) or self.programs  # type: ignore[attr-defined]
+        return [q for q, prog in enumerate(programs)
+                if any(isinstance(ins.op, ir.FlagOp) and ins.op.kind in ("ld", "wait", "probe")
+                       and ins.op.flag.name == name for ins in prog.code)]
 
     def weak_meta(self, w: _Work, p: int, lanes: int, e: int, op: ir.FlagOp) -> tuple[int, int] | None:
         """Check flag operation ``op`` of process ``p`` on element ``e`` against the weak-store rules; return
