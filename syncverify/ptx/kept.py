@@ -28,9 +28,10 @@ Anything else a kept value reaches is refused at its line: arithmetic other than
 guard of an instruction that is not a branch, a value stored to global memory or to a flag, a `shfl`/`vote`
 that hands it to other lanes (the language keeps one value per process and gives it to no other lane), a
 branch whose paths do not join, a loop whose exit it decides (a spin: `wait.until` takes one load and a
-comparison only, gridsync.py), lanes that do not all hold the same value. gridextract.py checks, over every
-warp of the CTA, that the `__shared__` word is written only by such stores (another write of its bytes, which
-the flag would miss, is refused there).
+comparison only, gridsync.py), lanes that do not all hold the same value, a branch some lanes of the warp
+take only. kept_words.py checks, over every warp of the CTA, that the `__shared__` word is written only by such
+stores (another write of its bytes, which the flag would miss, is refused there) and that each load whose value
+is used follows a store of it (else it could read the word uninitialized).
 """
 
 from __future__ import annotations
