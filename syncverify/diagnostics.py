@@ -148,6 +148,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV803": ("wait on a CTA that may not be resident", Severity.ERROR),
     "SV804": ("grid.sync without a cooperative launch", Severity.ERROR),
     "SV806": ("a flag's value used where the language cannot take it", Severity.ERROR),
+    "SV807": ("data race on a flag: a weak store not ordered with another thread's access", Severity.ERROR),
 }
 
 

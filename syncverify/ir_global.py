@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .ir import Expr, Ref
 
 GlobalScope = Literal["cta", "cluster", "gpu", "sys"]
-FlagSem = Literal["relaxed", "acquire", "release", "acq_rel"]
+FlagSem = Literal["relaxed", "acquire", "release", "acq_rel", "weak"]  # weak: `st.weak` only (flag_weak.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,8 @@ PAIR = "smem pair[2] bytes 64;"
 FLAG = "flag f bound 8;"  # a counter in global memory (semantics/families/globalmem.py)
 GLOBAL = "global gbuf bytes 64;"  # a global buffer, one for the grid
 FLAG_G = "flag g bound 8;"  # a second flag: store buffering and message passing through two flags
+PARTS = "global parts[2] bytes 64;"  # each CTA's partial, read by the last CTA
+SHARED_WORD = "flag h[2] bound 8;"  # a per-CTA word that carries a ticket to the CTA (the __shared__ flag)
 TMEM = "tmem acc cols 32;"
 REGS = "regs ra;"  # registers an RS-form wgmma reads (semantics/families/async_operands.py)
 TMAP = "tensormap tm;"  # a tensor map a copy reads and a thread rewrites (semantics/families/tensormap.py)
@@ -166,6 +168,16 @@ ALPHABET: tuple[Atom, ...] = (
     # a ticket whose value decides a branch (families/flag_values.py): the CTA that draws 1 reads the buffer
     Atom("g.ticket", "first thread {{ let t = atom.add.acq_rel.gpu f, 1; if t == 1 {{ read gbuf; }} }}",
          decl=(FLAG, GLOBAL), opt_in=True),
+    # "the last CTA to arrive" as extraction writes it (ptx/kept.py): the ticket of an atomInc kept by one
+    # thread and stored to the CTA's word, the word loaded by the warp after a barrier and branched on, the
+    # partials read and the counter reset with a plain store there (families/flag_weak.py), a reset with no branch
+    Atom("k.part", "first thread {{ write parts[block]; }}", decl=(PARTS,), opt_in=True),
+    Atom("k.ticket", "first thread {{ let t = atom.inc.relaxed.gpu f, 2; st.relaxed.cta h[block], t == 1 ? 1 : 0; }}",
+         decl=(FLAG, SHARED_WORD), opt_in=True),
+    Atom("k.last", "syncthreads; if block >= 0 {{ let w = ld.relaxed.cta h[block]; if w == 1 {{ read parts[0]; "
+         "read parts[1]; first thread {{ st.weak f, 0; }} }} }}", collective=True, decl=(FLAG, SHARED_WORD, PARTS),
+         opt_in=True),
+    Atom("k.reset", "first thread {{ st.weak f, 0; }}", decl=(FLAG,), opt_in=True),
     # probes whose result a branch uses (families/mbarrier_probe.py): a read only where the probe passed, an
     # arrive only where it failed, CUTLASS's probe-then-wait (compiled as the wait), and a probe in a loop
     # whose two results reach different accesses
@@ -371,6 +383,11 @@ GLOBAL_SCOPES: dict[str, Scope] = {
     "views-sb": Scope("views-sb", 2, 1, ((3, 3),),
                       atoms=("g.write", "v.st.f", "v.st.g", "v.none.f", "v.none.g", "v.sc"), wrappers=("elect",),
                       trips=(), grid=True),
+    # the last CTA to arrive (ptx/kept.py's shapes): a ticket through a per-CTA word, the branch on it, the weak
+    # reset, the partial's write, thread fences, a CTA barrier
+    "tickets": Scope("tickets", 2, 1, ((3, 3),),
+                     atoms=("k.part", "k.ticket", "k.last", "k.reset", "v.sc", "syncthreads"),
+                     wrappers=("",), trips=(), grid=True),
     # message passing through two flags: a release and a relaxed store, the relaxed spin and the load whose
     # write decides what it acquires, the data they guard
     "views-mp": Scope("views-mp", 2, 1, ((3, 3),),

@@ -29,7 +29,7 @@ here, the moves and memory of `WarpState`, warp.py). The handlers take a
 from __future__ import annotations
 
 from .. import budget
-from . import clc, tensormaps
+from . import clc, kept, tensormaps
 from .cfg import EXIT, Cfg, affects_sync
 from .cg_grid_sync import GRID_SYNC, rewrite_grid_syncs
 from .globalcomm import GlobalAccesses
@@ -94,6 +94,9 @@ class WarpRun(WarpState):
             self.lane_watch.see(self, top.pc, ins)
         self.pc = top.pc
         active = top.mask
+        if self.kept and kept.guard(self, ins, active):
+            kept.fork(self, top, ins, active)  # a branch on a value read from a flag (kept.py)
+            return
         guard = self._guard(ins, active)
         if ins.base == "bra":
             self._branch(stack, top, ins, active, guard)
@@ -171,6 +174,12 @@ class WarpRun(WarpState):
             stack.append(_Entry(target, taken, join))
 
     def execute(self, ins: Instr, lanes: int) -> None:
+        if self.launch.whole_grid:  # values read from flags may be involved (kept.py)
+            kept.execute(self, ins, lanes, self._execute_plain)
+        else:
+            self._execute_plain(ins, lanes)
+
+    def _execute_plain(self, ins: Instr, lanes: int) -> None:
         if ins.opcode == GRID_SYNC:  # a recognised this_grid().sync() (cg_grid_sync.py)
             if not self.launch.whole_grid:
                 raise self.refuse(ins, "cooperative_groups::this_grid().sync() is a barrier of the whole grid: "

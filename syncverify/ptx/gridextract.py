@@ -24,8 +24,10 @@ Global memory (gridsync.py gives the events):
 * refused, at the access: bytes another thread may touch reached through an
   address that is not known (a pointer not bound with `--param`), an access
   of those bytes that the executor did not run (under a branch decided by
-  data), two lanes of one warp communicating (the language's warp is one
-  process), a weak access of a flag's word.
+  data), two lanes of one warp communicating with no CTA barrier between
+  them (the language's warp is one process), a weak access of a flag's word
+  other than a plain store of a known value by one lane (`st.weak F, V;`,
+  the reset of a "last CTA" counter).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from itertools import pairwise
 
 from .execute import run_cluster
 from .globalcomm import GlobalAccesses, _Access, _keys_meet
+from .kept_words import kept_words
 from .lanes import lane_condition
 from .launch import WARP, Event, Launch
 from .parse import Function, Module, PtxError
@@ -117,13 +120,33 @@ class _Global:
                      else "at address " + ", ".join(f"{w:#x}" for w in ws))
             self.flag_decls.append(f"  flag {name}{f'[{len(ws)}]' if len(ws) > 1 else ''};".ljust(40)
                                    + f"// 32-bit words {where} (0 at launch)")
-        data = [a for a in gcomm.accesses if id(a.ins) not in flag_ins]
+        # a plain store of a known value to a flag's word by one lane (`*counter = 0;`): `st.weak F, V;`, whose
+        # order with the flag's other accesses the model checks (semantics/families/flag_weak.py)
+        self.weak: set[int] = set()
+        unfit: set[int] = set()
+        for evs in events.values():
+            for e in evs:
+                if e.kind == "gdata" and e.args[0] == "write" and any(
+                        a < w + 4 and w < b for _l, _r, a, b in e.footprint for w in words):
+                    fit = len(e.args) == 2 and len(e.footprint) == 1 and e.footprint[0][2] in words \
+                        and e.footprint[0][3] == e.footprint[0][2] + 4
+                    (self.weak if fit else unfit).add(id(e.instr))
+        self.weak -= unfit
+        ran = {(ci, e.instr.line, e.instr.column, w, e.footprint[0][0]) for (ci, w), evs in events.items()
+               for e in evs if e.kind == "gdata" and id(e.instr) in self.weak}
+        for a in gcomm.accesses:
+            t = _thread(a)
+            if id(a.ins) in self.weak and (t is None or (t[0], a.ins.line, a.ins.column, t[1], t[2]) not in ran):
+                raise gcomm._at(a.ins, f"cannot extract ({a.who}): this store of a flag's word in global memory "
+                                "may run where the executor did not run it (under a branch or guard decided by "
+                                "data): the protocol would miss a write of the flag")
+        data = [a for a in gcomm.accesses if id(a.ins) not in flag_ins and id(a.ins) not in self.weak]
         for a in data:
             if a.span is not None and any(a.span[0] < w + 4 and w < a.span[1] for w in words):
                 raise gcomm._at(a.ins, f"cannot extract ({a.who}): a weak access of a flag's word in global "
                                 "memory (the language touches flags only with its flag operations)")
         self._loose(gcomm, data)
-        marked = self._pairs(gcomm, data)
+        marked = self._pairs(gcomm, data, events)
         emitted = {(ci, e.instr.line, e.instr.column, w, lane) for (ci, w), evs in events.items()
                    for e in evs if e.kind == "gdata" for lane, *_ in e.footprint}
         for a in marked:
@@ -135,6 +158,10 @@ class _Global:
                                 "branch or guard decided by data): the protocol would miss it")
         self.regions = _merge([a.span for a in marked if a.span is not None])
         self._chunks(events)
+        self.kept_words = kept_words(mod, fn, launch, events, gcomm)
+        for off, name in self.kept_words.items():
+            self.flag_decls.append(f"  flag {name}[{_group(mod, fn, launch)}];".ljust(40)
+                                   + f"// the __shared__ word at byte {off:#x} of each CTA: a value read from a flag")
 
     @staticmethod
     def _loose(gcomm: GlobalAccesses, data: list[_Access]) -> None:
@@ -153,7 +180,8 @@ class _Global:
                     raise gcomm._refusal(b, a)
 
     @staticmethod
-    def _pairs(gcomm: GlobalAccesses, data: list[_Access]) -> list[_Access]:
+    def _pairs(gcomm: GlobalAccesses, data: list[_Access],
+               events: dict[tuple[int, int], list[Event]]) -> list[_Access]:
         """The placed accesses of bytes that a different thread writes (or reads, for a write)."""
         placed = sorted((a for a in data if a.span is not None), key=lambda a: a.span[0])  # type: ignore[index]
         marked: dict[int, _Access] = {}
@@ -165,7 +193,8 @@ class _Global:
                 ta, tb = _thread(a), _thread(b)
                 if ta == tb or not ((a.reads and b.writes) or (a.writes and b.reads)):
                     continue
-                if ta is not None and tb is not None and ta[:2] == tb[:2]:
+                if ta is not None and tb is not None and ta[:2] == tb[:2] and not _barrier_between(
+                        events.get(ta[:2], []), a, b, ta[2], tb[2]):
                     r, w = (a, b) if a.reads else (b, a)
                     raise gcomm._at(r.ins, f"cannot extract ({r.who}, lane {ta[2] if r is a else tb[2]}): lanes "
                                     f"of one warp communicate through global memory (with `{w.ins.opcode}` at "
@@ -231,12 +260,18 @@ class _Global:
                                      + f"// {hi - lo} bytes from {where} of the buffer: each element the bytes "
                                      f"the same warps touch in the same steps ({min(sizes)}..{max(sizes)} bytes)")
 
-    def convert(self, e: Event, full: int) -> list[Event]:
+    def convert(self, e: Event, full: int, cta: int) -> list[Event]:
+        if e.kind == "kflag":  # a __shared__ word that holds a value read from a flag (kept.py): its CTA's flag
+            return [Event("text", (str(e.args[0]).replace("{S}", f"{self.kept_words[int(e.args[1])]}[{cta}]"),),  # type: ignore[call-overload]
+                          e.lanes, e.instr)]
         if e.kind == "gflag":
             return [Event("text", (str(e.args[0]).replace("{F}", self.flags[int(e.args[1])]),),  # type: ignore[call-overload]
                           e.lanes, e.instr)]
         if e.kind != "gdata":
             return [e]
+        if id(e.instr) in self.weak:
+            word = e.footprint[0][2]
+            return [Event("text", (f"st.weak {self.flags[word]}, {e.args[1]};",), e.lanes, e.instr)]
         lanes: dict[int, int] = {}
         for lane, _r, a, b in e.footprint:
             j = bisect_right(self.pieces, (a, 1 << 62, 0)) - 1
@@ -256,11 +291,40 @@ class _Global:
         return out
 
 
+def _barrier_between(evs: list[Event], a: _Access, b: _Access, la: int, lb: int) -> bool:
+    """Whether every execution of access ``a`` by lane ``la`` and of ``b`` by lane ``lb`` (two lanes of one
+    warp) is separated, in the warp's events, by a CTA barrier or `__syncwarp` both lanes execute: PTX's
+    `bar.sync` orders "memory accesses requested by the threads prior to the barrier" for every thread that
+    participates, so the lanes' accesses are ordered as the warp's program order (the language's one process)
+    orders them. The last CTA of threadFenceReduction reads, in thread 1, the partial its thread 0 stored before
+    the `__syncthreads()`."""
+    bars = ("bar_sync", "syncwarp")
+    both = 1 << la | 1 << lb
+
+    def at(x: _Access, lane: int) -> list[int]:
+        return [i for i, e in enumerate(evs) if e.instr is x.ins and e.lanes >> lane & 1]
+
+    pa, pb = at(a, la), at(b, lb)
+    if not pa or not pb:
+        return False
+    fences = [i for i, e in enumerate(evs) if e.kind in bars and e.lanes & both == both]
+    return all(any(min(i, j) < f < max(i, j) for f in fences) for i in pa for j in pb)
+
+
 def _dedupe(evs: list[Event]) -> list[Event]:
     """A data statement that repeats the one just before it (the same element, the same warp, no other
-    statement between): one access for the model, whose order with every other thread's is the same."""
+    statement between): one access for the model, whose order with every other thread's is the same. And a
+    branch on a value read from a flag (ptx/kept.py) whose arms lost every statement (accesses of bytes no other
+    thread touches are dropped): no `if` at all, or no `else`."""
     out: list[Event] = []
     for e in evs:
+        if e.kind == "text" and e.args == ("}",) and out and out[-1].kind == "text" and out[-1].instr is e.instr:
+            last = str(out[-1].args[0])
+            if last == "} else {":
+                out.pop()  # an empty else arm
+            elif last.startswith("if ") and last.endswith("{"):
+                out.pop()  # an if with nothing in it
+                continue
         if out and e.kind == "text" and e.args[1:] == ("gdata",) and e.args == out[-1].args \
                 and e.lanes == out[-1].lanes:
             continue
@@ -286,7 +350,7 @@ def grid_skeleton(mod: Module, fn: Function, launch: Launch, source_names: bool 
     conv: dict[tuple[int, int], list[Event]] = {}
     for (ci, w), evs in events.items():
         full = (1 << max(0, min(WARP, launch.threads - WARP * w))) - 1
-        conv[(ci, w)] = _dedupe([x for e in evs for x in glob.convert(e, full)])
+        conv[(ci, w)] = _dedupe([x for e in evs for x in glob.convert(e, full, ci)])
     ctas = sorted({ci for ci, _w in conv})
     per: list[Skeleton] = [build(mod, fn.name, replace(launch, cluster_index=ci),
                                  {(0, w): conv[(ci, w)] for w in range(nwarps) if (ci, w) in conv},

@@ -25,15 +25,18 @@ global-memory family defines (semantics/families/globalmem.py):
   thread of the grid writes or reads as `global` buffers and drops the rest
   (inputs and outputs).
 
-Anything else that makes a thread's control flow depend on global memory (an
-`atom` whose result decides a branch, a spin that can give up, a compare-and-
-swap spin) stays refused at its line by globalsync.py.
+An `atom` whose old value is read is `let vL = atom…` and its register holds
+that kept value (kept.py: the comparisons, the `__shared__` word and the branch
+it reaches). Anything else that makes a thread's control flow depend on global
+memory (a spin that can give up, a compare-and-swap spin, a load whose value
+decides a branch) stays refused at its line by globalsync.py.
 """
 
 from __future__ import annotations
 
 from .access import shared_target
 from .globalcomm import _size, global_access
+from .kept_values import Kept, result_read, with_entry
 from .launch import Event, _lanes
 from .parse import Imm, Instr, Name
 from .values import UNKNOWN
@@ -166,6 +169,11 @@ def execute_global(run: WarpState, ins: Instr, lanes: int) -> bool:
             text = f"atom.{op}.{sem}.{scope} {{F}}, {vals};"
             for lane in _lanes(lanes):
                 run.write(ops[0], lane, UNKNOWN)
+            if isinstance(ops[0], Name) and result_read(run.cfg.body, ops[0].name):
+                # its old value is read: the language's kept value, `let vL = atom…` (kept.py)
+                text = f"let v{ins.line} = {text}"
+                run.kept = with_entry(run.kept, ops[0].name, _lanes(lanes), Kept(f"v{ins.line}", False, ins.line,
+                                                                                 ins.opcode))
     run.events.append(Event("gflag", (text, addr), lanes, ins))
     return True
 
@@ -185,7 +193,12 @@ def _data(run: WarpState, ins: Instr, lanes: int, kind: str | None = None) -> No
         foot.append((lane, -1, int(a), int(a) + size))  # type: ignore[arg-type]
     if foot:
         kind = kind or ("read" if reads else "write")
-        run.events.append(Event("gdata", (kind,), lanes, ins, footprint=tuple(foot)))
+        args: tuple[object, ...] = (kind,)
+        if ins.base == "st" and size == 4 and len(foot) == 1 and len(ins.operands) == 2:
+            v = run.read(ins.operands[1], foot[0][0])
+            if v is not UNKNOWN:  # a plain store of a known word: `st.weak F, V;` if the word is a flag's
+                args = (kind, int(v) - (1 << 32) if int(v) >= 1 << 31 else int(v))  # type: ignore[arg-type]
+        run.events.append(Event("gdata", args, lanes, ins, footprint=tuple(foot)))
 
 
 def writes_flag(ins: Instr) -> bool:

@@ -165,6 +165,8 @@ class Memory:
         self.tmem_words: dict[tuple[int, int], int] = {}
         self.tmem_missed: set[tuple[int, int]] = set()
         self.tmem_cols: dict[int, int] = {}  # CTA rank -> the columns its allocation took (ptx/tcgen05.py)
+        # __shared__ words that hold a value read from a flag (ptx/kept.py): offset -> (bytes, 0/1 only)
+        self.kept_words: dict[int, tuple[int, bool]] = {}
         self.local: dict[str, int] = {}
         loff = 0
         for v in fn.local_vars:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from . import clc
 from .cfg import EXIT, affects_sync
+from .kept_values import merged
 from .launch import Event, lanes_of
 from .loops import loop_info
 from .parse import Instr, Name, Operand, Pair, operand_registers
@@ -129,6 +130,7 @@ def _merge(into: WarpState, states: list[WarpState]) -> None:
             out[lane] = UNKNOWN if v is None else v
         regs[name] = out
     into.regs = regs
+    into.kept = merged([s.kept for s in states])  # a kept value the outcomes agree on (kept_values.py)
     local = [dict(m) for m in states[0].local]
     unknown = [any(s.local_unknown[lane] for s in states) for lane in range(len(local))]
     for lane, m in enumerate(local):

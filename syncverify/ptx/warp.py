@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .cfg import Cfg
 from .clc import NONE as NO_CLC
 from .clc import WarpClc
+from .kept_values import KeptTable, without
 from .launch import (
     CONST_BASE,
     CONST_GEN,
@@ -66,6 +67,8 @@ class WarpState:
         first = warp * WARP
         self.nlanes = max(0, min(WARP, launch.threads - first))
         self.regs: dict[str, list[Value]] = {}
+        # registers holding a value read from a flag, as a language expression, per lane (kept_values.py)
+        self.kept: KeptTable = {}
         self.local: list[dict[int, int]] = [{} for _ in range(WARP)]
         self.local_unknown = [False] * WARP
         self.events: list[Event] = []
@@ -146,6 +149,8 @@ class WarpState:
         if isinstance(op, Name):
             if op.name == "_":
                 return
+            if self.kept:
+                self.kept = without(self.kept, op.name, (lane,))
             self.regs.setdefault(op.name, [UNKNOWN] * WARP)[lane] = v if v is UNKNOWN else mask(v, bits)
         elif isinstance(op, Pair):
             self.write(Name(op.first), lane, v, bits)
@@ -173,6 +178,8 @@ class WarpState:
             if n == "_":
                 continue
             reg = self.regs.setdefault(n, [UNKNOWN] * WARP)
+            if self.kept:
+                self.kept = without(self.kept, n, _lanes(lanes))
             for lane in _lanes(lanes):
                 reg[lane] = UNKNOWN
 
@@ -251,6 +258,8 @@ class WarpState:
         reg = self.regs.get(name)
         if reg is None:
             reg = self.regs[name] = [UNKNOWN] * WARP
+        if self.kept:
+            self.kept = without(self.kept, name, lane_list)
         m = (1 << bits) - 1
         for lane, v in zip(lane_list, values, strict=True):
             reg[lane] = v if v is UNKNOWN else v & m  # type: ignore[operator]

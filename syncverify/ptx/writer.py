@@ -139,13 +139,15 @@ def render(sk: Skeleton, ptx_path: str, expect: str | None = None,
     return "\n".join(lines) + "\n", origin
 
 
-_LET = re.compile(r"\blet (tok) = ")
+_LET = re.compile(r"\blet (tok|v\d+) = ")
 _USE = re.compile(r"\bif (!?)(tok) \{")
+_KEPT = re.compile(r"\bv\d+\b")  # a value read from a flag (ptx/kept.py): `vL`, L the line of its read
 
 
 def _blocks(lines: list[str]) -> list[str]:
     """A role body's lines with the blocks of probes (ptx/probe.py) indented, and each token let under a
-    name of its own, its uses under that name: extraction names every token `tok`, alike in every
+    name of its own, its uses under that name (a value read from a flag, `vL` of ptx/kept.py, alike):
+    extraction names every token `tok`, alike in every
     iteration so that loops roll, and the language lets no name be declared twice in a scope
     (docs/language.md §5.1)."""
     out: list[str] = []
@@ -157,6 +159,12 @@ def _blocks(lines: list[str]) -> list[str]:
         kind = False
         if code.startswith("}") and opened:
             kind = opened.pop()
+        code_part = line.split("//")[0]
+        if _KEPT.search(code_part):  # each use of a kept value under the name of the `let` before it
+            at = _LET.search(code_part)
+            lo = at.end() if at else 0
+            code_part = code_part[:lo] + _KEPT.sub(lambda k: name.get(k.group(0), k.group(0)), code_part[lo:])
+            line = code_part + line[len(line.split("//")[0]):]
         m = _LET.search(line)
         if m:
             n = count[m.group(1)] = count.get(m.group(1), 0) + 1
@@ -172,7 +180,8 @@ def _blocks(lines: list[str]) -> list[str]:
 
 
 # and the blocks of a count of CLC responses (clc.py), indented alike
-_PROBE_OPEN = ("if try_wait", "if !try_wait", "if test_wait", "if !test_wait", "if tok", "if !tok", f"if {CHOOSE} ")
+_PROBE_OPEN = ("if try_wait", "if !try_wait", "if test_wait", "if !test_wait", "if tok", "if !tok", f"if {CHOOSE} ",
+               "if v", "if !(v")  # and a branch on a value read from a flag (ptx/kept.py)
 
 
 def _texts(body: tuple[Stmt, ...]) -> list[tuple[str, bool, tuple[int, ...]]]:

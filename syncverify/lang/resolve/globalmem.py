@@ -171,6 +171,13 @@ class GlobalOps(Statements):
         return self._rmw("red", quals, operands, span, ("add", "inc", "dec", "min", "max"))
 
     def op_st(self, span, quals, operands, clauses):
+        if ".weak" in quals:  # a plain store (`*counter = 0;`): semantics/families/flag_weak.py
+            if len([q for q in quals if q not in (".b32", ".s32", ".u32")]) != 1:
+                self.error("SV110", "`st.weak` takes no other memory-consistency qualifier and no scope", span)
+                return None
+            flag = self.ref(operands[0], "flag")
+            value = self.expr(operands[1])
+            return None if flag is None else ir.FlagOp("st", flag, "", (value,), "", "weak", "gpu", span)
         sem_scope = self._global_sem_scope("st", quals, span, ("relaxed", "release"), None)
         flag = self.ref(operands[0], "flag")
         value = self.expr(operands[1])

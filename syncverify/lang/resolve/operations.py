@@ -103,7 +103,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "atom": _spec(f".add .inc .dec .exch .cas .min .max .relaxed .acquire .release .acq_rel {_G_SCOPES} {_G_TYPES}",
                   (2, 3)),
     "red": _spec(f".add .inc .dec .min .max .relaxed .release {_G_SCOPES} {_G_TYPES}", (2, 2)),
-    "st": _spec(f".relaxed .release .volatile {_G_SCOPES} {_G_TYPES}", (2, 2)),
+    "st": _spec(f".weak .relaxed .release .volatile {_G_SCOPES} {_G_TYPES}", (2, 2)),
     "ld": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
     "wait.until": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
     "probe": _spec(f".relaxed .acquire .volatile {_G_SCOPES} {_G_TYPES}", (1, 1)),
@@ -146,7 +146,7 @@ _USAGE = {"init": "init BAR [count N]", "inval": "inval BAR", "arrive": "arrive 
           "cp.async.wait_group": "cp.async.wait_group N", "cp.async.mbarrier.arrive": "cp.async.mbarrier.arrive BAR",
           "cp.async.bulk": "cp.async.bulk BUF [bytes N] -> BAR [@ CTA]",
           "atom": "atom.OP[.SEM][.SCOPE] FLAG, V (atom.cas: FLAG, COMPARE, NEW)", "red": "red.OP[.SEM][.SCOPE] FLAG, V",
-          "st": "st.SEM[.SCOPE] FLAG, V", "ld": "ld.SEM[.SCOPE] FLAG",
+          "st": "st.SEM[.SCOPE] FLAG, V (or st.weak FLAG, V)", "ld": "ld.SEM[.SCOPE] FLAG",
           "wait.until": "wait.until.SEM[.SCOPE] FLAG >= V",
           "clc.try_cancel": "clc.try_cancel RESP -> BAR", "probe": "probe.SEM[.SCOPE] FLAG >= V"}
 # First words of the operations: a bare name like this on the line after an op is a missing `;`.

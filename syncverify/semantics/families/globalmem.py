@@ -27,7 +27,8 @@ The PTX memory consistency model (docs/model.md, "Global memory", quotes the tex
 
 Values are exact: a flag that would leave 0..bound makes the search inconclusive (BudgetExceeded),
 never safe. The flags and the grid barrier live at the end of the state's ``tmem`` tuple, as
-``(value, 0)`` entries (the symbolic key leaves first fields alone).
+``(value, meta)`` entries (the symbolic key leaves first fields alone; ``meta`` is
+families/flag_weak.py's record of who stored, 0 until someone does and for the grid barrier).
 
 The explicit handlers form a mixin that ``Machine`` inherits; ``HANDLERS`` registers them by
 operation type. The bmc encoding refuses the family (``REFUSED``).
@@ -41,6 +42,7 @@ from ... import ir
 from ..core import STAY, BudgetExceeded, StepResult, Violation, _detached, _Work
 from ..program import END
 from ..state import P_PC, P_TOKEN, P_VARS, TC_BITS, State, acquire, clear_bits, release
+from .flag_weak import WeakFlagOps
 from .globalmem_views import HISTORY, LEVELS, FlagViewOps
 
 GLOBAL_CTA = -1  # the CTA field of a global buffer's access records: one copy for the grid
@@ -90,7 +92,7 @@ def rmw_value(rmw: str, old: int, args: tuple[int, ...]) -> int:
     raise AssertionError(rmw)  # pragma: no cover
 
 
-class GlobalMemOps(FlagViewOps):
+class GlobalMemOps(FlagViewOps, WeakFlagOps):
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
     def _init_global(self) -> None:
@@ -259,6 +261,7 @@ class GlobalMemOps(FlagViewOps):
         args = tuple(self._eval(a, env, ctx) for a in op.operands)
         if op.kind == "probe":
             return True  # may give up: orders nothing (module docstring)
+        meta = self.weak_meta(w, p, lanes, e, op)  # a weak store's order (families/flag_weak.py)
         if op.kind in ("wait", "ld"):
             hist = self.history(w.tmem, e)
             h = len(hist) - 1 if self.read_at is None else self.read_at
@@ -292,7 +295,10 @@ class GlobalMemOps(FlagViewOps):
         self._check_reset(w, p, e, old, new, op)
         self._check_bound(e, new, op)
         h = self._append_write(w, p, lanes, e, new, op.span.line, op.kind != "st")
-        self._release_into(w, p, proc.cta, lanes, e, h, op.sem, scope)
+        if meta is not None:
+            w.tmem[self.gl_tmem + e] = (new, meta)
+        if op.sem != "weak":  # a release pattern needs a strong write (PTX §8.8)
+            self._release_into(w, p, proc.cta, lanes, e, h, op.sem, scope)
         return True
 
     def flag_stale_steps(self, state: State, p: int) -> list[StepResult]:

@@ -115,7 +115,7 @@ class FlagViewOps:
                                  "bounds the history of a flag")
         h = len(hist)
         w.tmem[self.hist_entry + e] = (hist, 0)
-        w.tmem[self.gl_tmem + e] = (value, 0)
+        w.tmem[self.gl_tmem + e] = (value, w.tmem[self.gl_tmem + e][1])  # its meta stays (flag_weak.py)
         if rmw:
             from ..state import release
 

@@ -21,3 +21,7 @@ build grid_sync.ptx grid_sync.cu
 build grid_sync_read_early.ptx grid_sync.cu -DREAD_EARLY
 build last_block.ptx last_block.cu
 build last_block_no_fence.ptx last_block.cu -DNO_FENCE
+build last_block_off_by_one.ptx last_block.cu -DOFF_BY_ONE
+build last_block_refused.ptx last_block_refused.cu
+build last_block_smem.ptx last_block_smem.cu
+build last_block_smem_acquire_fence.ptx last_block_smem.cu -DACQUIRE_FENCE
