@@ -97,6 +97,9 @@ def local_op(machine: Machine, ins: Instr) -> bool:
     return False
 
 
+_IN_T, _NO, _FREE = 0, 1, 2  # what _keeps_to says of a step
+
+
 def _spins_on_flag(ins: Instr) -> bool:
     return ins.kind == OP and isinstance(ins.op, ir.FlagOp) and ins.op.kind == "wait"
 
@@ -105,6 +108,9 @@ def _spins_on_flag(ins: Instr) -> bool:
 # operation whose objects are not worked out here (it touches everything).
 Key = tuple[str, str, "int | None"]
 ANY: Key = ("*", "", None)
+# An exit: it may complete the open generation of an all-thread named barrier of its CTA (lifecycle.py
+# ``_exit``), so it touches those that are open or that a process of the CTA may still arrive at (Objects)
+EXIT: Key = ("exit", "", None)
 
 
 def _index(expr: ir.Expr | None, ctx: Context) -> int | None:
@@ -159,21 +165,29 @@ def _async_buffers(machine: Machine, p: int) -> frozenset[Key]:
 
 
 class Objects:
-    """A set of Keys, asked whether it meets another key (an index None meets every index)."""
+    """A set of Keys, asked whether it meets another key (an index None meets every index). ``exits``:
+    what an exit touches in the state at hand (EXIT stands for them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, exits: frozenset[Key] = frozenset()) -> None:
         self.any = False
+        self.exits = exits
         self.by_name: dict[tuple[str, str], set[int | None]] = {}
 
     def add(self, keys: frozenset[Key]) -> None:
         for kind, name, i in keys:
             if kind == "*":
                 self.any = True
+            elif kind == "exit":
+                self.add(self.exits)
             else:
                 self.by_name.setdefault((kind, name), set()).add(i)
 
     def meets(self, keys: frozenset[Key]) -> bool:
         for kind, name, i in keys:
+            if kind == "exit":
+                if self.meets(self.exits):
+                    return True
+                continue
             if kind == "*":
                 if self.any or self.by_name:
                     return True
@@ -209,18 +223,16 @@ class CtaLocalSteps:
         self.stats = [0, 0]  # states where the rule applied, states where it was asked (tests, bench)
 
     def _tables(self) -> None:
-        """``here`` and ``ahead``; an exit touches the all-thread named barriers of its CTA (an exit
-        may complete their open generation, lifecycle.py ``_exit``)."""
+        """``here`` and ``ahead``, and each CTA's all-thread named barriers (``all_thread``)."""
         machine = self.machine
-        all_thread: list[set[Key]] = [set() for _ in range(machine.ncta)]
+        self.all_thread: list[set[int | None]] = [set() for _ in range(machine.ncta)]
         for p, prog in enumerate(machine.programs):
             for ins in prog.code:
                 if ins.kind == OP and isinstance(ins.op, ir.BarSync) and ins.op.count is None:
-                    all_thread[self.cta_of[p]] |= op_keys(machine, p, ins.op)
-        for p, prog in enumerate(machine.programs):
-            here = [op_keys(machine, p, ins.op) if ins.kind in (OP, BAR_WAIT)
-                    else frozenset(all_thread[self.cta_of[p]]) if ins.kind == END else frozenset()
-                    for ins in prog.code]
+                    self.all_thread[self.cta_of[p]].add(_index(ins.op.bar_id, machine.ctx[p]))
+        for prog_index, prog in enumerate(machine.programs):
+            here = [op_keys(machine, prog_index, ins.op) if ins.kind in (OP, BAR_WAIT)
+                    else frozenset({EXIT}) if ins.kind == END else frozenset() for ins in prog.code]
             succ = _successor_pcs(prog)
             ahead = list(here)
             changed = True
@@ -233,6 +245,23 @@ class CtaLocalSteps:
                         changed = True
             self.here.append(here)
             self.ahead.append(ahead)
+
+    def _exits(self, state: State, c: int, members: list[int]) -> frozenset[Key]:
+        """What an exit of a process of CTA c touches in ``state``: the all-thread named barriers of c
+        whose generation is open, or that a process of c that has not ended may still arrive at."""
+        ids = self.all_thread[c]
+        if not ids:
+            return frozenset()
+        out: set[Key] = set()
+        for i in ids:
+            if i is None or state.named[16 * c + i].arrived:
+                out.add(("nb", "", i))
+        procs = state.procs
+        for p in members:
+            for key in self.ahead[p][procs[p][P_PC]]:
+                if key[0] == "nb" and (key[2] in ids or key[2] is None or None in ids):
+                    out.add(key)
+        return frozenset(out)
 
     def steps(self, state: State, tried: dict[int, StepResult | None],
               landed: dict[tuple, StepResult]) -> list[StepResult] | None:
@@ -252,10 +281,17 @@ class CtaLocalSteps:
         for c, members in enumerate(machine.procs_of_cta):
             if not agent_ctas.get(c, True):
                 continue
-            held, free = self._split(state, members)
-            if not held:
-                continue
-            found = self._cta_steps(state, c, held, free, tried, landed)
+            forced: set[int] = set()
+            found: list[StepResult] | int | None = None
+            while True:
+                held, free = self._split(state, members, forced)
+                if not held:
+                    found = None
+                    break
+                found = self._cta_steps(state, c, held, free, tried, landed)
+                if not isinstance(found, int):
+                    break
+                forced.add(found)  # a held process whose step may not be in T: counted free, split again
             if found and (best is None or (not STABLE and len(found) < len(best))):
                 best = found
                 if STABLE:
@@ -264,12 +300,13 @@ class CtaLocalSteps:
             self.stats[0] += 1
         return best
 
-    def _split(self, state: State, members: list[int]) -> tuple[list[int], Objects]:
-        """CTA c's held processes, and what its free ones may still touch (module docstring)."""
+    def _split(self, state: State, members: list[int], forced: set[int]) -> tuple[list[int], Objects]:
+        """CTA c's held processes, and what its free ones (those of ``forced`` among them) may still touch
+        (module docstring)."""
         procs = state.procs
-        free_objs = Objects()
-        free = [p for p in members if not self.where[p][procs[p][P_PC]]]
-        rest = [p for p in members if self.where[p][procs[p][P_PC]] and self.where[p][procs[p][P_PC]] != 2]
+        free_objs = Objects(self._exits(state, self.cta_of[members[0]], members))
+        free = [p for p in members if not self.where[p][procs[p][P_PC]] or p in forced]
+        rest = [p for p in members if p not in forced and self.where[p][procs[p][P_PC]] not in (0, 2)]
         for p in free:
             free_objs.add(self.ahead[p][procs[p][P_PC]])
         grew = bool(free)
@@ -282,10 +319,11 @@ class CtaLocalSteps:
                     grew = True
         return rest, free_objs
 
-    def _cta_steps(self, state: State, c: int, held: list[int], free: Objects,
-                   tried: dict[int, StepResult | None], landed: dict[tuple, StepResult]) -> list[StepResult] | None:
+    def _cta_steps(self, state: State, c: int, held: list[int], free: Objects, tried: dict[int, StepResult | None],
+                   landed: dict[tuple, StepResult]) -> list[StepResult] | int | None:
         """The enabled steps of CTA c's held processes and of its copies in flight, in the order
-        Machine.successors gives them, or None where one of them disqualifies the CTA."""
+        Machine.successors gives them; None where one of them disqualifies the CTA, or the held
+        process whose step may not be in T but may be taken as a free one's (``_keeps_to``)."""
         machine = self.machine
         out: list[StepResult] = []
         for p in held:
@@ -294,14 +332,16 @@ class CtaLocalSteps:
             res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
             if res is None:
                 continue
-            if not self._keeps_to(state, res, c, held, free):
-                return None
+            verdict = self._keeps_to(state, res, c, held, free)
+            if verdict != _IN_T:
+                return p if verdict == _FREE else None
             out.append(res)
             if isinstance(machine.programs[p].code[state.procs[p][P_PC]].op, ir.MbarProbe):
                 other = machine.step_probe_false(state, p)
                 if other is not None:
-                    if not self._keeps_to(state, other, c, held, free):
-                        return None
+                    verdict = self._keeps_to(state, other, c, held, free)
+                    if verdict != _IN_T:
+                        return p if verdict == _FREE else None
                     out.append(other)
         seen = set()
         for a in state.agents:
@@ -314,39 +354,43 @@ class CtaLocalSteps:
             if free.meets(frozenset({("mb", name, i), ("buf", machine.protocol.buffers[a[2]].name, a[3])})):
                 return None
             res = landed[a] if a in landed else landed.setdefault(a, machine.step_agent(state, a))
-            if not self._keeps_to(state, res, c, held, free):
+            if self._keeps_to(state, res, c, held, free) != _IN_T:
                 return None
             out.append(res)
         return out or None
 
-    def _keeps_to(self, state: State, res: StepResult, c: int, held: list[int], free: Objects) -> bool:
-        """Does this step of CTA c break no rule, bring no process to a spin on a flag, end no process
-        whose exit touches what a free process may (an all-thread named barrier), and leave every part
-        of the state that is not of c's held processes and objects as it was?"""
+    def _keeps_to(self, state: State, res: StepResult, c: int, held: list[int], free: Objects) -> int:
+        """May this step of CTA c be in T (_IN_T)? Not where it breaks a rule or changes the state of
+        another CTA, of the grid or of a free process (_NO: the CTA does not qualify). Not either where
+        it brings a process to a spin on a flag, or ends a process whose exit touches what a free
+        process may (an all-thread named barrier): the process is then counted free (_FREE)."""
         if res.violation is not None or res.soft or res.state is None:
-            return False
+            return _NO
         new = res.state
         mine = set(held)
+        verdict = _IN_T
         for q, (a, b) in enumerate(zip(state.procs, new.procs, strict=True)):
             if a is b or a == b:
                 continue
             if q not in mine:
-                return False  # another CTA's process, or a free one of c
+                return _NO  # another CTA's process, or a free one of c
             pc = b[P_PC]
             if self.spin[q][pc] or (self.where[q][pc] == 2 and free.meets(self.here[q][pc])):
-                return False
+                verdict = _FREE
         if new.cluster != state.cluster or new.tmem != state.tmem:
-            return False
+            return _NO
         lo, hi = 16 * c, 16 * (c + 1)
         if new.named is not state.named and any(
                 a != b for i, (a, b) in enumerate(zip(state.named, new.named, strict=True)) if not lo <= i < hi):
-            return False
+            return _NO
         if new.mbars is not state.mbars:
             own = set(self.mbars_of[c])
             if any(a is not b and m not in own and a != b
                    for m, (a, b) in enumerate(zip(state.mbars, new.mbars, strict=True))):
-                return False
-        return not any(a[1] != c for a in set(new.agents) - set(state.agents))
+                return _NO
+        if any(a[1] != c for a in set(new.agents) - set(state.agents)):
+            return _NO
+        return verdict
 
 
 __all__ = ["ANY", "CtaLocalSteps", "Objects", "local_op", "op_keys", "reaches_peer"]
