@@ -13,23 +13,23 @@ the processes of one CTA c that are *held*, with the landings of c's copies, whe
   ever touch c's shared memory, mbarriers, named barriers or processes (a static table: the whole
   program, an over-approximation of the rest of it from any pc);
 * the processes of c that are *free* — those that stand at an operation that is not of c's own
-  objects (``local_op``: a global access, a flag operation, a thread fence, `grid.sync`, a
-  tensor-map or tcgen05 operation...), and, to a fixpoint, those whose current operation touches an
-  object that a free process may still touch (``_ahead``: every object of every operation from its pc
-  to its end; an exit touches the CTA's all-thread named barriers) — may still touch nothing that a
-  step of T touches: then every step a free process can take before T is independent of T, and a
-  held process cannot move before T (its step is in T, or it waits on an object only T or a held
-  process can release);
+  objects (``local_op``: a global access, a flag operation, a `.gpu`/`.cluster`/`.sys` thread fence
+  or any `fence.sc`, `grid.sync`, a tensor-map or tcgen05 operation...), and, to a fixpoint, those
+  whose current operation touches an object that a free process may still touch (``ahead``: every
+  object of every operation from its pc to its end; an exit touches the CTA's all-thread named
+  barriers, ``_exits``) — may still touch nothing that a step of T touches: then every step a free
+  process can take before T is independent of T, and a held process cannot move before T (its step
+  is in T, or it waits on an object only T or a held process can release);
 * every copy in flight issued by or landing in c lands in c's shared memory on c's barrier (a bulk
   copy or a `cp.async.mbarrier.arrive`; tensor-core commits are not counted local);
-* T is not empty, and each of its steps breaks no rule (no violation, no soft finding), ends no
-  process whose exit touches what a free process may (an all-thread named barrier whose open
-  generation the exit may complete), moves no process onto a spin on a flag (a write elsewhere may
-  be a reset race, SV802, only while a process spins: families/globalmem.py ``_check_reset``), and
-  changes no part of the state that belongs to another CTA, to the grid or to a free process
-  (checked on the step's result: the other CTAs' and the free processes' states, the other CTAs'
-  mbarriers and named barriers, the cluster barrier, tensor memory, flags and the grid barrier are
-  those of the state before it).
+* T is not empty, and each of its steps breaks no rule (no violation, no soft finding) and changes no
+  part of the state that belongs to another CTA, to the grid or to a free process (checked on the
+  step's result: the other CTAs' and the free processes' states, the other CTAs' mbarriers and named
+  barriers, the cluster barrier, tensor memory, flags and the grid barrier are those of the state
+  before it). A held process whose step would bring a process onto a spin on a flag (a write elsewhere
+  may be a reset race, SV802, only while a process spins: families/globalmem.py ``_check_reset``), or
+  end a process whose exit touches what a free process may (an all-thread named barrier whose
+  generation is open or still ahead), is counted free instead, and the split is made again.
 
 Of the CTAs that qualify, the one of lowest index is taken, so that the choice stays with one CTA from
 state to state until it no longer qualifies (``STABLE``; the CTA with the fewest steps, which changes
