@@ -81,7 +81,7 @@ def test_the_stream_k_shape_is_safe_and_the_rule_makes_it_a_sum():
     assert states * 3 < off_states, (states, off_states)  # the product of the two rings is gone
 
 
-@pytest.mark.parametrize("text, code", [(NO_WAIT, "SV301"), (FLAG_COUNT, "SV801")])
+@pytest.mark.parametrize("text, code", [(NO_WAIT, "SV301"), (FLAG_COUNT, "SV801")], ids=["no_wait", "flag_count"])
 def test_the_stream_k_seeds_keep_their_findings(text, code):
     """Without the wait the fixup races on the partials; waiting for a count never reached deadlocks."""
     got = _search(text)
