@@ -395,6 +395,16 @@ GLOBAL_SCOPES: dict[str, Scope] = {
                       wrappers=("elect",), trips=(), grid=True),
 }
 
+# Two CTAs of a grid that each work on their own shared memory and barrier and meet only through global memory,
+# compared apart (tests/test_cta_local_por.py): the persistent set of one CTA's steps
+# (engines/reduction/cta_local.py) against the unreduced search. Each CTA's warp copies, waits, arrives and
+# touches its own `buf`, and hands data to the other through the global buffer and a flag.
+CTA_LOCAL_SCOPES: dict[str, Scope] = {
+    "grid-local": Scope("grid-local", 2, 1, ((3, 2), (2, 2)),
+                        atoms=("tma.load", "wait0", "arrive", "write", "read", "g.write", "g.read", "g.add.release",
+                               "g.wait"), wrappers=("",), trips=(), grid=True),
+}
+
 # Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):
 # the bmc engine and SPIN refuse registers and tensor-memory loads and stores.
 OPERAND_SCOPES: dict[str, Scope] = {
@@ -524,7 +534,10 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
         lines.append("  mbarrier mb count 1 in buf;")
     lines += [f"  {d}" for d in decls]
     if setup:
-        if scope.ctas > 1:
+        if scope.ctas > 1 and scope.grid:  # each CTA's own barrier, set up in the CTA (no cluster to sync)
+            lines.append("  if setup { elect { init mb; } }")
+            lines.append("  syncthreads;")
+        elif scope.ctas > 1:
             lines.append("  if setup { elect { init mb; fence.mbarrier_init; } }")
             lines.append("  cluster.sync;")
         else:

@@ -21,6 +21,7 @@ from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
 from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
+from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
 from .named import lone_named_arrival
@@ -114,6 +115,7 @@ class Reduction(ElementRules, LandingRules):
         # in the dict), answered from a table keyed by what it reads (precede_memo)
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
         self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
+        self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (cta_local.py)
 
     def successors(self, state: State) -> Iterator[StepResult]:
         """Every step enabled in ``state`` — or, by partial-order reduction, just one.
@@ -139,8 +141,10 @@ class Reduction(ElementRules, LandingRules):
         as it stands, not after other steps that might turn it into another one), and not under
         a loop hook (with a symbolic trip count the processes' sequences are not fixed).
 
-        Where no step is taken alone, every step the model offers (Machine.successors), those
-        computed here handed on rather than computed again."""
+        Where no step is taken alone, every enabled step of one CTA whose steps touch only its own
+        objects while no other CTA can touch them (cta_local.py, docs/model.md "Steps of one CTA"),
+        or else every step the model offers (Machine.successors), those computed here handed on
+        rather than computed again."""
         machine = self.machine
         tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
         procs = state.procs
@@ -238,6 +242,11 @@ class Reduction(ElementRules, LandingRules):
                 if res.violation is None and not res.warnings and not res.soft:
                     yield res
                     return
+        # one CTA's steps, where they qualify (cta_local.py); not where a step breaks a rule (as above)
+        local = self.cta_local.steps(state, tried, landed)
+        if local is not None and not self._some_step_breaks_a_rule(state, tried):
+            yield from local
+            return
         yield from machine.successors(state, tried, landed)
 
     def _arrive_ends(self, p: int, pstate: tuple) -> bool:
