@@ -36,8 +36,9 @@ hashing it; a part equal to the parent's (a rebuilt tuple of the same barriers) 
 where a record was added or dropped, the records the successor shares with its parent at the start
 and at the end of the sequence (the same objects, found in C) keep theirs; only what the step rebuilt
 is looked up (by the table's id() of its objects, else by value), and only the chunks it falls in (or,
-after an added or dropped record, the chunks from there on) are numbered again. Identity is a sound test while the objects compared are alive: the parent's are
-(it is being expanded), and so are the tables' (they keep them).
+after an added or dropped record, the chunks from there on) are numbered again. Identity is a sound
+test while the objects compared are alive: the parent's are (it is being expanded), and so are the
+tables' (they keep them).
 
 Why the queue holds whole states. The search holds the states waiting to be expanded whole, with
 their numbers (a breadth-first frontier is a few percent of the states: at most 682 of the 1x1
@@ -165,7 +166,7 @@ class _Chunks:
         tail = min(tail, short - lo)
         eids = old_eids[:lo]
         # between: the parent's objects there by their id() (alive while the parent is), else looked up
-        known = dict(zip(map(id, old[lo:n_old - tail]), old_eids[lo:n_old - tail]))
+        known = dict(zip(map(id, old[lo:n_old - tail]), old_eids[lo:n_old - tail], strict=True))
         eids.extend(self.elements.all_of(seq[lo:n - tail], known))
         eids.extend(old_eids[n_old - tail:])
         first = lo // CHUNK
