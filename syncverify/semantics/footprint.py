@@ -16,7 +16,7 @@ from ..expr import Context, EvalError, evaluate
 from .core import _MEMO_LIMIT, Violation
 from .families.mbarrier import wait_commutes
 from .program import END, OP, Instr
-from .state import P_PC, P_VARS, State
+from .state import M_OBSERVED, P_PC, P_VARS, State
 
 # The kinds of mbarrier event an operation makes (see Footprint.future)
 _EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED = range(6)
@@ -208,7 +208,7 @@ class Footprint:
         if target is False:
             return False
         mb = state.mbars[target[0]]
-        return not wait_commutes(mb, self.wait_intends(mb, p, target[1])[0])
+        return not mb[M_OBSERVED] or not wait_commutes(mb, self.wait_intends(mb, p, target[1])[0])
 
     def wait_barrier(self, state: State, p: int) -> int:
         """The barrier index of process p's mbarrier wait, once the wait has been stepped in ``state``
