@@ -343,6 +343,19 @@ def _shift_phase_all(records: tuple, cur_bit: int, last_bit: int) -> tuple:
 
 
 def clear_bits(records: tuple, mask: int) -> tuple:
+    """Every record forgets the holders in ``mask``. Remembered as _transfer is."""
+    out = _remembered(2, records, mask, 0)
+    return out if out is not None else _remember(2, records, mask, 0, _clear_bits_all(records, mask))
+
+
+def sorted_records(records: tuple) -> tuple:
+    """The records in a State's order (sorted), remembered as _transfer is: a step whose knowledge
+    updates were found remembered hands the same records object on to be sorted."""
+    out = _remembered(3, records, 0, 0)
+    return out if out is not None else _remember(3, records, 0, 0, tuple(sorted(records)))
+
+
+def _clear_bits_all(records: tuple, mask: int) -> tuple:
     out = None
     for i, r in enumerate(records):
         if (r[R_KNOWN] | r[R_AKNOWN]) & mask:
