@@ -11,6 +11,7 @@ from .. import ir
 from ..diagnostics import Severity
 from .state import (
     State,
+    sorted_records,
 )
 
 STAY = 2  # a handler's answer: the state changed, but the process stays at this instruction
@@ -105,7 +106,7 @@ class _Work:
         records = self.records
         return _new_tuple(State, (tuple(self.procs), tuple(self.mbars), named, self.cluster,
                                   tuple(sorted(agents)) if agents else (),
-                                  records if records is base.records else tuple(sorted(records)),
+                                  records if records is base.records else sorted_records(records),
                                   tuple(self.tmem)))
 
 

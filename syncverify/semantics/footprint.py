@@ -14,8 +14,9 @@ from __future__ import annotations
 from .. import ir
 from ..expr import Context, EvalError, evaluate
 from .core import _MEMO_LIMIT, Violation
+from .families.mbarrier import wait_commutes
 from .program import END, OP, Instr
-from .state import P_PC, P_VARS, State
+from .state import M_OBSERVED, P_PC, P_VARS, State
 
 # The kinds of mbarrier event an operation makes (see Footprint.future)
 _EV_WAIT, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED = range(6)
@@ -191,6 +192,23 @@ class Footprint:
     def element_of(self, p: int, ref: ir.Ref, vars_: tuple) -> Element:
         """The barrier element process p's reference names under its variables."""
         return ref_element(ref, self.env(p, vars_), self.ctx[p])
+
+    def wait_cannot_be_lone(self, state: State, p: int) -> bool:
+        """Is the step of process p's mbarrier wait certain not to say that it commutes with every
+        other step (StepResult.lone False), asked without taking it? op_wait says so only for a wait
+        that observes the last completed phase of a barrier whose completion another wait observed
+        already (families/mbarrier.py, wait_commutes: a function of the barrier as the step finds it).
+        False: it may say so, or the wait's target cannot be evaluated (the step reports that)."""
+        pstate = state.procs[p]
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        target = self._wait_targets.get(key)
+        if target is None:
+            target = self._wait_targets[key] = self._wait_target(p, self.programs[p].code[pstate[P_PC]].op,
+                                                                 pstate[P_VARS])
+        if target is False:
+            return False
+        mb = state.mbars[target[0]]
+        return not mb[M_OBSERVED] or not wait_commutes(mb, self.wait_intends(mb, p, target[1])[0])
 
     def wait_barrier(self, state: State, p: int) -> int:
         """The barrier index of process p's mbarrier wait, once the wait has been stepped in ``state``

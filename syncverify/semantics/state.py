@@ -262,10 +262,41 @@ def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
     return _transfer(records, source_bit, target_mask)
 
 
+# Knowledge updates remembered by the identity of the records tuple they were given (issue #36).
+# Why: an update loops over every record (~190 on the 2x1 ping-pong GEMM) in Python, and the search
+# asks the same update of the same records again and again: a process's release or acquire is
+# computed in a state to decide that the step is set aside, and again in the states after the step
+# taken alone instead, which left the records alone. The explicit search's store hands on one
+# object per records value among the states it holds (engines/store.py), so equal records are the
+# same object there. Exact: an entry keeps the tuple it was asked of alive, so while it is kept no
+# other object has that id(), and an update is a function of the records' value. Bounded: the
+# table is emptied when full (what it holds changes the work, never an answer).
+_KNOWLEDGE_MEMO_SIZE = 2048
+_knowledge_memo: dict[tuple, tuple[tuple, tuple]] = {}
+
+
+def _remembered(kind: int, records: tuple, a: int, b: int) -> tuple | None:
+    hit = _knowledge_memo.get((kind, id(records), a, b))
+    return hit[1] if hit is not None and hit[0] is records else None
+
+
+def _remember(kind: int, records: tuple, a: int, b: int, out: tuple) -> tuple:
+    if len(_knowledge_memo) >= _KNOWLEDGE_MEMO_SIZE:
+        _knowledge_memo.clear()
+    _knowledge_memo[(kind, id(records), a, b)] = (records, out)
+    return out
+
+
 def _transfer(records: tuple, source: int, target: int) -> tuple:
     """Release and acquire alike: every record known (or async-known) by a holder in ``source``
-    becomes known (async-known) by the holders in ``target``. Copies the record tuple only when
-    some record changes, and touches only the changed positions."""
+    becomes known (async-known) by the holders in ``target`` (remembered: _knowledge_memo)."""
+    out = _remembered(0, records, source, target)
+    return out if out is not None else _remember(0, records, source, target, _transfer_all(records, source, target))
+
+
+def _transfer_all(records: tuple, source: int, target: int) -> tuple:
+    """_transfer, computed. Copies the record tuple only when some record changes, and touches only
+    the changed positions."""
     out = None
     for i, r in enumerate(records):
         known, aknown = r[R_KNOWN], r[R_AKNOWN]
@@ -288,7 +319,13 @@ def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
     """Phase completion: the current phase's knowledge becomes the last phase's; the current is emptied.
 
     Per knowledge set: both bits are cleared, and the last one is set exactly when the current
-    one was."""
+    one was. Remembered as _transfer is."""
+    out = _remembered(1, records, cur_bit, last_bit)
+    return out if out is not None else _remember(1, records, cur_bit, last_bit,
+                                                 _shift_phase_all(records, cur_bit, last_bit))
+
+
+def _shift_phase_all(records: tuple, cur_bit: int, last_bit: int) -> tuple:
     out = None
     both = cur_bit | last_bit
     keep = ~both
@@ -306,6 +343,19 @@ def shift_phase(records: tuple, cur_bit: int, last_bit: int) -> tuple:
 
 
 def clear_bits(records: tuple, mask: int) -> tuple:
+    """Every record forgets the holders in ``mask``. Remembered as _transfer is."""
+    out = _remembered(2, records, mask, 0)
+    return out if out is not None else _remember(2, records, mask, 0, _clear_bits_all(records, mask))
+
+
+def sorted_records(records: tuple) -> tuple:
+    """The records in a State's order (sorted), remembered as _transfer is: a step whose knowledge
+    updates were found remembered hands the same records object on to be sorted."""
+    out = _remembered(3, records, 0, 0)
+    return out if out is not None else _remember(3, records, 0, 0, tuple(sorted(records)))
+
+
+def _clear_bits_all(records: tuple, mask: int) -> tuple:
     out = None
     for i, r in enumerate(records):
         if (r[R_KNOWN] | r[R_AKNOWN]) & mask:

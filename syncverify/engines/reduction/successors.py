@@ -150,6 +150,7 @@ class Reduction(ElementRules, LandingRules):
         procs = state.procs
         landed: dict[tuple, StepResult] = {}  # landings computed for the reduction, reused below
         observing: list[int] = []  # passing waits that observe a phase first: taken alone below, maybe
+        unstepped: set[int] = set()  # ... of them, the waits whose step the first loop left to there
         arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
         naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
         for p, classes in enumerate(self._por_class):
@@ -162,6 +163,11 @@ class Reduction(ElementRules, LandingRules):
                     continue
             elif cls is _POR_WAIT:
                 lone_wait = True
+                if machine.wait_cannot_be_lone(state, p):
+                    # at best an observing wait, asked about below: its step is computed there, if at all
+                    observing.append(p)
+                    unstepped.add(p)
+                    continue
             elif cls is _POR_ARRIVE:
                 lone_wait = False
                 if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p) or \
@@ -206,6 +212,8 @@ class Reduction(ElementRules, LandingRules):
             # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
             # not where another process's step breaks a rule: that is reported here, as it stands.
             for p in observing:
+                if p in unstepped and not self._observing_wait(state, p, tried):
+                    continue
                 m = machine.wait_barrier(state, p)
                 # in phase 0 the wait may pass without observing (a first wait with parity 1): then
                 # nothing may change the phase first; later it observes, and only arrivals conflict
@@ -248,6 +256,25 @@ class Reduction(ElementRules, LandingRules):
             yield from local
             return
         yield from machine.successors(state, tried, landed)
+
+    def _observing_wait(self, state: State, p: int, tried: dict[int, StepResult | None]) -> bool:
+        """The first loop's conditions on a wait it puts among the observing waits, asked of one whose
+        step it did not compute (Machine.wait_cannot_be_lone: its step cannot be taken alone there).
+
+        Why the step is left. The first loop takes the first process's step that may go alone; a
+        wait whose step cannot say that it commutes (``lone``) is at best an observing wait, asked
+        about only once no step was taken alone by the first loop, after every process's step is
+        computed anyway (_some_step_breaks_a_rule). On the 2x1 ping-pong GEMM such waits were most
+        of the steps the first loop computed and set aside in the states where it then took a later
+        process's step. The conditions are the first loop's, in its order, on the same step (a step
+        is a function of the state), so the same waits are observing, in the same order."""
+        res = tried[p] if p in tried else tried.setdefault(p, self.machine.step_process(state, p))
+        if res is None or res.violation is not None or res.soft or res.warnings:
+            return False
+        if res.lone:  # Machine.wait_cannot_be_lone is exact, so this never holds
+            raise AssertionError(f"the wait of process {p} commutes although its barrier said it cannot")
+        return self.machine.programs[p].code[res.state.procs[p][P_PC]].kind != END or \
+            lone_exit_after_wait(self, state, p)
 
     def _arrive_ends(self, p: int, pstate: tuple) -> bool:
         """Does process p's plain arrive (class _POR_ARRIVE) end the process? Such a step is never

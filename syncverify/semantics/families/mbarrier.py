@@ -69,6 +69,14 @@ if TYPE_CHECKING:
     from .encoding.layout import Encoding
 
 
+def wait_commutes(mb: tuple, intended: int) -> bool:
+    """Does a passing wait that means phase ``intended`` of barrier ``mb`` (as the wait finds it)
+    commute with every other step (StepResult.lone, set by op_wait)? When it observes the last
+    completed phase and another wait already observed that phase. A function of the barrier before
+    the step, so a search may ask it without taking the step (Footprint.wait_cannot_be_lone)."""
+    return intended == mb[M_K] - 1 and bool(mb[M_OBSERVED])
+
+
 class MbarrierOps(ScopeOps):
     """Explicit-state handlers of this family (a mixin of Machine)."""
 
@@ -310,6 +318,22 @@ class MbarrierOps(ScopeOps):
         except EvalError:
             return False
 
+    def wait_intends(self, mb: tuple, p: int, parity: int) -> tuple[int, int]:
+        """The phase process p's wait with ``parity`` means on barrier ``mb``, and the last phase p
+        observed of it (-1: none yet).
+
+        A first wait has no history: it means the phase of PTX's window (the current one or the
+        one before) with its parity. The CUTLASS producer start (parity 1 on a fresh barrier)
+        passes at once and keeps no history; nvFuser's first WAR wait (parity 1 after a
+        pre-arrived phase 0) means 1; a warp that first waits once the barrier is past phase 1
+        (ordered after it by other synchronization) means the phase it finds. Could it also run
+        earlier, it observes an earlier phase there, and the next completion reports that it is
+        not ordered after it (SV501)."""
+        jprev = self._jprev(mb, p)
+        if jprev is None:
+            return rules.first_wait_phase(mb[M_K], parity), -1
+        return rules.intended_phase(jprev, parity), jprev
+
     def _jprev(self, mb: tuple, p: int) -> int | None:
         for q, j in mb[M_JPREV]:
             if q == p:
@@ -322,19 +346,7 @@ class MbarrierOps(ScopeOps):
         parity = self._eval(op.parity, env, ctx)
         mb = w.mbars[m]
         s = self._rule_state(mb)
-        jprev = self._jprev(mb, p)
-        if jprev is None:
-            # A first wait has no history: it means the phase of PTX's window (the current one
-            # or the one before) with its parity. The CUTLASS producer start (parity 1 on a
-            # fresh barrier) passes at once and keeps no history; nvFuser's first WAR wait
-            # (parity 1 after a pre-arrived phase 0) means 1; a warp that first waits once the
-            # barrier is past phase 1 (ordered after it by other synchronization) means the
-            # phase it finds. Could it also run earlier, it observes an earlier phase there,
-            # and the next completion reports that it is not ordered after it (SV501).
-            intended = rules.first_wait_phase(s.k, parity)
-            jprev = -1
-        else:
-            intended = rules.intended_phase(jprev, parity)
+        intended, jprev = self.wait_intends(mb, p, parity)
         if rules.wait_aliases(s, intended):
             raise Violation("SV501", f"wait on {self.mb_label(m)} for parity {parity % 2} means phase {intended}, "
                             f"but the barrier is already in phase {s.k}: that phase completed and was overtaken, "
@@ -357,7 +369,7 @@ class MbarrierOps(ScopeOps):
             # Taken alone by partial-order reduction when another wait already observed the phase
             # (so no arrive can depend on this one for the consumption rule): every other step
             # commutes with it, and a completion of the next phase is checked on causality.
-            w.lone = bool(mb[M_OBSERVED])
+            w.lone = wait_commutes(mb, intended)
         self._wait_effect(w, m, proc, op, lanes)
         return True
 
