@@ -78,6 +78,7 @@ from .symmetry_perm import IDENTITY, Auto, Mismatch, PermutedSymmetry, specializ
 _MEMO_LIMIT = 1 << 16
 _MAX_CLASS = 64  # CTAs of one class whose exchanges are proved, at most (the rest keep their place)
 _MAPPERS = 4096  # permutations whose renaming is remembered
+_MAX_PROOFS = 256  # candidate exchanges tried per machine (each matches every program): past it, no more classes
 
 
 def _rows(expr, ctx: Context):
@@ -437,14 +438,21 @@ def cta_classes(machine) -> tuple[list[tuple[list[int], dict[int, Auto]]], list[
         key = tuple((machine.procs[q].role, machine.procs[q].instance, machine.procs[q].warp, machine.procs[q].lo,
                      machine.procs[q].hi, len(machine.programs[q].code)) for q in machine.procs_of_cta[c])
         shape.setdefault(key, []).append(c)
-    classes, rejected = [], []
+    classes: list[tuple[list[int], dict[int, Auto]]] = []
+    rejected = [f"CTAs {', '.join(map(str, m))} run a program of another shape than CTA {first}'s"
+                for first in [min(min(m) for m in shape.values())] for m in shape.values() if first not in m]
+    tried = 0
     for members in shape.values():
         pending = list(members[:_MAX_CLASS])
-        while len(pending) > 1:
+        while len(pending) > 1 and tried < _MAX_PROOFS:
             first, rest = pending[0], pending[1:]
             star: dict[int, Auto] = {}
             left = []
             for c in rest:
+                tried += 1
+                if tried > _MAX_PROOFS:  # (a grid of many CTAs that all differ: the search goes on without)
+                    rejected.append(f"CTA {first} and CTA {c}: not tried (more than {_MAX_PROOFS} candidates)")
+                    break
                 try:
                     star[c] = verify_exchange(machine, first, c)
                 except Mismatch as why:
