@@ -475,6 +475,8 @@ class CtaSymmetry(PermutedSymmetry):
         self.classes = classes
         self.elements, self.mappers = [], []
         self._maps: dict[tuple, tuple[Auto, CtaMapper]] = {}
+        h = machine.holders
+        self._holders = [sum(h.proc_mask(q) for q in machine.procs_of_cta[c]) for c in range(machine.ncta)]
 
     def describe(self) -> str:
         """What the reduction exchanges, for the coverage line."""
@@ -519,9 +521,18 @@ class CtaSymmetry(PermutedSymmetry):
     def canon(self, state: State) -> tuple[State, Auto | None]:  # type: ignore[override]
         procs = state.procs
         of = self.machine.procs_of_cta
+        flags = [r for r in state.records if r[R_SPACE] == SPACE_FLAG]
+        holders = self._holders
+
+        def key(c: int) -> tuple:
+            # the CTA's processes' local states, then which flag writes it made and knows (a view):
+            # both move with the CTA, so CTAs that differ only in the latter still sort alike
+            mine, h = of[c], holders[c]
+            return (tuple(procs[q] for q in mine),
+                    tuple((r[R_OWNER] in mine, bool(r[R_KNOWN] & h), bool(r[R_AKNOWN] & h)) for r in flags))
         pi: list[tuple[int, int]] = []
         for members, _ in self.classes:
-            order = sorted(members, key=lambda c: tuple(procs[q] for q in of[c]))
+            order = sorted(members, key=key)
             pi += [(old, new) for new, old in zip(members, order, strict=True) if old != new]
         best, best_g = state, IDENTITY
         if pi:
