@@ -439,7 +439,8 @@ def cta_classes(machine) -> tuple[list[tuple[list[int], dict[int, Auto]]], list[
                      machine.procs[q].hi, len(machine.programs[q].code)) for q in machine.procs_of_cta[c])
         shape.setdefault(key, []).append(c)
     classes: list[tuple[list[int], dict[int, Auto]]] = []
-    rejected = [f"CTAs {', '.join(map(str, m))} run a program of another shape than CTA {first}'s"
+    rejected = [f"CTA{'s' if len(m) > 1 else ''} {', '.join(map(str, m))} run{'' if len(m) > 1 else 's'} a program "
+                f"of another shape than CTA {first}'s"
                 for first in [min(min(m) for m in shape.values())] for m in shape.values() if first not in m]
     tried = 0
     for members in shape.values():
