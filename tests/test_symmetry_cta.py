@@ -7,7 +7,7 @@ What is asserted, each of which could be false:
   same verdict;
 * every proved exchange commutes with the unreduced successor relation on the reachable states
   (the image of each successor is a successor of the image, with the same violation at the same line),
-  on the grid barrier, its racy twin, grid.sync, and the race in one CTA;
+  on the grid barrier, its racy twin, grid.sync, the race in one CTA and per-CTA TMA pipelines;
 * a race in one CTA of 4 (CTAs 0..2 interchangeable, CTA 3 not) is reported at its line with a
   counterexample that replays on the unreduced machine; its fixed twin is safe;
 * the near twin whose CTA 2 differs in one instruction gets no exchange of CTA 2 (and with 3 CTAs no
@@ -79,7 +79,8 @@ def test_grid_of_four_stores_fewer_states_same_verdict():
 
 
 @pytest.mark.parametrize("name", ["grid_barrier_4cta.sync", "grid_barrier_4cta_no_fence.sync",
-                                  "grid_sync_broadcast.sync", "grid_race_in_one_cta.sync"])
+                                  "grid_sync_broadcast.sync", "grid_race_in_one_cta.sync",
+                                  "grid_tma_pipelines.sync"])
 def test_exchange_commutes_with_every_step(name):
     machine = _machine(DATA / name)
     gs = [g for _, star in cta_classes(machine)[0] for g in star.values()]
@@ -147,6 +148,12 @@ def test_fixed_twin_is_safe_and_keeps_the_symmetry():
 
 def test_racy_grid_barrier_agrees():
     outcome, _ = _agree(DATA / "grid_barrier_4cta_no_fence.sync")
+    assert outcome.errors
+
+
+def test_tma_pipelines_per_cta_agree():
+    """mbarriers, TMA agents, a named barrier and shared slots renamed with their CTA."""
+    outcome, _ = _agree(DATA / "grid_tma_pipelines.sync")
     assert outcome.errors
 
 
