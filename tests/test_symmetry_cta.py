@@ -14,6 +14,7 @@ What is asserted, each of which could be false:
   CTA symmetry at all);
 * with and without CTA symmetry (and unreduced), the same verdict and findings (code, line) on each of
   these, with the counterexamples replaying;
+* the parallel search stores the same states;
 * the default search (engines/explicit.explore) uses it and says so in the coverage of an unfinished
   search; machines with operations that name another CTA get no exchange.
 """
@@ -180,3 +181,17 @@ def test_operations_naming_another_cta_get_no_exchange():
     machine = _machine(ROOT / "specs" / "cutlass_consumer_release_multicast.sync")
     classes, rejected = cta_classes(machine)
     assert not classes and any("names another CTA" in why for why in rejected)
+
+
+@pytest.mark.parametrize("name", ["grid_barrier_4cta.sync", "grid_barrier_4cta_no_fence.sync"])
+def test_parallel_search_stores_the_same_states(name):
+    """The representative is a function of the state alone, so the search on 2 processes
+    (engines/parallel.py) stores the same states and finds the same violations."""
+    from syncverify.engines import parallel
+
+    if parallel.available() is not None:
+        pytest.skip(str(parallel.available()))
+    m0, m1 = _machine(DATA / name), _machine(DATA / name)
+    one = search(m0, BUDGET, cta_symmetry(m0))
+    two = parallel.search(m1, BUDGET, cta_symmetry(m1), jobs=2)
+    assert (one.states, one.transitions, len(one.errors)) == (two.states, two.transitions, len(two.errors))
