@@ -195,3 +195,38 @@ def test_parallel_search_stores_the_same_states(name):
     one = search(m0, BUDGET, cta_symmetry(m0))
     two = parallel.search(m1, BUDGET, cta_symmetry(m1), jobs=2)
     assert (one.states, one.transitions, len(one.errors)) == (two.states, two.transitions, len(two.errors))
+
+
+def test_exhaustive_programs_with_identical_ctas_agree():
+    """The small generated cluster programs (tests/exhaustive_programs.py) with both CTAs given CTA
+    0's body: where the exchange is proved, the CTA-symmetric search agrees with the plain one on the
+    verdict and every finding, and with the unreduced search on the verdict (its findings among the
+    unreduced ones); every counterexample replays."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from exhaustive_programs import SCOPES, sample
+
+    used = 0
+    for scope in ("cluster2", "cluster2-seq"):
+        for _, text in sample(SCOPES[scope], 120):
+            same = re.sub(r"\n  if w0 && cta == 1 \{.*\}", "", text).replace("w0 && cta == 0", "w0")
+            if same == text or "cta == 1" in same:
+                continue
+            m1 = Machine(load(same, None, path="x.sync"))
+            sym = cta_symmetry(m1)
+            if sym is None:
+                continue
+            used += 1
+            m0, m2 = Machine(load(same, None, path="x.sync")), Machine(load(same, None, path="x.sync"))
+            s0 = symmetry_for(m0, permuted=False)
+            plain, cta = search(m0, BUDGET, s0), search(m1, BUDGET, sym)
+            bare = search(m2, BUDGET, None, reduce=False)
+            assert plain.complete and cta.complete and bare.complete
+            assert _findings(m1, sym, cta) == _findings(m0, s0, plain), same
+            assert bool(cta.errors) == bool(bare.errors), same
+            assert _findings(m1, sym, cta) <= _findings(m2, None, bare), same
+            for v, labels in cta.errors:
+                assert witness.final_finding(m1, witness.real_path(m1, labels, sym), v) is not None, same
+    assert used >= 10
