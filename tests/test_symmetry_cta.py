@@ -15,6 +15,8 @@ What is asserted, each of which could be false:
 * with and without CTA symmetry (and unreduced), the same verdict and findings (code, line) on each of
   these, with the counterexamples replaying;
 * the parallel search stores the same states;
+* the generated cluster programs of tests/exhaustive_programs.py with both CTAs running one body agree
+  with the plain and the unreduced search;
 * the default search (engines/explicit.explore) uses it and says so in the coverage of an unfinished
   search; machines with operations that name another CTA get no exchange.
 """
