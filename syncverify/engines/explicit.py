@@ -33,6 +33,7 @@ from ..result import CheckResult, Stats, Verdict
 from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.symmetry import Symmetry
+from ..semantics.symmetry_cta import CtaSymmetry, cta_symmetry
 from ..semantics.symmetry_perm import symmetry_for
 from .reduction import successors_of
 from .store import Opened, Visited
@@ -249,8 +250,9 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     `search_with`: a search with `search`'s signature and outcome (parallel.searcher: the same
     search on several cores)."""
     # plain swaps only: with renamings (symmetry_perm.py) a finding at one of two mirrored lines is reported at
-    # one of them only (tests/test_properties.py, SV204 from two sites), so that form is not the default yet
-    sym = symmetry_for(machine, permuted=False) if symmetry else None
+    # one of them only (tests/test_properties.py, SV204 from two sites), so that form is not the default yet;
+    # exchanges of whole CTAs (symmetry_cta.py) keep every line, so they are
+    sym = (cta_symmetry(machine) or symmetry_for(machine, permuted=False)) if symmetry else None
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
     outcome = (search_with or search)(machine, budget, sym, progress, on_error, reduce)
@@ -265,7 +267,9 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
         coverage = "" if outcome.complete else f"search not finished ({outcome.stop_reason})"
     elif not outcome.complete:
         verdict = Verdict.INCONCLUSIVE
-        coverage = f"no violation in {outcome.states} states; {outcome.stop_reason}"
+        # (states counted up to the exchange of interchangeable CTAs: semantics/symmetry_cta.py)
+        reduced = f" ({sym.describe()})" if isinstance(sym, CtaSymmetry) else ""
+        coverage = f"no violation in {outcome.states} states{reduced}; {outcome.stop_reason}"
     else:
         verdict = Verdict.SAFE
         coverage = ""

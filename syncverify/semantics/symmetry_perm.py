@@ -77,8 +77,9 @@ class Mismatch(Exception):
 @dataclass(frozen=True)
 class Auto:
     """One verified automorphism: processes, buffer slots ((buffer index, slot)), mbarrier elements
-    (machine index), named barriers (cta*16 + id), warps ((cta, warp)) and source lines. Maps list
-    only what moves; everything else is fixed."""
+    (machine index), named barriers (cta*16 + id), warps ((cta, warp)) and source lines; for an
+    exchange of whole CTAs (semantics/symmetry_cta.py) also the CTAs, the global buffers' slots and
+    the flag elements. Maps list only what moves; everything else is fixed."""
 
     procs: tuple[tuple[int, int], ...]
     slots: tuple[tuple[tuple[int, int], tuple[int, int]], ...]
@@ -86,6 +87,9 @@ class Auto:
     named: tuple[tuple[int, int], ...]
     warps: tuple[tuple[tuple[int, int], tuple[int, int]], ...]
     lines: tuple[tuple[int, int], ...]
+    ctas: tuple[tuple[int, int], ...] = ()
+    gslots: tuple[tuple[tuple[int, int], tuple[int, int]], ...] = ()
+    flags: tuple[tuple[int, int], ...] = ()
 
     def compose(self, other: Auto) -> Auto:
         """self after other."""
@@ -124,6 +128,7 @@ class _Mapper:
         self.n = dict(g.named)
         self.w = dict(g.warps)
         self.ln = dict(g.lines)
+        self.c = dict(g.ctas)  # (an exchange of CTAs: the CTA field of agents)
         self.bit_pairs: list[tuple[int, int, int, int]] = []
         if machine is not None:
             h = machine.holders
@@ -178,12 +183,12 @@ class _Mapper:
         kind = a[0]
         if kind == AG_TMA:
             buf, slot = self.s.get((a[2], a[3]), (a[2], a[3]))
-            return (kind, a[1], buf, slot, self.m.get(a[4], a[4]), a[5], self.p.get(a[6], a[6]), self.line(a[7]),
-                    *a[8:])
+            return (kind, self.c.get(a[1], a[1]), buf, slot, self.m.get(a[4], a[4]), a[5], self.p.get(a[6], a[6]),
+                    self.line(a[7]), *a[8:])
         if kind == AG_CPARRIVE:
-            covered = tuple(sorted((c, *self.s.get((o, s), (o, s)), e) for c, o, s, e in a[8]))
-            return (kind, a[1], a[2], a[3], self.m.get(a[4], a[4]), a[5], self.p.get(a[6], a[6]), self.line(a[7]),
-                    covered, *a[9:])
+            covered = tuple(sorted((self.c.get(c, c), *self.s.get((o, s), (o, s)), e) for c, o, s, e in a[8]))
+            return (kind, self.c.get(a[1], a[1]), a[2], a[3], self.m.get(a[4], a[4]), a[5], self.p.get(a[6], a[6]),
+                    self.line(a[7]), covered, *a[9:])
         raise Mismatch(f"agent kind {kind}")
 
     def rdata(self, rd: int) -> int:
