@@ -304,6 +304,9 @@ def _gemm_seed(tmp_path: Path, n: int) -> Path:
     return ptx
 
 
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="about 30 s on a loaded CI host; the other seed at a concrete K "
+                           "(empty count plus one) runs in CI, this one with SYNCVERIFY_SLOW=1")
 def test_gemm_seed_producer_acquire_skipped_is_found_at_a_concrete_k(tmp_path, capsys):
     """The seeds build with `sv_seed = 2` (tests/test_ptx_cutlass.py): the producer's acquire skipped. With K
     symbolic the refill's copy races the first k-tile's wgmma at the K Z3 picks for the first trip count

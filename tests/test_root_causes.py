@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -112,6 +113,8 @@ def test_a_bug_elsewhere_does_not_blame_a_count_that_differs_by_design():
 def test_no_cause_beyond_the_expect_header(spec):
     """Every spec (the three slow safe ones are covered by `check --expect specs/`): a root-cause
     code appears only where the spec's header expects it."""
+    if spec == "cutlass_consumer_release_multicast.sync" and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("30 s on a loaded CI host; its _early twin runs in CI, this one with SYNCVERIFY_SLOW=1")
     protocol = load(str(SPECS / spec))
     r = check_protocol(protocol, Options())
     expected = protocol.expect.errors if protocol.expect else frozenset()
