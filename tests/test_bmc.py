@@ -218,7 +218,8 @@ SLOW_SPECS = {"cutlass_ws_ring": 3600, "cutlass_ws_ring_no_empty_wait": 3600, "c
               "cutlass_consumer_release_multicast_early": 3600,
               # 30-55 s each in CI: fa3_pingpong's source form (fa3_pingpong stays) and the two TileLang
               # wgmma-fence specs (the explicit engine and z3 still check both)
-              "fa3_pingpong_source": 900, "tilelang_wgmma_reader_fence": 900, "tilelang_wgmma_writer_fence": 900}
+              "fa3_pingpong_source": 900, "tilelang_wgmma_reader_fence": 900, "tilelang_wgmma_writer_fence": 900,
+              "fa3_pingpong": 900}
 # Specs the solver refuses, with the operation its refusal names: they cannot be cross-checked.
 BMC_REFUSES = {"cp_async_mbarrier_noinc": "cp.async.mbarrier.arrive",
                "cp_async_mbarrier_inc_hang": "cp.async.mbarrier.arrive",

@@ -12,6 +12,7 @@ shape, reduced against unreduced.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -308,6 +309,9 @@ def _agrees_but_for_an_early_cta_exit(reduced, full) -> bool:
     return reduced.verdict == full.verdict and got <= want and (got == want or "SV404" in got)
 
 
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="30 s of a 20-minute CI;"
+                           " the early-exit cases above run in CI; run with SYNCVERIFY_SLOW=1")
 def test_every_cluster_program_with_an_early_exit_agrees(monkeypatch):
     """Programs of the cluster scopes of tests/exhaustive_programs.py on which the rule takes some exit
     alone, against the unreduced search: the property of _agrees_but_for_an_early_cta_exit, and most of

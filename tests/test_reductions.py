@@ -8,6 +8,7 @@ must not visit more states. The unreduced search of the two 8-warp rings does
 not fit the test budget; each reduction alone still does and is compared.
 """
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -57,9 +58,14 @@ def _fully_reduced(path: Path) -> CheckResult:
     return explore(protocol, BUDGET, Machine(protocol), symmetry=True)
 
 
+SLOW_CASES = {("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry")}
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
 def test_reductions_preserve_findings(path, mode):
+    if (path.name, mode) in SLOW_CASES and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("36 s of a 20-minute CI; its other modes run in CI, this one with SYNCVERIFY_SLOW=1")
     protocol = load(str(path), _small_defines(path))
     reduced = _fully_reduced(path)
     por, symmetry = MODES[mode]
