@@ -73,7 +73,7 @@ from .state import (
     State,
 )
 from .symmetry import Symmetry, _uses_tcgen05
-from .symmetry_perm import IDENTITY, Auto, Mismatch, PermutedSymmetry, specialize
+from .symmetry_perm import IDENTITY, Auto, Mismatch, PermutedSymmetry, renamed_cluster, specialize
 
 _MEMO_LIMIT = 1 << 16
 _MAX_CLASS = 64  # CTAs of one class whose exchanges are proved, at most (the rest keep their place)
@@ -410,13 +410,7 @@ class CtaMapper:
         named = list(s.named)
         for i, nb in enumerate(s.named):
             named[n.get(i, i)] = nb  # (warp bits are local to the CTA: the same warps in the other)
-        cluster = s.cluster
-        if cluster[2]:
-            bits = 0
-            for q in range(cluster[2].bit_length()):
-                if cluster[2] >> q & 1:
-                    bits |= 1 << p.get(q, q)
-            cluster = (cluster[0], cluster[1], bits)
+        cluster = renamed_cluster(s.cluster, p)
         agents = tuple(sorted(self.agent(a) for a in s.agents))
         records = tuple(sorted(self.record(r) for r in s.records))
         tmem = s.tmem

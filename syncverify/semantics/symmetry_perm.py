@@ -70,6 +70,18 @@ _MEMO_LIMIT = 1 << 16
 _MAX_CANDIDATES = 64  # process involutions tried per machine
 
 
+
+def renamed_cluster(cluster: tuple, procs: dict[int, int]) -> tuple:
+    """The cluster barrier's arrivals (a bit per process, third field) under a renaming of processes;
+    shared by the symmetry with renamings and the symmetry over CTAs."""
+    if not cluster[2]:
+        return cluster
+    bits = 0
+    for q in range(cluster[2].bit_length()):
+        if cluster[2] >> q & 1:
+            bits |= 1 << procs.get(q, q)
+    return (cluster[0], cluster[1], bits)
+
 class Mismatch(Exception):
     """The candidate is not an automorphism: the reason names the first difference found."""
 
@@ -228,13 +240,7 @@ class _Mapper:
                         out |= 1 << self.w.get((c, w), (c, w))[1]
                 warps = out
             named[n.get(i, i)] = nb._replace(warps=warps, site=self.line(nb.site))
-        cluster = s.cluster
-        if cluster[2]:
-            bits = 0
-            for q in range(cluster[2].bit_length()):
-                if cluster[2] >> q & 1:
-                    bits |= 1 << p.get(q, q)
-            cluster = (cluster[0], cluster[1], bits)
+        cluster = renamed_cluster(s.cluster, p)
         agents = tuple(sorted(self.agent(a) for a in s.agents))
         records = tuple(sorted(self.record(r) for r in s.records))
         return State(tuple(procs), tuple(mbars), tuple(named), cluster, agents, records, s.tmem)
