@@ -100,8 +100,9 @@ _EXPR = (ir.Builtin, ir.BinOp, ir.UnOp, ir.Cond, ir.InRole, ir.Const, ir.Var, ir
 class _CtaMatcher:
     """Matches the program of p against that of its image, collecting the global renaming."""
 
-    def __init__(self, machine):
+    def __init__(self, machine, pi: dict[int, int]):
         self.machine = machine
+        self.pi = pi  # the CTAs exchanged (old -> new): what a rank operand must be renamed by
         self.proto: ir.Protocol = machine.protocol
         self.gslots: dict[tuple[int, int], tuple[int, int]] = {}
         self.flags: dict[int, int] = {}
@@ -157,9 +158,35 @@ class _CtaMatcher:
         if ia != ib:  # a CTA's own object: the same element in the other CTA
             raise Mismatch(f"{ra.name}: elements differ")
 
+    def _ranks(self, a, b, field: str) -> None:
+        """Operands that name CTAs of the cluster: a rank (`@ r`: a remote arrive, tx count or DSMEM
+        access) or a multicast mask. Each process's value, once what depends on who runs it is
+        folded, must be a constant in the cluster, and the image process's value must be its image
+        under the exchange: rank r becomes pi(r), mask m the mask of the pi(c) for the c in m."""
+        if a is None or b is None:
+            if a is not b:
+                raise Mismatch("an operation names another CTA in one program only")
+            return
+        va, vb = self._spec(a, 0), self._spec(b, 1)
+        if not (isinstance(va, ir.Const) and isinstance(vb, ir.Const)):
+            raise Mismatch(f"a CTA {'rank' if field == 'remote' else 'mask'} computed at run time")
+        n, pi = self.machine.ncta, self.pi
+        if field == "remote":
+            if not (0 <= va.value < n and 0 <= vb.value < n):
+                raise Mismatch("a CTA rank outside the cluster")  # (the step reports it: SV405)
+            if pi.get(va.value, va.value) != vb.value:
+                raise Mismatch(f"rank {va.value} becomes rank {pi.get(va.value, va.value)}, not {vb.value}")
+            return
+        if not (0 < va.value < 1 << n and 0 < vb.value < 1 << n):
+            raise Mismatch("a multicast mask outside the cluster")
+        image = sum(1 << pi.get(c, c) for c in range(n) if va.value >> c & 1)
+        if image != vb.value:
+            raise Mismatch(f"multicast mask {va.value:#b} becomes {image:#b}, not {vb.value:#b}")
+
     def value(self, a, b, field: str = "") -> None:
-        if field in ("remote", "multicast") and (a is not None or b is not None):
-            raise Mismatch("an operation that names another CTA")  # (CTA operands are not renamed)
+        if field in ("remote", "multicast"):
+            self._ranks(a, b, field)
+            return
         if isinstance(a, _EXPR):
             a = self._spec(a, 0)
         if isinstance(b, _EXPR):
@@ -274,7 +301,7 @@ def verify_exchange(machine, a: int, b: int) -> Auto:
     for q, r in full.items():
         if tuple(sorted(full[t] for t in teams[q])) != tuple(sorted(teams[r])):
             raise Mismatch(f"{procs[q].label()}: wgmma warpgroups differ")
-    matcher = _CtaMatcher(machine)
+    matcher = _CtaMatcher(machine, {a: b, b: a})
     for q, r in full.items():
         matcher.program(machine.programs[q], machine.programs[r], machine.ctx[q], machine.ctx[r])
     for name, table in (("global slots", matcher.gslots), ("flag elements", matcher.flags)):
