@@ -21,10 +21,11 @@ What is asserted, each of which could be false:
   search;
 * operations that name another CTA are renamed: two CTAs that reach each other by `@ cta ^ 1` (DSMEM,
   remote arrive.expect_tx and arrive, a multicast to the peer) are exchanged, and so are the followers
-  of a 4-CTA cluster whose leader (rank 0) they arrive on and which multicasts into them; the
+  of a 4-CTA cluster that read their leader's (rank 0) shared memory and arrive on its barrier; the
   exchange commutes with every step, the race in one follower is reported at its line and replays;
   a near twin whose rank or mask is not the image under the exchange (an absolute rank, lane r to
-  rank r, a run-time rank, a mask that leaves one CTA out) gets no exchange of those CTAs.
+  rank r, a run-time rank, a mask whose destinations the exchange reorders) gets no exchange of
+  those CTAs.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "symmetry_cta"
 BUDGET = Budget(200_000, 600.0)
 SLOW = pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
-                          reason="the finer sample of generated cluster programs takes about 20 s; run with "
+                          reason="the finer sample of generated cluster programs takes about 8 s; run with "
                                  "SYNCVERIFY_SLOW=1 (a coarser one runs in CI)")
 
 
@@ -97,8 +98,8 @@ def test_grid_of_four_stores_fewer_states_same_verdict():
     ("grid_barrier_4cta.sync", None, 300), ("grid_barrier_4cta_no_fence.sync", None, 300),
     ("grid_sync_broadcast.sync", None, 300), ("grid_race_in_one_cta.sync", None, 300),
     ("grid_tma_pipelines.sync", None, 300), ("cluster_peer_exchange.sync", None, 100),
-    ("cluster_peer_exchange_early_release.sync", None, 60), ("cluster_leader_multicast.sync", None, 300),
-    ("cluster_leader_multicast.sync", {"LATE": 1}, 300)])
+    ("cluster_peer_exchange_early_release.sync", None, 60), ("cluster_leader_dsmem.sync", None, 300),
+    ("cluster_leader_dsmem.sync", {"LATE": 1}, 300)])
 def test_exchange_commutes_with_every_step(name, params, least):
     machine = _machine(DATA / name, params)
     gs = [g for _, star in cta_classes(machine)[0] for g in star.values()]
@@ -219,18 +220,18 @@ def test_peer_race_is_reported_at_its_line_and_replays():
 
 
 def test_followers_of_a_leader_are_exchanged_and_a_race_in_one_is_found():
-    path = DATA / "cluster_leader_multicast.sync"
-    assert _classes(_machine(path)) == [[1, 2, 3]]  # rank 0 and the mask 0b1110 are fixed by their exchanges
+    path = DATA / "cluster_leader_dsmem.sync"
+    assert _classes(_machine(path)) == [[1, 2, 3]]  # rank 0 is fixed by their exchanges
     outcome, _ = _agree(path)
     assert not outcome.errors
     late = _machine(path, {"LATE": 1})
     assert _classes(late) == [[1, 2]]  # CTA 3 reads its tile late
     outcome, sym = _agree(path, {"LATE": 1})
-    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "tma.load tile" in text)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "write tile;" in text)
     assert _findings(late, sym, outcome) == {("SV302", line)}
     v, labels = outcome.errors[0]
     d = witness.diagnostic(late, v, labels, True, sym)
-    read = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "if k > 0 { read tile; }" in text)
+    read = [n for n, text in enumerate(path.read_text().splitlines(), 1) if "read tile @ PEER" in text][-1]
     assert any(step.line == read and "cta3" in step.role for step in d.trace)  # the real CTA 3's read
 
 
@@ -251,13 +252,14 @@ def test_ranks_and_masks_that_are_not_images_get_no_exchange():
         machine = _variant(peer, release, new)
         classes, rejected = cta_classes(machine)
         assert not classes and any(why in r for r in rejected), (new, rejected)
-    machine = _variant(peer, "multicast 1 << (cta ^ 1)", "multicast 3")
-    assert _classes(machine) == [[0, 1]]  # a mask naming every CTA is its own image
-    machine = _variant(peer, "multicast 1 << (cta ^ 1)", "multicast 2")
-    assert not cta_classes(machine)[0] and "0b10 becomes 0b1, not 0b10" in " ".join(cta_classes(machine)[1])
-    classes, rejected = cta_classes(_machine(DATA / "cluster_leader_multicast.sync", {"MASK": 6}))
-    assert [sorted(m) for m, _ in classes] == [[1, 2]]
-    assert any("CTA 1 and CTA 3: multicast mask 0b110 becomes 0b1100" in r for r in rejected), rejected
+    for new, why in (("multicast 2", "multicast mask 0b10 becomes 0b1, not 0b10"),
+                     # its own image, but the copy's destinations are visited in rank order, 1 then 0 in the image
+                     ("multicast 3", "reorders the destinations of multicast mask 0b11")):
+        classes, rejected = cta_classes(_variant(peer, "multicast 1 << (cta ^ 1)", new))
+        assert not classes and any(why in r for r in rejected), (new, rejected)
+    classes, rejected = cta_classes(_machine(DATA / "cluster_leader_dsmem.sync", {"PEER": 1}))
+    assert [sorted(m) for m, _ in classes] == [[2, 3]]  # CTA 1 is read by every follower: it stays
+    assert any("CTA 1 and CTA 2: rank 1 becomes rank 2, not 1" in r for r in rejected), rejected
     # lane r arrives on CTA r in both CTAs (DeepGEMM's empty_barrier_arrive), CUTLASS's signalling threads
     # and the multicast rings name ranks in rank order: no exchange (docs/model.md says why)
     for name in ("deepgemm_lane_rank_release.sync", "cutlass_consumer_release_multicast.sync"):
@@ -321,4 +323,4 @@ def test_exhaustive_programs_with_identical_ctas_agree():
 @SLOW
 def test_exhaustive_programs_with_identical_ctas_agree_finer():
     used, remote = _identical_cta_programs_agree(120)
-    assert used >= 150 and remote >= 30, (used, remote)
+    assert used >= 150 and remote >= 20, (used, remote)

@@ -24,9 +24,17 @@ The proof, per candidate exchange (a b) of two CTAs, on the compiled programs of
   process (a process that is not moved forces the identity on what it names; an index computed at
   run time forces the identity on its whole array, which an exchange of pieces then contradicts);
 * shared memory, mbarriers and named barriers are renamed by the CTA alone (the same name and
-  element in the other CTA); an operation that names another CTA (a remote arrive, DSMEM, a
-  multicast mask), tcgen05 and tensor memory, mbarriers stored in a buffer, register or
-  tensor-map buffers get no exchange (their CTA operands are not renamed here);
+  element in the other CTA), whichever CTA's process names them;
+* an operand that names CTAs of the cluster is renamed with them: a rank `@ r` (a remote arrive or
+  tx count, a DSMEM access) of a process must be, in its image, pi(r), and a multicast mask m must
+  be the mask of the pi(c), c in m, whose rank order pi keeps (the copy visits its destinations in
+  rank order, and the step reports the first one's violation). Both must be constants in the cluster
+  once the parts that depend on who runs it are folded: a rank computed at run time (a loop or
+  `let` variable) refuses the exchange. So `@ cta ^ 1` (the peer) is renamed to the other peer,
+  and a rank the exchange fixes (a leader outside it) stays; lane r naming rank r in every CTA, or
+  ranks named in rank order (`@ 0; @ 1`), are not images and refuse it (docs/model.md);
+* tcgen05 and tensor memory (the 2-SM pair's leader issues for both), mbarriers stored in a buffer,
+  register or tensor-map buffers get no exchange;
 * the image of the initial state is the initial state.
 
 The state is renamed whole (``CtaMapper``): processes with their named-barrier tokens, mbarriers with
@@ -179,9 +187,16 @@ class _CtaMatcher:
             return
         if not (0 < va.value < 1 << n and 0 < vb.value < 1 << n):
             raise Mismatch("a multicast mask outside the cluster")
-        image = sum(1 << pi.get(c, c) for c in range(n) if va.value >> c & 1)
+        dests = [c for c in range(n) if va.value >> c & 1]
+        image = sum(1 << pi.get(c, c) for c in dests)
         if image != vb.value:
             raise Mismatch(f"multicast mask {va.value:#b} becomes {image:#b}, not {vb.value:#b}")
+        # The copy is issued to its destinations in rank order and the step reports the first one's
+        # violation (a race or an unusable barrier there): an exchange that reorders them would report
+        # another destination's, possibly of another code, in the image state.
+        images = [pi.get(c, c) for c in dests]
+        if images != sorted(images):
+            raise Mismatch(f"the exchange reorders the destinations of multicast mask {va.value:#b}")
 
     def value(self, a, b, field: str = "") -> None:
         if field in ("remote", "multicast"):
