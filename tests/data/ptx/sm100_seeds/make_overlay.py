@@ -10,6 +10,12 @@ it is about. SV_SEED selects the bug (0: none), both in PersistentTileSchedulerS
   2 read without wait     the response is read without consumer_wait on the stage's full barrier, so it
                           may be read while the try_cancel is still writing it
 
+and one in the 2-SM GEMM's mainloop (../sm100_gemm_2sm_2x1.cu, cutlass/gemm/collective/
+sm100_mma_warpspecialized.hpp:681), which the MMA warp runs for every k-tile:
+
+  3 MMA without wait      mainloop_pipeline.consumer_wait is skipped, so the tcgen05.mma reads a stage the TMA
+                          loads may still be writing (the missing wait of issue #33's seeds)
+
 Usage: python3 make_overlay.py INCLUDE OUT
 """
 
@@ -20,6 +26,7 @@ import shutil
 import sys
 
 SCHED = "cutlass/gemm/kernel/sm100_tile_scheduler.hpp"
+MMA = "cutlass/gemm/collective/sm100_mma_warpspecialized.hpp"
 
 # (file, line, the line's text as shipped, its replacement)
 EDITS = [
@@ -30,6 +37,8 @@ EDITS = [
      "auto work_tile = work_tile_info_from_clc_response(smem_addr);"),
     (SCHED, 464, "    scheduler_pipeline.consumer_release(scheduler_pipe_consumer_state);",
      "    if (SV_SEED != 1) scheduler_pipeline.consumer_release(scheduler_pipe_consumer_state);"),
+    (MMA, 681, "      mainloop_pipeline.consumer_wait(mainloop_pipe_consumer_state, barrier_token);",
+     "      if (SV_SEED != 3) mainloop_pipeline.consumer_wait(mainloop_pipe_consumer_state, barrier_token);"),
 ]
 
 
