@@ -95,8 +95,9 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     check.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
-                       help="take a reading of unsettled PTX that is off by default (repeatable; docs/model.md, "
-                       "\"Readings PTX does not settle\"): exit-drains-bulk-reads")
+                       help="take a reading of unsettled PTX by name (repeatable; docs/model.md, \"Readings PTX does "
+                       "not settle\"): exit-drains-bulk-reads is off by default; after --no-assume, any name takes "
+                       "that one back")
     cli_extract.add_launch_args(check, required=False)
     sweep = check.add_argument_group("sweeps (docs/sweeps.md)")
     sweep.add_argument("--manifest", metavar="FILE",

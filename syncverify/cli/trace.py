@@ -39,7 +39,8 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
     p.add_argument("--no-assume", action="store_true",
                    help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     p.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
-                   help="take a reading of unsettled PTX that is off by default (repeatable): exit-drains-bulk-reads")
+                   help="take a reading of unsettled PTX by name (repeatable): exit-drains-bulk-reads is off by "
+                   "default; after --no-assume, any name takes that one back")
 
 
 def _fail(results: list[CheckResult]) -> int:
