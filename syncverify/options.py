@@ -6,8 +6,8 @@ another."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 
 from . import budget
 from .diagnostics import Diagnostic
@@ -43,6 +43,9 @@ class Options:
     assume_warp_collective_orders: bool = True  # a warp's wgmma.commit/wait orders its lanes' accesses (SV609)
     # a bulk commit + wait_group.read retires the tensor-map reads of the thread's earlier TMA loads (cutlass#2912)
     assume_bulk_wait_map_reads: bool = True
+    # a CTA's exit waits for its bulk stores' source reads (DeepGEMM's epilogue relies on it; PTX does not say so):
+    # off unless asked for (`--assume exit-drains-bulk-reads`), so an unretired store at exit is SV404
+    assume_exit_drains_bulk_reads: bool = False
     # processes one explicit search runs on (engines/parallel.py: the one-core search's answer, on N cores)
     search_jobs: int = 1
 
@@ -50,3 +53,34 @@ class Options:
         why = budget.problem(self.max_states, self.timeout, self.max_memory_mb, self.rlimit)
         if why is not None:
             raise ValueError(why)
+
+
+# The name of each reading (as `--assume`, `--no-assume` and a result's `assumed` say it) -> its Options field.
+# Every `assume_*` field of Options is here (tests/test_options_readings.py), so the CLI, the trace view and
+# the engines hand on each reading from this one table and a new one cannot be left out of any of them.
+READINGS: dict[str, str] = {
+    "commit-order": "assume_tcgen05_commit_order",
+    "dealloc-blocks": "assume_dealloc_blocks",
+    "commit-release": "assume_commit_release",
+    "sync-orders-tcgen05": "assume_sync_orders_tcgen05",
+    "warp-collective-orders": "assume_warp_collective_orders",
+    "bulk-wait-map-reads": "assume_bulk_wait_map_reads",
+    "exit-drains-bulk-reads": "assume_exit_drains_bulk_reads",
+}
+
+
+def assumption_fields() -> tuple[str, ...]:
+    """The Options fields that take a reading of unsettled PTX, read off the dataclass itself."""
+    return tuple(f.name for f in fields(Options) if f.name.startswith("assume_"))
+
+
+def readings_asked(no_assume: bool, assume: Iterable[str] = ()) -> dict[str, bool]:
+    """The Options keywords for the readings a command line asks for: `--no-assume` turns every reading off
+    (those on by default and those asked for alike), each `--assume NAME` turns that one on; a reading
+    neither names keeps its default."""
+    asked = {name: False for name in assumption_fields()} if no_assume else {}
+    for name in assume:
+        if name not in READINGS:
+            raise ValueError(f"no reading named {name!r} (known: {', '.join(sorted(READINGS))})")
+        asked[READINGS[name]] = True
+    return asked

@@ -254,7 +254,12 @@ def test_deepgemm_multicast_off_block_n_128_extracts_its_two_lane_store(tmp_path
     assert res.verdict == "violation" and {d.code for d in errors} == {"SV404"}
     for d in errors:
         assert "exits while a bulk store still reads s0" in d.message
+        assert "cp.async.bulk.wait_group.read" in d.message and "--assume exit-drains-bulk-reads" in d.message
         assert all("tma.store" in lines[r.span.line - 1] for r in d.related)
+    # the reading that the CTA's exit waits for its stores' reads (docs/model.md, "A CTA's exit and its bulk
+    # stores"): nothing else is left
+    taken = check_protocol(load(text, path="x.sync"), Options(timeout=60, assume_exit_drains_bulk_reads=True))
+    assert taken.verdict == "safe" and {"exit-drains-bulk-reads", "warp-collective-orders"} <= set(taken.assumed)
     sv609 = [d for d in res.diagnostics if d.code == "SV609"]
     assert sv609 and "warp-collective-orders" in res.assumed
     for d in sv609:  # lane 0's release, naming the warpgroup's commit and the lanes' scale read

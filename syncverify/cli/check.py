@@ -19,6 +19,7 @@ from ..budget import positive_float, positive_int
 from ..check import Options, check_path
 from ..diagnostics import Diagnostic, InputError, Severity, Span, make
 from ..lang import load_many
+from ..options import READINGS, readings_asked
 from ..report import json_report
 from ..result import CheckResult, Verdict, combine_exit
 from . import extract as cli_extract
@@ -93,6 +94,10 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
                        f"{cli_extract.AFTER_FIRST_ERROR:g}, for specs never; 0: never)")
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
+    check.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
+                       help="take a reading of unsettled PTX by name (repeatable; docs/model.md, \"Readings PTX does "
+                       "not settle\"): exit-drains-bulk-reads is off by default; after --no-assume, any name takes "
+                       "that one back")
     cli_extract.add_launch_args(check, required=False)
     sweep = check.add_argument_group("sweeps (docs/sweeps.md)")
     sweep.add_argument("--manifest", metavar="FILE",
@@ -161,10 +166,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
-                      assume_tcgen05_commit_order=not args.no_assume, assume_dealloc_blocks=not args.no_assume,
-                      assume_commit_release=not args.no_assume, assume_sync_orders_tcgen05=not args.no_assume,
-                      assume_warp_collective_orders=not args.no_assume, assume_bulk_wait_map_reads=not args.no_assume,
-                      search_jobs=args.search_jobs)
+                      **readings_asked(args.no_assume, args.assume), search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)

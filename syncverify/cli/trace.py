@@ -18,6 +18,7 @@ from pathlib import Path
 from ..budget import positive_float, positive_int
 from ..check import Options, check_protocol
 from ..diagnostics import InputError, Span, make
+from ..options import READINGS, readings_asked
 from ..result import CheckResult, Verdict
 
 
@@ -37,6 +38,9 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
                    help="draw every step of a counterexample (default: the steps `check` reports)")
     p.add_argument("--no-assume", action="store_true",
                    help="drop the readings of unsettled PTX behaviour that production kernels rely on")
+    p.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
+                   help="take a reading of unsettled PTX by name (repeatable): exit-drains-bulk-reads is off by "
+                   "default; after --no-assume, any name takes that one back")
 
 
 def _fail(results: list[CheckResult]) -> int:
@@ -50,6 +54,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from ..lang import load
     from ..lang.choices import open_choices
     from ..report.swimlane import process_lanes, render_html, views_for
+    from ..semantics.machine import Assumptions
 
     bad = [make("SV114", f"-D {name}={raw}: {raw!r} is not an integer", Span("<command line>", 1, 1, 1, 2))
            for name, raw in args.defines if isinstance(raw, str)]
@@ -67,12 +72,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
                                   diagnostics=(make("SV118", f"{several}; a trace page shows one assignment: pin each "
                                                 "with -D NAME=VALUE (`syncverify check` names the assignment of "
                                                 "each finding)", protocol.choices[0].span),))])
-    assume = not args.no_assume
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
-                      full_trace=True, defines=dict(args.defines),
-                      assume_tcgen05_commit_order=assume, assume_dealloc_blocks=assume,
-                      assume_commit_release=assume, assume_sync_orders_tcgen05=assume,
-                      assume_warp_collective_orders=assume, assume_bulk_wait_map_reads=assume)
+                      full_trace=True, defines=dict(args.defines), **readings_asked(args.no_assume, args.assume))
     result = check_protocol(protocol, options)
     if result.verdict is Verdict.ERROR:
         return _fail([result])
@@ -85,9 +86,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     lanes = process_lanes(protocol)
-    views = views_for(protocol, result, codes, lanes=lanes, assume_tcgen05_commit_order=assume,
-                      assume_dealloc_blocks=assume, assume_commit_release=assume, trimmed=not args.full_trace,
-                      assume_sync_orders_tcgen05=assume, assume_warp_collective_orders=assume)
+    views = views_for(protocol, result, codes, lanes=lanes, trimmed=not args.full_trace,
+                      assumptions=Assumptions.of(options))
     page = render_html(protocol, result, views, lanes)
     out = Path(args.output) if args.output else Path(Path(args.path).stem + ".trace.html")
     try:

@@ -38,11 +38,15 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..demangle import title_name
 from ..diagnostics import Diagnostic, Severity, TraceStep
 from ..result import CheckResult, Verdict
+
+if TYPE_CHECKING:
+    from ..semantics.machine import Assumptions
 
 MAX_SCHEDULE_STEPS = 20_000
 
@@ -135,22 +139,21 @@ def _actor(label: tuple) -> tuple:
     return ("p", label[1]) if label[0] == "p" else ("a", label[1][1])
 
 
-def schedule(protocol: ir.Protocol, *, assume_tcgen05_commit_order: bool = True,
-             assume_dealloc_blocks: bool = True, max_steps: int = MAX_SCHEDULE_STEPS,
-             assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True,
-             assume_warp_collective_orders: bool = True) -> TraceView:
+def schedule(protocol: ir.Protocol, *, assumptions: Assumptions | None = None,
+             max_steps: int = MAX_SCHEDULE_STEPS) -> TraceView:
     """One schedule of the model, fairly interleaved: at each state take the enabled step
     of the process (or CTA's async agents) that moved least recently.
 
     The steps are the model's (``Machine.successors``), described by the checker's
     trace builder, so the page shows exactly what the checker would report for this
     path. If the schedule reaches a violation or a state where nobody can move, it
-    stops there and that step is highlighted."""
+    stops there and that step is highlighted. ``assumptions``: the readings of the check whose
+    result the page shows (``Assumptions.of`` its Options), all of them, so that the schedule takes
+    the steps the check took; the defaults when None."""
     from ..engines.witness import build_trace
     from ..semantics.machine import Assumptions, Machine
 
-    m = Machine(protocol, Assumptions(assume_tcgen05_commit_order, assume_dealloc_blocks, assume_commit_release,
-                                      assume_sync_orders_tcgen05, assume_warp_collective_orders))
+    m = Machine(protocol, Assumptions() if assumptions is None else replace(assumptions, used=set()))
     state = m.initial()
     labels: list[tuple] = []
     last_moved: dict[tuple, int] = {}
@@ -213,10 +216,8 @@ def view_of(d: Diagnostic, lanes: Sequence[str], trimmed: bool = False) -> Trace
 
 
 def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] = (), *,
-              lanes: Sequence[str] | None = None, assume_tcgen05_commit_order: bool = True,
-              assume_dealloc_blocks: bool = True, trimmed: bool = False,
-              assume_commit_release: bool = True, assume_sync_orders_tcgen05: bool = True,
-              assume_warp_collective_orders: bool = True) -> list[TraceView]:
+              lanes: Sequence[str] | None = None, trimmed: bool = False,
+              assumptions: Assumptions | None = None) -> list[TraceView]:
     """The traces to draw for a check result: every diagnostic with a counterexample
     (errors first; only ``codes`` when given), then — when no error has one and no
     code was asked for — one schedule of the model."""
@@ -227,10 +228,7 @@ def views_for(protocol: ir.Protocol, result: CheckResult, codes: Iterable[str] =
     views = [view_of(d, lanes, trimmed) for d in diags]
     if wanted or any(d.is_error for d in diags):
         return views
-    view = schedule(protocol, assume_tcgen05_commit_order=assume_tcgen05_commit_order,
-                    assume_dealloc_blocks=assume_dealloc_blocks, assume_commit_release=assume_commit_release,
-                    assume_sync_orders_tcgen05=assume_sync_orders_tcgen05,
-                    assume_warp_collective_orders=assume_warp_collective_orders)
+    view = schedule(protocol, assumptions=assumptions)
     if result.verdict is not Verdict.SAFE:
         why = {Verdict.INCONCLUSIVE: f"the check was inconclusive ({result.coverage}); this schedule is not a proof",
                Verdict.VIOLATION: "the findings have no counterexample trace (they need no search)"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .. import ir
 from ..expr import Context, EvalError, evaluate
@@ -118,17 +118,21 @@ class Assumptions:
     # a `bulk.commit` and `bulk.wait_read` retire the tensor-map reads of the thread's earlier TMA loads as they
     # retire its bulk stores' source reads (families/tensormap.py; NVIDIA's answer in cutlass#2912)
     bulk_wait_map_reads: bool = True
+    # a CTA's exit waits for the source reads of its bulk stores that no `bulk.wait_read` retired (families/
+    # lifecycle.py; DeepGEMM's sm90 epilogues rely on it, PTX does not say it): off unless asked for
+    exit_drains_bulk_reads: bool = False
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod
     def of(cls, options: object) -> Assumptions:
-        """The readings a check's Options (check.Options) ask for."""
-        return cls(getattr(options, "assume_tcgen05_commit_order", True),
-                   getattr(options, "assume_dealloc_blocks", True),
-                   getattr(options, "assume_commit_release", True),
-                   getattr(options, "assume_sync_orders_tcgen05", True),
-                   getattr(options, "assume_warp_collective_orders", True),
-                   getattr(options, "assume_bulk_wait_map_reads", True))
+        """The readings a check's Options (check.Options) ask for: each field from its Options field
+        (options.READINGS), its own default where the options object has none."""
+        return cls(**{f.name: getattr(options, _OPTION_OF.get(f.name, f"assume_{f.name}"), f.default)
+                      for f in fields(cls) if f.compare})
+
+
+# the Assumptions field whose Options field is not `assume_` + its name
+_OPTION_OF = {"tcgen05_commit_in_order": "assume_tcgen05_commit_order"}
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,

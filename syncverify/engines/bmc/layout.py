@@ -26,6 +26,7 @@ from ...semantics.families import (
 )
 from ...semantics.families.encoding import DATA, INIT, OBS, START
 from ...semantics.families.encoding.events import Copy, Event, Record, Unsupported
+from ...semantics.families.lifecycle import EXIT_DRAINS_BULK_READS
 from ...semantics.families.storage import uses_storage
 from ...semantics.machine import Machine, Violation
 from ...semantics.program import END, OP, Instr, lane_part, own_part_hidden, part_lanes
@@ -344,8 +345,12 @@ class Encoding(EncodingSymmetry, EncodingIndependence):
                 after = [(q, commits[q][limit - 1]) for q in team if q != e.proc and len(commits[q]) >= limit]
                 e.after = after if len(after) == len(team) - 1 else None
         for p in reads:
-            for read, _, _ in reads[p]:
+            for read, unit, _ in reads[p]:
                 if read.record not in retired:
+                    if unit == UNIT_BULK and self.machine.assume.exit_drains_bulk_reads:
+                        # the exit waits for a bulk store's source read (LifecycleOps._unretired_at_exit)
+                        self.machine.assume.used.add(EXIT_DRAINS_BULK_READS)
+                        continue
                     read.retires = [(-1, ())]  # never retired: marks the read for the exit check
         self.snapped = sorted({r for e, _, _ in waits for r in e.issued})
         # a release by some lanes of a warp: what the other-lanes holder knows only as each lane its own part

@@ -27,7 +27,9 @@ from ..state import (
     R_LINE,
     R_SPACE,
     SPACE_DATA,
+    UNIT_BULK,
     UNIT_CPASYNC,
+    UNIT_WGMMA,
 )
 
 if TYPE_CHECKING:
@@ -77,18 +79,39 @@ class LifecycleOps:
                 # before that release no one knows it; a retired warpgroup wgmma read has completed)
                 if r[R_SPACE] == SPACE_DATA and r[R_CTA] == cta and r[R_GRP] >= 0 and \
                         not r[R_FLAGS] & F_RETIRED and not (r[R_GRP] % NUNITS == UNIT_CPASYNC and r[R_KNOWN]):
-                    what = ("a bulk store still reads", "a wgmma group still reads",
-                            "a cp.async still writes")[r[R_GRP] % NUNITS]
-                    raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
-                                    f"line {r[R_LINE]}, never retired by a bulk.wait_read / wgmma.wait / "
-                                    "cp.async.wait_group)",
-                                    self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
+                    self._unretired_at_exit(cta, r)
             for a in w.agents:
                 if a[1] == cta or self.mb_names[a[4]][0] == cta:
                     what = ("a bulk copy into its shared memory", "a tensor-core commit",
                             "a cp.async.mbarrier.arrive")[a[0]]
                     raise Violation("SV404", f"CTA {cta} exits while {what} (issued at line {a[7]}) is still in "
                                     "flight", self.protocol.span, related=((a[7], "the asynchronous operation"),))
+
+
+    def _unretired_at_exit(self, cta: int, r: tuple) -> None:
+        """CTA cta exits with the asynchronous access of record r never retired: SV404, except a bulk
+        store's source read under `exit-drains-bulk-reads` (docs/model.md, "A CTA's exit and its bulk
+        stores"), which takes the exit to wait for it."""
+        unit = r[R_GRP] % NUNITS
+        if unit == UNIT_BULK:
+            if self.assume.exit_drains_bulk_reads:
+                self.assume.used.add(EXIT_DRAINS_BULK_READS)
+                return
+            raise Violation("SV404", f"CTA {cta} exits while a bulk store still reads {self.slot_label(*r[1:4])} "
+                            f"(issued at line {r[R_LINE]}; no bulk.wait_read retired it). {BULK_EXIT_READING}",
+                            self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
+        what = "a wgmma group still reads" if unit == UNIT_WGMMA else "a cp.async still writes"
+        raise Violation("SV404", f"CTA {cta} exits while {what} {self.slot_label(*r[1:4])} (issued at "
+                        f"line {r[R_LINE]}, never retired by a wgmma.wait / cp.async.wait_group)",
+                        self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
+
+
+# The reading of a CTA's exit with a bulk store's source read in flight, as `assumed` and `--assume` name it,
+# and what an SV404 under the letter says of it (docs/model.md, "A CTA's exit and its bulk stores").
+EXIT_DRAINS_BULK_READS = "exit-drains-bulk-reads"
+BULK_EXIT_READING = ("PTX completes a bulk store's source read only at a `cp.async.bulk.wait_group.read` and "
+                     "does not say that a CTA's exit waits for it; add `bulk.wait_read 0` after the last commit, "
+                     f"or check with `--assume {EXIT_DRAINS_BULK_READS}` to take the reading that the exit waits")
 
 
 class LifecycleEncoding:

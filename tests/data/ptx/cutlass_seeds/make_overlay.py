@@ -20,8 +20,10 @@ Usage: python3 make_overlay.py INCLUDE OUT
 from __future__ import annotations
 
 import os
-import shutil
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from overlay import write_overlay
 
 PIPE = "cutlass/pipeline/sm90_pipeline.hpp"
 KERNEL = "cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp"
@@ -59,19 +61,8 @@ EDITS = [
 ]
 
 
-def main(include: str, out: str) -> None:
-    shutil.copytree(include, out)
-    files: dict[str, list[str]] = {}
-    for rel, line, old, new in EDITS:
-        lines = files.setdefault(rel, open(os.path.join(include, rel), encoding="utf-8").read().split("\n"))
-        if lines[line - 1].rstrip() != old:
-            raise SystemExit(f"{rel}:{line}: expected {old.strip()!r}, found {lines[line - 1].strip()!r} "
-                             "(another CUTLASS version?)")
-        lines[line - 1] = new
-    for rel, lines in files.items():
-        os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
-        with open(os.path.join(out, rel), "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines))
+def main(src: str, out: str) -> None:
+    write_overlay(src, out, EDITS)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,25 @@ it is about. SV_SEED selects the bug (0: none), both in PersistentTileSchedulerS
   2 read without wait     the response is read without consumer_wait on the stage's full barrier, so it
                           may be read while the try_cancel is still writing it
 
+and one in the 2-SM GEMM's mainloop (../sm100_gemm_2sm_2x1.cu, cutlass/gemm/collective/
+sm100_mma_warpspecialized.hpp:681), which the MMA warp runs for every k-tile:
+
+  3 MMA without wait      mainloop_pipeline.consumer_wait is skipped, so the tcgen05.mma reads a stage the TMA
+                          loads may still be writing (the missing wait of issue #33's seeds)
+
 Usage: python3 make_overlay.py INCLUDE OUT
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from overlay import write_overlay
+
 SCHED = "cutlass/gemm/kernel/sm100_tile_scheduler.hpp"
+MMA = "cutlass/gemm/collective/sm100_mma_warpspecialized.hpp"
 
 # (file, line, the line's text as shipped, its replacement)
 EDITS = [
@@ -30,22 +39,13 @@ EDITS = [
      "auto work_tile = work_tile_info_from_clc_response(smem_addr);"),
     (SCHED, 464, "    scheduler_pipeline.consumer_release(scheduler_pipe_consumer_state);",
      "    if (SV_SEED != 1) scheduler_pipeline.consumer_release(scheduler_pipe_consumer_state);"),
+    (MMA, 681, "      mainloop_pipeline.consumer_wait(mainloop_pipe_consumer_state, barrier_token);",
+     "      if (SV_SEED != 3) mainloop_pipeline.consumer_wait(mainloop_pipe_consumer_state, barrier_token);"),
 ]
 
 
-def main(include: str, out: str) -> None:
-    shutil.copytree(include, out)
-    files: dict[str, list[str]] = {}
-    for rel, line, old, new in EDITS:
-        lines = files.setdefault(rel, open(os.path.join(include, rel), encoding="utf-8").read().split("\n"))
-        if lines[line - 1].rstrip() != old:
-            raise SystemExit(f"{rel}:{line}: expected {old.strip()!r}, found {lines[line - 1].strip()!r} "
-                             "(another CUTLASS version?)")
-        lines[line - 1] = new
-    for rel, lines in files.items():
-        os.makedirs(os.path.dirname(os.path.join(out, rel)), exist_ok=True)
-        with open(os.path.join(out, rel), "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines))
+def main(src: str, out: str) -> None:
+    write_overlay(src, out, EDITS)
 
 
 if __name__ == "__main__":
