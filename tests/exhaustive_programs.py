@@ -186,6 +186,12 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("probe.wait", "if !try_wait mb parity 0 {{ wait mb parity 0; }}", mbarrier=True, opt_in=True),
     Atom("probe.k", "if try_wait.relaxed mb parity {k} % 2 {{ write buf; }} else {{ read buf; }}", mbarrier=True,
          in_loop=True, opt_in=True),
+    # a kept probe (`let t = try_wait …`) and CUTLASS's consumer_wait(tok) after other work: a read of the slot
+    # the barrier guards, or an arrive on it, between the probe and the wait the token skips
+    Atom("probe.token.read", "let t = try_wait mb parity 0; read buf; if !t {{ wait mb parity 0; }}", mbarrier=True,
+         opt_in=True),
+    Atom("probe.token.arrive", "let t = try_wait mb parity 0; arrive mb; if !t {{ wait mb parity 0; }}",
+         mbarrier=True, opt_in=True),
     # registers read by an RS-form wgmma until the wgmma.wait that retires its group (SV605), beside the shared
     # memory the same wgmma reads
     Atom("r.write", "write ra;", decl=(REGS,), opt_in=True),
@@ -432,6 +438,16 @@ TENSORMAP_SCOPES: dict[str, Scope] = {
     "tensormap-drain": Scope("tensormap-drain", 1, 2, ((2, 1), (1, 1), (2, 0)),
                              atoms=("tm.load.tx", "tm.drain", "tm.replace", "tm.release", "tm.acquire", "wait0"),
                              wrappers=("", "elect"), trips=()),
+}
+
+
+# Kept probes (tokens), compared apart (tests/test_probe_token_walk.py): the reduction's walk of what can come
+# before a step reads a token probe's position as its false outcome's sequence (semantics/footprint_probe.py); the
+# landings, arrive.expect_tx and observing waits it takes alone are checked against the unreduced search here.
+PROBE_TOKEN_SCOPES: dict[str, Scope] = {
+    "probe-tokens": Scope("probe-tokens", 1, 2, ((2, 1), (1, 1), (2, 0)),
+                          atoms=("probe.token.read", "probe.token.arrive", "arrive.expect_tx", "tma.load", "wait0",
+                                 "arrive", "write"), wrappers=("", "elect"), trips=()),
 }
 
 

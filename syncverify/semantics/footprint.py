@@ -15,6 +15,7 @@ from .. import ir
 from ..expr import Context, EvalError, evaluate
 from .core import _MEMO_LIMIT, Violation
 from .families.mbarrier import wait_commutes
+from .footprint_probe import kept_probe_future
 from .program import END, OP, Instr
 from .state import M_OBSERVED, P_PC, P_VARS, State
 
@@ -117,8 +118,9 @@ class Footprint:
             elif ins.kind == OP and (isinstance(ins.op, ir.MbarProbe) or ins.slot >= 0):
                 # a probe's result picks the next instruction (families/mbarrier_probe.py), as does a value
                 # read from a flag (families/flag_values.py): the sequence from here is not fixed, so it is
-                # unknown, as one not evaluable is
-                out = None
+                # unknown, as one not evaluable is; but a kept probe whose false outcome's sequence covers
+                # the true one's stands for both as that sequence (footprint_probe.py)
+                out = kept_probe_future(self, key, _EV_WAIT)
             else:
                 events = self.events(q, ins, vars_) if ins.kind == OP else ()
                 npc, nvars = self._run_local(q, pc + 1, vars_)
