@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from ... import ir
 from ...semantics.core import StepResult
 from ...semantics.program import BAR_WAIT, END, OP, Instr
-from ...semantics.state import AG_CPARRIVE, AG_TMA, P_PC, State
+from ...semantics.state import AG_CPARRIVE, AG_TMA, P_CLTOKEN, P_PC, State
 from .cta_keys import ANY, EXIT, Key, Objects, _index, local_op, op_keys, reaches_peer
 from .cta_sites import ALIVE, ALL_CTAS, CLUSTER, Site, agent_sites, op_sites
 from .element import _successor_pcs
@@ -65,6 +65,12 @@ _IN_T, _NO, _FREE = 0, 1, 2  # what _keeps_to says of a step
 
 def _spins_on_flag(ins: Instr) -> bool:
     return ins.kind == OP and isinstance(ins.op, ir.FlagOp) and ins.op.kind == "wait"
+
+
+def _blocked(state: State, ps: tuple) -> bool:
+    """Does the process's next cluster.wait wait for the open generation of the cluster barrier (it has not
+    arrived, or its arrival is of that generation)?"""
+    return ps[P_CLTOKEN] < 0 or state.cluster[0] <= ps[P_CLTOKEN]
 
 
 def _at(sites: frozenset[Site], cta: int) -> frozenset[Key]:
@@ -94,6 +100,10 @@ class CtaLocalSteps:
         self.ahead: list[list[frozenset[Key]]] = []  # those of every operation from each pc on
         # per process, pc and CTA d other than its own: the objects of d that it may touch from the pc on
         self.reach: list[list[tuple[frozenset[Key], ...]]] = []
+        # the same up to the process's next cluster.wait (the rest cannot come while the open generation of the
+        # cluster barrier waits for a held process's arrival: ``steps``)
+        self.reach_cut: list[list[tuple[frozenset[Key], ...]]] = []
+        self.ahead_cut: list[list[frozenset[Key]]] = []  # ``ahead`` up to the next cluster.wait
         self.mma_sites: list[frozenset[Site]] = []  # per process: every site of its tcgen05 mma/cp
         self._agent_sites: dict[tuple, frozenset[Site]] = {}
         if self.applies:
@@ -125,6 +135,19 @@ class CtaLocalSteps:
                     if acc != ahead[pc]:
                         ahead[pc] = acc
                         changed = True
+            cut = list(here)
+            changed = True
+            while changed:
+                changed = False
+                for pc in range(len(here) - 1, -1, -1):
+                    stop = prog.code[pc].kind == OP and isinstance(prog.code[pc].op, ir.ClusterWait)
+                    acc = here[pc].union(*(cut[t] for t in succ[pc])) if succ[pc] and not stop else here[pc]
+                    if acc != cut[pc]:
+                        cut[pc] = acc
+                        changed = True
+            self.reach_cut.append([tuple(frozenset() if d == own else _at(sites, d) for d in range(ncta))
+                                   for sites in cut])
+            self.ahead_cut.append([_at(sites, own) for sites in cut])
             self.here.append([_at(sites, own) for sites in here])
             self.ahead.append([_at(sites, own) for sites in ahead])
             self.reach.append([tuple(frozenset() if d == own else _at(sites, d) for d in range(ncta))
@@ -160,14 +183,15 @@ class CtaLocalSteps:
         return a[0] in (AG_TMA, AG_CPARRIVE) and a[1] == c and self.machine.mb_names[a[4]][0] == c \
             and self.cta_of[a[6]] == c
 
-    def _foreign(self, state: State) -> list[list[frozenset[Key]]]:
+    def _foreign(self, state: State, cut: bool) -> list[list[frozenset[Key]]]:
         """Per CTA c, what the processes of the other CTAs may still touch in c (``reach``), and the copies
         and commits in flight that are not c's own (their sites in c; those of another CTA's own copies
-        touch nothing of c)."""
+        touch nothing of c). ``cut``: a process whose next cluster.wait waits for the open generation of the
+        cluster barrier (it has not arrived, or its arrival is of that generation) only up to that wait."""
         ncta = self.machine.ncta
         out: list[list[frozenset[Key]]] = [[] for _ in range(ncta)]
         for q, ps in enumerate(state.procs):
-            row = self.reach[q][ps[P_PC]]
+            row = (self.reach_cut if cut and _blocked(state, ps) else self.reach)[q][ps[P_PC]]
             for d in range(ncta):
                 if row[d]:
                     out[d].append(row[d])
@@ -187,20 +211,19 @@ class CtaLocalSteps:
         if not self.applies or machine.loop_hook is not None:
             return None
         self.stats[1] += 1
-        foreign = self._foreign(state) if FOREIGN else [[] for _ in range(machine.ncta)]
+        foreign = self._foreign(state, cut=False) if FOREIGN else [[] for _ in range(machine.ncta)]
+        foreign_cut = self._foreign(state, cut=True) if FOREIGN and self.clustered else foreign
         best: list[StepResult] | None = None
         for c, members in enumerate(machine.procs_of_cta):
-            forced: set[int] = set()
-            found: list[StepResult] | int | None = None
-            while True:
-                held, free = self._split(state, members, forced, foreign[c])
-                if not held:
-                    found = None
-                    break
-                found = self._cta_steps(state, c, held, free, tried, landed)
-                if not isinstance(found, int):
-                    break
-                forced.add(found)  # a held process whose step may not be in T: counted free, split again
+            found = self._qualify(state, c, members, foreign_cut[c], tried, landed, self.clustered)
+            if isinstance(found, tuple):
+                # the other CTAs cut at their next cluster.wait only while a held process of c has not arrived
+                # at the cluster barrier: then its open generation cannot complete on a path that avoids T
+                if any(state.procs[p][P_CLTOKEN] < 0 for p in found[1]):
+                    found = found[0]
+                else:
+                    got = self._qualify(state, c, members, foreign[c], tried, landed, False)
+                    found = got[0] if isinstance(got, tuple) else None
             if found and (best is None or (not STABLE and len(found) < len(best))):
                 best = found
                 if STABLE:
@@ -209,8 +232,23 @@ class CtaLocalSteps:
             self.stats[0] += 1
         return best
 
+    def _qualify(self, state: State, c: int, members: list[int], foreign: list[frozenset[Key]],
+                 tried: dict[int, StepResult | None], landed: dict[tuple, StepResult], cut: bool
+                 ) -> tuple[list[StepResult], list[int]] | None:
+        """T of CTA c with its held processes, or None where c does not qualify against ``foreign``
+        (``cut``: what c's free processes may touch counted up to their next cluster.wait, as ``foreign``)."""
+        forced: set[int] = set()
+        while True:
+            held, free = self._split(state, members, forced, foreign, cut)
+            if not held:
+                return None
+            found = self._cta_steps(state, c, held, free, tried, landed)
+            if not isinstance(found, int):
+                return (found, held) if found else None
+            forced.add(found)  # a held process whose step may not be in T: counted free, split again
+
     def _split(self, state: State, members: list[int], forced: set[int],
-               foreign: list[frozenset[Key]]) -> tuple[list[int], Objects]:
+               foreign: list[frozenset[Key]], cut: bool = False) -> tuple[list[int], Objects]:
         """CTA c's held processes, and what its free ones (those of ``forced`` among them) and everything
         of the other CTAs (``foreign``) may still touch in c (module docstring)."""
         procs = state.procs
@@ -220,14 +258,15 @@ class CtaLocalSteps:
         free = [p for p in members if not self.where[p][procs[p][P_PC]] or p in forced]
         rest = [p for p in members if p not in forced and self.where[p][procs[p][P_PC]] not in (0, 2)]
         for p in free:
-            free_objs.add(self.ahead[p][procs[p][P_PC]])
+            free_objs.add((self.ahead_cut if cut and _blocked(state, procs[p]) else self.ahead)[p][procs[p][P_PC]])
         grew = bool(free) or bool(foreign)
         while grew and rest:
             grew = False
             for p in list(rest):
                 if free_objs.meets(self.here[p][procs[p][P_PC]]):
                     rest.remove(p)
-                    free_objs.add(self.ahead[p][procs[p][P_PC]])
+                    free_objs.add((self.ahead_cut if cut and _blocked(state, procs[p]) else self.ahead)[p][
+                        procs[p][P_PC]])
                     grew = True
         return rest, free_objs
 
