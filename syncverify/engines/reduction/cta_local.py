@@ -7,11 +7,12 @@ buffers: CUTLASS's stream-K GEMM), that is the product of the CTAs' pipelines, a
 mainloop touches nothing any other CTA can touch. This rule explores, instead, the enabled steps T of
 the processes of one CTA c that are *held*, with the landings of c's copies, when
 
-* the machine has at least two CTAs, no loop hook, and no program has an operation that reaches
-  another CTA's objects (a remote access or arrive, a multicast or 2-SM copy, commit or mma, a
-  cluster-barrier operation, a `shared::cluster` proxy fence): then no process of another CTA can
-  ever touch c's shared memory, mbarriers, named barriers or processes (a static table: the whole
-  program, an over-approximation of the rest of it from any pc);
+* the machine has at least two CTAs and no loop hook, and nothing another CTA may still do touches c's
+  objects where T does: in a grid whose programs never reach another CTA, nothing; in a cluster, the
+  sites in c of every process of another CTA from its pc on and of every copy or commit in flight that
+  is not c's own (cta_sites.py: a remote, multicast, 2-SM, cluster or tcgen05 operation at the CTAs it
+  acts on, a CTA's liveness, the cluster barrier) — counted up to each process's next cluster.wait
+  while a held process of c has not arrived at the barrier's open generation (``_blocked``);
 * the processes of c that are *free* — those that stand at an operation that is not of c's own
   objects (``local_op``: a global access, a flag operation, a `.gpu`/`.cluster`/`.sys` thread fence
   or any `fence.sc`, `grid.sync`, a tensor-map or tcgen05 operation...), and, to a fixpoint, those
