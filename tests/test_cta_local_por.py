@@ -244,6 +244,6 @@ def test_the_cluster_local_slice_keeps_verdicts_and_codes():
 @pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
                     reason="every 53rd program of the scope: minutes on a two-core host; run with SYNCVERIFY_SLOW=1")
 def test_the_cluster_local_scope_keeps_verdicts_and_codes_wider():
-    tally = _slice(53, 2, "cluster-local")
+    tally = _slice(53, 2, "cluster-local", below=85_000)
     assert tally["programs"] >= 1500 and tally["acted"] >= 200, tally
     assert tally["same codes"] >= 0.9 * tally["programs"], tally
