@@ -247,3 +247,30 @@ def test_the_cluster_local_scope_keeps_verdicts_and_codes_wider():
     tally = _slice(53, 2, "cluster-local", below=85_000)
     assert tally["programs"] >= 1500 and tally["acted"] >= 200, tally
     assert tally["same codes"] >= 0.9 * tally["programs"], tally
+
+
+def test_an_exit_is_not_taken_ahead_of_another_ctas_cluster_arrive():
+    """CTA 0 arrives at the cluster barrier twice; the second arrival is SV205 unless CTA 1 exited first (its exit
+    completes the generation: the barrier counts the threads that have not exited). CTA 1's writes and exit are
+    its own steps, but its exit touches the cluster barrier, which CTA 0 may still arrive at: without what the
+    other CTA may still touch (``cta_local.FOREIGN`` off) CTA 1 always runs to its end first and the search says
+    "safe" (program 566 of the `cluster-local` scope)."""
+    text = """
+protocol exit_before_arrive {
+  cluster 2;
+  cta threads 32;
+  role w0 = warp 0;
+  smem buf bytes 64;
+  if w0 && cta == 0 { cluster.arrive; cluster.arrive; read buf; }
+  if w0 && cta == 1 { write buf; write buf; }
+}
+"""
+    got, off, none = _search(text), _search(text, rule=False), _search(text, reduce=False)
+    assert got[:2] == off[:2] == none[:2] and got[0] == "violation" and "SV205" in got[1], (got, off, none)
+    old = cta_local.FOREIGN
+    cta_local.FOREIGN = False
+    try:
+        dropped = _search(text)
+    finally:
+        cta_local.FOREIGN = old
+    assert dropped[:2] != got[:2], dropped  # the condition is what keeps the finding
