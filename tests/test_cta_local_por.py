@@ -274,3 +274,34 @@ protocol exit_before_arrive {
     finally:
         cta_local.FOREIGN = old
     assert dropped[:2] != got[:2], dropped  # the condition is what keeps the finding
+
+
+def test_tcgen05_operations_have_keys_per_cta():
+    """The 2-SM GEMM spec: the leader's `tcgen05.mma … cta_group 2` touches the accumulator and operand slots of
+    both CTAs, its multicast commit both CTAs' barriers; a `tcgen05.ld` is of its own CTA, a CTA's own step
+    (cta_sites.py)."""
+    from pathlib import Path
+
+    from syncverify import ir
+    from syncverify.engines.reduction.cta_sites import op_sites
+
+    spec = Path(__file__).parent.parent / "specs" / "cutlass_sm100_2sm_umma_gemm.sync"
+    machine = Machine(load(spec.read_text(), path=str(spec)))
+    seen = set()
+    for p, prog in enumerate(machine.programs):
+        own = machine.procs[p].cta
+        for ins in prog.code:
+            if ins.kind != 0:
+                continue
+            op, sites = ins.op, op_sites(machine, p, ins.op)
+            if isinstance(op, ir.TcMma) and op.cta_group == 2:
+                assert {d for d, key in sites if key[:2] == ("tmem", "acc")} == {own, own ^ 1}, sites
+                assert {d for d, key in sites if key[0] == "buf"} == {own, own ^ 1}, sites
+                seen.add("mma")
+            elif isinstance(op, ir.UmmaCommit) and op.multicast is not None:
+                assert {d for d, key in sites if key[0] == "mb"} == {0, 1}, sites
+                seen.add("commit")
+            elif isinstance(op, ir.TmemAccess):
+                assert {d for d, _ in sites} == {own} and cta_local.local_op(machine, ins), sites
+                seen.add("ld")
+    assert seen == {"mma", "commit", "ld"}, seen
