@@ -15,7 +15,8 @@ the processes of one CTA c that are *held*, with the landings of c's copies, whe
   while a held process of c has not arrived at the barrier's open generation (``_blocked``);
 * the processes of c that are *free* — those that stand at an operation that is not of c's own
   objects (``local_op``: a global access, a flag operation, a `.gpu`/`.cluster`/`.sys` thread fence
-  or any `fence.sc`, `grid.sync`, a tensor-map or tcgen05 operation...), and, to a fixpoint, those
+  or any `fence.sc`, `grid.sync`, a tensor-map operation, a tcgen05 mma, commit or allocation, an
+  operation that reaches another CTA...), and, to a fixpoint, those
   whose current operation touches an object that a free process may still touch (``ahead``: every
   object of every operation from its pc to its end; an exit touches the CTA's all-thread named
   barriers, ``_exits``) — may still touch nothing that a step of T touches: then every step a free
