@@ -409,6 +409,12 @@ CTA_LOCAL_SCOPES: dict[str, Scope] = {
     "grid-local": Scope("grid-local", 2, 1, ((3, 2), (2, 2)),
                         atoms=("tma.load", "wait0", "arrive", "write", "read", "g.write", "g.read", "g.add.release",
                                "g.wait"), wrappers=("",), trips=(), grid=True),
+    # two CTAs of a cluster: each CTA's warp copies, waits, arrives and touches its own tile, and reaches the
+    # other CTA through a remote arrive, a remote read, a copy multicast to both and the cluster barrier
+    "cluster-local": Scope("cluster-local", 2, 1, ((3, 2), (2, 2)),
+                           atoms=("tma.load", "wait0", "arrive", "write", "read", "arrive.remote", "read.remote",
+                                  "tma.load.multicast", "cluster.arrive", "cluster.wait"), wrappers=("",),
+                           trips=()),
 }
 
 # Operands of async operations that are not shared memory, compared apart (tests/test_exhaustive_operands.py):

@@ -7,14 +7,16 @@ buffers: CUTLASS's stream-K GEMM), that is the product of the CTAs' pipelines, a
 mainloop touches nothing any other CTA can touch. This rule explores, instead, the enabled steps T of
 the processes of one CTA c that are *held*, with the landings of c's copies, when
 
-* the machine has at least two CTAs, no loop hook, and no program has an operation that reaches
-  another CTA's objects (a remote access or arrive, a multicast or 2-SM copy, commit or mma, a
-  cluster-barrier operation, a `shared::cluster` proxy fence): then no process of another CTA can
-  ever touch c's shared memory, mbarriers, named barriers or processes (a static table: the whole
-  program, an over-approximation of the rest of it from any pc);
+* the machine has at least two CTAs and no loop hook, and nothing another CTA may still do touches c's
+  objects where T does: in a grid whose programs never reach another CTA, nothing; in a cluster, the
+  sites in c of every process of another CTA from its pc on and of every copy or commit in flight that
+  is not c's own (cta_sites.py: a remote, multicast, 2-SM, cluster or tcgen05 operation at the CTAs it
+  acts on, a CTA's liveness, the cluster barrier) — counted up to each process's next cluster.wait
+  while a held process of c has not arrived at the barrier's open generation (``_blocked``);
 * the processes of c that are *free* — those that stand at an operation that is not of c's own
   objects (``local_op``: a global access, a flag operation, a `.gpu`/`.cluster`/`.sys` thread fence
-  or any `fence.sc`, `grid.sync`, a tensor-map or tcgen05 operation...), and, to a fixpoint, those
+  or any `fence.sc`, `grid.sync`, a tensor-map operation, a tcgen05 mma, commit or allocation, an
+  operation that reaches another CTA...), and, to a fixpoint, those
   whose current operation touches an object that a free process may still touch (``ahead``: every
   object of every operation from its pc to its end; an exit touches the CTA's all-thread named
   barriers, ``_exits``) — may still touch nothing that a step of T touches: then every step a free
@@ -41,10 +43,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import ir
-from ...expr import Context, EvalError, evaluate
 from ...semantics.core import StepResult
 from ...semantics.program import BAR_WAIT, END, OP, Instr
-from ...semantics.state import AG_CPARRIVE, AG_TMA, P_PC, State
+from ...semantics.state import AG_CPARRIVE, AG_TMA, P_CLTOKEN, P_PC, State
+from .cta_keys import ANY, EXIT, Key, Objects, _index, local_op, op_keys, reaches_peer
+from .cta_sites import ALIVE, ALL_CTAS, CLUSTER, Site, agent_sites, op_sites
 from .element import _successor_pcs
 
 if TYPE_CHECKING:
@@ -52,50 +55,12 @@ if TYPE_CHECKING:
 
 # The rule on or off (off: the search as before it; tests compare the two)
 ENABLED = True
+# what the other CTAs may still touch constrains a CTA's held steps (off only in tests: they show what the
+# condition keeps)
+FOREIGN = True
 # the qualifying CTA of lowest index (True), or the one with the fewest steps in T (False; measured in
 # bench/RESULTS-ptx.md)
 STABLE = True
-
-# operations of the executing CTA's own shared memory and barriers, whatever their operands
-_OWN_BARRIER_OPS = (ir.MbarInit, ir.MbarInval, ir.MbarWait, ir.MbarTestWait, ir.MbarProbe, ir.CpAsyncArrive,
-                    ir.BarSync, ir.BarArrive, ir.Syncwarp, ir.GroupCommit, ir.GroupWait)
-
-
-def reaches_peer(op: object) -> bool:
-    """Can this operation touch another CTA's objects (shared memory, barriers, tensor memory)? A
-    remote access or arrive, a multicast or 2-SM copy, commit, mma or allocation, a cluster-barrier
-    operation, a proxy fence over the cluster's shared memory."""
-    if isinstance(op, ir.ClusterArrive | ir.ClusterWait):
-        return True
-    if getattr(op, "remote", None) is not None or getattr(op, "multicast", None) is not None:
-        return True
-    if getattr(op, "cta_group", 1) != 1:
-        return True
-    return isinstance(op, ir.Fence) and op.space == "shared::cluster"
-
-
-def local_op(machine: Machine, ins: Instr) -> bool:
-    """Does this instruction touch only the executing CTA's own objects? Anything not known to be is
-    not (module docstring)."""
-    if ins.kind != OP:
-        return False
-    op = ins.op
-    if reaches_peer(op):
-        return False
-    if isinstance(op, _OWN_BARRIER_OPS):
-        return True
-    if isinstance(op, ir.MbarArrive | ir.MbarTx):
-        return op.remote is None
-    if isinstance(op, ir.Access | ir.WgmmaRead | ir.TmaStore | ir.CpAsync):
-        return machine.protocol.buffer(op.buf.name).space == "shared" and getattr(op, "remote", None) is None
-    if isinstance(op, ir.TmaLoad):
-        return (machine.protocol.buffer(op.buf.name).space == "shared" and op.tmap is None and not op.clc)
-    if isinstance(op, ir.Fence):
-        return op.kind == "mbarrier_init" or op.space == "shared::cta"
-    if isinstance(op, ir.ThreadFence):
-        return op.scope == "cta" and op.sem == "acq_rel"
-    return False
-
 
 _IN_T, _NO, _FREE = 0, 1, 2  # what _keeps_to says of a step
 
@@ -104,100 +69,15 @@ def _spins_on_flag(ins: Instr) -> bool:
     return ins.kind == OP and isinstance(ins.op, ir.FlagOp) and ins.op.kind == "wait"
 
 
-# An object of a CTA that a step may touch: (kind, name, index), index None for every element; ANY for an
-# operation whose objects are not worked out here (it touches everything).
-Key = tuple[str, str, "int | None"]
-ANY: Key = ("*", "", None)
-# An exit: it may complete the open generation of an all-thread named barrier of its CTA (lifecycle.py
-# ``_exit``), so it touches those that are open or that a process of the CTA may still arrive at (Objects)
-EXIT: Key = ("exit", "", None)
+def _blocked(state: State, ps: tuple) -> bool:
+    """Does the process's next cluster.wait wait for the open generation of the cluster barrier (it has not
+    arrived, or its arrival is of that generation)?"""
+    return ps[P_CLTOKEN] < 0 or state.cluster[0] <= ps[P_CLTOKEN]
 
 
-def _index(expr: ir.Expr | None, ctx: Context) -> int | None:
-    """An index evaluated in the process's context alone; None where it reads a loop or `let` variable."""
-    if expr is None:
-        return 0
-    try:
-        return evaluate(expr, {}, ctx)
-    except EvalError:
-        return None
-
-
-def _ref(kind: str, ref: ir.Ref, ctx: Context) -> Key:
-    return (kind, ref.name, None if ref.every else _index(ref.index, ctx))
-
-
-def op_keys(machine: Machine, p: int, op: object) -> frozenset[Key]:
-    """The objects of process p's CTA that this operation touches (over-approximated; ANY where not
-    known). A fence, thread fence, flag operation or `grid.sync` touches none: what it changes of the
-    CTA is its own process's knowledge (release, acquire and fence bits), or objects of the grid."""
-    ctx = machine.ctx[p]
-    if isinstance(op, ir.Access | ir.WgmmaRead | ir.TmaStore | ir.CpAsync):
-        return frozenset({_ref("buf", op.buf, ctx)})
-    if isinstance(op, ir.TmaLoad):
-        return frozenset({_ref("buf", op.buf, ctx), _ref("mb", op.bar, ctx)})
-    if isinstance(op, ir.MbarInit | ir.MbarInval | ir.MbarWait | ir.MbarTestWait | ir.MbarProbe | ir.MbarArrive
-                  | ir.MbarTx | ir.CpAsyncArrive):
-        if machine.protocol.mbarrier(op.bar.name).storage is not None:
-            return frozenset({ANY})  # its bytes lie in a buffer (families/storage.py)
-        return frozenset({_ref("mb", op.bar, ctx)})
-    if isinstance(op, ir.BarSync | ir.BarArrive):
-        bar_id = _index(op.bar_id, ctx)
-        return frozenset({("nb", "", bar_id)})
-    if isinstance(op, ir.Syncwarp):
-        return frozenset({("warp", "", machine.procs[p].warp)})
-    if isinstance(op, ir.GroupCommit | ir.GroupWait):
-        return machine.__dict__.setdefault("_cta_local_async", {}).get(p) or _async_buffers(machine, p)
-    if isinstance(op, ir.Fence):
-        return frozenset({ANY}) if op.kind == "mbarrier_init" else frozenset()
-    if isinstance(op, ir.ThreadFence | ir.FlagOp | ir.GridSync | ir.TensormapReplace | ir.TensormapFence):
-        return frozenset()
-    return frozenset({ANY})
-
-
-def _async_buffers(machine: Machine, p: int) -> frozenset[Key]:
-    """The buffers whose records a group commit or wait of process p may change: those its program reads
-    or writes asynchronously (its groups' reads and copies)."""
-    out = frozenset(_ref("buf", ins.op.buf, machine.ctx[p]) for ins in machine.programs[p].code
-                    if ins.kind == OP and isinstance(ins.op, ir.WgmmaRead | ir.TmaStore | ir.CpAsync | ir.TmaLoad))
-    machine.__dict__.setdefault("_cta_local_async", {})[p] = out or frozenset({("buf", "", -1)})
-    return machine.__dict__["_cta_local_async"][p]
-
-
-class Objects:
-    """A set of Keys, asked whether it meets another key (an index None meets every index). ``exits``:
-    what an exit touches in the state at hand (EXIT stands for them)."""
-
-    def __init__(self, exits: frozenset[Key] = frozenset()) -> None:
-        self.any = False
-        self.exits = exits
-        self.by_name: dict[tuple[str, str], set[int | None]] = {}
-
-    def add(self, keys: frozenset[Key]) -> None:
-        for kind, name, i in keys:
-            if kind == "*":
-                self.any = True
-            elif kind == "exit":
-                self.add(self.exits)
-            else:
-                self.by_name.setdefault((kind, name), set()).add(i)
-
-    def meets(self, keys: frozenset[Key]) -> bool:
-        for kind, name, i in keys:
-            if kind == "exit":
-                if self.meets(self.exits):
-                    return True
-                continue
-            if kind == "*":
-                if self.any or self.by_name:
-                    return True
-                continue
-            if self.any:
-                return True
-            got = self.by_name.get((kind, name))
-            if got and (i is None or None in got or i in got):
-                return True
-        return False
+def _at(sites: frozenset[Site], cta: int) -> frozenset[Key]:
+    """The keys of the sites in CTA ``cta`` (those of every CTA included)."""
+    return frozenset(key for d, key in sites if d == cta or d == ALL_CTAS)
 
 
 class CtaLocalSteps:
@@ -206,8 +86,10 @@ class CtaLocalSteps:
     def __init__(self, machine: Machine) -> None:
         self.machine = machine
         programs = machine.programs
-        self.applies = ENABLED and machine.ncta >= 2 and not any(
-            reaches_peer(ins.op) for prog in programs for ins in prog.code if ins.kind == OP)
+        self.applies = ENABLED and machine.ncta >= 2
+        # does some program reach another CTA's objects (a cluster)? Then an exit also touches the cluster
+        # barrier and the CTA's liveness (cta_sites.py)
+        self.clustered = any(reaches_peer(ins.op) for prog in programs for ins in prog.code if ins.kind == OP)
         # per process and pc: 1 an operation of the CTA's own objects, 2 the end, 3 parked at the wait of a
         # `bar.sync` (its own CTA's named barrier: no step of its own, released by the CTA's arrivals), 0 else
         self.where = [[1 if local_op(machine, ins) else 2 if ins.kind == END else 3 if ins.kind == BAR_WAIT else 0
@@ -216,23 +98,35 @@ class CtaLocalSteps:
         self.cta_of = [proc.cta for proc in machine.procs]
         self.mbars_of = [[m for m, (c, _, _) in enumerate(machine.mb_names) if c == cta]
                          for cta in range(machine.ncta)]
-        self.here: list[list[frozenset[Key]]] = []  # the objects of the operation at each pc
-        self.ahead: list[list[frozenset[Key]]] = []  # the objects of every operation from each pc on
+        self.here: list[list[frozenset[Key]]] = []  # the objects of its own CTA of the operation at each pc
+        self.ahead: list[list[frozenset[Key]]] = []  # those of every operation from each pc on
+        # per process, pc and CTA d other than its own: the objects of d that it may touch from the pc on
+        self.reach: list[list[tuple[frozenset[Key], ...]]] = []
+        # the same up to the process's next cluster.wait (the rest cannot come while the open generation of the
+        # cluster barrier waits for a held process's arrival: ``steps``)
+        self.reach_cut: list[list[tuple[frozenset[Key], ...]]] = []
+        self.ahead_cut: list[list[frozenset[Key]]] = []  # ``ahead`` up to the next cluster.wait
+        self.mma_sites: list[frozenset[Site]] = []  # per process: every site of its tcgen05 mma/cp
+        self._agent_sites: dict[tuple, frozenset[Site]] = {}
         if self.applies:
             self._tables()
         self.stats = [0, 0]  # states where the rule applied, states where it was asked (tests, bench)
 
     def _tables(self) -> None:
-        """``here`` and ``ahead``, and each CTA's all-thread named barriers (``all_thread``)."""
+        """``here``, ``ahead`` and ``reach``, and each CTA's all-thread named barriers (``all_thread``)."""
         machine = self.machine
-        self.all_thread: list[set[int | None]] = [set() for _ in range(machine.ncta)]
+        ncta = machine.ncta
+        self.all_thread: list[set[int | None]] = [set() for _ in range(ncta)]
         for p, prog in enumerate(machine.programs):
             for ins in prog.code:
                 if ins.kind == OP and isinstance(ins.op, ir.BarSync) and ins.op.count is None:
                     self.all_thread[self.cta_of[p]].add(_index(ins.op.bar_id, machine.ctx[p]))
-        for prog_index, prog in enumerate(machine.programs):
-            here = [op_keys(machine, prog_index, ins.op) if ins.kind in (OP, BAR_WAIT)
-                    else frozenset({EXIT}) if ins.kind == END else frozenset() for ins in prog.code]
+            self.mma_sites.append(frozenset().union(*(op_sites(machine, p, ins.op) for ins in prog.code
+                                                      if ins.kind == OP and isinstance(ins.op, ir.TcMma))))
+        for p, prog in enumerate(machine.programs):
+            own = self.cta_of[p]
+            here = [op_sites(machine, p, ins.op) if ins.kind in (OP, BAR_WAIT)
+                    else frozenset({(own, EXIT)}) if ins.kind == END else frozenset() for ins in prog.code]
             succ = _successor_pcs(prog)
             ahead = list(here)
             changed = True
@@ -243,55 +137,95 @@ class CtaLocalSteps:
                     if acc != ahead[pc]:
                         ahead[pc] = acc
                         changed = True
-            self.here.append(here)
-            self.ahead.append(ahead)
+            cut = list(here)
+            changed = True
+            while changed:
+                changed = False
+                for pc in range(len(here) - 1, -1, -1):
+                    stop = prog.code[pc].kind == OP and isinstance(prog.code[pc].op, ir.ClusterWait)
+                    acc = here[pc].union(*(cut[t] for t in succ[pc])) if succ[pc] and not stop else here[pc]
+                    if acc != cut[pc]:
+                        cut[pc] = acc
+                        changed = True
+            self.reach_cut.append([tuple(frozenset() if d == own else _at(sites, d) for d in range(ncta))
+                                   for sites in cut])
+            self.ahead_cut.append([_at(sites, own) for sites in cut])
+            self.here.append([_at(sites, own) for sites in here])
+            self.ahead.append([_at(sites, own) for sites in ahead])
+            self.reach.append([tuple(frozenset() if d == own else _at(sites, d) for d in range(ncta))
+                               for sites in ahead])
 
     def _exits(self, state: State, c: int, members: list[int]) -> frozenset[Key]:
         """What an exit of a process of CTA c touches in ``state``: the all-thread named barriers of c
-        whose generation is open, or that a process of c that has not ended may still arrive at."""
+        whose generation is open, or that a process of c that has not ended may still arrive at; in a
+        cluster also the cluster barrier (its count is of the threads that have not exited) and the CTA's
+        liveness (what another CTA's access or landing in c checks, SV404)."""
         ids = self.all_thread[c]
-        if not ids:
-            return frozenset()
-        out: set[Key] = set()
+        out: set[Key] = {ALIVE, CLUSTER} if self.clustered else set()
         for i in ids:
             if i is None or state.named[16 * c + i].arrived:
                 out.add(("nb", "", i))
         procs = state.procs
-        for p in members:
+        for p in members if ids else ():
             for key in self.ahead[p][procs[p][P_PC]]:
                 if key[0] == "nb" and (key[2] in ids or key[2] is None or None in ids):
                     out.add(key)
         return frozenset(out)
 
+    def _sites_of_agent(self, a: tuple) -> frozenset[Site]:
+        key = (a[0], a[1], a[2], a[3], a[4], a[6])
+        got = self._agent_sites.get(key)
+        if got is None:
+            got = self._agent_sites[key] = agent_sites(self.machine, a, self.mma_sites)
+        return got
+
+    def _own_agent(self, a: tuple, c: int) -> bool:
+        """A bulk copy or `cp.async.mbarrier.arrive` of CTA c landing in c on c's barrier: its landing may
+        be in T."""
+        return a[0] in (AG_TMA, AG_CPARRIVE) and a[1] == c and self.machine.mb_names[a[4]][0] == c \
+            and self.cta_of[a[6]] == c
+
+    def _foreign(self, state: State, cut: bool) -> list[list[frozenset[Key]]]:
+        """Per CTA c, what the processes of the other CTAs may still touch in c (``reach``), and the copies
+        and commits in flight that are not c's own (their sites in c; those of another CTA's own copies
+        touch nothing of c). ``cut``: a process whose next cluster.wait waits for the open generation of the
+        cluster barrier (it has not arrived, or its arrival is of that generation) only up to that wait."""
+        ncta = self.machine.ncta
+        out: list[list[frozenset[Key]]] = [[] for _ in range(ncta)]
+        for q, ps in enumerate(state.procs):
+            row = (self.reach_cut if cut and _blocked(state, ps) else self.reach)[q][ps[P_PC]]
+            for d in range(ncta):
+                if row[d]:
+                    out[d].append(row[d])
+        for a in state.agents:
+            if self._own_agent(a, a[1]):
+                continue
+            for d, key in self._sites_of_agent(a):
+                for t in range(ncta) if d == ALL_CTAS else (d,):
+                    out[t].append(frozenset({key}))
+        return out
+
     def steps(self, state: State, tried: dict[int, StepResult | None],
               landed: dict[tuple, StepResult]) -> list[StepResult] | None:
-        """The steps T of the qualifying CTA with the fewest of them, or None where no CTA qualifies.
-        Steps computed are kept in ``tried`` / ``landed`` for the full expansion."""
+        """The steps T of the qualifying CTA of lowest index, or None where no CTA qualifies. Steps
+        computed are kept in ``tried`` / ``landed`` for the full expansion."""
         machine = self.machine
         if not self.applies or machine.loop_hook is not None:
             return None
         self.stats[1] += 1
-        agent_ctas: dict[int, bool] = {}  # CTA -> are all its copies in flight its own (False: some is not)
-        for a in state.agents:
-            mine = (a[1], machine.mb_names[a[4]][0], self.cta_of[a[6]])
-            own = a[0] in (AG_TMA, AG_CPARRIVE) and mine[0] == mine[1] == mine[2]
-            for c in set(mine):
-                agent_ctas[c] = agent_ctas.get(c, True) and own
+        foreign = self._foreign(state, cut=False) if FOREIGN else [[] for _ in range(machine.ncta)]
+        foreign_cut = self._foreign(state, cut=True) if FOREIGN and self.clustered else foreign
         best: list[StepResult] | None = None
         for c, members in enumerate(machine.procs_of_cta):
-            if not agent_ctas.get(c, True):
-                continue
-            forced: set[int] = set()
-            found: list[StepResult] | int | None = None
-            while True:
-                held, free = self._split(state, members, forced)
-                if not held:
-                    found = None
-                    break
-                found = self._cta_steps(state, c, held, free, tried, landed)
-                if not isinstance(found, int):
-                    break
-                forced.add(found)  # a held process whose step may not be in T: counted free, split again
+            found = self._qualify(state, c, members, foreign_cut[c], tried, landed, self.clustered)
+            if isinstance(found, tuple):
+                # the other CTAs cut at their next cluster.wait only while a held process of c has not arrived
+                # at the cluster barrier: then its open generation cannot complete on a path that avoids T
+                if any(state.procs[p][P_CLTOKEN] < 0 for p in found[1]):
+                    found = found[0]
+                else:
+                    got = self._qualify(state, c, members, foreign[c], tried, landed, False)
+                    found = got[0] if isinstance(got, tuple) else None
             if found and (best is None or (not STABLE and len(found) < len(best))):
                 best = found
                 if STABLE:
@@ -300,22 +234,41 @@ class CtaLocalSteps:
             self.stats[0] += 1
         return best
 
-    def _split(self, state: State, members: list[int], forced: set[int]) -> tuple[list[int], Objects]:
-        """CTA c's held processes, and what its free ones (those of ``forced`` among them) may still touch
-        (module docstring)."""
+    def _qualify(self, state: State, c: int, members: list[int], foreign: list[frozenset[Key]],
+                 tried: dict[int, StepResult | None], landed: dict[tuple, StepResult], cut: bool
+                 ) -> tuple[list[StepResult], list[int]] | None:
+        """T of CTA c with its held processes, or None where c does not qualify against ``foreign``
+        (``cut``: what c's free processes may touch counted up to their next cluster.wait, as ``foreign``)."""
+        forced: set[int] = set()
+        while True:
+            held, free = self._split(state, members, forced, foreign, cut)
+            if not held:
+                return None
+            found = self._cta_steps(state, c, held, free, tried, landed)
+            if not isinstance(found, int):
+                return (found, held) if found else None
+            forced.add(found)  # a held process whose step may not be in T: counted free, split again
+
+    def _split(self, state: State, members: list[int], forced: set[int],
+               foreign: list[frozenset[Key]], cut: bool = False) -> tuple[list[int], Objects]:
+        """CTA c's held processes, and what its free ones (those of ``forced`` among them) and everything
+        of the other CTAs (``foreign``) may still touch in c (module docstring)."""
         procs = state.procs
         free_objs = Objects(self._exits(state, self.cta_of[members[0]], members))
+        for keys in foreign:
+            free_objs.add(keys)
         free = [p for p in members if not self.where[p][procs[p][P_PC]] or p in forced]
         rest = [p for p in members if p not in forced and self.where[p][procs[p][P_PC]] not in (0, 2)]
         for p in free:
-            free_objs.add(self.ahead[p][procs[p][P_PC]])
-        grew = bool(free)
+            free_objs.add((self.ahead_cut if cut and _blocked(state, procs[p]) else self.ahead)[p][procs[p][P_PC]])
+        grew = bool(free) or bool(foreign)
         while grew and rest:
             grew = False
             for p in list(rest):
                 if free_objs.meets(self.here[p][procs[p][P_PC]]):
                     rest.remove(p)
-                    free_objs.add(self.ahead[p][procs[p][P_PC]])
+                    free_objs.add((self.ahead_cut if cut and _blocked(state, procs[p]) else self.ahead)[p][
+                        procs[p][P_PC]])
                     grew = True
         return rest, free_objs
 
@@ -345,13 +298,12 @@ class CtaLocalSteps:
                     out.append(other)
         seen = set()
         for a in state.agents:
-            if a[1] != c or a in seen:
+            if not self._own_agent(a, c) or a in seen:
                 continue
             seen.add(a)
             if not machine._agent_enabled(state, a):
                 continue
-            _, name, i = machine.mb_names[a[4]]
-            if free.meets(frozenset({("mb", name, i), ("buf", machine.protocol.buffers[a[2]].name, a[3])})):
+            if free.meets(frozenset(key for _, key in self._sites_of_agent(a))):
                 return None
             res = landed[a] if a in landed else landed.setdefault(a, machine.step_agent(state, a))
             if self._keeps_to(state, res, c, held, free) != _IN_T:
@@ -366,6 +318,7 @@ class CtaLocalSteps:
         process may (an all-thread named barrier): the process is then counted free (_FREE)."""
         if res.violation is not None or res.soft or res.state is None:
             return _NO
+        machine = self.machine
         new = res.state
         mine = set(held)
         verdict = _IN_T
@@ -388,7 +341,7 @@ class CtaLocalSteps:
             if any(a is not b and m not in own and a != b
                    for m, (a, b) in enumerate(zip(state.mbars, new.mbars, strict=True))):
                 return _NO
-        if any(a[1] != c for a in set(new.agents) - set(state.agents)):
+        if any(a[1] != c or machine.mb_names[a[4]][0] != c for a in set(new.agents) - set(state.agents)):
             return _NO
         return verdict
 
