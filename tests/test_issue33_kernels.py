@@ -7,13 +7,12 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
   (test_ptx_triton_attention.py). Seed, a missing wait: the loop's wait for the K tile deleted from the PTX
   (the tutorial's source has none; Triton writes it). Flagged at `06-fused-attention.py:115`, the dot.
 * DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: not decided (no violation in 300,000 states; bench/RESULTS-speed.md,
-  "the one-CTA set in a cluster"). Seed, a lane arriving
-  on the wrong rank (deepgemm_seeds/make_overlay.py): test_ptx_deepgemm.py (SLOW), flagged at the
-  consequence (`copy_sm90_tma.hpp:676`), not at the arrive.
-* CUTLASS's sm100 2-SM GEMM: not decided (no violation in 2,000,000 states, the same section). A missing tcgen05 fence cannot be seeded:
-  CUTLASS 4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as shipped is that case: SV608 under
-  `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait (sm100_seeds/make_overlay.py seed 3):
-  extracted as seeded; not flagged within the search budget (xfail below).
+  "the one-CTA set in a cluster"). Seed, a lane arriving on the wrong rank (deepgemm_seeds/make_overlay.py):
+  test_ptx_deepgemm.py (SLOW), flagged at the consequence (`copy_sm90_tma.hpp:676`), not at the arrive.
+* CUTLASS's sm100 2-SM GEMM: not decided (no violation in 2,000,000 states, the same section). A missing
+  tcgen05 fence cannot be seeded: CUTLASS 4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as shipped is
+  that case: SV608 under `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait
+  (sm100_seeds/make_overlay.py seed 3): extracted as seeded; not flagged within the search budget (xfail below).
 * CUTLASS example 88's Hopper FMHA forward: safe at one K/V tile (test_cutlass_host_sm100.py) and at two, where
   the math warps' `consumer_try_wait` tokens are reached (test_ptx_fmha_tokens.py, SLOW); its seed without the
   token's `consumer_wait` is SV301 at the PV MMA (the same file). Seed, a release before the wgmma wait

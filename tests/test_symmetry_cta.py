@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 from syncverify.engines import witness
-from syncverify.engines.reduction import cta_local
 from syncverify.engines.explicit import Budget, explore, search
+from syncverify.engines.reduction import cta_local
 from syncverify.lang import load
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
