@@ -386,9 +386,12 @@ class Reduction(ElementRules, LandingRules):
         caller (named.py) takes the step only where the open generation cannot complete before
         it, so such a wait cannot pass first.
 
+        ``goal``: the processes whose ends are all the caller reads (with nothing forbidden or
+        collected): the walk may stop once they all reach their ends (precede_walk.can_precede).
+
         The walk is precede_walk.py; its answers are remembered by what it reads
         (precede_memo.py, kept as ``_precede``)."""
-        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
+        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
 
 
 __all__ = ["LOCAL_OPS", "Reduction"]
