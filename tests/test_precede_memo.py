@@ -26,25 +26,32 @@ POINTS = [
     ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 1}),
     ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 0, "BUG": 1}),
     ("specs/cluster_multicast_ring_cta_scope.sync", {}),
+    ("specs/deepgemm_lane_rank_release_wrong_rank.sync", {}),  # whether the peer CTA can end first
 ]
 
 
 @pytest.mark.parametrize(("path", "defines"), POINTS, ids=[f"{Path(p).stem}{d}" for p, d in POINTS])
 def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
-    calls = {"checked": 0, "updates": 0}
+    calls = {"checked": 0, "updates": 0, "goal reached": 0, "goal missed": 0}
     memos: list = []  # the table the search asked (one per search)
     remembered = precede_memo.PrecedeMemo.__call__
 
-    def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False, updates=None):
+    def both(self, state, m, frozen, agent, forbidden, freeze, named=None, landings_ok=False, updates=None,
+             goal=()):
         got_named: list = []
         got_updates: list | None = None if updates is None else []
         got = remembered(self, state, m, frozen, agent, forbidden, freeze,
-                         None if named is None else (named[0], got_named), landings_ok, got_updates)
+                         None if named is None else (named[0], got_named), landings_ok, got_updates, goal)
         fresh_named: list = []
         fresh_updates: list | None = None if updates is None else []
         fresh = self._walk(state, m, frozen, agent, forbidden, freeze,
-                           None if named is None else (named[0], fresh_named), landings_ok, fresh_updates)
+                           None if named is None else (named[0], fresh_named), landings_ok, fresh_updates, goal)
         assert got == (None if fresh is None else tuple(fresh)), (m, frozen, agent, forbidden, freeze)
+        if goal:  # what the caller reads (every process of the goal can end) is the whole walk's answer
+            whole = self._walk(state, m, frozen, agent, forbidden, freeze, None, landings_ok, None)
+            reached = got is not None and all(got[q] for q in goal)
+            assert reached == (whole is not None and all(whole[q] for q in goal)) or whole is None, goal
+            calls["goal reached" if reached else "goal missed"] += 1
         assert got_named == fresh_named
         # the updates of m, as a multiset: the walk meets the processes in its own order
         assert sorted(got_updates or []) == sorted(fresh_updates or [])
@@ -65,3 +72,29 @@ def test_remembered_answers_equal_fresh_walks(path, defines, monkeypatch):
     [memo] = memos
     assert isinstance(memo, precede_memo.PrecedeMemo)
     assert calls["checked"] > 100 and memo.hits > 0, (calls, memo.hits, memo.misses)
+    if "deepgemm" in path:  # the peer CTA's ends asked (element._peer_cannot_end_first): both answers
+        assert calls["goal reached"] and calls["goal missed"], calls
+
+
+def test_search_unchanged_with_whole_walks_for_the_peer(monkeypatch):
+    """The walk asked for the peer CTA's ends stops once they all can end (``goal``); asked for the
+    whole fixpoint instead, the search explores the same states with the same findings."""
+    from syncverify.engines.reduction import successors
+
+    def summary() -> tuple:
+        protocol = load(str(ROOT / "specs/deepgemm_lane_rank_release_wrong_rank.sync"))
+        result = explore(protocol, Budget(max_states=3_000, seconds=120), Machine(protocol))
+        return (result.verdict, result.stats.states, result.stats.transitions,
+                sorted((d.code, d.span.line if d.span else 0, len(d.trace)) for d in result.diagnostics))
+
+    with_goal = summary()
+    walk = successors.can_precede
+    goals = []
+
+    def whole(*args, goal=()):  # (machine, table, state, ..., updates[, goal]): the goal dropped
+        goals.append(args[11:] or goal)
+        return walk(*args[:11])
+
+    monkeypatch.setattr(successors, "can_precede", whole)
+    assert summary() == with_goal
+    assert any(g and g[0] for g in goals)  # the goal was asked for, and dropped

@@ -21,7 +21,7 @@ from syncverify.semantics.state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect) -> tuple:
+def _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect, goal) -> tuple:
     """The projection as tuples (what the key stood for before it was packed)."""
     agents = []
     skip = agent is not None
@@ -34,7 +34,7 @@ def _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, 
     return (tuple((ps[0], ps[1], ps[P_TOKEN]) for ps in state.procs),
             tuple((mb[M_VALID], mb[M_K] % 2, mb[M_PEND]) for mb in state.mbars),
             tuple((nb.count, nb.arrived, nb.gen) for nb in state.named), own, tuple(sorted(agents)),
-            m, frozen, forbidden, freeze, None if named is None else named[0], landings_ok, collect)
+            m, frozen, forbidden, freeze, None if named is None else named[0], landings_ok, collect, goal)
 
 
 @pytest.mark.parametrize(("path", "defines"), [("bench/families/fa3_fwd.sync", {"W": 2}),
@@ -48,9 +48,9 @@ def test_packed_keys_are_equal_exactly_when_the_projections_are(path, defines, m
     memos: list = []
     keyed = precede_memo.PrecedeMemo.key
 
-    def checked(self, state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect=False):
-        key = keyed(self, state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect)
-        proj = _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect)
+    def checked(self, state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect=False, goal=()):
+        key = keyed(self, state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect, goal)
+        proj = _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, collect, goal)
         assert by_key.setdefault(key, proj) == proj
         assert by_projection.setdefault(proj, key) == key
         if self not in memos:

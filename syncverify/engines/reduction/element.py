@@ -204,7 +204,8 @@ class ElementRules:
         machine = self.machine
         if machine.loop_hook is not None:
             return False
-        ends = self._can_precede(state, -1, p, None, frozenset(), False)
+        # (only the ends of the CTA's processes are read: the walk stops once they all can end)
+        ends = self._can_precede(state, -1, p, None, frozenset(), False, goal=tuple(machine.procs_of_cta[cta]))
         return ends is not None and not all(ends[q] for q in machine.procs_of_cta[cta])
 
     def _completes_fresh_phase_before_a_first_wait(self, state: State, res: StepResult, p: int) -> bool:

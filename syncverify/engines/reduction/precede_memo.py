@@ -23,7 +23,8 @@ Reduction._can_precede; a new read there needs its field here):
   own agent (the walk skips the first agent that *is* it, and counts the others by kind and
   target only);
 * the arguments: the barrier, the frozen process, the forbidden event kinds, ``freeze``, the
-  named barrier's index, ``landings_ok`` and whether the updates of m are collected.
+  named barrier's index, ``landings_ok``, whether the updates of m are collected, and the
+  processes whose ends are all the caller reads (``goal``: the walk may stop early for them).
 
 The walk's answer is a function of those: its outcome (including its early None returns) does
 not depend on the order it meets the events in, since it is a least fixpoint over a monotone
@@ -108,7 +109,8 @@ class PrecedeMemo:
         self._last_named_n = 0
 
     def key(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
-            freeze: bool, named: tuple[int, list] | None, landings_ok: bool, collect: bool = False) -> bytes:
+            freeze: bool, named: tuple[int, list] | None, landings_ok: bool, collect: bool = False,
+            goal: tuple[int, ...] = ()) -> bytes:
         """Everything the walk reads, and nothing else (module docstring), numbered and packed."""
         procs = state.procs
         if procs is not self._last_procs:
@@ -138,19 +140,20 @@ class PrecedeMemo:
             agents.append((b[0], b[4]))
         agents.sort()
         rest = self._rest((own, tuple(agents), m, frozen, forbidden, freeze,
-                           named[0] if named is not None else None, landings_ok, collect))
+                           named[0] if named is not None else None, landings_ok, collect, goal))
         # 4 bytes a number: each numbering grows only on a miss, and the table starts over at LIMIT
         return array("i", [*self._last_positions, self._last_mbars_n, self._last_named_n, rest]).tobytes()
 
     def __call__(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                  freeze: bool, named: tuple[int, list] | None = None,
-                 landings_ok: bool = False, updates: list | None = None) -> tuple[bool, ...] | None:
+                 landings_ok: bool = False, updates: list | None = None,
+                 goal: tuple[int, ...] = ()) -> tuple[bool, ...] | None:
         if self._machine.loop_hook is not None:  # the sequences are not fixed: nothing is remembered
-            ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
+            ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
             return None if ends is None else tuple(ends)
         if len(self._table) >= LIMIT:
             self._start()
-        key = self.key(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates is not None)
+        key = self.key(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates is not None, goal)
         out_list = named[1] if named is not None else updates  # what the walk collects, if anything
         hit = self._table.get(key)
         if hit is not None:
@@ -162,7 +165,7 @@ class PrecedeMemo:
         collected: list = []
         ends = self._walk(state, m, frozen, agent, forbidden, freeze,
                           None if named is None else (named[0], collected), landings_ok,
-                          None if updates is None else collected)
+                          None if updates is None else collected, goal)
         if out_list is not None:
             out_list.extend(collected)
         out = None if ends is None else tuple(ends)

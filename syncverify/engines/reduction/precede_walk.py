@@ -126,7 +126,8 @@ def named_wait_passes(state: State, idx: int, count: int | None, q: int, here: b
 
 def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int, agent: tuple | None,
                 forbidden: frozenset[int], freeze: bool, named: tuple[int, list] | None = None,
-                landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
+                landings_ok: bool = False, updates: list | None = None,
+                goal: tuple[int, ...] = ()) -> list[bool] | None:
     """For each process, whether it can reach its end before the step; None when some actor can
     first reach an event on m of a kind in ``forbidden`` (or a position that cannot be
     evaluated). The arguments are Reduction._can_precede's (its docstring says what each means);
@@ -135,7 +136,15 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     ``updates``: the arrivals and byte counts of the processes on m in the set are appended to it
     as (arrivals, tx-count change) instead of answering None; with ``freeze``, a wait on m in the
     set that passes now then answers None where any was appended (docs/model.md, "Landings
-    against updates that can come first")."""
+    against updates that can come first").
+
+    ``goal``: the processes whose ends are all the caller reads (nothing collected, nothing
+    forbidden). They are walked first, and the walk stops as soon as every one of them reaches its
+    end: each end found is one of the fixpoint's, so they all can, and the caller's answer is the
+    fixpoint's (a later None, from a position that cannot be evaluated, would tell such a caller
+    the same: not that one of them cannot end). The other processes' ends may then be short of the
+    fixpoint's. On the 2x1 ping-pong GEMM the peer CTA can end first in three quarters of the walks
+    _peer_cannot_end_first asks for."""
     mbars = state.mbars
     names = machine.mb_names
     m_life = names[m][:2] if m >= 0 else None
@@ -191,12 +200,23 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
             if procs[q][P_TOKEN] == parked and machine.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT:
                 pos[q] = None
     ends = [False] * nprocs
+    # Segments of events met so far. A wait is asked again only once more events were met than when
+    # it last did not pass: its answer is a function of the sets they fill (and of the state), so
+    # until they grow it stays the same. Without this the walk's last round asked every stopped
+    # process's wait again for nothing.
+    met = 0
+    stopped_at = [-1] * nprocs  # met when process q's wait last did not pass
+    assert not goal or (named is None and updates is None and not forbidden and not freeze)
+    order = [*goal, *(q for q in range(nprocs) if q not in goal)] if goal else range(nprocs)
+    goal_left = len(goal) if goal else -1  # processes of the goal not yet at their end
     try:
         grew = True
         while grew:
             grew = False
-            for q in range(nprocs):
+            for q in order:
                 key = pos[q]
+                if stopped_at[q] == met:
+                    continue
                 while key is not None:
                     seg = table.get(key) or segment(machine, key, table)
                     if seg is None:
@@ -205,10 +225,14 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                     if head is not None:
                         if head[0] == _EV_WAIT:
                             if not passes(head[1], head[2], q):
+                                stopped_at[q] = met
                                 break
                         elif not named_wait_passes(state, head[1], head[2], q, key is start[q], named_arrivals,
                                                    named_least):
+                            stopped_at[q] = met
                             break
+                    if events:
+                        met += 1
                     stop = False
                     for ev in events:
                         kind = ev[0]
@@ -248,6 +272,10 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                     elif end:
                         ends[q] = True
                         key = None
+                        if q in goal:
+                            goal_left -= 1
+                            if not goal_left:
+                                return ends
                     elif bad:
                         return None
                     else:

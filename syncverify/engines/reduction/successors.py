@@ -237,11 +237,8 @@ class Reduction(ElementRules, LandingRules):
                     yield res
                     return
             for p in naming:
-                res = tried[p]
-                if res is not None and res.violation is None and not res.warnings and not res.soft and \
-                        machine.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
-                        lone_named_arrival(self, state, p):
-                    yield res
+                if self._named_step_clean(state, p, tried) and lone_named_arrival(self, state, p):
+                    yield tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
                     return
             for a in state.agents:
                 if a[0] != AG_TMA or a in landed or not self._lands_first(state, a):
@@ -304,22 +301,47 @@ class Reduction(ElementRules, LandingRules):
     def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:
         """Does the step of some process break a rule (a violation, whether it ends its path or is
         a soft finding the search goes on past)? The steps are computed into ``tried`` (a blocked
-        wait costs a lookup), for the expansion to reuse. A soft finding counts too: taking another
-        step alone first would report it later than on its shortest path, or (a fence the other step
-        issues) not at all."""
+        wait costs a lookup), for the expansion to reuse, except a named arrival that
+        Machine.named_arrival_quiet knows to leave its generation open: it breaks no rule. A soft
+        finding counts too: taking another step alone first would report it later than on its
+        shortest path, or (a fence the other step issues) not at all."""
         machine = self.machine
         procs = state.procs
         for p, classes in enumerate(self._por_class):
-            if classes[procs[p][P_PC]] is _POR_NONE:
+            cls = classes[procs[p][P_PC]]
+            if cls is _POR_NONE:
                 continue
-            res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
+            if p in tried:
+                res = tried[p]
+            elif cls is _POR_NAMED and machine.named_arrival_quiet(state, p) is not None:
+                continue  # a named arrival that leaves its generation open: it breaks no rule
+            else:
+                res = tried[p] = machine.step_process(state, p)
             if res is not None and (res.violation is not None or res.soft):
                 return True
         return False
 
+    def _named_step_clean(self, state: State, p: int, tried: dict[int, StepResult | None]) -> bool:
+        """Does the step of process p's named-barrier arrival report nothing and leave p running
+        (the conditions on its step before lone_named_arrival is asked)? From the step where it is
+        computed, else from Machine.named_arrival_quiet, which answers without the step's knowledge
+        updates where the arrival leaves its generation open (and the step is then computed only
+        if it is taken). On the 2x1 cooperative GEMM the epilogue's `bar.sync` steps were computed
+        in most states to learn that they break no rule, and set aside there."""
+        machine = self.machine
+        if p not in tried:
+            quiet = machine.named_arrival_quiet(state, p)
+            if quiet is not None:
+                return not quiet
+            tried[p] = machine.step_process(state, p)
+        res = tried[p]
+        return res is not None and res.violation is None and not res.warnings and not res.soft and \
+            machine.programs[p].code[res.state.procs[p][P_PC]].kind != END
+
     def _can_precede(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                      freeze: bool, named: tuple[int, list] | None = None,
-                     landings_ok: bool = False, updates: list | None = None) -> list[bool] | None:
+                     landings_ok: bool = False, updates: list | None = None,
+                     goal: tuple[int, ...] = ()) -> list[bool] | None:
         """What the other actors can execute before one step (of process ``frozen``, or the
         landing of ``agent``) that concerns mbarrier m: for each process, whether it can reach
         its end first; None when some actor can first reach an event on m of a kind in
@@ -364,9 +386,12 @@ class Reduction(ElementRules, LandingRules):
         caller (named.py) takes the step only where the open generation cannot complete before
         it, so such a wait cannot pass first.
 
+        ``goal``: the processes whose ends are all the caller reads (with nothing forbidden or
+        collected): the walk may stop once they all reach their ends (precede_walk.can_precede).
+
         The walk is precede_walk.py; its answers are remembered by what it reads
         (precede_memo.py, kept as ``_precede``)."""
-        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates)
+        return self._precede(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
 
 
 __all__ = ["LOCAL_OPS", "Reduction"]

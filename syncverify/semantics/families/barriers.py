@@ -49,6 +49,7 @@ from .encoding.events import Unsupported, no_operands, static_value
 from .warp_collective_order import clear_collective
 
 if TYPE_CHECKING:
+    from ..state import State
     from .encoding.effects import Work
     from .encoding.events import Event
     from .encoding.layout import Encoding
@@ -63,7 +64,10 @@ class BarrierOps:
         of the search, so what it reads of each process is looked up once per machine.)"""
         if nb.count is not None:
             return nb.count
-        procs = w.procs
+        return self._cta_threads_running(w.procs, cta)
+
+    def _cta_threads_running(self, procs: tuple | list, cta: int) -> int:
+        """The threads of CTA ``cta`` whose processes have not ended (by their positions ``procs``)."""
         return sum([n for q, code, n in self._cta_threads()[cta] if code[procs[q][P_PC]].kind != END])
 
     def _cta_threads(self) -> list[list[tuple[int, list, int]]]:
@@ -78,17 +82,18 @@ class BarrierOps:
                    lanes: int) -> None:
         idx = proc.cta * 16 + bar_id
         nb = w.named[idx]
-        if nb.arrived and nb.count != count:
+        site = span.line * 4096 + span.column  # a static site: line and column
+        mismatch, twice, elsewhere = _nb_arrival_findings(nb, count, proc.warp, site, aligned)
+        if mismatch:
             show = lambda c: "all threads" if c is None else str(c)  # noqa: E731
             raise Violation("SV202", f"barrier {bar_id}: this arrival says {show(count)} threads but the open "
                             f"generation was started with {show(nb.count)}", span)
         bit = 1 << proc.warp
-        if nb.warps & bit:
+        if twice:
             w.warnings.append(Violation("SV203", f"warp {proc.warp} arrives a second time in one generation of "
                                         f"barrier {bar_id} (legal: the barrier counts threads, but check that it "
                                         "is intended)", span, severity=Severity.WARNING))
-        site = span.line * 4096 + span.column  # a static site: line and column
-        if aligned and nb.arrived and nb.site and nb.site != site:
+        if elsewhere:
             w.warnings.append(Violation("SV204", f"aligned barrier {bar_id} reached at line {span.line}, column "
                                         f"{span.column} while other warps of this generation reached it at line "
                                         f"{nb.site // 4096}, column {nb.site % 4096}", span,
@@ -107,17 +112,47 @@ class BarrierOps:
             return
         w.named[idx] = done
         bit = self.holders.nb(cta, bar_id)
-        for q in self.procs_of_cta[cta]:
-            qs = w.procs[q]
-            ins = self.programs[q].code[qs[P_PC]]
-            if ins.kind == BAR_WAIT and qs[P_TOKEN] == idx * 65536 + nb.gen:
-                w.records = acquire(w.records, bit, self.holders.proc_mask(q))
-                w.records = _mark_lanesynced(w.records, {q})
-                pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
-                w.procs[q] = (pc, vars_, -1, *qs[3:])
-                if self.programs[q].code[pc].kind == END:
-                    self._exit(w, q)
+        token = idx * 65536 + nb.gen
+        if not self._nb_release_waiters_at_once(w, cta, bit, token):
+            for q in self.procs_of_cta[cta]:
+                qs = w.procs[q]
+                ins = self.programs[q].code[qs[P_PC]]
+                if ins.kind == BAR_WAIT and qs[P_TOKEN] == token:
+                    w.records = acquire(w.records, bit, self.holders.proc_mask(q))
+                    w.records = _mark_lanesynced(w.records, {q})
+                    pc, vars_ = self._run_local(q, qs[P_PC] + 1, qs[P_VARS])
+                    w.procs[q] = (pc, vars_, -1, *qs[3:])
+                    if self.programs[q].code[pc].kind == END:
+                        self._exit(w, q)
         w.records = clear_bits(w.records, bit)
+
+    def _nb_release_waiters_at_once(self, w: _Work, cta: int, bit: int, token: int) -> bool:
+        """_nb_try_complete's loop over the waiters of a completed generation (each in turn: the
+        barrier's knowledge acquired, its own accesses ordered before its lanes, its move on and its
+        exit), done in one pass over the records where no waiter ends: True where done, False
+        (nothing changed) where the loop must run. Exact: the acquires from the barrier's holder
+        add up (each adds what that holder knows, which none of them changes, since no waiter's
+        holders are the barrier's), marking the accesses ordered reads and writes only owners and
+        flags, which no acquire touches, and a move changes only its process's position. On the 2x1
+        cooperative GEMM the epilogue's `bar.sync` completions, eight waiters each, made two passes
+        over every record per waiter."""
+        procs = w.procs
+        waiters = [q for q in self.procs_of_cta[cta]
+                   if self.programs[q].code[procs[q][P_PC]].kind == BAR_WAIT and procs[q][P_TOKEN] == token]
+        masks = 0
+        moves = []
+        try:
+            for q in waiters:
+                masks |= self.holders.proc_mask(q)
+                moves.append(self._run_local(q, procs[q][P_PC] + 1, procs[q][P_VARS]))
+        except Violation:
+            return False  # (the loop reports it where it meets it)
+        if masks & bit or any(self.programs[q].code[pc].kind == END for q, (pc, _) in zip(waiters, moves, strict=True)):
+            return False
+        w.records = _mark_lanesynced(acquire(w.records, bit, masks), set(waiters))
+        for q, (pc, vars_) in zip(waiters, moves, strict=True):
+            procs[q] = (pc, vars_, -1, *procs[q][3:])
+        return True
 
     def _bar_id(self, expr: ir.Expr, env, ctx, span) -> int:
         bar_id = self._eval(expr, env, ctx)
@@ -144,6 +179,59 @@ class BarrierOps:
         sync = isinstance(op, ir.BarSync)
         site = op.span.line * 4096 + op.span.column if sync else 0
         return self.procs[p].cta * 16 + bar_id, count, site, sync
+
+    def named_arrival_quiet(self, state: State, p: int) -> bool | None:
+        """What the step of process p's named-barrier arrival (`bar.sync`, `bar.arrive`) reports,
+        asked without taking it: False where it reports nothing and leaves the process running,
+        True where it reports warnings only (SV203, SV204), None where that is not known here.
+
+        Known where the arrival leaves its generation open: the step is then _nb_arrive's checks
+        (SV106 through named_arrival, SV202, SV203, SV204: _nb_arrival_findings, which the step
+        applies too), a release into the barrier's holder and the new generation count, and the
+        process parks at its `bar.sync` wait or runs its local control flow to its next
+        instruction. Nothing else can report a finding or end a process. A generation it
+        completes moves every waiter on (their exits, their knowledge): None. The partial-order
+        reduction asks this to learn that a step breaks no rule without computing its knowledge
+        updates (on the 2x1 cooperative GEMM the epilogue's `bar.sync` steps so computed were set
+        aside in most states)."""
+        pstate = state.procs[p]
+        op = self.programs[p].code[pstate[P_PC]].op
+        # named_arrival is a function of (p, pc, vars): remembered per machine (None: it raises)
+        memo = self.__dict__.setdefault("_named_arrivals", {})
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        arrival = memo.get(key, memo)
+        if arrival is memo:
+            try:
+                arrival = self.named_arrival(p, op, pstate[P_VARS])
+            except Violation:
+                arrival = None
+            if len(memo) >= 1 << 16:
+                memo.clear()
+            memo[key] = arrival
+        if arrival is None:
+            return None
+        idx, count, _, sync = arrival
+        proc = self.procs[p]
+        nb = state.named[idx]
+        aligned = sync and op.aligned
+        mismatch, twice, elsewhere = _nb_arrival_findings(nb, count, proc.warp, op.span.line * 4096 + op.span.column,
+                                                          aligned)
+        if mismatch:
+            return None
+        # the generation after the arrival (rules.nb_arrive) and what completes it (_nb_try_complete)
+        need = count if nb.arrived == 0 else nb.count
+        if need is None:
+            need = self._cta_threads_running(state.procs, proc.cta)
+        if nb.arrived + proc.nthreads >= need:
+            return None  # it completes the generation
+        if not sync:
+            try:
+                pc, _ = self._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
+            except Violation:
+                return None
+            if self.programs[p].code[pc].kind == END:
+                return None
+        return twice or elsewhere
 
     def op_bar_sync(self, w, p, proc, op: ir.BarSync, ins, env, ctx, lanes) -> bool:
         bar_id = self._bar_id(op.bar_id, env, ctx, op.span)
@@ -254,6 +342,15 @@ class BarrierOps:
             if code[q].code[pc].kind == END:
                 self._exit(w, q)
         return True
+
+
+def _nb_arrival_findings(nb: rules.NamedBar, count: int | None, warp: int, site: int,
+                         aligned: bool) -> tuple[bool, bool, bool]:
+    """What an arrival of ``warp`` with ``count`` at ``site`` finds in the open generation ``nb``:
+    a count other than the generation's (SV202, an error), the warp's second arrival in it (SV203)
+    and an aligned arrival at another site than the generation's first (SV204, warnings)."""
+    return (bool(nb.arrived) and nb.count != count, bool(nb.warps >> warp & 1),
+            aligned and bool(nb.arrived) and bool(nb.site) and nb.site != site)
 
 
 def _mark_warpsynced(records: tuple, owners: dict[int, int]) -> tuple:
