@@ -13,6 +13,7 @@ later runs find it in the cache ($SYNCVERIFY_CACHE, else ~/.cache/syncverify/cut
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import shutil
 from pathlib import Path
@@ -73,6 +74,9 @@ def _strip(text: str) -> str:
     return re.sub(r" *//[^\n]*", "", text)
 
 
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="27 s of a 20-minute CI on two cores; the cooperative 2x1 GEMM's launch (above) runs in"
+                           " CI; run with SYNCVERIFY_SLOW=1")
 def test_the_2x1_pingpong_gemm_gets_the_hand_written_harness_launch(tmp_path):  # type: ignore[no-untyped-def]
     """Ping-pong, cluster 2x1, M=256 N=128 K=128 (`fields 256 128 128 2` in tests/test_ptx_pingpong.py:
     B multicast to both CTAs in 8 KiB slices): the same launch, bytes and boxes, the same protocol."""

@@ -214,6 +214,9 @@ def test_the_1x2_pingpong_gemm_is_safe_from_the_problem_shape_alone(tmp_path, ca
 
 
 @needs_cutlass
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="26 s of a 20-minute CI on two cores; the 2x1 GEMMs' multicast launches run in CI"
+                           " (test_cutlass_frontdoor.py); run with SYNCVERIFY_SLOW=1")
 def test_the_1x2_pingpong_protocol_multicasts_a(tmp_path):  # type: ignore[no-untyped-def]
     """The launch CUTLASS's host code computes for the 1x2 cluster: two CTAs along y, A's copies multicast to
     both (mask 0x3) in halves of the 8 KiB box, B's to their own CTA."""
