@@ -30,7 +30,7 @@ from .. import budget as budgets
 from .. import ir
 from ..diagnostics import Diagnostic, Severity
 from ..result import CheckResult, Stats, Verdict
-from ..semantics.machine import BudgetExceeded, Machine, StepResult, Violation
+from ..semantics.machine import BudgetExceeded, Machine, Violation
 from ..semantics.program import BAR_WAIT, END
 from ..semantics.symmetry import Symmetry
 from ..semantics.symmetry_cta import CtaSymmetry, cta_symmetry
@@ -129,7 +129,7 @@ def _path_to(parents: Parents, sid: int, last: tuple | None) -> list[tuple]:
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             progress: Progress | None, on_error: OnError | None = None, reduce: bool = True) -> SearchOutcome:
-    successors = successors_of(machine, reduce)
+    successors = successors_of(machine, reduce, cut=True)
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     # without interchangeable processes every state is its own representative: no call per successor
@@ -142,6 +142,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     transitions = 0
     peak = base_mb
     stop = kind = ""
+    cut, cuts = "", 0  # the first step past the model's bounds met, in the search's order, and how many
     nprocs = len(machine.procs)
     popped = 0
     reported = 0  # errors handed to on_error so far
@@ -193,13 +194,16 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 visited.next_level()
                 level_end = len(parents)
             state = opened.state
-            results: list[StepResult] = list(successors(state))
+            results = successors(state)
             if not results and not all(machine.done(state, p) for p in range(nprocs)):
                 v = deadlock(machine, state)
                 key = (v.code, v.span.line if v.span else 0, "deadlock")
                 if key not in errors:
                     errors[key] = (v, sid, None)
             for res in results:
+                if res.cut:
+                    cut, cuts = cut or res.cut, cuts + 1
+                    continue
                 transitions += 1
                 for warn in res.warnings:
                     key = (warn.code, warn.span.line if warn.span else 0)
@@ -229,15 +233,23 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         return _path_to(parents, sid, last)
 
     return SearchOutcome(
-        complete=not queue and not stop, states=len(visited), transitions=transitions,
+        complete=not queue and not stop and not cuts, stop_reason=stop or past_bounds(cut, cuts), stopped_by=kind,
+        states=len(visited), transitions=transitions,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         # a finding that is an error on some path is not also a warning at the same operation (the
         # SV602 of a .cta-scope remote arrive is decided per acquiring wait: data on one, reuse on another)
         warnings=[(v, path(sid, lab)) for (code, line), (v, sid, lab) in warnings.items()
                   if not any(k[0] == code and k[1] == line for k in errors)],
-        stop_reason=stop, stopped_by=kind,
     )
+
+
+def past_bounds(first: str, count: int) -> str:
+    """Why a search that went on past steps the model cannot take exactly is not complete."""
+    if not count:
+        return ""
+    others = f" and {count - 1} more past the model's bounds" if count > 1 else ""
+    return f"{first}; that step{others} not taken, the search went on without {'them' if others else 'it'}"
 
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,

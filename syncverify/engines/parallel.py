@@ -69,6 +69,7 @@ from .explicit import (
     SearchOutcome,
     _path_to,
     cyclic_gc_paused,
+    past_bounds,
 )
 from .reduction import successors_of
 from .store import Opened, Visited
@@ -146,8 +147,8 @@ def _error_key(v: Violation, kind: Any) -> tuple:
 
 # An event: (rank, E or W, key, violation, label) — E: an error, W: a warning, in the order the
 # sequential search records them (explicit._search: a deadlock; per step its warnings, its soft
-# errors, its violation).
-E, W = 0, 1
+# errors, its violation) — or (rank, C, None, why, None): a step past the model's bounds, not taken.
+E, W, C = 0, 1, 2
 
 
 def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: Callable | None,
@@ -229,7 +230,7 @@ def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs
             raise _Stopped(budgets.TIME) from exc
         if len(results) >> SHIFT:  # a key holds the step's index in SHIFT bits
             raise ValueError(f"a state with {len(results)} successors: more than the parallel search numbers")
-        steps.append(len(results))
+        steps.append(sum(not res.cut for res in results))
         if not results and not all(machine.done(state, p) for p in range(nprocs)):
             v = deadlock(machine, state)
             key = _error_key(v, "deadlock")
@@ -237,6 +238,9 @@ def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs
                 seen_errors.add(key)
                 events.append((rank, E, key, _portable(v), None))
         for i, res in enumerate(results):
+            if res.cut:
+                events.append((rank, C, None, res.cut, None))
+                continue
             for warn in res.warnings:
                 key = (warn.code, warn.span.line if warn.span else 0)
                 if key not in seen_warnings:
@@ -265,7 +269,7 @@ class _Coordinator:
                  on_error: OnError | None, reduce: bool, jobs: int) -> None:
         self.machine, self.budget, self.progress, self.on_error = machine, budget, progress, on_error
         self.jobs = jobs
-        self.successors = successors_of(machine, reduce)
+        self.successors = successors_of(machine, reduce, cut=True)
         self.canon = symmetry.canon if symmetry is not None and symmetry.groups else None
         self.parents = Parents()
         self.errors: dict[tuple, tuple[Violation, int, tuple | None]] = {}
@@ -274,6 +278,7 @@ class _Coordinator:
         self.transitions = 0
         self.reported = 0
         self.stop = self.kind = ""
+        self.cut, self.cuts = "", 0  # the first step past the model's bounds in the sequential order, and how many
 
     def run(self) -> SearchOutcome:
         start = time.monotonic()
@@ -350,12 +355,12 @@ class _Coordinator:
             return _path_to(self.parents, sid, last)
 
         return SearchOutcome(
-            complete=complete and not self.stop, states=self.visited, transitions=self.transitions,
+            complete=complete and not self.stop and not self.cuts, states=self.visited, transitions=self.transitions,
             seconds=time.monotonic() - start, peak_mb=max(sum(worker_mb) + peak - base, 0.0),
             errors=[(v, path(sid, lab)) for v, sid, lab in self.errors.values()],
             warnings=[(v, path(sid, lab)) for (code, line), (v, sid, lab) in self.warnings.items()
                       if not any(k[0] == code and k[1] == line for k in self.errors)],
-            stop_reason=self.stop, stopped_by=self.kind)
+            stop_reason=self.stop or past_bounds(self.cut, self.cuts), stopped_by=self.kind)
 
     @staticmethod
     def _receive(conn: Any, workers: list) -> tuple:
@@ -409,10 +414,13 @@ class _Coordinator:
             self.transitions += steps[r]
             while e < len(events) and events[e][0] == r:
                 _, kind, key, v, label = events[e]
+                e += 1
+                if kind == C:
+                    self.cut, self.cuts = self.cut or v, self.cuts + 1
+                    continue
                 table = self.errors if kind == E else self.warnings
                 if key not in table:
                     table[key] = (_restored(v), offset + r, label)
-                e += 1
 
 
 def cores() -> int:

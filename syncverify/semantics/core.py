@@ -26,6 +26,13 @@ class BudgetExceeded(Exception):
     """A budget ran out inside one step (the search then ends inconclusive, never safe)."""
 
 
+class ModelBound(BudgetExceeded):
+    """The step would take the state past what the model keeps exactly (a flag past its declared range, more
+    copies or commits in flight than it numbers, a store by many threads at once). The step is not taken; the
+    search goes on without it and can no longer say "safe", but a violation it reaches on other paths stands:
+    its path never passes the step (docs/model.md, "Steps past the model's bounds")."""
+
+
 class Violation(Exception):
     """A step that breaks a rule. ``span`` is the offending operation."""
 
@@ -63,6 +70,7 @@ class StepResult:
     warnings: list[Violation] = field(default_factory=list)
     soft: list[Violation] = field(default_factory=list)
     lone: bool = False  # its rule says the step commutes with the others (the reduction may take it alone)
+    cut: str = ""  # why the step was not taken (ModelBound), with ``state`` None: the search cannot say safe
 
 
 class _Env(dict):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .. import ir
 from ..expr import Context, EvalError, evaluate
@@ -24,6 +25,7 @@ from .core import (
     PLACED,
     STAY,
     BudgetExceeded,
+    ModelBound,
     StepResult,
     Violation,
     _detached,
@@ -93,7 +95,8 @@ from .state import (
     State,
 )
 
-__all__ = ['TMEM_COLUMNS', 'UNCOMMITTED', 'Assumptions', 'BudgetExceeded', 'Machine', 'StepResult', 'Violation']
+__all__ = ['TMEM_COLUMNS', 'UNCOMMITTED', 'Assumptions', 'BudgetExceeded', 'Machine', 'ModelBound', 'StepResult',
+           'Violation']
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,18 @@ class Assumptions:
 
 # the Assumptions field whose Options field is not `assume_` + its name
 _OPTION_OF = {"tcgen05_commit_in_order": "assume_tcgen05_commit_order"}
+
+
+def _plain(label: tuple, step: Callable[..., Any], *args: Any) -> Any:
+    return step(*args)
+
+
+def _or_cut(label: tuple, step: Callable[..., Any], *args: Any) -> Any:
+    """``step(*args)``, or the step labelled ``label`` not taken where it goes past the model's bounds."""
+    try:
+        return step(*args)
+    except ModelBound as exc:
+        return StepResult(label, None, cut=str(exc))
 
 
 class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyCausalityOps, Tcgen05Ops, CpAsyncOps,
@@ -350,30 +365,34 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         return self.programs[p].code[state.procs[p][P_PC]].kind == END
 
     def successors(self, state: State, tried: dict[int, StepResult | None] | None = None,
-                   landed: dict[tuple, StepResult] | None = None) -> Iterator[StepResult]:
+                   landed: dict[tuple, StepResult] | None = None, cut: bool = False) -> Iterator[StepResult]:
         """Every step enabled in ``state``: the operation of each process that stands at one (unless
         it is blocked), then the completion of each asynchronous agent in flight that can complete
         (equal agents once). ``tried`` (by process) and ``landed`` (by agent): steps the caller has
-        already computed in this state, handed out instead of computed again."""
+        already computed in this state, handed out instead of computed again. With ``cut`` a step past
+        the model's bounds (ModelBound) is handed out as not taken (``StepResult.cut``) and the others
+        still are; without it the exception ends the call."""
         procs = state.procs
         resident = self.resident
+        take = _or_cut if cut else _plain
         for p, prog in enumerate(self.programs):
             if prog.code[procs[p][P_PC]].kind != OP:
                 continue
             if resident is not None and self.procs[p].cta not in resident:
                 continue
-            res = tried[p] if tried is not None and p in tried else self.step_process(state, p)
+            res = tried[p] if tried is not None and p in tried else take(("p", p), self.step_process, state, p)
             if res is not None:
                 yield res
                 if isinstance(prog.code[procs[p][P_PC]].op, ir.MbarProbe):
                     # the other outcome of a probe whose phase completed: false (families/mbarrier_probe.py)
-                    other = self.step_probe_false(state, p)
+                    other = take(("p", p, 0), self.step_probe_false, state, p)
                     if other is not None:
                         yield other
             if isinstance(prog.code[procs[p][P_PC]].op, ir.FlagOp):
                 # a read of an older write than the latest, its value kept by a `let` where it has one
                 # (families/globalmem.py, families/flag_values.py)
-                yield from self.flag_stale_steps(state, p)
+                stale = take(("p", p, "r", -1), self.flag_stale_steps, state, p)
+                yield from [stale] if isinstance(stale, StepResult) else stale
         seen = set()
         for a in state.agents:
             if a in seen:
@@ -381,7 +400,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
             seen.add(a)
             if not self._agent_enabled(state, a):
                 continue
-            yield landed[a] if landed is not None and a in landed else self.step_agent(state, a)
+            yield landed[a] if landed is not None and a in landed else take(("a", a), self.step_agent, state, a)
 
     def step(self, state: State, label: tuple) -> StepResult | None:
         if label[0] == "p":

@@ -130,7 +130,7 @@ def rdata_cta_line(rd: int, current: bool) -> int:
 
 # agent kinds
 AG_TMA, AG_UMMA, AG_CPARRIVE = 0, 1, 2
-TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: the search is inconclusive)
+TC_TAGS = 8  # tcgen05.commits of one thread that may be in flight at once (more: a step past the model's bounds)
 COPY_SLOTS = 8  # distinct observation snapshots of one thread's bulk copies in flight (families/copy_causality.py)
 TC_BITS = 2 + TC_TAGS + COPY_SLOTS  # knowledge bits per process after tc_base (Holders)
 

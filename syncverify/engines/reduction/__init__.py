@@ -15,9 +15,11 @@ through global memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING
 
+from ...semantics.core import ModelBound
 from .successors import Reduction
 
 if TYPE_CHECKING:
@@ -26,10 +28,24 @@ if TYPE_CHECKING:
     from ...semantics.state import State
 
 
-def successors_of(machine: Machine, reduce: bool = True) -> Callable[[State], Iterator[StepResult]]:
+def successors_of(machine: Machine, reduce: bool = True, cut: bool = False) -> Callable[[State], Iterable[StepResult]]:
     """The successor function a search explores ``machine`` with: the reduced one, or with ``reduce``
-    off every step the model offers."""
-    return Reduction(machine).successors if reduce else machine.successors
+    off every step the model offers. With ``cut`` a step past the model's bounds is handed on as not
+    taken (``StepResult.cut``) rather than ending the search: the searches that go on past it (explicit,
+    parallel) ask for that."""
+    step = Reduction(machine).successors if reduce else machine.successors
+    return partial(_cut_steps, machine, step) if cut else step
+
+
+def _cut_steps(machine: Machine, step: Callable[[State], Iterable[StepResult]], state: State) -> list[StepResult]:
+    """``step``'s steps in ``state``; where computing them meets a step past the model's bounds, every step the
+    model offers, that one not taken. A reduced set may not leave out the others then: the argument that a
+    path through them can start with a step of the set assumes that step can be taken (docs/model.md,
+    "Steps past the model's bounds")."""
+    try:
+        return list(step(state))
+    except ModelBound:
+        return list(machine.successors(state, cut=True))
 
 
 __all__ = ["Reduction", "successors_of"]

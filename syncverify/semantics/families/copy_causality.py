@@ -23,7 +23,7 @@ waiter that is not one, never hide one.
 
 from __future__ import annotations
 
-from ..core import BudgetExceeded, _Work
+from ..core import ModelBound, _Work
 from ..state import AG_TMA, COPY_SLOTS, R_KNOWN, R_SPACE, SPACE_OBS, carry_obs, clear_bits
 
 
@@ -47,7 +47,7 @@ class CopyCausalityOps:
         slot = next((i for i in range(COPY_SLOTS) if i not in used), None)
         if slot is None:
             if required:
-                raise BudgetExceeded(f"{self.proc_label(p)} has more than {COPY_SLOTS} 2-SM copies in flight "
+                raise ModelBound(f"{self.proc_label(p)} has more than {COPY_SLOTS} 2-SM copies in flight "
                                      "with different observations")
             return 0
         w.records = carry_obs(w.records, lanes, snap(p, slot))

@@ -29,7 +29,7 @@ from dataclasses import fields, is_dataclass
 from ... import ir
 from ...diagnostics import InputError, make
 from ...expr import free_names
-from ..core import BudgetExceeded, _Work
+from ..core import ModelBound, _Work
 from ..state import P_PC, P_VARS
 
 
@@ -45,9 +45,9 @@ class FlagValueOps:
 
     def check_kept_read(self, ins, e: int, n: int) -> None:
         """A `let v = ld…` of flag element ``e`` whose threads may read ``n`` writes: one value for the
-        process only where n == 1 or one thread reads (BudgetExceeded otherwise: inconclusive)."""
+        process only where n == 1 or one thread reads (ModelBound otherwise: inconclusive)."""
         if n > 1 and ins.threads > 1:
-            raise BudgetExceeded(
+            raise ModelBound(
                 f"line {ins.line}: `ld` of {self.flag_label(e)} kept in a variable by {ins.threads} threads at once "
                 f"may read {n} writes here, and the threads could disagree: keep the value in one thread "
                 "(`first thread { }`) or order the write before the load")

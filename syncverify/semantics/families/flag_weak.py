@@ -31,7 +31,7 @@ by induction is ordered after the weak store (each write after it was checked so
 from __future__ import annotations
 
 from ... import ir
-from ..core import BudgetExceeded, Violation, _Work
+from ..core import ModelBound, Violation, _Work
 from ..state import R_KNOWN, R_LINE, R_OBJ, R_OWNER, R_SLOT, R_SPACE
 from .globalmem_views import SPACE_FLAG
 
@@ -70,12 +70,12 @@ class WeakFlagOps:
         if weak:
             readers = [q for q in self._flag_loaders(op.flag.name) if q != p]
             if readers:
-                raise BudgetExceeded(f"line {op.span.line}: a weak store of {label} that "
+                raise ModelBound(f"line {op.span.line}: a weak store of {label} that "
                                      f"{self.proc_label(readers[0])} also loads or spins on: the order of "  # type: ignore[attr-defined]
                                      "a load with a weak store is not modelled")
             others = _procs(stores & ~(1 << p))
             if others:
-                raise BudgetExceeded(f"line {op.span.line}: a weak store of {label} after "
+                raise ModelBound(f"line {op.span.line}: a weak store of {label} after "
                                      f"{self.proc_label(others[0])} stored to it: its order with an older "  # type: ignore[attr-defined]
                                      "store than the latest write is not tracked")
             known, writer, line = self._knows_latest(w, e, lanes)

@@ -25,7 +25,7 @@ The PTX memory consistency model (docs/model.md, "Global memory", quotes the tex
 * `probe` (a spin that may give up, whose result the protocol does not branch on) orders nothing:
   the execution where it gave up is always possible, and it has the fewest happens-before edges.
 
-Values are exact: a flag that would leave 0..bound makes the search inconclusive (BudgetExceeded),
+Values are exact: a flag that would leave 0..bound makes the search inconclusive (ModelBound),
 never safe. The flags and the grid barrier live at the end of the state's ``tmem`` tuple, as
 ``(value, meta)`` entries (the symbolic key leaves first fields alone; ``meta`` is
 families/flag_weak.py's record of who stored, 0 until someone does and for the grid barrier).
@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
-from ..core import STAY, BudgetExceeded, StepResult, Violation, _detached, _Work
+from ..core import STAY, ModelBound, StepResult, Violation, _detached, _Work
 from ..program import END
 from ..state import P_PC, P_TOKEN, P_VARS, TC_BITS, State, acquire, clear_bits, release
 from .flag_weak import WeakFlagOps
@@ -249,7 +249,7 @@ class GlobalMemOps(FlagViewOps, WeakFlagOps):
     def _check_bound(self, e: int, value: int, op: ir.FlagOp) -> None:
         bound = self.protocol.flag(self.flag_names[e][0]).bound
         if not 0 <= value <= bound:
-            raise BudgetExceeded(f"line {op.span.line}: flag {self.flag_label(e)} would become {value}, outside its "
+            raise ModelBound(f"line {op.span.line}: flag {self.flag_label(e)} would become {value}, outside its "
                                  f"declared range 0..{bound} (declare `bound` larger, or the counter overflows)")
 
     def op_flag(self, w, p, proc, op: ir.FlagOp, ins, env, ctx, lanes) -> bool:
@@ -274,7 +274,7 @@ class GlobalMemOps(FlagViewOps, WeakFlagOps):
             return True
         threads = ins.threads
         if threads > 1 and not (op.kind != "st" and op.rmw == "add"):
-            raise BudgetExceeded(f"line {op.span.line}: `{op.kind}.{op.rmw or op.sem}` of a flag executed by "
+            raise ModelBound(f"line {op.span.line}: `{op.kind}.{op.rmw or op.sem}` of a flag executed by "
                                  f"{threads} threads at once is not modelled (only `add` is); put it in "
                                  "`first thread { }` or `elect { }`")
         latest = len(self.history(w.tmem, e)) - 1

@@ -24,13 +24,13 @@ returns", quotes the PTX text).
 * **Bounding.** A write older than the view of every holder that may still read the element (a
   process that has not exited and has a `ld`/`wait.until` of that flag) can never be read: it is
   dropped, with its record and knowledge bits. More than ``HISTORY`` writes still readable makes the
-  check inconclusive (BudgetExceeded), never safe.
+  check inconclusive (ModelBound), never safe.
 """
 
 from __future__ import annotations
 
 from ... import ir
-from ..core import BudgetExceeded, _Work
+from ..core import ModelBound, _Work
 from ..program import END
 from ..state import P_PC, R_KNOWN, R_OBJ, R_SLOT, R_SPACE, WRITE
 
@@ -110,7 +110,7 @@ class FlagViewOps:
         self._compact(w, e)
         hist = self.history(w.tmem, e)
         if len(hist) >= HISTORY:
-            raise BudgetExceeded(f"line {line}: flag {self.flag_label(e)} would keep more than {HISTORY} writes a "
+            raise ModelBound(f"line {line}: flag {self.flag_label(e)} would keep more than {HISTORY} writes a "
                                  "thread may still read (a reader falls that far behind its writers): the model "
                                  "bounds the history of a flag")
         h = len(hist)

@@ -41,7 +41,7 @@ import z3
 from ... import ir
 from ...diagnostics import Severity
 from .. import rules
-from ..core import BudgetExceeded, Violation
+from ..core import ModelBound, Violation
 from ..state import (
     AG_UMMA,
     F_ASYNC,
@@ -329,7 +329,7 @@ class Tcgen05Ops:
         tags = [a[5] for a in w.agents if a[0] == AG_UMMA and a[6] == p]
         tag = max(tags) + 1 if tags else 0
         if tag >= TC_TAGS:
-            raise BudgetExceeded(f"{self.proc_label(p)} has more than {TC_TAGS} tcgen05.commits in flight at line "
+            raise ModelBound(f"{self.proc_label(p)} has more than {TC_TAGS} tcgen05.commits in flight at line "
                                  f"{op.span.line}")
         ms = []
         for cta in dests:
