@@ -597,3 +597,17 @@ def test_cli_binds_struct_fields_by_offset(tmp_path):
     for bad in ("0[8:4]=300000000000", "0[12:8]=@" + str(blob), "0[x]=1", "0[-1:2]=1"):
         with pytest.raises(argparse.ArgumentTypeError):
             _param(bad)
+
+
+def test_a_text_parsed_again_is_the_same_module_under_its_own_path(tmp_path: Path) -> None:
+    """parse_ptx keeps the modules of the last texts it parsed (a kernel's PTX is read by the host program's
+    launch, then by extraction, and a CUTLASS sm100 kernel takes seconds): the same text under another path
+    is the same module but for its path, and a changed text is parsed afresh."""
+    text = Path(RING).read_text()
+    first, again = parse_ptx(text, "a.ptx"), parse_ptx(text, "b.ptx")
+    assert (first.path, again.path) == ("a.ptx", "b.ptx") and again.functions is first.functions
+    changed = parse_ptx(text.replace("mbarrier.try_wait", "mbarrier.try_wait", 1) + "\n// edited\n", "a.ptx")
+    assert changed.functions is not first.functions and changed.functions == first.functions
+    with pytest.raises(PtxError) as err:  # an error names the path it was read from
+        parse_ptx(text + "\n bogus;", "b.ptx")
+    assert err.value.path == "b.ptx"

@@ -11,7 +11,7 @@ can name both.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 
@@ -246,14 +246,28 @@ def _int(tok: Token | str) -> int:
     return -v if neg else v
 
 
+# the modules of the last texts parsed: a kernel's PTX is read again by each step of one command (the host
+# program's launch, then extraction) and by each check of a sweep or a test, and a CUTLASS sm100 kernel's takes
+# seconds to parse; a Module is frozen and nothing writes into its tables, so one is handed out again
+_PARSED: dict[str, Module] = {}
+_PARSED_KEPT = 4
+
+
 def parse_ptx(text: str, path: str) -> Module:
     """Parse PTX text into a :class:`Module`; bad input raises :class:`PtxError` with its position."""
+    kept = _PARSED.get(text)
+    if kept is not None:
+        return kept if kept.path == path else replace(kept, path=path)
     lines = tuple(text.splitlines())
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
         raise _syntax_error(err, path, lines) from None
-    return _Builder(path, text, lines).module(tree)
+    module = _Builder(path, text, lines).module(tree)
+    while len(_PARSED) >= _PARSED_KEPT:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[text] = module
+    return module
 
 
 def parse_ptx_file(path: str) -> Module:
