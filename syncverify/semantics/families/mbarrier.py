@@ -11,7 +11,7 @@ them by operation type (see Machine._exec).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from ... import ir
 from .. import rules
@@ -20,7 +20,7 @@ from ..core import (
     _new_tuple,
     _Work,
 )
-from ..program import own_part_hidden
+from ..program import END, own_part_hidden
 from ..state import (
     F_WARPSYNCED,
     FULL,
@@ -30,6 +30,8 @@ from ..state import (
     M_OBSERVED,
     M_RDATA,
     M_VALID,
+    P_PC,
+    P_VARS,
     R_CTA,
     R_FLAGS,
     R_KNOWN,
@@ -43,6 +45,7 @@ from ..state import (
     SPACE_INIT,
     SPACE_OBS,
     SPACE_TMEM,
+    State,
     carry_obs,
     hidden_like_own_access,
     rdata_shift,
@@ -54,8 +57,17 @@ from .mbarrier_lifecycle import MbarrierLifecycleOps
 from .mbarrier_wait import MbarrierWaitOps
 from .scopes import ScopeOps
 
-if TYPE_CHECKING:
-    pass
+
+class ArrivalFindings(NamedTuple):
+    """What the step of an mbarrier arrival reports (Machine.mbar_arrival_findings): the code of
+    the violation that ends it (None: none), the codes of its soft findings, whether it warns."""
+
+    violation: str | None
+    soft: tuple[str, ...]
+    warns: bool
+
+
+QUIET = ArrivalFindings(None, (), False)
 
 
 class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
@@ -77,8 +89,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         if remote:
             self._check_peer_alive(w, p, cta, span, what)
         mb = w.mbars[m]
-        init_key = (SPACE_INIT, cta, m, 0)
-        if not mb[M_VALID] or not self._knows(w.records, init_key, lanes):
+        if self._init_unordered(w, m, lanes):
             if remote:
                 raise Violation("SV402", f"{what} on {self.mb_label(m)} in peer CTA {cta} may run before that "
                                 "CTA's init of it is visible (needs init; fence.mbarrier_init; a cluster barrier "
@@ -86,10 +97,29 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             state = "not initialized" if not mb[M_VALID] else "initialized, but nothing orders the init before it"
             raise Violation("SV401", f"{what} on {self.mb_label(m)}: the barrier is {state}", span)
 
+    def _init_unordered(self, w: _Work | State, m: int, lanes: int) -> bool:
+        """Is barrier m invalid, or its init not known by ``lanes`` (SV401, SV402 on a peer's)?"""
+        return not w.mbars[m][M_VALID] or not self._knows(w.records, (SPACE_INIT, self.mb_names[m][0], m, 0), lanes)
+
+    @staticmethod
+    def _unconsumed(mb: tuple) -> bool:
+        """Does a use of barrier ``mb`` break §1.3's consumption rule: no wait observed its previous phase?"""
+        return not mb[M_OBSERVED]
+
+    @staticmethod
+    def _arrival_count_error(s: rules.Mbar, count: int, drop: bool) -> str | None:
+        """SV504: "drop" where an arrive_drop takes the expected count to 0 or below, "overflow"
+        where more arrivals land than are pending in the phase; None where neither."""
+        if drop and count >= s.exp:
+            return "drop"
+        if rules.arrive_overflows(s, count):
+            return "overflow"
+        return None
+
     def _check_consumption(self, w: _Work, m: int, span, what: str) -> None:
         """§1.3 consumption rule (SV502): the previous phase must have been observed by a wait."""
         mb = w.mbars[m]
-        if not mb[M_OBSERVED]:
+        if self._unconsumed(mb):
             w.soft.append(Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
                             f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span))
 
@@ -121,24 +151,36 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         that wait after this completion, where its parity names a later phase (stale waiter,
         SV501). Checking it here, on causality, makes SV501 independent of the interleaving
         explored — which is what lets partial-order reduction take passing waits alone."""
-        cta = self.mb_names[m][0]
         last = phase - 1
-        cur = self.holders.mb_cur(m)
-        # One pass finds both the stale observation (the first, in record order) and the observations
-        # of earlier phases that are dropped; the records are copied only when some are dropped.
-        drop = False
-        for r in w.records:
-            if r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m and r[R_CTA] == cta and r[R_SLOT] <= last:
-                drop = True
-                if r[R_SLOT] == last and not r[R_KNOWN] & cur:
-                    raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for "
-                                    f"phase {last} of {self.mb_label(m)} is not ordered before the completion of "
-                                    f"phase {phase}: in another interleaving it runs after it, and its parity then "
-                                    "names a later phase (stale waiter)", self._agent_span(r[R_LINE]),
-                                    procs=(r[R_OWNER],))
-        if drop:
-            w.records = tuple([r for r in w.records if not (r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m
-                                                            and r[R_CTA] == cta and r[R_SLOT] <= last)])
+        # The stale observation is the first in record order; the records are copied only when some
+        # observations are dropped.
+        observations = self._observations_through(w.records, m, last)
+        if observations:
+            r = self._first_stale(observations, last, self.holders.mb_cur(m))
+            if r is not None:
+                raise Violation("SV501", f"the wait at line {r[R_LINE]} by {self.proc_label(r[R_OWNER])} for "
+                                f"phase {last} of {self.mb_label(m)} is not ordered before the completion of "
+                                f"phase {phase}: in another interleaving it runs after it, and its parity then "
+                                "names a later phase (stale waiter)", self._agent_span(r[R_LINE]),
+                                procs=(r[R_OWNER],))
+            dropped = {id(r) for r in observations}  # (the very record objects: a pass without a second test)
+            w.records = tuple([r for r in w.records if id(r) not in dropped])
+
+    def _observations_through(self, records: tuple, m: int, phase: int) -> list[tuple]:
+        """The records of waits' observations of barrier m's phases up to ``phase`` (those the
+        completion of phase + 1 checks and drops)."""
+        cta = self.mb_names[m][0]
+        return [r for r in records
+                if r[R_SPACE] == SPACE_OBS and r[R_OBJ] == m and r[R_CTA] == cta and r[R_SLOT] <= phase]
+
+    @staticmethod
+    def _first_stale(observations: list[tuple], last: int, ordered: int) -> tuple | None:
+        """The first observation of phase ``last`` that no holder in ``ordered`` knows (SV501 at the
+        completion of the next phase, when ``ordered`` is the completed phase's holder)."""
+        for r in observations:
+            if r[R_SLOT] == last and not r[R_KNOWN] & ordered:
+                return r
+        return None
 
     @staticmethod
     def _rule_state(mb: tuple) -> rules.Mbar:
@@ -159,10 +201,11 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         count = self._eval(op.count, env, ctx) * ins.threads
         old = w.mbars[m]
         s = self._rule_state(old)
-        if op.drop and count >= s.exp:
+        error = self._arrival_count_error(s, count, op.drop)
+        if error == "drop":
             raise Violation("SV504", f"arrive_drop of {count} on {self.mb_label(m)} takes its expected count "
                             f"{s.exp} to {s.exp - count} (UB at 0)", op.span)
-        if rules.arrive_overflows(s, count):
+        if error == "overflow":
             raise Violation("SV504", f"{count} arrival(s) on {self.mb_label(m)} but only {s.pend} pending in "
                             f"phase {s.k} (the extra ones would land in the next phase)", op.span)
         if op.tx_bytes is not None:
@@ -189,6 +232,100 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             release_mask = 0
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
+
+    def mbar_arrival_findings(self, state: State, p: int) -> ArrivalFindings | None:
+        """What the step of process p's `mbarrier.arrive` (with or without expect_tx or drop) reports,
+        asked without taking it; None where that is not known here (the step then decides).
+
+        The step (op_arrive, then the local control flow to p's next instruction) reports, in this
+        order: an operand that cannot be evaluated or is out of range (SV104, SV115, SV405, SV407:
+        functions of (p, pc, variables), remembered with the operands; None where one is raised),
+        the barrier's use (SV404 on an exited peer, SV401/SV402: _init_unordered), the consumption
+        rule (the soft SV502: _unconsumed), the counts (SV504: _arrival_count_error; SV503:
+        rules.tx_out_of_range), the warning of a `.cta`-scope release into a peer's barrier that
+        carries no data made elsewhere (SV602: _carries_cross_data), and at a phase completion the
+        stale observations (SV501: _first_stale). Each answer here is those functions asked of the
+        state, in the same order. None where the step does more that could report: a release by
+        some lanes of a warp that publishes the other lanes' accesses under the warp-collective
+        reading (the SV609 warning, and the reading recorded as used), a completion whose previous
+        phase's observations are not all known by the phase or the arriving lanes (the step's
+        releases decide), a process that ends (its exit), a loop hook. The arrival moves no other
+        process: an mbarrier's waiters are asked again in the next state.
+
+        The partial-order reduction asks this to learn that a step breaks no rule without computing
+        its knowledge updates (Reduction._some_step_breaks_a_rule): on the 2x1 ping-pong GEMM the
+        plain arrives so computed were set aside in most states."""
+        pstate = state.procs[p]
+        operands = self._arrival_operands(p, pstate)
+        if operands is None:
+            return None
+        cta, m, count, nbytes, lanes, part = operands
+        proc = self.procs[p]
+        op = self.programs[p].code[pstate[P_PC]].op
+        remote = cta != proc.cta
+        if remote and self._cta_exited(state, cta):
+            return ArrivalFindings("SV404", (), False)
+        if self._init_unordered(state, m, lanes):
+            return ArrivalFindings("SV402" if remote else "SV401", (), False)
+        mb = state.mbars[m]
+        soft = ("SV502",) if self._unconsumed(mb) else ()
+        s = self._rule_state(mb)
+        if self._arrival_count_error(s, count, op.drop) is not None:
+            return ArrivalFindings("SV504", soft, False)
+        if nbytes is not None:
+            if rules.tx_out_of_range(s.tx + nbytes):
+                return ArrivalFindings("SV503", soft, False)
+            s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
+        else:
+            s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
+        warns = False
+        if op.sem == "release":
+            if remote and op.scope == "cta" and not self._carries_cross_data(state.records, lanes, cta):
+                warns = True
+            if part != FULL and proc.nthreads > 1 and \
+                    self.collective_release_reads(state.records, proc, part, self.holders.mb_cur(m)):
+                return None  # (collective_release warns, SV609, and records the reading as used)
+        if s.k != mb[M_K]:
+            # after the step's releases the phase knows what it knew and what the lanes knew
+            last = mb[M_K] - 1
+            observations = self._observations_through(state.records, m, last)
+            if observations and self._first_stale(observations, last, self.holders.mb_cur(m) | lanes) is not None:
+                return None
+        if not soft and not warns:
+            return QUIET
+        return ArrivalFindings(None, soft, warns)
+
+    def _arrival_operands(self, p: int, pstate: tuple) -> tuple[int, int, int, int | None, int, int] | None:
+        """The target CTA, barrier, arrival count and tx bytes (both scaled by the executing threads),
+        lanes and part of process p's arrive, or None where evaluating them raises (op_arrive reports
+        that), where the process ends after it (its exit), or under a loop hook. A function of (p,
+        pc, variables): remembered."""
+        if self.loop_hook is not None:
+            return None
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        memo = self._arrival_memo
+        operands = memo.get(key, memo)
+        if operands is not memo:
+            return operands  # type: ignore[return-value]
+        ins = self.programs[p].code[pstate[P_PC]]
+        op = ins.op
+        try:
+            env, ctx = self._env_at(p, pstate[P_VARS]), self.ctx[p]
+            cta = self._target_cta(None, p, op.remote, env, ctx, op.span)
+            self.check_local_form(op, cta, self.procs[p].cta)
+            m = self._mbar(None, p, op.bar, cta, env, ctx)
+            count = self._eval(op.count, env, ctx) * ins.threads
+            nbytes = None if op.tx_bytes is None else self._eval(op.tx_bytes, env, ctx) * ins.threads
+            npc, _ = self._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
+            ends = self.programs[p].code[npc].kind == END
+        except Violation:
+            operands = None
+        else:
+            operands = None if ends else (cta, m, count, nbytes, self._lanes(p, ins), self._part(p, ins))
+        if len(memo) >= 1 << 16:
+            memo.clear()
+        memo[key] = operands
+        return operands
 
     @staticmethod
     def check_local_form(op: ir.MbarArrive, cta: int, own: int) -> None:
