@@ -3,11 +3,12 @@
 ``Machine.mbar_arrival_findings`` tells, without the step's knowledge updates, what the step of an
 `arrive` or `arrive.expect_tx` reports: the violation that ends it, its soft findings, whether it
 warns. Each answer that is not None is checked against the step itself (the same violation code,
-the same soft finding codes, warnings exactly when it says so, no process ended, no other process
-moved), every kind of answer occurs (quiet, warnings only, a soft finding, a violation, with SV401,
-SV402, SV502 and SV504 among them), and the search with the question answered None everywhere
-(every arrival stepped, as before) explores the same states and transitions with the same findings
-and counterexample lengths.
+the same soft finding codes, warnings exactly when it says so, no other process moved, by the
+arrival or by the exit of a process it ends), every kind of answer occurs (quiet, warnings only,
+a soft finding, a violation, with SV401, SV402, SV502 and SV504 among them; arrivals that end their
+process and ones that do not), and the search with the question answered None everywhere (every
+arrival stepped, as before) explores the same states and transitions with the same findings and
+counterexample lengths.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def _summary(path: str, defines: dict) -> tuple:
 def test_mbar_arrival_findings_agree_with_the_step(monkeypatch):
     kinds: Counter[str] = Counter()
     codes: Counter[str] = Counter()
+    ends: Counter[str] = Counter()
     walk = Reduction.successors
 
     def checked(self, state):
@@ -103,10 +105,10 @@ def test_mbar_arrival_findings_agree_with_the_step(monkeypatch):
             assert tuple(v.code for v in res.soft) == answer.soft, (p, res.soft)
             assert bool(res.warnings) == answer.warns, (p, res.warnings)
             if res.violation is None:
-                assert machine.programs[p].code[res.state.procs[p][P_PC]].kind != END
-                # no other process moved
+                # no other process moved (an arrive that ends its process: its exit moved none either)
                 assert all(a == b for q, (a, b) in enumerate(zip(state.procs, res.state.procs, strict=True))
                            if q != p)
+                ends["ended" if machine.programs[p].code[res.state.procs[p][P_PC]].kind == END else "runs"] += 1
         return walk(self, state)
 
     monkeypatch.setattr(Reduction, "successors", checked)
@@ -115,6 +117,7 @@ def test_mbar_arrival_findings_agree_with_the_step(monkeypatch):
         explore(protocol, Budget(max_states=3_000, seconds=300), Machine(protocol))
     assert all(kinds[k] for k in ("quiet", "warns", "soft", "violation", "not known")), kinds
     assert all(codes[c] for c in ("SV401", "SV402", "SV502", "SV504")), codes
+    assert ends["ended"] and ends["runs"], ends
 
 
 @pytest.mark.parametrize(("path", "defines"), POINTS, ids=IDS)

@@ -249,7 +249,8 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         some lanes of a warp that publishes the other lanes' accesses under the warp-collective
         reading (the SV609 warning, and the reading recorded as used), a completion whose previous
         phase's observations are not all known by the phase or the arriving lanes (the step's
-        releases decide), a process that ends (its exit), a loop hook. The arrival moves no other
+        releases decide), a process that ends where its exit may do more than end it
+        (LifecycleOps.exit_is_silent), a loop hook. The arrival moves no other
         process: an mbarrier's waiters are asked again in the next state.
 
         The partial-order reduction asks this to learn that a step breaks no rule without computing
@@ -259,7 +260,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         operands = self._arrival_operands(p, pstate)
         if operands is None:
             return None
-        cta, m, count, nbytes, lanes, part = operands
+        cta, m, count, nbytes, lanes, part, ends = operands
         proc = self.procs[p]
         op = self.programs[p].code[pstate[P_PC]].op
         remote = cta != proc.cta
@@ -291,15 +292,18 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             observations = self._observations_through(state.records, m, last)
             if observations and self._first_stale(observations, last, self.holders.mb_cur(m) | lanes) is not None:
                 return None
+        if ends and not self.exit_is_silent(state, p):
+            return None  # (its exit may complete a barrier or end the CTA: _exit decides)
         if not soft and not warns:
             return QUIET
         return ArrivalFindings(None, soft, warns)
 
-    def _arrival_operands(self, p: int, pstate: tuple) -> tuple[int, int, int, int | None, int, int] | None:
+    def _arrival_operands(self, p: int, pstate: tuple) -> tuple[int, int, int, int | None, int, int, bool] | None:
         """The target CTA, barrier, arrival count and tx bytes (both scaled by the executing threads),
-        lanes and part of process p's arrive, or None where evaluating them raises (op_arrive reports
-        that), where the process ends after it (its exit), or under a loop hook. A function of (p,
-        pc, variables): remembered."""
+        lanes and part of process p's arrive, and whether the process ends after it; None where
+        evaluating them or the control flow after it raises (the step reports that), or under a
+        loop hook (its trip counts keep state of their own). A function of (p, pc, variables):
+        remembered."""
         if self.loop_hook is not None:
             return None
         key = (p, pstate[P_PC], pstate[P_VARS])
@@ -321,7 +325,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         except Violation:
             operands = None
         else:
-            operands = None if ends else (cta, m, count, nbytes, self._lanes(p, ins), self._part(p, ins))
+            operands = (cta, m, count, nbytes, self._lanes(p, ins), self._part(p, ins), ends)
         if len(memo) >= 1 << 16:
             memo.clear()
         memo[key] = operands
