@@ -20,7 +20,7 @@ import pytest
 from reduction_slices import load_point, search_summary
 
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.reduction.successors import _POR_ARRIVE, _POR_ARRIVE_TX, Reduction
+from syncverify.engines.reduction.successors import _POR_ARRIVE, _POR_ARRIVE_TX, _POR_WAIT, Reduction
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.program import END
 from syncverify.semantics.state import P_PC
@@ -46,9 +46,9 @@ def _three_warps(name: str, count: int, arrival: str) -> str:
 """
 
 
-# an arrive before the init (SV401), arrivals past the pending count (SV504), a phase no wait observed
-# before the next arrival (SV502, then SV501 at the completion after it); each arrive has an operation
-# after it (an arrive that ends its process is left to its step: its exit)
+# an arrive before the init (SV401), a wait before it (SV401), a wait that ends its CTA (its exit: not
+# known without the step), arrivals past the pending count (SV504), a phase no wait observed before
+# the next arrival (SV502, then SV501 at the completion after it)
 INLINE = {
     "uninit": """protocol uninit {
   cta threads 64;
@@ -57,6 +57,26 @@ INLINE = {
   role b = warp 1;
   if a { elect { arrive bar; } wait bar parity 0; }
   if b { elect { init bar; } }
+}
+""",
+    "wait_uninit": """protocol wait_uninit {
+  cta threads 64;
+  mbarrier bar count 1;
+  role a = warp 0;
+  role b = warp 1;
+  if a { wait bar parity 0; }
+  if b { elect { init bar; } elect { arrive bar; } syncwarp; }
+}
+""",
+    "last_wait": """protocol last_wait {
+  cta threads 64;
+  mbarrier bar count 1;
+  role a = warp 0;
+  role b = warp 1;
+  first thread { init bar; }
+  syncthreads;
+  if a { wait bar parity 0; }
+  if b { elect { arrive bar; } }
 }
 """,
     "overflow": _three_warps("overflow", 3, "arrive bar count 2; } wait bar parity 0;"),
@@ -78,29 +98,34 @@ def _load(path: str, defines: dict):
 
 
 def _summary(path: str, defines: dict) -> tuple:
-    return search_summary(_load(path, defines))
+    return search_summary(_load(path, defines), max_states=8_000)
 
 
 def test_mbar_arrival_findings_agree_with_the_step(monkeypatch):
     kinds: Counter[str] = Counter()
     codes: Counter[str] = Counter()
     ends: Counter[str] = Counter()
+    wait_kinds: Counter[str] = Counter()
     walk = Reduction.successors
 
     def checked(self, state):
         machine = self.machine
         for p, classes in enumerate(self._por_class):
-            if classes[state.procs[p][P_PC]] not in (_POR_ARRIVE, _POR_ARRIVE_TX):
+            cls = classes[state.procs[p][P_PC]]
+            if cls not in (_POR_ARRIVE, _POR_ARRIVE_TX, _POR_WAIT):
                 continue
-            answer = machine.mbar_arrival_findings(state, p)
+            wait = cls is _POR_WAIT
+            answer = (machine.mbar_wait_findings if wait else machine.mbar_arrival_findings)(state, p)
+            kind = "not known" if answer is None else "violation" if answer.violation else "soft" if answer.soft \
+                else "warns" if answer.warns else "quiet"
+            (wait_kinds if wait else kinds)[kind] += 1
             if answer is None:
-                kinds["not known"] += 1
                 continue
-            kinds["violation" if answer.violation else "soft" if answer.soft else
-                  "warns" if answer.warns else "quiet"] += 1
             codes.update(answer.soft + ((answer.violation,) if answer.violation else ()))
             res = machine.step_process(state, p)
-            assert res is not None, (p, state.procs[p])
+            if res is None:  # a blocked wait
+                assert wait and answer == (None, (), False), (p, answer)
+                continue
             assert (res.violation.code if res.violation else None) == answer.violation, (p, res.violation)
             assert tuple(v.code for v in res.soft) == answer.soft, (p, res.soft)
             assert bool(res.warnings) == answer.warns, (p, res.warnings)
@@ -114,14 +139,16 @@ def test_mbar_arrival_findings_agree_with_the_step(monkeypatch):
     monkeypatch.setattr(Reduction, "successors", checked)
     for path, defines in POINTS:
         protocol = _load(path, defines)
-        explore(protocol, Budget(max_states=3_000, seconds=300), Machine(protocol))
+        explore(protocol, Budget(max_states=2_000, seconds=300), Machine(protocol))
     assert all(kinds[k] for k in ("quiet", "warns", "soft", "violation", "not known")), kinds
     assert all(codes[c] for c in ("SV401", "SV402", "SV502", "SV504")), codes
     assert ends["ended"] and ends["runs"], ends
+    assert all(wait_kinds[k] for k in ("quiet", "violation", "not known")), wait_kinds
 
 
 @pytest.mark.parametrize(("path", "defines"), POINTS, ids=IDS)
 def test_search_unchanged_with_every_arrival_stepped(path, defines, monkeypatch):
     with_it = _summary(path, defines)
     monkeypatch.setattr(Machine, "mbar_arrival_findings", lambda self, state, p: None)
+    monkeypatch.setattr(Machine, "mbar_wait_findings", lambda self, state, p: None)
     assert _summary(path, defines) == with_it

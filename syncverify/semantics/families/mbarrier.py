@@ -11,7 +11,6 @@ them by operation type (see Machine._exec).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ... import ir
 from .. import rules
@@ -54,20 +53,8 @@ from ..state import (
     shift_phase,
 )
 from .mbarrier_lifecycle import MbarrierLifecycleOps
-from .mbarrier_wait import MbarrierWaitOps
+from .mbarrier_wait import QUIET, MbarrierWaitOps, StepFindings
 from .scopes import ScopeOps
-
-
-class ArrivalFindings(NamedTuple):
-    """What the step of an mbarrier arrival reports (Machine.mbar_arrival_findings): the code of
-    the violation that ends it (None: none), the codes of its soft findings, whether it warns."""
-
-    violation: str | None
-    soft: tuple[str, ...]
-    warns: bool
-
-
-QUIET = ArrivalFindings(None, (), False)
 
 
 class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
@@ -233,7 +220,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
         return True
 
-    def mbar_arrival_findings(self, state: State, p: int) -> ArrivalFindings | None:
+    def mbar_arrival_findings(self, state: State, p: int) -> StepFindings | None:
         """What the step of process p's `mbarrier.arrive` (with or without expect_tx or drop) reports,
         asked without taking it; None where that is not known here (the step then decides).
 
@@ -265,17 +252,17 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         op = self.programs[p].code[pstate[P_PC]].op
         remote = cta != proc.cta
         if remote and self._cta_exited(state, cta):
-            return ArrivalFindings("SV404", (), False)
+            return StepFindings("SV404", (), False)
         if self._init_unordered(state, m, lanes):
-            return ArrivalFindings("SV402" if remote else "SV401", (), False)
+            return StepFindings("SV402" if remote else "SV401", (), False)
         mb = state.mbars[m]
         soft = ("SV502",) if self._unconsumed(mb) else ()
         s = self._rule_state(mb)
         if self._arrival_count_error(s, count, op.drop) is not None:
-            return ArrivalFindings("SV504", soft, False)
+            return StepFindings("SV504", soft, False)
         if nbytes is not None:
             if rules.tx_out_of_range(s.tx + nbytes):
-                return ArrivalFindings("SV503", soft, False)
+                return StepFindings("SV503", soft, False)
             s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
         else:
             s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
@@ -296,7 +283,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             return None  # (its exit may complete a barrier or end the CTA: _exit decides)
         if not soft and not warns:
             return QUIET
-        return ArrivalFindings(None, soft, warns)
+        return StepFindings(None, soft, warns)
 
     def _arrival_operands(self, p: int, pstate: tuple) -> tuple[int, int, int, int | None, int, int, bool] | None:
         """The target CTA, barrier, arrival count and tx bytes (both scaled by the executing threads),

@@ -7,7 +7,7 @@ A mixin of ``Machine`` through MbarrierOps (mbarrier.py), which registers the ha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ... import ir
 from ...diagnostics import Severity
@@ -18,6 +18,7 @@ from ..core import (
     _key_bounds,
     _Work,
 )
+from ..program import END
 from ..state import (
     M_JPREV,
     M_K,
@@ -38,6 +39,7 @@ from ..state import (
     State,
     acquire,
     carry_obs,
+    rdata_cta_line,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +56,19 @@ def wait_commutes(mb: tuple, intended: int) -> bool:
 
 
 
+class StepFindings(NamedTuple):
+    """What the step of an mbarrier arrival or wait reports, asked without taking it
+    (Machine.mbar_arrival_findings, Machine.mbar_wait_findings): the code of the violation that
+    ends it (None: none), the codes of its soft findings, whether it warns."""
+
+    violation: str | None
+    soft: tuple[str, ...]
+    warns: bool
+
+
+QUIET = StepFindings(None, (), False)
+
+
 class MbarrierWaitOps:
     """Explicit-state handlers of the waits (a mixin of Machine, through MbarrierOps)."""
 
@@ -61,10 +76,7 @@ class MbarrierWaitOps:
         """Fast path: a wait that would simply block (valid barrier, parity not passing, not
         stale). Anything else — including an expression that cannot be evaluated — goes
         through op_wait, which decides and reports."""
-        key = (p, pstate[P_PC], pstate[P_VARS])
-        target = self._wait_targets.get(key)
-        if target is None:
-            target = self._wait_targets[key] = self._wait_target(p, ins.op, pstate[P_VARS])
+        target = self._wait_target_at(p, ins, pstate)
         if target is False:
             return False
         m, parity = target
@@ -77,6 +89,68 @@ class MbarrierWaitOps:
         intended = rules.first_wait_phase(mb[M_K], parity) if jprev is None else \
             rules.intended_phase(jprev, parity)
         return mb[M_K] <= intended + 1  # not stale: it just blocks
+
+    def _wait_target_at(self, p: int, ins, pstate: tuple) -> tuple[int, int] | bool:
+        """_wait_target of process p's wait where it stands, remembered by (p, pc, variables)."""
+        key = (p, pstate[P_PC], pstate[P_VARS])
+        target = self._wait_targets.get(key)
+        if target is None:
+            target = self._wait_targets[key] = self._wait_target(p, ins.op, pstate[P_VARS])
+        return target
+
+    def mbar_wait_findings(self, state: State, p: int) -> StepFindings | None:
+        """What the step of process p's parity `wait` reports, asked without taking it; None where
+        that is not known here (the step then decides).
+
+        The step (op_wait, then the local control flow to p's next instruction) reports, in this
+        order: an operand that cannot be evaluated or is out of range (None here: _wait_target), a
+        barrier not usable (SV401: _init_unordered), a stale waiter (SV501: rules.wait_aliases of
+        the phase wait_intends), and for a wait that passes with .acquire the SV602 of data a
+        `.cta`-scope remote release brought into the phase (None here where the phase records one:
+        _check_cta_scope_data decides on the records) or the SV602 warning of a `.cta`-scope
+        acquire of a phase released at .cluster scope. A wait that does not pass is blocked: no
+        step, nothing reported. The observation it records and what it acquires report nothing.
+        None too where the process ends and its exit may do more than end it
+        (LifecycleOps.exit_is_silent), where its control flow raises, and under a loop hook. A wait
+        moves no other process.
+
+        The partial-order reduction asks this to learn that a step breaks no rule without computing
+        its knowledge updates (Reduction._some_step_breaks_a_rule): on the 2x1 ping-pong GEMM
+        passing waits so computed were set aside in many states."""
+        if self.loop_hook is not None:
+            return None
+        pstate = state.procs[p]
+        ins = self.programs[p].code[pstate[P_PC]]
+        target = self._wait_target_at(p, ins, pstate)
+        if target is False:
+            return None
+        m, parity = target
+        if self._init_unordered(state, m, self._lanes(p, ins)):
+            return StepFindings("SV401", (), False)
+        mb = state.mbars[m]
+        s = self._rule_state(mb)
+        if rules.wait_aliases(s, self.wait_intends(mb, p, parity)[0]):
+            return StepFindings("SV501", (), False)
+        if not rules.mb_wait_passes(s, parity):
+            return QUIET  # blocked
+        warns = False
+        if ins.op.sem == "acquire":
+            if rdata_cta_line(mb[M_RDATA], current=False):
+                return None
+            warns = self._cta_scope_acquire_warns(ins.op, mb[M_RDATA])
+        try:
+            pc, _ = self._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
+        except Violation:
+            return None
+        if self.programs[p].code[pc].kind == END and not self.exit_is_silent(state, p):
+            return None
+        return StepFindings(None, (), True) if warns else QUIET
+
+    @staticmethod
+    def _cta_scope_acquire_warns(op: ir.MbarWait | ir.MbarTestWait, rdata: int) -> bool:
+        """SV602 (a warning): an acquire at the default .cta scope of a phase into which another CTA
+        released generic-proxy data at .cluster scope (_wait_effect)."""
+        return op.scope == "cta" and bool(rdata & 2)
 
     def _wait_target(self, p: int, op: ir.MbarWait, vars_: tuple) -> tuple[int, int] | bool:
         """The barrier index and parity of a wait of process p under its variables, or False
@@ -155,7 +229,7 @@ class MbarrierWaitOps:
         if op.sem == "acquire":
             rdata = w.mbars[m][M_RDATA]
             self._check_cta_scope_data(w, m, proc.cta, lanes, op.span.line)
-            if op.scope == "cta" and rdata & 2:
+            if self._cta_scope_acquire_warns(op, rdata):
                 # A warning, not an error: the release side is at .cluster scope here (a .cta one is
                 # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
                 # .cta scope on barriers its peers release at .cluster scope (docs/model.md, "Scopes").
