@@ -72,7 +72,7 @@ class LifecycleOps:
         and moves no other process. Asked by MbarrierOps.mbar_arrival_findings for an arrive that
         ends its process."""
         cta = self.procs[p].cta
-        if any(self._exit_may_complete(state.named[cta * 16 + bar_id]) for bar_id in range(16)):
+        if any(map(self._exit_may_complete, state.named[cta * 16:cta * 16 + 16])):
             return False
         return not rules.ClusterBar(*state.cluster).arrived and not self._cta_exited(state, cta, ending=p)
 

@@ -122,7 +122,8 @@ def publish_collective(records: tuple, proc: Any, releasing: int, target: int) -
     nothing), for the SV609 warning."""
     out, first = None, None
     for i, r in enumerate(records):
-        if not published_by_reading(r, proc, releasing, target):
+        # (the flag first: most records are not a warp-collective's, and the test stays inline for them)
+        if not r[R_FLAGS] & F_COLLECTIVE or not published_by_reading(r, proc, releasing, target):
             continue
         if out is None:
             out = list(records)
@@ -197,7 +198,7 @@ class WarpCollectiveOps:
         if not self.assume.warp_collective_orders:  # type: ignore[attr-defined]
             return False
         releasing = part_lanes(proc, part)
-        return any(published_by_reading(r, proc, releasing, target) for r in records)
+        return any(r[R_FLAGS] & F_COLLECTIVE and published_by_reading(r, proc, releasing, target) for r in records)
 
     def collective_release(self, w, p: int, proc, part: int, target: int, what: str, span: Any) -> None:
         """Before a release by the lanes of ``part`` (not the whole process) to holder bit ``target``:
