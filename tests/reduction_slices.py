@@ -7,6 +7,7 @@ which it acted are compared, so that the comparison keeps exercising the rule.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from exhaustive_programs import SCOPES, assignments, sample
 
@@ -53,3 +54,19 @@ def compare_where_it_acts(slices: tuple[tuple[str, int], ...], acted: list, keep
                 assert agree(reduced, full), (scope, index, pinned, text)
                 compared += 1
     return compared
+
+
+def load_point(path: str, defines: dict, inline: dict[str, str], root: Path):
+    """A protocol of a test's list: ``inline:NAME`` is the text ``inline[NAME]``, anything else a
+    file under ``root`` loaded with ``defines``."""
+    if path.startswith("inline:"):
+        return load(inline[path[7:]], path="t.sync")
+    return load(str(root / path), defines)
+
+
+def search_summary(protocol, max_states: int = 20_000) -> tuple:
+    """What a search that must not change answers: verdict, states, transitions, and each finding
+    with its counterexample's length (the tests that turn one shortcut of the search off)."""
+    result = explore(protocol, Budget(max_states=max_states, seconds=300), Machine(protocol))
+    findings = sorted((d.code, d.span.line if d.span else 0, d.message, len(d.trace)) for d in result.diagnostics)
+    return result.verdict, result.stats.states, result.stats.transitions, findings

@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from reduction_slices import load_point, search_summary
 
-from syncverify import load
 from syncverify.engines.explicit import Budget, explore
 from syncverify.engines.reduction.successors import _POR_NAMED, Reduction
 from syncverify.semantics.families.barriers import BarrierOps
@@ -68,16 +68,11 @@ IDS = [f"{Path(p).stem}{d}" for p, d in POINTS]
 
 
 def _load(path: str, defines: dict):
-    if path.startswith("inline:"):
-        return load(INLINE[path[7:]], path="t.sync")
-    return load(str(ROOT / path), defines)
+    return load_point(path, defines, INLINE, ROOT)
 
 
 def _summary(path: str, defines: dict) -> tuple:
-    protocol = _load(path, defines)
-    result = explore(protocol, Budget(max_states=20_000, seconds=300), Machine(protocol))
-    findings = sorted((d.code, d.span.line if d.span else 0, d.message, len(d.trace)) for d in result.diagnostics)
-    return result.verdict, result.stats.states, result.stats.transitions, findings
+    return search_summary(_load(path, defines))
 
 
 def test_named_arrival_quiet_agrees_with_the_step(monkeypatch):

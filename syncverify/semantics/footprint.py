@@ -14,7 +14,7 @@ from __future__ import annotations
 from .. import ir
 from ..expr import Context, EvalError, evaluate
 from .core import _MEMO_LIMIT, Violation
-from .families.mbarrier import wait_commutes
+from .families.mbarrier_wait import wait_commutes
 from .footprint_probe import kept_probe_future
 from .program import END, OP, Instr
 from .state import M_OBSERVED, P_PC, P_VARS, State
@@ -199,7 +199,7 @@ class Footprint:
         """Is the step of process p's mbarrier wait certain not to say that it commutes with every
         other step (StepResult.lone False), asked without taking it? op_wait says so only for a wait
         that observes the last completed phase of a barrier whose completion another wait observed
-        already (families/mbarrier.py, wait_commutes: a function of the barrier as the step finds it).
+        already (families/mbarrier_wait.py, wait_commutes: a function of the barrier as the step finds it).
         False: it may say so, or the wait's target cannot be evaluated (the step reports that)."""
         pstate = state.procs[p]
         key = (p, pstate[P_PC], pstate[P_VARS])
@@ -214,7 +214,7 @@ class Footprint:
 
     def wait_barrier(self, state: State, p: int) -> int:
         """The barrier index of process p's mbarrier wait, once the wait has been stepped in ``state``
-        (the step remembers its target: families/mbarrier.py, _wait_blocked)."""
+        (the step remembers its target: families/mbarrier_wait.py, _wait_blocked)."""
         pstate = state.procs[p]
         return self._wait_targets[(p, pstate[P_PC], pstate[P_VARS])][0]
 

@@ -212,6 +212,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see future
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
+        # the operands of each arrive, by (process, pc, variables): see mbar_arrival_findings
+        self._arrival_memo: dict[tuple, tuple | None] = {}
         self._init_global()  # flags, the grid barrier and their knowledge holders (families/globalmem.py)
 
     # ------------------------------------------------------------------ names

@@ -20,7 +20,7 @@ from ...semantics.families import (
     barriers,
     cp_async,
     globalmem,
-    mbarrier,
+    mbarrier_encoding,
     memory,
     tcgen05,
 )
@@ -40,10 +40,10 @@ if TYPE_CHECKING:
 MAX_EVENTS = 4000
 
 # per operation type: the evaluation of its operands into its event (Encoding._event)
-SETUP: dict[type, Callable] = {**mbarrier.SETUP, **barriers.SETUP, **memory.SETUP, **async_agents.SETUP,
+SETUP: dict[type, Callable] = {**mbarrier_encoding.SETUP, **barriers.SETUP, **memory.SETUP, **async_agents.SETUP,
                                **tcgen05.SETUP}
 # operations the machine has that this encoding does not model, and why
-REFUSED: dict[type, str] = {**mbarrier.REFUSED, **cp_async.REFUSED, **tcgen05.REFUSED, **globalmem.REFUSED}
+REFUSED: dict[type, str] = {**mbarrier_encoding.REFUSED, **cp_async.REFUSED, **tcgen05.REFUSED, **globalmem.REFUSED}
 
 
 class Encoding(EncodingSymmetry, EncodingIndependence):

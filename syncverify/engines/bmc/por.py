@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
-from ...semantics.families import async_agents, barriers, mbarrier, memory
+from ...semantics.families import async_agents, barriers, mbarrier_encoding, memory
 from ...semantics.families.encoding import DATA
 from ...semantics.families.encoding.events import Event
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 # per operation type: the shared objects it uses beside its process, its copies and the exits
 # (Encoding.objects), and whether it only adds to its barrier (Encoding.adds_to)
-USES: dict[type, Callable] = {**mbarrier.USES, **barriers.USES, **memory.USES, **async_agents.USES}
-ADDS: dict[type, Callable] = {**mbarrier.ADDS, **barriers.ADDS}
+USES: dict[type, Callable] = {**mbarrier_encoding.USES, **barriers.USES, **memory.USES, **async_agents.USES}
+ADDS: dict[type, Callable] = {**mbarrier_encoding.ADDS, **barriers.ADDS}
 
 # Operations that touch only their own process, their slot's records and the copies they issue:
 # `semantics.machine.LOCAL_OPS` minus those this encoding does not model.

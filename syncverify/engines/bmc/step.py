@@ -20,8 +20,8 @@ from ...semantics.families.encoding import Z3A
 from ...semantics.families.encoding.effects import Effect, Work
 from ...semantics.families.encoding.events import Copy, Event
 from ...semantics.families.lifecycle import LifecycleEncoding
-from ...semantics.families.mbarrier import EVENTS as MBARRIER_EVENTS
-from ...semantics.families.mbarrier import MbarrierEncoding
+from ...semantics.families.mbarrier_encoding import EVENTS as MBARRIER_EVENTS
+from ...semantics.families.mbarrier_encoding import MbarrierEncoding
 from ...semantics.families.memory import EVENTS as MEMORY_EVENTS
 from ...semantics.families.memory import MemoryEncoding
 from ...semantics.families.tcgen05 import EVENTS as TCGEN05_EVENTS

@@ -302,7 +302,9 @@ class Reduction(ElementRules, LandingRules):
         """Does the step of some process break a rule (a violation, whether it ends its path or is
         a soft finding the search goes on past)? The steps are computed into ``tried`` (a blocked
         wait costs a lookup), for the expansion to reuse, except a named arrival that
-        Machine.named_arrival_quiet knows to leave its generation open: it breaks no rule. A soft
+        Machine.named_arrival_quiet knows to leave its generation open (it breaks no rule) and an
+        mbarrier arrive, arrive.expect_tx or wait whose findings Machine.mbar_arrival_findings or
+        Machine.mbar_wait_findings knows. A soft
         finding counts too: taking another step alone first would report it later than on its
         shortest path, or (a fence the other step issues) not at all."""
         machine = self.machine
@@ -315,6 +317,15 @@ class Reduction(ElementRules, LandingRules):
                 res = tried[p]
             elif cls is _POR_NAMED and machine.named_arrival_quiet(state, p) is not None:
                 continue  # a named arrival that leaves its generation open: it breaks no rule
+            elif (cls is _POR_ARRIVE or cls is _POR_ARRIVE_TX) and \
+                    (found := machine.mbar_arrival_findings(state, p)) is not None:
+                if found.violation is not None or found.soft:
+                    return True
+                continue  # an mbarrier arrival known to break no rule
+            elif cls is _POR_WAIT and (found := machine.mbar_wait_findings(state, p)) is not None:
+                if found.violation is not None or found.soft:
+                    return True
+                continue  # an mbarrier wait known to break no rule (or blocked)
             else:
                 res = tried[p] = machine.step_process(state, p)
             if res is not None and (res.violation is not None or res.soft):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from ... import ir
+from .. import rules
 from ..core import (
     Violation,
     _Work,
@@ -30,6 +31,7 @@ from ..state import (
     UNIT_BULK,
     UNIT_CPASYNC,
     UNIT_WGMMA,
+    State,
 )
 
 if TYPE_CHECKING:
@@ -48,12 +50,31 @@ class LifecycleOps:
                             f"(ranks 0..{self.ncta - 1})", span)
         return cta
 
-    def _cta_exited(self, w: _Work, cta: int) -> bool:
+    def _cta_exited(self, w: _Work | State, cta: int, ending: int = -1) -> bool:
+        """Has every process of CTA cta ended (process ``ending`` counted as ended)?"""
         procs, programs = w.procs, self.programs
         for q in self.procs_of_cta[cta]:
-            if programs[q].code[procs[q][P_PC]].kind != END:
+            if q != ending and programs[q].code[procs[q][P_PC]].kind != END:
                 return False
         return True
+
+    @staticmethod
+    def _exit_may_complete(nb: tuple) -> bool:
+        """May an exit complete named barrier ``nb``'s generation: one of all the CTA's threads (no
+        explicit count) with arrivals (_exit)?"""
+        return bool(nb.arrived) and nb.count is None
+
+    def exit_is_silent(self, state: State, p: int) -> bool:
+        """Would process p's exit, were p to end from ``state`` with nothing else changed, do nothing
+        but end it? Where no generation of its CTA's named barriers may complete (_exit_may_complete),
+        the cluster barrier has no arrivals (_cb_try_complete then returns at once) and another
+        process of its CTA still runs (the CTA's exit checks are not reached), _exit reports nothing
+        and moves no other process. Asked by MbarrierOps.mbar_arrival_findings for an arrive that
+        ends its process."""
+        cta = self.procs[p].cta
+        if any(map(self._exit_may_complete, state.named[cta * 16:cta * 16 + 16])):
+            return False
+        return not rules.ClusterBar(*state.cluster).arrived and not self._cta_exited(state, cta, ending=p)
 
     def _check_peer_alive(self, w: _Work, p: int, cta: int, span, what: str) -> None:
         if cta != self.procs[p].cta and self._cta_exited(w, cta):
@@ -65,11 +86,10 @@ class LifecycleOps:
         (§1.6): a `syncthreads` generation may now be complete, and so may the cluster barrier."""
         cta = self.procs[p].cta
         for bar_id in range(16):
-            if w.named[cta * 16 + bar_id].arrived:
-                # UNSPECIFIED for explicit counts: we only re-evaluate all-thread generations, so a
-                # `bar.sync id, n` that waits for exited warps stays blocked (reported as a deadlock).
-                if w.named[cta * 16 + bar_id].count is None:
-                    self._nb_try_complete(w, cta, bar_id)
+            # UNSPECIFIED for explicit counts: we only re-evaluate all-thread generations, so a
+            # `bar.sync id, n` that waits for exited warps stays blocked (reported as a deadlock).
+            if self._exit_may_complete(w.named[cta * 16 + bar_id]):
+                self._nb_try_complete(w, cta, bar_id)
         self._cb_try_complete(w)
         if self._cta_exited(w, cta):
             self._tc_exit(w, cta)  # (families/tcgen05.py)

@@ -61,8 +61,7 @@ class ScopeOps:
         wait of the phase decides (_check_cta_scope_data): only data a waiter learns through this
         phase, not already ordered before it by other synchronization, depends on the release
         that PTX does not pair with the waiter's acquire (docs/model.md, "Scopes across CTAs")."""
-        bar_cta = self.mb_names[m][0]
-        carries_data = any(r[R_KNOWN] & lanes and self._crosses(r, bar_cta) for r in w.records)
+        carries_data = self._carries_cross_data(w.records, lanes, self.mb_names[m][0])
         rd = w.mbars[m][M_RDATA] | (1 if carries_data else 0)
         if op.scope == "cta":
             if carries_data:
@@ -71,6 +70,12 @@ class ScopeOps:
             else:
                 w.warnings.append(self._reuse_warning(m, op.span))
         return rd
+
+    def _carries_cross_data(self, records: tuple, lanes: int, bar_cta: int) -> bool:
+        """Does a release by ``lanes`` into a barrier of CTA ``bar_cta`` carry generic data made
+        outside that CTA (some such write known by one of the lanes)? Without it, a `.cta`-scope
+        one only guards reuse (the SV602 warning: _check_cross_cta_release)."""
+        return any(r[R_KNOWN] & lanes and self._crosses(r, bar_cta) for r in records)
 
     def _reuse_warning(self, m: int, span) -> Violation:
         return Violation("SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope; it only guards "

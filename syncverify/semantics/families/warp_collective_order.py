@@ -106,6 +106,14 @@ def clear_collective(records: tuple, owners: set[int]) -> tuple:
     return records if out is None else tuple(out)
 
 
+def published_by_reading(r: tuple, proc: Any, releasing: int, target: int) -> bool:
+    """Does a release by the lanes ``releasing`` of ``proc`` to holder bit ``target`` publish record
+    r only by the reading: an own access a warp-collective marked, of lanes that do not all
+    release, not yet known by ``target`` (publish_collective)?"""
+    return bool(r[R_FLAGS] & F_COLLECTIVE) and r[R_OWNER] == proc.index and not r[R_KNOWN] & target and \
+        bool(part_lanes(proc, r[R_PART]) & ~releasing)
+
+
 def publish_collective(records: tuple, proc: Any, releasing: int, target: int) -> tuple[tuple, tuple | None]:
     """A release by the lanes ``releasing`` (a proper subset of ``proc``'s lanes) to holder bit
     ``target``, under the reading: every record a warp-collective marked (an own access of lanes
@@ -114,8 +122,8 @@ def publish_collective(records: tuple, proc: Any, releasing: int, target: int) -
     nothing), for the SV609 warning."""
     out, first = None, None
     for i, r in enumerate(records):
-        if not r[R_FLAGS] & F_COLLECTIVE or r[R_OWNER] != proc.index or r[R_KNOWN] & target or \
-                not part_lanes(proc, r[R_PART]) & ~releasing:
+        # (the flag first: most records are not a warp-collective's, and the test stays inline for them)
+        if not r[R_FLAGS] & F_COLLECTIVE or not published_by_reading(r, proc, releasing, target):
             continue
         if out is None:
             out = list(records)
@@ -183,6 +191,14 @@ class WarpCollectiveOps:
                 proc.whole_warp and proc.nthreads > 1 and lanes == mine:  # type: ignore[attr-defined]
             w.records = mark_collective(w.records, p, self.holders.lanes(p), op.span.line)  # type: ignore[attr-defined]
         return moved
+
+    def collective_release_reads(self, records: tuple, proc, part: int, target: int) -> bool:
+        """Would collective_release publish something by the reading (and warn, SV609)? Asked of a
+        state without the release (MbarrierOps.mbar_arrival_findings)."""
+        if not self.assume.warp_collective_orders:  # type: ignore[attr-defined]
+            return False
+        releasing = part_lanes(proc, part)
+        return any(r[R_FLAGS] & F_COLLECTIVE and published_by_reading(r, proc, releasing, target) for r in records)
 
     def collective_release(self, w, p: int, proc, part: int, target: int, what: str, span: Any) -> None:
         """Before a release by the lanes of ``part`` (not the whole process) to holder bit ``target``:
