@@ -26,10 +26,17 @@ if TYPE_CHECKING:
     from ...semantics.state import State
 
 
-def successors_of(machine: Machine, reduce: bool = True) -> Callable[[State], Iterator[StepResult]]:
+# ``reduce`` that reduces but keeps every kept probe's true step (probe_outcome.py): the search explore() runs
+# again where the one that left some out may have named a stale waiter at the wait instead of the probe
+KEEP_TRUE_PROBES = "keep-true-probes"
+
+
+def successors_of(machine: Machine, reduce: bool | str = True) -> Callable[[State], Iterator[StepResult]]:
     """The successor function a search explores ``machine`` with: the reduced one, or with ``reduce``
-    off every step the model offers."""
-    return Reduction(machine).successors if reduce else machine.successors
+    off every step the model offers (KEEP_TRUE_PROBES: the reduced one with every probe's true step)."""
+    if not reduce:
+        return machine.successors
+    return Reduction(machine, cover_probes=reduce != KEEP_TRUE_PROBES).successors
 
 
-__all__ = ["Reduction", "successors_of"]
+__all__ = ["KEEP_TRUE_PROBES", "Reduction", "successors_of"]
