@@ -17,13 +17,15 @@ The true step is left out of a state s where the false outcome, followed at once
 the state that T followed by E reaches, but for the token and the line of the observation
 (checked on s, step by step, by the model's own steps), E is made of local operations only (a
 persistent set of one each: they commute with every other actor's step), none of the steps reports
-anything or ends the warp, and the token is dead where the two runs meet (no path from there reads
+anything, none but T and W ends the warp, and the token is dead where the two runs meet (no path from there reads
 it before writing it). Every execution from T(s) then has E's steps commuted to its front (the
 local-step argument of successors.py), and runs from T·E(s) what the execution F·E·W·… runs from
 the covering state: the same steps, enabled alike, with the same effects and findings, an SV501 of
 that observation naming W's line instead of the probe's (the line `if !try_wait { wait }` is
 compiled at: program.probe_then_wait). So the false subtree, which the search still explores,
-holds every finding of the true one. The proof is in docs/model.md, "A kept probe's true outcome".
+holds every finding of the true one. That one line is given back by a second search: where a search
+reports an SV501 at a wait's line in a program with a kept probe, explore() runs it again with every
+true step (stale_waiter_may_have_moved). The proof is in docs/model.md, "A kept probe's true outcome".
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ def live_positions(prog: Program, slot: int) -> list[bool]:
 
 class KeptProbeOutcomes:
     """The steps of a state without the true outcomes of kept probes that their false outcomes
-    cover (module docstring). ``local_pcs(p)``: the positions of p whose operation is local (a
-    step successors.py takes alone)."""
+    cover (module docstring). ``is_local[p][pc]``: is the operation at p's position pc local (a step
+    successors.py takes alone)?"""
 
     def __init__(self, machine: Machine, is_local: list[list[bool]], enabled: bool = True) -> None:
         self.machine = machine
