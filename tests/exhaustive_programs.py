@@ -192,6 +192,13 @@ ALPHABET: tuple[Atom, ...] = (
          opt_in=True),
     Atom("probe.token.arrive", "let t = try_wait mb parity 0; arrive mb; if !t {{ wait mb parity 0; }}",
          mbarrier=True, opt_in=True),
+    # the token shape with nothing between the probe and the wait, and with the token read after it (an index):
+    # where the false outcome covers the true one, and where it does not (engines/reduction/probe_outcome.py)
+    Atom("probe.token.direct", "let t = try_wait mb parity 0; if !t {{ wait mb parity 0; }}", mbarrier=True,
+         opt_in=True),
+    Atom("probe.token.index", "let t = try_wait mb parity 0; if !t {{ wait mb parity 0; }} write pair[t];",
+         mbarrier=True, decl=(PAIR,), opt_in=True),
+    Atom("read.pair1", "read pair[1];", decl=(PAIR,), opt_in=True),
     # registers read by an RS-form wgmma until the wgmma.wait that retires its group (SV605), beside the shared
     # memory the same wgmma reads
     Atom("r.write", "write ra;", decl=(REGS,), opt_in=True),
@@ -454,6 +461,15 @@ PROBE_TOKEN_SCOPES: dict[str, Scope] = {
     "probe-tokens": Scope("probe-tokens", 1, 2, ((2, 1), (1, 1), (2, 0)),
                           atoms=("probe.token.read", "probe.token.arrive", "arrive.expect_tx", "tma.load", "wait0",
                                  "arrive", "write"), wrappers=("", "elect"), trips=()),
+    # the true outcome left out where the false one covers it (engines/reduction/probe_outcome.py): the token shape
+    # with nothing, a read of the guarded slot or an arrive between the probe and the wait, and with the token
+    # read after the wait, beside the copy that completes the phase and the accesses that race with the reads
+    # (elected lanes only: a whole warp's arrive.expect_tx is 32 arrivals on a count of 1, a violation that ends
+    # most programs before the probe)
+    "probe-outcomes": Scope("probe-outcomes", 1, 2, ((2, 1), (1, 1), (2, 0), (2, 2)),
+                            atoms=("probe.token.direct", "probe.token.index", "probe.token.read", "read.pair1",
+                                   "arrive.expect_tx", "tma.load", "arrive", "write", "wait0"), wrappers=("elect",),
+                            trips=()),
 }
 
 

@@ -59,13 +59,15 @@ def test_the_skipped_token_wait_is_a_race_at_the_pv_mma(tmp_path, capsys):  # ty
 
 
 @pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
-                    reason="1.33 million states, about 290 s of CPU; the token spec's safe twin runs in CI; "
+                    reason="170,712 states, about 30 s of CPU; the token spec's safe twin runs in CI; "
                            "run with SYNCVERIFY_SLOW=1")
 @NEEDS
 def test_two_kv_tiles_are_safe_past_the_tokens(tmp_path, capsys):  # type: ignore[no-untyped-def]
-    """The kernel as it ships, at two K/V tiles: safe (1,329,549 states, bench/RESULTS-speed.md), with the SV204
+    """The kernel as it ships, at two K/V tiles: safe (170,712 states, bench/RESULTS-speed.md), with the SV204
     warnings of the one-tile check only (the warpgroups reach `__syncthreads` at different PTX copies). Decided
-    since the reduction's walk reads each warp's kept probe (docs/model.md, "A kept probe's sequence")."""
+    since the reduction's walk reads each warp's kept probe (docs/model.md, "A kept probe's sequence"), in a
+    tenth of the states since a kept probe's true step is left out where its false step covers it ("A kept
+    probe's true outcome"; 1,329,549 states before)."""
     ptx = tmp_path / "fmha.ptx"
     ptx.write_bytes(gzip.decompress((DATA / "fmha_hopper_fwd_ws_64.ptx.gz").read_bytes()))
     code = main(["check", str(ptx), "--cutlass-fmha", "1,1,128,128,64", "--timeout", "3600"])
@@ -94,3 +96,47 @@ def test_the_token_spec_without_its_wait_races_at_the_pv_mma_and_with_it_is_safe
     assert seeded.verdict.value == "violation"
     # (reported at both accesses: the read under the copy, and the copy's write under the read)
     assert {(d.code, d.span.line) for d in seeded.diagnostics if d.is_error} == {("SV301", mma), ("SV301", copy)}
+
+
+# ---- fmha_seeds seed 1: the K stage released before the wgmma wait --------------------------------------------
+
+K0_RELEASE = "    arrive empty[0];                         // consumer_release: K0\n"
+PROLOGUE_WAIT = "    wgmma.wait 0;\n    wait full[1 % STAGES]"  # the prologue's warpgroup_wait<0>(), before V0
+
+
+@SLOW
+@NEEDS
+def test_the_k_release_before_the_wgmma_wait_races_at_three_kv_tiles(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """fmha_seeds/make_overlay.py seed 1 (the first K stage's `consumer_release` moved from line 430 to before
+    `warpgroup_wait<0>()` at line 413): the five-stage K/V ring first refills a stage at the third K/V tile, so
+    at `1,1,128,192,64` the producer's TMA load of K2 overwrites K0's stage while the Q*K^T wgmma may still read
+    it (about 56,000 states and 12 s of CPU with --fail-fast). The finding is at the load
+    (fmha_collective_load.hpp:131) against the wgmma's read (fmha_common.hpp:56); the seeded release is in its
+    trace, the arrive on the K stage's empty barrier at line 413 before the `wgmma.wait 0` there."""
+    ptx = tmp_path / "fmha_seed1.ptx"
+    ptx.write_bytes(gzip.decompress((DATA / "fmha_seeds" / "fmha_hopper_fwd_ws_64_seed1.ptx.gz").read_bytes()))
+    code = main(["check", str(ptx), "--cutlass-fmha", "1,1,128,192,64", "--fail-fast", "--timeout", "1200"])
+    text = capsys.readouterr().out
+    assert code == 1, text[-3000:]
+    first = next(line for line in text.splitlines() if " SV" in line and not line.startswith(" "))
+    assert re.search(r"fmha_collective_load\.hpp:131:\d+: SV30[123] ", first) and "fmha_common.hpp:56" in first, first
+    steps = [line for line in text.splitlines() if "fmha_collective_tma_warpspecialized.hpp:413" in line]
+    release, drain = (next(n for n, line in enumerate(steps) if op in line) for op in (" arrive mb", " wgmma.wait 0"))
+    assert release < drain, steps
+
+
+def test_the_token_spec_with_k0_released_before_its_wgmma_wait_races_once_the_stage_is_refilled():
+    """The CI twin of the seed: the token pipeline (four stages) with the prologue's release of K0 moved before
+    its `wgmma.wait 0`. At two k tiles nothing refills stage 0 and it is safe; at three the producer's K load
+    into stage 0 races with the QK wgmma that still reads it (SV302 at the load, as in the kernel)."""
+    text = _token_spec(False)
+    assert text.count(K0_RELEASE) == 1 and text.count(PROLOGUE_WAIT) == 1
+    seeded = text.replace(K0_RELEASE, "").replace(PROLOGUE_WAIT, "    arrive empty[0];\n" + PROLOGUE_WAIT)
+    copy = next(n for n, t in enumerate(seeded.splitlines(), 1) if "tma.load kv[tk % STAGES]" in t)
+    found = {}
+    for iters in (2, 3):
+        spec = seeded.replace("param ITERS  = 2;", f"param ITERS  = {iters};")
+        result = check_protocol(load(spec, path="seed.sync"), Options(engine="explicit"))
+        found[iters] = (result.verdict.value, {(d.code, d.span.line) for d in result.diagnostics if d.is_error})
+    assert found[2] == ("safe", set()), found
+    assert found[3][0] == "violation" and ("SV302", copy) in found[3][1], found

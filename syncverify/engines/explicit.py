@@ -24,7 +24,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import budget as budgets
 from .. import ir
@@ -35,7 +35,8 @@ from ..semantics.program import BAR_WAIT, END
 from ..semantics.symmetry import Symmetry
 from ..semantics.symmetry_cta import CtaSymmetry, cta_symmetry
 from ..semantics.symmetry_perm import symmetry_for
-from .reduction import successors_of
+from .reduction import KEEP_TRUE_PROBES, successors_of
+from .reduction.probe_outcome import stale_waiter_may_have_moved
 from .store import Opened, Visited
 from .witness import deadlock, diagnostic
 
@@ -93,7 +94,8 @@ OnError = Callable[[Violation, list[tuple]], bool]
 
 
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
-           progress: Progress | None = None, on_error: OnError | None = None, reduce: bool = True) -> SearchOutcome:
+           progress: Progress | None = None, on_error: OnError | None = None,
+           reduce: bool | str = True) -> SearchOutcome:
     """Explore the machine's states; ``reduce``: with partial-order reduction (engines/reduction/),
     or every step the model offers."""
     with cyclic_gc_paused():
@@ -128,7 +130,7 @@ def _path_to(parents: Parents, sid: int, last: tuple | None) -> list[tuple]:
 
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
-            progress: Progress | None, on_error: OnError | None = None, reduce: bool = True) -> SearchOutcome:
+            progress: Progress | None, on_error: OnError | None = None, reduce: bool | str = True) -> SearchOutcome:
     successors = successors_of(machine, reduce, cut=True)
     start = time.monotonic()
     base_mb = budgets.rss_mb()
@@ -254,7 +256,7 @@ def past_bounds(first: str, count: int) -> str:
 
 def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace: bool = False,
             strict: bool = False, symmetry: bool = True, progress: Progress | None = None,
-            on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool = True,
+            on_finding: Callable[[Diagnostic], bool] | None = None, reduce: bool | str = True,
             search_with: Callable[..., SearchOutcome] | None = None) -> CheckResult:
     """Search and report. `on_finding` sees each distinct error as soon as it is found (as it
     will be reported); returning True stops the search there (--fail-fast). `symmetry` and `reduce`:
@@ -268,6 +270,17 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
     outcome = (search_with or search)(machine, budget, sym, progress, on_error, reduce)
+    if reduce is True and outcome.complete and stale_waiter_may_have_moved(machine, (v for v, _ in outcome.errors)):
+        # A kept probe's true outcome left out may move a stale waiter's finding from the probe's line to the
+        # wait's (engines/reduction/probe_outcome.py): the search again, with every true outcome, reports both.
+        seen = {(v.code, v.span.line if v.span else None) for v, _ in outcome.errors}
+        on_new = None if on_error is None else \
+            (lambda v, labels: (v.code, v.span.line if v.span else None) not in seen and on_error(v, labels))
+        # within what is left of the clock; where it cannot finish, the first search's findings stand (the same
+        # verdict and codes, the stale waiter's maybe at the wait's line)
+        again = (search_with or search)(machine, replace(budget, seconds=max(budget.seconds - outcome.seconds, 0.0)),
+                                        sym, progress, on_new, KEEP_TRUE_PROBES)
+        outcome = again if again.complete else outcome
     diags = [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))

@@ -109,7 +109,7 @@ def searcher(jobs: int) -> Callable[..., SearchOutcome]:
 
 
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
-           progress: Progress | None = None, on_error: OnError | None = None, reduce: bool = True,
+           progress: Progress | None = None, on_error: OnError | None = None, reduce: bool | str = True,
            *, jobs: int = 2) -> SearchOutcome:
     """explicit.search's outcome, computed by ``jobs`` worker processes (see the module's doc)."""
     if jobs <= 1:
@@ -266,7 +266,7 @@ class _Coordinator:
     """Starts the workers, runs the levels, and replays each level in the sequential order."""
 
     def __init__(self, machine: Machine, budget: Budget, symmetry: Symmetry | None, progress: Progress | None,
-                 on_error: OnError | None, reduce: bool, jobs: int) -> None:
+                 on_error: OnError | None, reduce: bool | str, jobs: int) -> None:
         self.machine, self.budget, self.progress, self.on_error = machine, budget, progress, on_error
         self.jobs = jobs
         self.successors = successors_of(machine, reduce, cut=True)

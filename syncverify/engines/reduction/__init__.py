@@ -28,12 +28,21 @@ if TYPE_CHECKING:
     from ...semantics.state import State
 
 
-def successors_of(machine: Machine, reduce: bool = True, cut: bool = False) -> Callable[[State], Iterable[StepResult]]:
+# ``reduce`` that reduces but keeps every kept probe's true step (probe_outcome.py): the search explore() runs
+# again where the one that left some out may have named a stale waiter at the wait instead of the probe
+KEEP_TRUE_PROBES = "keep-true-probes"
+
+
+def successors_of(machine: Machine, reduce: bool | str = True,
+                  cut: bool = False) -> Callable[[State], Iterable[StepResult]]:
     """The successor function a search explores ``machine`` with: the reduced one, or with ``reduce``
-    off every step the model offers. With ``cut`` a step past the model's bounds is handed on as not
-    taken (``StepResult.cut``) rather than ending the search: the searches that go on past it (explicit,
-    parallel) ask for that."""
-    step = Reduction(machine).successors if reduce else machine.successors
+    off every step the model offers (KEEP_TRUE_PROBES: the reduced one with every probe's true step).
+    With ``cut`` a step past the model's bounds is handed on as not taken (``StepResult.cut``) rather
+    than ending the search: the searches that go on past it (explicit, parallel) ask for that."""
+    if not reduce:
+        step: Callable[[State], Iterable[StepResult]] = machine.successors
+    else:
+        step = Reduction(machine, cover_probes=reduce != KEEP_TRUE_PROBES).successors
     return partial(_cut_steps, machine, step) if cut else step
 
 
@@ -48,4 +57,4 @@ def _cut_steps(machine: Machine, step: Callable[[State], Iterable[StepResult]], 
         return list(machine.successors(state, cut=True))
 
 
-__all__ = ["Reduction", "successors_of"]
+__all__ = ["KEEP_TRUE_PROBES", "Reduction", "successors_of"]

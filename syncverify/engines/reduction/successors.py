@@ -27,6 +27,7 @@ from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
 from .named import lone_named_arrival
 from .precede_memo import PrecedeMemo
 from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
+from .probe_outcome import KeptProbeOutcomes
 from .tx import LandingRules
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Reduction(ElementRules, LandingRules):
     """The partial-order reduction of one machine's steps: ``successors`` is the search's successor
     function; the tables it reads of each program, fixed by the program, are computed here once."""
 
-    def __init__(self, machine: Machine) -> None:
+    def __init__(self, machine: Machine, cover_probes: bool = True) -> None:
         self.machine = machine
         # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
         self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
@@ -116,6 +117,9 @@ class Reduction(ElementRules, LandingRules):
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
         self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
         self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (cta_local.py)
+        # a kept probe's true step, left out where its false step covers it (probe_outcome.py)
+        self.kept_probes = KeptProbeOutcomes(machine, [[c is _POR_LOCAL for c in cs] for cs in self._por_class],
+                                             cover_probes)
 
     def successors(self, state: State) -> Iterator[StepResult]:
         """Every step enabled in ``state`` — or, by partial-order reduction, just one.
@@ -250,9 +254,9 @@ class Reduction(ElementRules, LandingRules):
         # one CTA's steps, where they qualify (cta_local.py); not where a step breaks a rule (as above)
         local = self.cta_local.steps(state, tried, landed)
         if local is not None and not self._some_step_breaks_a_rule(state, tried):
-            yield from local
+            yield from self.kept_probes.without_covered(state, local)
             return
-        yield from machine.successors(state, tried, landed)
+        yield from self.kept_probes.without_covered(state, machine.successors(state, tried, landed))
 
     def _observing_wait(self, state: State, p: int, tried: dict[int, StepResult | None]) -> bool:
         """The first loop's conditions on a wait it puts among the observing waits, asked of one whose
