@@ -16,7 +16,9 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
 * CUTLASS example 88's Hopper FMHA forward: safe at one K/V tile (test_cutlass_host_sm100.py) and at two, where
   the math warps' `consumer_try_wait` tokens are reached (test_ptx_fmha_tokens.py, SLOW); its seed without the
   token's `consumer_wait` is SV301 at the PV MMA (the same file). Seed, a release before the wgmma wait
-  (fmha_seeds/make_overlay.py seed 1): below; it shows only from the third K/V tile.
+  (fmha_seeds/make_overlay.py seed 1): harmless at one K/V tile (below); it shows only from the third, where it
+  is SV302 at the refill's load (`fmha_collective_load.hpp:131`) against the wgmma's read
+  (test_ptx_fmha_tokens.py, SLOW, with its twin on the token spec in CI).
 """
 
 from __future__ import annotations
