@@ -6,10 +6,10 @@ Arithmetic follows C on signed integers (what a kernel author writes in CUDA):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, fields, is_dataclass
 
-from .ir import BinOp, Builtin, Cond, Const, Expr, InRole, Pick, UnOp, Var
+from .ir import BinOp, Builtin, Cond, Const, Expr, InRole, Pick, Span, UnOp, Var
 
 
 class EvalError(Exception):
@@ -166,6 +166,20 @@ def substitute(expr: Expr, name: str, value: Expr) -> Expr:
         case Pick(name=n, values=values, index=index, per_cta=per_cta, span=span):
             return Pick(n, values, substitute(index, name, value), per_cta, span)
     return expr
+
+
+def expressions_in(obj: object) -> Iterator[Expr]:
+    """Every expression inside an IR node (an operation's indices, counts, parities, ranks, masks; tuples of
+    them), outermost only: free_names and subexpressions look inside each."""
+    if isinstance(obj, Const | Var | Builtin | InRole | BinOp | UnOp | Cond | Pick):
+        yield obj
+    elif isinstance(obj, tuple):
+        for x in obj:
+            yield from expressions_in(x)
+    elif is_dataclass(obj) and not isinstance(obj, type | Span):
+        for f in fields(obj):
+            if f.name != "span":
+                yield from expressions_in(getattr(obj, f.name))
 
 
 def free_names(expr: Expr) -> set[str]:

@@ -23,7 +23,7 @@ from syncverify import load
 from syncverify.diagnostics import InputError
 from syncverify.engines.explicit import Budget, explore
 from syncverify.semantics.footprint import _EV_WAIT
-from syncverify.semantics.footprint_probe import _with
+from syncverify.semantics.footprint_probe import with_var
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.program import OP
 
@@ -70,7 +70,7 @@ def test_a_kept_probe_reads_as_its_false_outcome_where_it_is_cutlass_s_shape():
     assert events == ()
     q, pc, vars_ = key
     slot = machine.programs[q].code[pc].slot
-    assert after == (q, *machine._run_local(q, pc + 1, _with(vars_, slot, 0)))
+    assert after == (q, *machine._run_local(q, pc + 1, with_var(vars_, slot, 0)))
     # the sequence from there holds the arrive, then the wait the token skips
     nxt = machine.future(after)
     assert nxt is not None and nxt[0][0][0] != _EV_WAIT
@@ -96,7 +96,7 @@ def test_the_arrive_before_the_landing_is_kept_and_the_probe_read_as_a_wait_lose
         q, pc, vars_ = key
         ins = fp.programs[q].code[pc]
         m, parity = fp._wait_target(q, ins.op, vars_)
-        return ((wait_event, m, parity),), (q, *fp._run_local(q, pc + 1, _with(vars_, ins.slot, 1)))
+        return ((wait_event, m, parity),), (q, *fp._run_local(q, pc + 1, with_var(vars_, ins.slot, 1)))
 
     monkeypatch.setattr(footprint, "kept_probe_future", as_a_wait)
     naive = _codes(_machine(), True)

@@ -32,15 +32,15 @@ a protocol has it, without trusting the front end's folding:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import z3
 
 from .. import ir
 from ..budget import solve
 from ..diagnostics import InputError
-from ..expr import Context, free_names
+from ..expr import Context, expressions_in, free_names
 from ..lang import load
 from ..semantics.machine import Machine
 from ..semantics.program import BRANCH, FOR_INIT, FOR_NEXT, LET, OP, Instr, Program
@@ -146,19 +146,6 @@ def _loops(prog_a: Program, prog_b: Program) -> list[Loop]:
 
 
 # ---------------------------------------------------------------------- expressions
-def _exprs(obj: object) -> Iterator[ir.Expr]:
-    """Every expression inside an operation (indices, counts, parities, ranks, masks)."""
-    if isinstance(obj, ir.Const | ir.Var | ir.Builtin | ir.InRole | ir.BinOp | ir.UnOp | ir.Cond | ir.Pick):
-        yield obj
-    elif isinstance(obj, tuple):
-        for x in obj:
-            yield from _exprs(x)
-    elif is_dataclass(obj) and not isinstance(obj, ir.Span):
-        for f in fields(obj):
-            if f.name != "span":
-                yield from _exprs(getattr(obj, f.name))
-
-
 def _inline(e: ir.Expr, defs: Mapping[str, ir.Expr]) -> ir.Expr:
     match e:
         case ir.Var(name=n) if n in defs:
@@ -381,7 +368,7 @@ def _classify(prog: Program, main: Loop, epilogues: tuple[Loop, ...]) -> tuple[P
         elif ins.kind in (FOR_INIT, FOR_NEXT, BRANCH):
             raw += [e for e in (ins.expr, ins.expr2) if e is not None]
         elif ins.kind == OP:
-            raw += list(_exprs(ins.op))
+            raw += list(expressions_in(ins.op))
         exprs += [e for e in raw if _names(e) & offsets.keys()]
     slots = tuple(sorted(names.index(n) for n in offsets))
     live: dict[str, int] = {}

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from .program import END, OP
+from .program import END, OP, Instr
 
 if TYPE_CHECKING:
     from .footprint import Footprint
@@ -42,8 +42,14 @@ if TYPE_CHECKING:
 _MAX_LOCKSTEP = 4096  # positions compared per probe at most; past it the position stays unknown
 
 
-def _with(vars_: tuple, slot: int, value: int) -> tuple:
+def with_var(vars_: tuple, slot: int, value: int) -> tuple:
+    """A process's variables with the one of ``slot`` set to ``value``."""
     return (*vars_[:slot], value, *vars_[slot + 1:])
+
+
+def is_kept_probe(ins: Instr) -> bool:
+    """Is ``ins`` a kept probe, `let t = try_wait …` (its result kept in a variable)?"""
+    return ins.kind == OP and isinstance(ins.op, ir.MbarProbe) and ins.slot >= 0
 
 
 def kept_probe_future(fp: Footprint, key: tuple, wait_event: int) -> tuple[tuple, tuple] | None:
@@ -53,7 +59,7 @@ def kept_probe_future(fp: Footprint, key: tuple, wait_event: int) -> tuple[tuple
     q, pc, vars_ = key
     ins = fp.programs[q].code[pc]
     op = ins.op
-    if not isinstance(op, ir.MbarProbe) or ins.slot < 0:
+    if not is_kept_probe(ins):
         return None
     target = fp._wait_target(q, op, vars_)  # type: ignore[arg-type]
     if target is False:
@@ -61,15 +67,15 @@ def kept_probe_future(fp: Footprint, key: tuple, wait_event: int) -> tuple[tuple
     wait = (wait_event, *target)  # type: ignore[misc]
     code = fp.programs[q].code
     slot = ins.slot
-    npc, nvars = fp._run_local(q, pc + 1, _with(vars_, slot, 0))
+    npc, nvars = fp._run_local(q, pc + 1, with_var(vars_, slot, 0))
     false_key = (q, npc, nvars)
-    t = (q, *fp._run_local(q, pc + 1, _with(vars_, slot, 1)))
+    t = (q, *fp._run_local(q, pc + 1, with_var(vars_, slot, 1)))
     f = false_key
     waited = False  # the false sequence's one wait on (B, P) more has been met
     for _ in range(_MAX_LOCKSTEP):
         if t == f:
             return (), false_key  # the same position and variables: the same sequence from here
-        same_place = t[1] == f[1] and _with(t[2], slot, 0) == _with(f[2], slot, 0)
+        same_place = t[1] == f[1] and with_var(t[2], slot, 0) == with_var(f[2], slot, 0)
         if same_place and code[t[1]].kind == END:
             return (), false_key
         fut_f = fp.future(f)

@@ -31,31 +31,19 @@ true step (stale_waiter_may_have_moved). The proof is in docs/model.md, "A kept 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING
 
 from ... import ir
+from ...expr import expressions_in, free_names
 from ...semantics.core import StepResult, Violation
-from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Instr, Program
+from ...semantics.footprint_probe import is_kept_probe, with_var
+from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, LET, OP, Program
 from ...semantics.state import P_PC, P_VARS, R_LINE, R_OWNER, R_SPACE, SPACE_OBS, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
 
 _MAX_LOCAL_STEPS = 64  # steps of the warp compared per probe at most; past it both outcomes stay
-
-
-def _names_read(node: object, out: set[str]) -> None:
-    """Every variable name an IR node reads (its expressions, however deep), added to ``out``."""
-    if isinstance(node, ir.Var):
-        out.add(node.name)
-    elif isinstance(node, tuple):
-        for x in node:
-            _names_read(x, out)
-    elif is_dataclass(node) and not isinstance(node, type):
-        for f in fields(node):
-            if f.name != "span":
-                _names_read(getattr(node, f.name), out)
 
 
 def live_positions(prog: Program, slot: int) -> list[bool]:
@@ -66,10 +54,9 @@ def live_positions(prog: Program, slot: int) -> list[bool]:
     code = prog.code
     reads: list[bool] = []
     for ins in code:
-        names: set[str] = set()
-        _names_read((ins.expr, ins.expr2, ins.op), names)
-        reads.append(name in names or (ins.kind == FOR_NEXT and ins.slot == slot))
-    writes = [ins.slot == slot and (ins.kind in (LET, FOR_INIT) or _is_kept_probe(ins)) for ins in code]
+        read = any(name in free_names(e) for e in expressions_in((ins.expr, ins.expr2, ins.op)))
+        reads.append(read or (ins.kind == FOR_NEXT and ins.slot == slot))
+    writes = [ins.slot == slot and (ins.kind in (LET, FOR_INIT) or is_kept_probe(ins)) for ins in code]
 
     def succ(pc: int) -> tuple[int, ...]:
         ins = code[pc]
@@ -119,7 +106,7 @@ class KeptProbeOutcomes:
             if len(label) == 2 and label[0] == "p":
                 p = label[1]
                 ins = machine.programs[p].code[state.procs[p][P_PC]]
-                if _is_kept_probe(ins) and machine.probe_passes(state, p) and self.true_is_covered(state, p, res):
+                if is_kept_probe(ins) and machine.probe_passes(state, p) and self.true_is_covered(state, p, res):
                     continue
             yield res
 
@@ -141,7 +128,7 @@ class KeptProbeOutcomes:
         waited_line = -1  # the line of the wait the false run passed, once it has
         for _ in range(_MAX_LOCAL_STEPS):
             pa, pb = a.procs[p], b.procs[p]
-            same_place = pa[P_PC] == pb[P_PC] and _with(pa[P_VARS], slot, 0) == _with(pb[P_VARS], slot, 0)
+            same_place = pa[P_PC] == pb[P_PC] and with_var(pa[P_VARS], slot, 0) == with_var(pb[P_VARS], slot, 0)
             if same_place and waited_line >= 0:
                 return not self._live_at(p, slot)[pa[P_PC]] and \
                     _normalized(a, state, p, slot, pb[P_VARS][slot], waited_line) == b
@@ -173,14 +160,9 @@ class KeptProbeOutcomes:
         return live
 
 
-def _is_kept_probe(ins: Instr) -> bool:
-    """Is ``ins`` a kept probe, `let t = try_wait …`?"""
-    return ins.kind == OP and isinstance(ins.op, ir.MbarProbe) and ins.slot >= 0
-
-
 def _kept_probes(prog: Program) -> list[int]:
     """The positions of the program's kept probes."""
-    return [pc for pc, ins in enumerate(prog.code) if _is_kept_probe(ins)]
+    return [pc for pc, ins in enumerate(prog.code) if is_kept_probe(ins)]
 
 
 def stale_waiter_may_have_moved(machine: Machine, errors: Iterable[Violation]) -> bool:
@@ -197,17 +179,13 @@ def _clean(res: StepResult) -> bool:
     return res.state is not None and res.violation is None and not res.warnings and not res.soft
 
 
-def _with(vars_: tuple, slot: int, value: int) -> tuple:
-    return (*vars_[:slot], value, *vars_[slot + 1:])
-
-
 def _normalized(state: State, before: State, p: int, slot: int, token: int, wait_line: int) -> State:
     """``state`` with p's token set to ``token`` and the observations p recorded since ``before`` (the
     probe's) at the wait's line: what the false run's state holds there."""
     old = set(before.records)
     procs = state.procs
     pstate = procs[p]
-    procs = (*procs[:p], (pstate[0], _with(pstate[P_VARS], slot, token), *pstate[2:]), *procs[p + 1:])
+    procs = (*procs[:p], (pstate[0], with_var(pstate[P_VARS], slot, token), *pstate[2:]), *procs[p + 1:])
     records = tuple((*r[:R_LINE], wait_line, *r[R_LINE + 1:])
                     if r[R_SPACE] == SPACE_OBS and r[R_OWNER] == p and r not in old else r
                     for r in state.records)

@@ -7,7 +7,7 @@ A mixin of ``Machine`` through MbarrierOps (mbarrier.py), which registers the ha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ... import ir
 from ...diagnostics import Severity
@@ -41,10 +41,6 @@ from ..state import (
     carry_obs,
     rdata_cta_line,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 
 def wait_commutes(mb: tuple, intended: int) -> bool:
