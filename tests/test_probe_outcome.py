@@ -154,3 +154,26 @@ def test_cutlass_s_token_pipeline_is_safe_in_fewer_states_than_without_the_rule(
     without = _found(load(path.read_text(), path=str(path)))
     assert with_rule[:2] == without[:2] and with_rule[0] == "safe"
     assert with_rule[2] < without[2], (with_rule, without)
+
+
+def test_the_second_search_stays_within_the_check_s_budgets(monkeypatch):
+    """The search again with every true outcome gets what the first left of the state budget (and of the
+    clock). With a budget the second search would fit alone but not after the first, the check keeps the first
+    one's answer (the same verdict and codes, the stale waiter at the wait's line only); with room for both, it
+    reports both lines."""
+    protocol = _protocol(w0_after="arrive mb;")
+    both = explore(protocol, Budget(100_000, 60.0), Machine(protocol))
+    monkeypatch.setattr(explicit, "stale_waiter_may_have_moved", lambda machine, errors: False)
+    first = explore(protocol, Budget(100_000, 60.0), Machine(protocol))
+    monkeypatch.undo()
+    second_states = both.stats.states  # the answer of the two searches is the second's, with its states
+    assert first.stats.states < second_states
+
+    def answer(result):  # type: ignore[no-untyped-def]
+        return result.verdict, sorted((d.code, d.span.line if d.span else 0) for d in result.diagnostics)
+
+    assert answer(both) != answer(first)  # the second search adds the probe's line
+    tight = explore(protocol, Budget(second_states, 60.0), Machine(protocol))
+    assert answer(tight) == answer(first) and tight.stats.states == first.stats.states
+    room = explore(protocol, Budget(first.stats.states + second_states, 60.0), Machine(protocol))
+    assert answer(room) == answer(both)

@@ -276,10 +276,11 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
         seen = {(v.code, v.span.line if v.span else None) for v, _ in outcome.errors}
         on_new = None if on_error is None else \
             (lambda v, labels: (v.code, v.span.line if v.span else None) not in seen and on_error(v, labels))
-        # within what is left of the clock; where it cannot finish, the first search's findings stand (the same
-        # verdict and codes, the stale waiter's maybe at the wait's line)
-        again = (search_with or search)(machine, replace(budget, seconds=max(budget.seconds - outcome.seconds, 0.0)),
-                                        sym, progress, on_new, KEEP_TRUE_PROBES)
+        # within what is left of the clock and of the states; where it cannot finish, the first search's findings
+        # stand (the same verdict and codes, the stale waiter's maybe at the wait's line)
+        left = replace(budget, seconds=max(budget.seconds - outcome.seconds, 0.0),
+                       max_states=max(budget.max_states - outcome.states, 0))
+        again = (search_with or search)(machine, left, sym, progress, on_new, KEEP_TRUE_PROBES)
         outcome = again if again.complete else outcome
     diags = [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
     diags += [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
