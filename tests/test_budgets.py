@@ -206,6 +206,27 @@ def test_sigint_during_bmc_exits_130_with_no_verdict(after):
     assert took < 60
 
 
+def test_sigint_while_the_command_line_loads_exits_130(monkeypatch):  # type: ignore[no-untyped-def]
+    """A Ctrl-C while the command line's modules import (z3, lark, the engines: a second or more, longer on a
+    loaded machine) is an interrupt like a later one: exit 130, no traceback. The interrupt is raised by the
+    import itself here, so it lands there every time."""
+    import importlib.abc
+
+    import syncverify.__main__ as entry_point
+
+    class InterruptedImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+            if name == "syncverify.cli":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "syncverify.cli")
+    monkeypatch.setattr(sys, "meta_path", [InterruptedImport(), *sys.meta_path])
+    with pytest.raises(SystemExit) as stop:
+        entry_point.run()
+    assert stop.value.code == 130
+
+
 def test_sigint_with_jobs_exits_130_with_no_verdict():
     rc, out, err, _ = _interrupt([str(SPECS / "cluster_multicast_ring.sync"), "-D", "ITERS=64,65", "--jobs", "2"],
                                  3.0)
