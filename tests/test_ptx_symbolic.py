@@ -367,9 +367,29 @@ def test_gemm_seed_empty_count_plus_one_deadlocks_at_the_smallest_k(tmp_path, ca
     assert {d["code"] for d in res["diagnostics"] if d["severity"] == "error"} == {"SV201"}
 
 
-def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys):  # type: ignore[no-untyped-def]
+def test_a_symbolic_extraction_that_outlives_the_time_budget_is_inconclusive(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """The symbolic extraction runs under the check's clock too (it once ran on past --timeout): the GEMM's,
+    which takes tens of seconds, stops at its first look at the clock after one second."""
+    ptx, args = _gemm(tmp_path)
+    rc, res = _json(capsys, ["check", str(ptx), *args, "--symbolic", "0[12:4]>=64", "--timeout", "1"])
+    assert rc == 3 and res["verdict"] == "inconclusive" and res["stopped_by"] == "time"
+    assert res["coverage"].startswith("the kernel was not extracted: time budget of 1s reached while ")
+
+
+def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys, monkeypatch):  # type: ignore[no-untyped-def]
     """--timeout is the wall clock of the whole command: a protocol reached with none of it left is not
-    checked (inconclusive, naming it), where each protocol once had the whole budget to itself."""
+    checked (inconclusive, naming it), where each protocol once had the whole budget to itself. (The
+    extraction is given a clock of its own here, so that it is the protocols that find the budget spent.)"""
+    from syncverify import budget
+    from syncverify.cli import symbolic
+
+    real = symbolic.symbolic_kernel
+
+    def extracted_whatever_the_clock(*a):  # type: ignore[no-untyped-def]
+        with budget.clock(3600):
+            return real(*a)
+
+    monkeypatch.setattr(symbolic, "symbolic_kernel", extracted_whatever_the_clock)
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM, "--timeout", "0.001"])
     assert rc == 3 and res["verdict"] == "inconclusive"
     assert "residue 0: not checked, the time budget of 0.001 s was spent" in res["coverage"]

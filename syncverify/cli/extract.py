@@ -21,9 +21,9 @@ from ..ptx.frames import patterns_of
 from ..ptx.launch import ParamBytes
 from ..ptx.parse import Module, PtxError
 from ..ptx.undefined import Undefined, finding_result
-from ..result import CheckResult, Verdict
+from ..result import CheckResult
 from . import cutlass as cli_cutlass
-from .kernel import _at_source, _same_site_sv204, at_cuda_line, demangled, launch_of, sites_of, ticking
+from .kernel import _at_source, _same_site_sv204, at_cuda_line, demangled, launch_of, not_extracted, sites_of, ticking
 from .symbolic import add_symbolic_arg, check_symbolic, cmd_extract_symbolic
 
 KERNEL_SUFFIXES = (".ptx", ".cu")
@@ -222,8 +222,7 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     except PtxError as err:
         return at_cuda_line(err, path)
     except budgets.OutOfBudget as out:
-        return CheckResult(path=path, protocol=args.kernel or "", verdict=Verdict.INCONCLUSIVE, bound="",
-                           coverage=f"the kernel was not extracted: {out}", stopped_by=out.kind)
+        return not_extracted(path, args, out)
     # the check gets what extraction left of --timeout
     told = options.on_finding
 

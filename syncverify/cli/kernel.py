@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+from .. import budget as budgets
 from ..demangle import brief
 from ..demangle import demangled as demangled  # re-exported: the commands read it from here
 from ..diagnostics import Diagnostic, Related, Span
@@ -25,6 +26,14 @@ from ..ptx.extract import Extracted
 from ..ptx.frames import LIBRARY_PATTERNS, Frame, user_frame
 from ..ptx.launch import Launch, ParamBytes
 from ..ptx.parse import Instr, PtxError, _source_file
+from ..result import CheckResult, Verdict
+
+
+def not_extracted(path: str, args: argparse.Namespace, out: budgets.OutOfBudget) -> CheckResult:
+    """The answer when a budget ran out while the kernel was extracted (the PTX executor and the loop
+    roller look at the check's clock): inconclusive, saying in which phase, never a verdict."""
+    return CheckResult(path=path, protocol=args.kernel or "", verdict=Verdict.INCONCLUSIVE, bound="",
+                       coverage=f"the kernel was not extracted: {out}", stopped_by=out.kind)
 
 
 def _bind(pairs: list[tuple[str, int | bytes | ParamBytes]]) -> dict[str, int | bytes | ParamBytes]:

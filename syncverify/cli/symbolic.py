@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import replace
 
+from .. import budget
 from ..diagnostics import InputError
 from ..ptx.extract import Extracted, load_module
 from ..ptx.parse import PtxError
@@ -25,7 +26,7 @@ from ..ptx.symextract import SymbolicKernel, extract_symbolic
 from ..ptx.symvalues import SymParam
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Stats, Verdict
-from .kernel import _at_source, _same_site_sv204, launch_of
+from .kernel import _at_source, _same_site_sv204, launch_of, not_extracted
 
 _SYM = re.compile(r"^(?P<name>[^\[\]<>=]+)(?:\[(?P<off>\w+):(?P<len>\w+)\])?\s*>=\s*(?P<lo>-?\w+)$")
 
@@ -120,7 +121,8 @@ def _cases(fam: SymbolicKernel, options) -> list[tuple[str, Extracted, object, i
 def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
     """Every residue's protocol with the z3 engine, every small trip count with the explicit engine.
 
-    ``--timeout`` is the wall clock of the whole command, extraction included: each protocol is checked
+    ``--timeout`` is the wall clock of the whole command, extraction included (a symbolic extraction that
+    outlives it is inconclusive, "not extracted"): each protocol is checked
     with what is left of it (each protocol alone had the whole budget once, and a check of five of them
     ran five times as long as asked). A protocol reached with none left is not checked, and the answer is
     inconclusive. The deterministic budgets (states, rlimit) stay per protocol."""
@@ -129,11 +131,14 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
 
     start = time.monotonic()
     try:
-        fams = symbolic_kernel(path, args)
+        with budget.clock(options.timeout):  # the symbolic executor and the loop roller look at it
+            fams = symbolic_kernel(path, args)
     except Undefined as ub:
         return finding_result(path, ub, args.kernel)
     except PtxError as err:
         return err
+    except budget.OutOfBudget as out:
+        return not_extracted(path, args, out)
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     states, secs = 0, 0.0
     inconclusive: list[str] = []
