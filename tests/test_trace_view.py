@@ -188,8 +188,11 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, why):
 
 
 def test_unwritable_output_exits_2(tmp_path, capsys):
+    """Said before the search (which proves the safe spec for every iteration count first)."""
     assert main(["trace", str(SAFE), "-D", "ITERS=1", "-o", str(tmp_path)]) == 2  # a directory
-    assert "cannot write" in capsys.readouterr().err
+    assert f"cannot write {tmp_path}: Is a directory" in capsys.readouterr().err
+    assert main(["trace", str(SAFE), "-D", "ITERS=1", "-o", str(tmp_path / "gone" / "t.html")]) == 2
+    assert f"cannot write {tmp_path / 'gone' / 't.html'}: no folder {tmp_path / 'gone'}" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- rendering

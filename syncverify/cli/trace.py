@@ -11,6 +11,7 @@ written in all three cases — and 2 for bad input or an unwritable output path
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,19 @@ def _fail(results: list[CheckResult]) -> int:
     return 2
 
 
+def _cannot_write(out: Path) -> str | None:
+    """Why the page could not be written to ``out`` (a directory, a folder that is not there or not
+    writable), or None. The write itself still reports what this cannot foresee."""
+    if out.is_dir():
+        return "Is a directory"
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        return f"no folder {folder}"
+    if not os.access(out if out.exists() else folder, os.W_OK):
+        return "Permission denied"
+    return None
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from ..lang import load
     from ..lang.choices import open_choices
@@ -72,6 +86,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
                                   diagnostics=(make("SV118", f"{several}; a trace page shows one assignment: pin each "
                                                 "with -D NAME=VALUE (`syncverify check` names the assignment of "
                                                 "each finding)", protocol.choices[0].span),))])
+    out = Path(args.output) if args.output else Path(Path(args.path).stem + ".trace.html")
+    cannot = _cannot_write(out)
+    if cannot:  # said before the search, which can take minutes, not after it
+        print(f"syncverify: cannot write {out}: {cannot}", file=sys.stderr)
+        return 2
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
                       full_trace=True, defines=dict(args.defines), **readings_asked(args.no_assume, args.assume))
     result = check_protocol(protocol, options)
@@ -89,7 +108,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     views = views_for(protocol, result, codes, lanes=lanes, trimmed=not args.full_trace,
                       assumptions=Assumptions.of(options))
     page = render_html(protocol, result, views, lanes)
-    out = Path(args.output) if args.output else Path(Path(args.path).stem + ".trace.html")
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as err:
