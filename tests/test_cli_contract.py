@@ -388,11 +388,12 @@ def test_search_reports_progress_to_a_callback():
     from syncverify.check import Options, check_protocol
 
     seen = []
-    # a search long enough to report progress (the ring at ITERS=8 now takes a few hundred states)
+    # an explicit search long enough to report progress (every 0.25 s): the ring at ITERS=128, some 6,700
+    # states (the default engines would first prove it for every ITERS, a lifted search of 59,000 states)
     protocol = load(str(Path(__file__).resolve().parent.parent / "bench" / "ring_family.sync"),
-                    {"STAGES": 2, "CONSUMERS": 4, "ITERS": 64})
-    result = check_protocol(protocol, Options(progress=lambda *a: seen.append(a)))
-    assert result.verdict.value == "safe"
+                    {"STAGES": 2, "CONSUMERS": 4, "ITERS": 128})
+    result = check_protocol(protocol, Options(engine="explicit", progress=lambda *a: seen.append(a)))
+    assert result.verdict.value == "safe" and result.bound == "ITERS=128"
     assert seen and all(states > 0 and seconds >= 0 for states, _, seconds, _ in seen)
     assert [s[0] for s in seen] == sorted(s[0] for s in seen)
 
