@@ -56,6 +56,7 @@ being built also serve as a cache of duplicates (``Visited``).
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Iterator
 from itertools import compress, count, repeat
 from operator import floordiv, is_, is_not, ne
@@ -167,7 +168,9 @@ class _Chunks:
     def against(self, seq: tuple, old: tuple, old_eids: array, old_chunks: array) -> array | None:
         """The chunk numbers of ``seq`` (as long as ``old``, the parent's, whose element numbers and
         chunk numbers are given): only chunks where an element changed are numbered again. None:
-        the parent's chunks."""
+        the parent's chunks. A knowledge update rebuilds ~35 of the ~200 records of the 2x1
+        ping-pong GEMM's states, so the look-ups, the new element numbers and the chunks' keys go
+        through C (map, array slices), not a Python loop per element or per chunk."""
         changed = list(compress(range(len(seq)), map(is_not, seq, old)))
         if not changed:
             return None
@@ -176,16 +179,21 @@ class _Chunks:
         if None in numbers:
             for j in compress(range(len(numbers)), map(is_, numbers, repeat(None))):
                 numbers[j] = table.of(seq[changed[j]])
-        was = list(map(old_eids.__getitem__, changed))
-        if numbers == was:
-            return None
         eids = old_eids[:]
-        moved = list(compress(changed, map(ne, numbers, was)))
-        for i, n in zip(moved, compress(numbers, map(ne, numbers, was)), strict=True):
-            eids[i] = n
+        deque(map(eids.__setitem__, changed, numbers), 0)
+        if eids == old_eids:
+            return None
+        flat = eids.tobytes()
+        width = 4 * CHUNK
+        touched = sorted(set(map(floordiv, compress(changed, map(ne, numbers, map(old_eids.__getitem__, changed))),
+                                 repeat(CHUNK))))
+        keys = [flat[c * width:(c + 1) * width] for c in touched]
+        found = list(map(self.chunks.number.get, keys))
+        if None in found:
+            for j in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[j] = self.chunks(keys[j])
         chunks = old_chunks[:]
-        for c in set(map(floordiv, moved, repeat(CHUNK))):
-            chunks[c] = self.of(eids, c * CHUNK)
+        deque(map(chunks.__setitem__, touched, found), 0)
         return chunks
 
     def spliced(self, seq: tuple, old: tuple, old_eids: array, old_chunks: array) -> array:
