@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 from .diagnostics import Span
@@ -680,9 +681,16 @@ class Protocol:
 
     def text_of(self, span: Span | None, limit: int = 80) -> str:
         """The spec text a span covers, on one line (for traces and generated comments)."""
-        lines = self.source.splitlines()
+        lines = _lines_of(self.source)
         if span is None or not 0 < span.line <= len(lines):
             return ""
         text = lines[span.line - 1]
         text = text[span.column - 1: span.end_column - 1] if span.end_line == span.line else text[span.column - 1:]
         return " ".join(text.split())[:limit]
+
+
+@lru_cache(maxsize=4)
+def _lines_of(source: str) -> tuple[str, ...]:
+    """A spec's lines, split once: a report quotes a line per step of its trace (17,034 quotes of
+    the 80 KB extracted cooperative GEMM split it each time, 1.3 s)."""
+    return tuple(source.splitlines())

@@ -17,7 +17,7 @@ from syncverify import load
 from syncverify.engines import explicit
 from syncverify.engines.explicit import Budget, search
 from syncverify.engines.reduction import successors_of
-from syncverify.engines.store import CHUNK, Store, Visited
+from syncverify.engines.store import CHUNK, Store, Visited, key, numbers_of
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.state import State
 from syncverify.semantics.symmetry import Symmetry
@@ -110,13 +110,13 @@ def test_packing_is_exact_and_decodes(path, params):
     against = 0
     for state, succ in pairs:
         mine = store.pack(state)
-        by_bytes.setdefault(mine.tobytes(), state)
-        assert by_bytes[mine.tobytes()] == state
-        parent = store.open(mine.tobytes())
+        by_bytes.setdefault(key(mine), state)
+        assert by_bytes[key(mine)] == state
+        parent = store.open(key(mine))
         assert parent.state == state and _types(parent.state) == _types(state)
         for s in succ:
-            packed = store.pack(s, parent).tobytes()
-            assert packed == store.pack(s).tobytes()
+            packed = key(store.pack(s, parent))
+            assert packed == key(store.pack(s))
             assert by_bytes.setdefault(packed, s) == s
             decoded = store.open(packed).state
             assert decoded == s and _types(decoded) == _types(s)
@@ -133,7 +133,7 @@ def test_records_change_in_one_chunk_only():
     store = Store()
     changed = 0
     for state, succ in pairs:
-        parent = store.open(store.pack(state).tobytes())
+        parent = store.open(key(store.pack(state)))
         for s in succ:
             if len(s.records) != len(state.records) or len(state.records) <= CHUNK:
                 continue
@@ -156,7 +156,7 @@ def test_values_of_different_kinds_never_stand_in_for_each_other():
     state = base._replace(procs=(twin, *base.procs[1:]))
     store = Store()
     store.pack(base)
-    decoded = store.open(store.pack(state).tobytes()).state
+    decoded = store.open(key(store.pack(state))).state
     assert decoded == state
     assert decoded.procs[0] is twin or decoded.procs[0] == twin
     assert decoded.mbars == base.mbars
@@ -176,3 +176,26 @@ def test_visited_keeps_each_state_once():
             visited.add(s)
     assert len(visited) == len({s for state, succ in pairs for s in [state, *succ]})
     assert fresh > 0
+
+
+def test_the_compact_key_is_one_to_one_over_every_width():
+    """key() keeps a number's byte planes that are not zero throughout: sequences of every width
+    (below 256, 65,536, 2**24, 2**32), of several lengths, give keys that decode to themselves and
+    are equal only for equal sequences, including a sequence that differs from another only in a
+    plane the other leaves out, and sequences whose plain bytes would be each other's."""
+    import random
+    from array import array
+
+    rng = random.Random(36)
+    seqs = {(), (0,), (1, 0), (65536,), (1, 1), (256,), (1 << 24,), (2**32 - 1, 0)}
+    for top in (256, 65536, 1 << 24, 1 << 32):
+        for n in (1, 2, 3, 7, 62):
+            for _ in range(20):
+                seqs.add(tuple(rng.randrange(top) for _ in range(n)))
+    seqs.discard(())
+    keys: dict[bytes, tuple] = {}
+    for seq in seqs:
+        k = key(array("I", seq))
+        assert tuple(numbers_of(k)) == seq
+        assert keys.setdefault(k, seq) == seq  # no two sequences share a key
+    assert len(key(array("I", [65535] * 62))) == 2 * 62 + 1  # two bytes a number below 65,536

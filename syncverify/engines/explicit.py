@@ -38,7 +38,7 @@ from ..semantics.symmetry_perm import symmetry_for
 from .reduction import KEEP_TRUE_PROBES, successors_of
 from .reduction.probe_outcome import stale_waiter_may_have_moved
 from .store import Opened, Visited
-from .witness import deadlock, diagnostic
+from .witness import Replays, deadlock, diagnostic
 
 MAX_DISTINCT_ERRORS = 12
 
@@ -267,8 +267,9 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     # one of them only (tests/test_properties.py, SV204 from two sites), so that form is not the default yet;
     # exchanges of whole CTAs (symmetry_cta.py) keep every line, so they are
     sym = (cta_symmetry(machine) or symmetry_for(machine, permuted=False)) if symmetry else None
+    replays = Replays(machine)  # the reports' paths share prefixes: their steps replayed once
     on_error = None if on_finding is None else \
-        (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym)))
+        (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym, replays)))
     outcome = (search_with or search)(machine, budget, sym, progress, on_error, reduce)
     if reduce is True and outcome.complete and stale_waiter_may_have_moved(machine, (v for v, _ in outcome.errors)):
         # A kept probe's true outcome left out may move a stale waiter's finding from the probe's line to the
@@ -282,8 +283,8 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
                        max_states=max(budget.max_states - outcome.states, 0))
         again = (search_with or search)(machine, left, sym, progress, on_new, KEEP_TRUE_PROBES)
         outcome = again if again.complete else outcome
-    diags = [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.errors]
-    diags += [diagnostic(machine, v, labels, full_trace, sym) for v, labels in outcome.warnings]
+    diags = [diagnostic(machine, v, labels, full_trace, sym, replays) for v, labels in outcome.errors]
+    diags += [diagnostic(machine, v, labels, full_trace, sym, replays) for v, labels in outcome.warnings]
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     stats = Stats(outcome.states, outcome.transitions, outcome.seconds, outcome.peak_mb)
     bound = bound_of(protocol)

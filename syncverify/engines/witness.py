@@ -25,25 +25,79 @@ from collections.abc import Sequence, Set
 
 from .. import ir
 from ..diagnostics import Diagnostic, Related, Span, TraceStep, make
-from ..semantics.machine import Machine, Violation
+from ..semantics.machine import Machine, StepResult, Violation
 from ..semantics.state import P_PC, P_VARS, State
 from ..semantics.symmetry import Symmetry
 from ..semantics.symmetry_perm import IDENTITY, Auto, PermutedSymmetry
 
 MAX_UNTRIMMED = 12  # traces this short are shown whole
 
+
+class Replays:
+    """The model's steps and canonical forms met while replaying the paths of one search's
+    findings, remembered by the identity of the state (kept alive here, so no other state has its
+    id meanwhile).
+
+    Why. Every finding is replayed from the initial state up to three times (to translate the path
+    into the real warps' frame, to find the finding again there, and to describe each step), and the
+    paths of one search's findings share long prefixes (they are branches of the one tree the search
+    built). On the extracted 2x1 cooperative GEMM the 32 reports replayed 52,590 steps, four times
+    the search's own 2,252 states: most of the check's CPU. A step and a canonical form are
+    functions of the state alone, and a remembered step hands back the same successor object, so
+    the next step of a shared prefix is found remembered too: the reports are the same."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self._steps: dict[tuple[int, tuple], tuple[State, StepResult | None]] = {}
+        self._canon: dict[tuple[int, int], tuple[State, Symmetry, tuple]] = {}
+        self._initial: State | None = None
+        self._diffs: dict[tuple[int, int], str] = {}
+
+    def initial(self) -> State:
+        """The machine's initial state, one object for every replay (so that their steps are shared)."""
+        if self._initial is None:
+            self._initial = self.machine.initial()
+        return self._initial
+
+    def step(self, state: State, label: tuple) -> StepResult | None:
+        key = (id(state), label)
+        kept = self._steps.get(key)
+        if kept is None:
+            kept = self._steps[key] = (state, self.machine.step(state, label))
+        return kept[1]
+
+    def diff(self, before: State, after: State) -> str:
+        """What a step changed in the barriers, as a trace row shows it (both states are kept alive by
+        the remembered step that led from one to the other)."""
+        key = (id(before), id(after))
+        text = self._diffs.get(key)
+        if text is None:
+            text = self._diffs[key] = _diff(self.machine, before, after)
+        return text
+
+    def canon(self, symmetry: Symmetry, state: State) -> tuple:
+        """``symmetry.canon(state)``: (the representative, the permutation that maps to it)."""
+        key = (id(symmetry), id(state))
+        kept = self._canon.get(key)
+        if kept is None:
+            kept = self._canon[key] = (state, symmetry, symmetry.canon(state))
+        return kept[2]
+
 _PART = re.compile(r"^(?P<name>[^:]+): (?:phase (?P<phase>\d+)|.*\bgen (?P<gen>\d+))")
 
 
-def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | None) -> list[tuple]:
+def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | None,
+              replays: Replays | None = None) -> list[tuple]:
     """The search's path (over representatives) as a path over the real states: each process
     label names the real warp, each agent label the real issuing warp (and, under a renaming
-    automorphism, semantics/symmetry_perm.py, the real slot, barrier and line)."""
+    automorphism, semantics/symmetry_perm.py, the real slot, barrier and line). ``replays``: the
+    steps remembered across the reports of one search."""
     if symmetry is None or not symmetry.groups:
         return list(labels)
+    replays = replays or Replays(machine)
     if isinstance(symmetry, PermutedSymmetry):
-        return _real_path_permuted(machine, labels, symmetry)
-    state, perm = symmetry.canon(machine.initial())
+        return _real_path_permuted(replays, labels, symmetry)
+    state, perm = replays.canon(symmetry, replays.initial())
     real = _follow(list(range(len(machine.procs))), perm)
     out: list[tuple] = []
     for label in labels:
@@ -52,26 +106,26 @@ def real_path(machine: Machine, labels: Sequence[tuple], symmetry: Symmetry | No
         else:
             a = label[1]
             out.append(("a", (*a[:6], real[a[6]], *a[7:])))
-        res = machine.step(state, label)
+        res = replays.step(state, label)
         if res is None or res.state is None:
             break
-        state, perm = symmetry.canon(res.state)
+        state, perm = replays.canon(symmetry, res.state)
         real = _follow(real, perm)
     return out
 
 
-def _real_path_permuted(machine: Machine, labels: Sequence[tuple], symmetry: PermutedSymmetry) -> list[tuple]:
+def _real_path_permuted(replays: Replays, labels: Sequence[tuple], symmetry: PermutedSymmetry) -> list[tuple]:
     """real_path under renaming automorphisms: ``acc`` maps the real state to the stored one, so
     each stored label's real counterpart is its image under acc's inverse."""
-    state, g = symmetry.canon(machine.initial())
+    state, g = replays.canon(symmetry, replays.initial())
     acc = g or IDENTITY
     out: list[tuple] = []
     for label in labels:
         out.append(acc.inverse().map_label(label))
-        res = machine.step(state, label)
+        res = replays.step(state, label)
         if res is None or res.state is None:
             break
-        state, g = symmetry.canon(res.state)
+        state, g = replays.canon(symmetry, res.state)
         if g is not None:
             acc = g.compose(acc)
     return out
@@ -91,14 +145,16 @@ def barrier_of(machine: Machine, state: State, p: int, op: ir.Op | None) -> str:
         return ""
 
 
-def final_finding(machine: Machine, labels: Sequence[tuple], v: Violation) -> Violation | None:
+def final_finding(machine: Machine, labels: Sequence[tuple], v: Violation,
+                  replays: Replays | None = None) -> Violation | None:
     """Replay a real path and find `v` again at its end: raised or recorded by the last step, or,
     for a deadlock, in the state the path ends in; with the real warps' names. None if the replay
     does not reproduce it (then the caller keeps the search's own finding)."""
     line = v.span.line if v.span else 0
-    state = machine.initial()
+    replays = replays or Replays(machine)
+    state = replays.initial()
     for n, label in enumerate(labels, start=1):
-        res = machine.step(state, label)
+        res = replays.step(state, label)
         if res is None:
             return None
         if n == len(labels):
@@ -200,16 +256,18 @@ def merge(steps: Sequence[TraceStep], apart: Set[str] = frozenset()) -> tuple[Tr
 
 
 def diagnostic(machine: Machine, v: Violation, labels: list[tuple], full_trace: bool,
-               symmetry: Symmetry | None) -> Diagnostic:
+               symmetry: Symmetry | None, replays: Replays | None = None) -> Diagnostic:
     """The reported finding: message, names, related locations and trace all in the real warps'
-    frame; the trace shortened unless `full_trace`."""
-    path = real_path(machine, labels, symmetry)
-    found = final_finding(machine, path, v) if symmetry is not None and symmetry.groups else None
+    frame; the trace shortened unless `full_trace`. ``replays``: the steps remembered across the
+    reports of one search (see Replays)."""
+    replays = replays or Replays(machine)
+    path = real_path(machine, labels, symmetry, replays)
+    found = final_finding(machine, path, v, replays) if symmetry is not None and symmetry.groups else None
     if found is None:  # no symmetry, or a replay that did not reproduce it: the search's own finding
         found, path, frame = v, labels, symmetry
     else:
         frame = None
-    steps = build_trace(machine, path, full=True, symmetry=frame)
+    steps = build_trace(machine, path, full=True, symmetry=frame, replays=replays)
     involved = {machine.proc_label(p) for p in found.procs} if frame is None else \
         set(names_in(found.message, steps))
     trace = tuple(steps) if full_trace else trim(steps, involved)
@@ -318,16 +376,18 @@ def _diff(machine: Machine, before: State, after: State) -> str:
 
 
 def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
-                symmetry: Symmetry | None = None, involved: tuple[int, ...] = ()) -> tuple[TraceStep, ...]:
+                symmetry: Symmetry | None = None, involved: tuple[int, ...] = (),
+                replays: Replays | None = None) -> tuple[TraceStep, ...]:
     """Replay a path of step labels and describe each step.
 
     Under symmetry reduction the search stored representatives; the replay
     applies the same canonicalization and tracks the permutations so that each
     step is attributed to the warp that really took it."""
-    state = machine.initial()
+    replays = replays or Replays(machine)
+    state = replays.initial()
     real = list(range(len(machine.procs)))  # representative index -> real process
     if symmetry is not None:
-        state, perm = symmetry.canon(state)
+        state, perm = replays.canon(symmetry, state)
         real = _follow(real, perm)
     steps: list[TraceStep] = []
     for n, label in enumerate(labels, start=1):
@@ -355,15 +415,15 @@ def build_trace(machine: Machine, labels: list[tuple], full: bool = True,
             op_text = ("bulk copy completes", "tensor-core commit arrives", "cp.async.mbarrier.arrive arrives")[a[0]]
             note = f"into {machine.slot_label(a[1], a[2], a[3])}" if a[0] == 0 else ""
             barrier = ""
-        res = machine.step(state, label)
+        res = replays.step(state, label)
         after = res.state if res is not None and res.state is not None else state
         if res is not None and res.violation is not None:
             note = (note + " " if note else "") + f"<- {res.violation.code}"
         steps.append(TraceStep(step=n, cta=cta, role=role, line=line, op=op_text, note=note, iteration=iteration,
-                               state=_diff(machine, state, after), barrier=barrier))
+                               state=replays.diff(state, after), barrier=barrier))
         state = after
         if symmetry is not None and res is not None and res.state is not None:
-            state, perm = symmetry.canon(state)
+            state, perm = replays.canon(symmetry, state)
             real = _follow(real, perm)
     if full:
         return tuple(steps)
