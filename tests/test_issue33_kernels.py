@@ -118,8 +118,8 @@ def test_the_2sm_gemm_seed_reaches_the_protocol(tmp_path: Path) -> None:
 def test_the_2sm_gemm_without_the_mainloop_wait_is_flagged(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Seed 3 is SV301 at the MMA warp's first tcgen05.mma (`mma_sm100_umma.hpp:451`) against the producers'
-    loads of its operand slots (about 100 CPU s and 1.1 GB; bench/RESULTS-speed.md). Not with --fail-fast: the
-    unfenced init of the teardown barrier (the test below) is met first."""
+    loads of its operand slots (18,815 states, about 11 CPU s with the extraction; bench/RESULTS-speed.md). Not
+    with --fail-fast: the unfenced init of the teardown barrier (the test below) is met first."""
     code = main(["check", str(_gemm_2sm_seed3(tmp_path)), "--cutlass-problem", "256x128x128",
                  "--max-states", "400000", "--timeout", "900"])
     out = capsys.readouterr()
