@@ -105,6 +105,33 @@ def test_a_warp_that_may_still_touch_the_allocation_holds_the_rendezvous_back():
     assert broken[0] == "safe", broken
 
 
+# One CTA: a warp allocates and then writes the tile, another relinquishes the permit and writes it too
+RELINQUISH_RACE = """
+protocol relinquish_race {
+  cta threads 64;
+  role mma = warp 0;
+  role other = warp 1;
+  smem buf bytes 64;
+  if mma { tmem.alloc; write buf; tmem.dealloc; }
+  if other { tmem.relinquish; write buf; }
+}
+"""
+
+
+def test_a_relinquish_waits_while_its_cta_may_still_allocate():
+    """Where the allocation comes first, the two writes race (SV303); where the relinquish does, the allocation
+    is SV604 and the warp never writes. Taken alone while the other warp may still allocate (the condition
+    dropped), the relinquish always comes first and the race is lost; with it, both as without any reduction."""
+    on, none = _search(RELINQUISH_RACE), _search(RELINQUISH_RACE, reduce=False)
+    assert on[:2] == none[:2] and {"SV303", "SV604"} <= on[1], (on, none)
+    rendezvous.NO_ALLOC_AHEAD = False
+    try:
+        broken = _search(RELINQUISH_RACE)
+    finally:
+        rendezvous.NO_ALLOC_AHEAD = True
+    assert "SV604" in broken[1] and "SV303" not in broken[1], broken
+
+
 # Three warps of each CTA of a cluster initialize their barriers before the cluster barrier, as CUTLASS's
 # prologue does (one of them in a loop); CTA 1's warp d then arrives on CTA 0's `peer`
 PROLOGUE = """

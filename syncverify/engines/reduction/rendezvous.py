@@ -23,6 +23,7 @@ token): the pass reads only that generation, which only grows, so once enabled i
 every other step; it is taken alone (where it breaks no rule and leaves its process running), whatever the peer
 does meanwhile (CUTLASS's peer MMA warp relinquishes and deallocates later, which held the pass back).
 
+A `tmem.relinquish` is taken alone where no other process of its CTA may still allocate (``relinquish_alone``).
 docs/model.md, "Steps of one CTA", *The pair's allocation*, says it in full.
 """
 
@@ -45,6 +46,8 @@ ENABLED = True
 # every process that may still touch the allocation state must stand at the rendezvous (off only in tests: they
 # show what the condition keeps)
 ALL_AT_RENDEZVOUS = True
+# a relinquish waits while another process of its CTA may still allocate (off only in tests, as above)
+NO_ALLOC_AHEAD = True
 
 
 class AllocRendezvous:
@@ -56,6 +59,12 @@ class AllocRendezvous:
         self.at_alloc = [[ins.kind == OP and isinstance(ins.op, ir.TmemAlloc) and ins.op.cta_group == 2
                           and not ins.op.dealloc for ins in prog.code] for prog in machine.programs]
         self.applies = ENABLED and machine.loop_hook is None and any(any(row) for row in self.at_alloc)
+        # per process and pc: may it still allocate (tcgen05.alloc of any cta_group, its own CTA's columns)?
+        allocs = [[frozenset({0}) if ins.kind == OP and isinstance(ins.op, ir.TmemAlloc) and not ins.op.dealloc
+                   else frozenset() for ins in prog.code] for prog in machine.programs]
+        self.may_alloc = [[bool(a) for a in union_ahead(prog, row)]
+                          for prog, row in zip(machine.programs, allocs, strict=True)] \
+            if ENABLED and machine.loop_hook is None else []
         self.ahead: list[list[frozenset[int]]] = []
         if self.applies:
             for p, prog in enumerate(machine.programs):
@@ -75,7 +84,7 @@ class AllocRendezvous:
                 continue
             if ps[P_TOKEN] >= 0:  # joined: its pass, once enabled, stays so and commutes with every step
                 res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
-                if res is not None and self._keeps_to(state, res, p):
+                if res is not None and self.keeps_to(state, res, p):
                     return [res]
                 continue
             pair = frozenset({machine.procs[p].cta & ~1, machine.procs[p].cta | 1, ALL_CTAS})
@@ -88,13 +97,26 @@ class AllocRendezvous:
                 res = tried[q] if q in tried else tried.setdefault(q, machine.step_process(state, q))
                 if res is None:
                     continue
-                if not self._keeps_to(state, res, q):
+                if not self.keeps_to(state, res, q):
                     return None
                 out.append(res)
             return out or None
         return None
 
-    def _keeps_to(self, state: State, res: StepResult, q: int) -> bool:
+    def relinquish_alone(self, state: State, p: int) -> bool:
+        """May process p's `tmem.relinquish` be taken alone, as far as the others go? It sets its CTA's relinquish
+        mark (families/tcgen05.py ``op_tmem_relinquish``), which only an allocation of that CTA reads (SV604; a
+        deallocation keeps the mark as it is): where no other process of the CTA may still allocate, no step on a
+        path that avoids it reads what it writes, and it reads nothing (module docstring). The caller checks the
+        step (``keeps_to``)."""
+        if not self.may_alloc:
+            return False
+        machine = self.machine
+        procs = state.procs
+        return not NO_ALLOC_AHEAD or not any(q != p and self.may_alloc[q][procs[q][P_PC]]
+                                             for q in machine.procs_of_cta[machine.procs[p].cta])
+
+    def keeps_to(self, state: State, res: StepResult, q: int) -> bool:
         """Does this step of process q break no rule, warn of nothing, leave q running and change nothing but q
         and the tensor-memory state?"""
         if res.violation is not None or res.soft or res.warnings or res.state is None:
@@ -109,4 +131,4 @@ class AllocRendezvous:
                        for r, (a, b) in enumerate(zip(state.procs, new.procs, strict=True)))
 
 
-__all__ = ["ALL_AT_RENDEZVOUS", "ENABLED", "AllocRendezvous"]
+__all__ = ["ALL_AT_RENDEZVOUS", "ENABLED", "NO_ALLOC_AHEAD", "AllocRendezvous"]

@@ -44,6 +44,7 @@ _POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _PO
     "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
 _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named.py)
 _POR_INIT = "init"  # an mbarrier init: taken alone when no other actor may still touch its barrier (init_alone.py)
+_POR_RELINQUISH = "relinquish"  # tmem.relinquish: alone where no other process of the CTA may allocate (rendezvous.py)
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
@@ -78,6 +79,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_NAMED
     if isinstance(op, ir.MbarInit):
         return _POR_INIT
+    if isinstance(op, ir.TmemRelinquish):
+        return _POR_RELINQUISH
     return _POR_OTHER
 
 
@@ -183,6 +186,10 @@ class Reduction(ElementRules, LandingRules):
                 lone_wait = False
                 if not self.inits.lone(state, p):
                     continue
+            elif cls is _POR_RELINQUISH:
+                lone_wait = False
+                if not self.rendezvous.relinquish_alone(state, p):
+                    continue
             elif cls is _POR_ARRIVE:
                 lone_wait = False
                 if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p) or \
@@ -221,6 +228,8 @@ class Reduction(ElementRules, LandingRules):
             if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
                 continue
             if cls is _POR_INIT and not self.inits.result_alone(state, res, p):
+                continue
+            if cls is _POR_RELINQUISH and not self.rendezvous.keeps_to(state, res, p):
                 continue
             yield res
             return
