@@ -16,19 +16,21 @@ from exhaustive_programs import CTA_LOCAL_SCOPES, sample
 from syncverify import load
 from syncverify.diagnostics import InputError
 from syncverify.engines.explicit import Budget, explore
-from syncverify.engines.reduction import Reduction, cta_local
+from syncverify.engines.reduction import Reduction, cta_local, init_alone
 from syncverify.semantics.machine import Machine
 
 
 def _search(text: str, reduce: bool = True, rule: bool = True) -> tuple[str, frozenset[str], int]:
-    """(verdict, finding codes, states) of the explicit search without symmetry."""
+    """(verdict, finding codes, states) of the explicit search without symmetry. Without the rule for an init
+    alone (init_alone.py), which makes the setup warps' prologues a sum on its own: these tests measure the
+    one-CTA set (tests/test_init_rendezvous_por.py measures that rule)."""
     protocol = load(text, path="cta_local.sync")
-    old = cta_local.ENABLED
-    cta_local.ENABLED = rule
+    old = cta_local.ENABLED, init_alone.ENABLED
+    cta_local.ENABLED, init_alone.ENABLED = rule, False
     try:
         res = explore(protocol, Budget(200_000, 120.0), Machine(protocol), symmetry=False, reduce=reduce)
     finally:
-        cta_local.ENABLED = old
+        cta_local.ENABLED, init_alone.ENABLED = old
     codes = frozenset(d.code for d in res.diagnostics)
     return res.verdict.value, codes, res.stats.states
 

@@ -9,10 +9,13 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
 * DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: not decided (no violation in 300,000 states; bench/RESULTS-speed.md,
   "the one-CTA set in a cluster"). Seed, a lane arriving on the wrong rank (deepgemm_seeds/make_overlay.py):
   test_ptx_deepgemm.py (SLOW), flagged at the consequence (`copy_sm90_tma.hpp:676`), not at the arrive.
-* CUTLASS's sm100 2-SM GEMM: not decided (no violation in 2,000,000 states, the same section). A missing
-  tcgen05 fence cannot be seeded: CUTLASS 4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as shipped is
-  that case: SV608 under `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait
-  (sm100_seeds/make_overlay.py seed 3): extracted as seeded; not flagged within the search budget (xfail below).
+* CUTLASS's sm100 2-SM GEMM: decided since an init no other actor may touch and the pair's `tmem.alloc cta_group
+  2` are taken as persistent sets (bench/RESULTS-speed.md, 2026-12-06 04:00 UTC): not safe, but SV402 at the
+  follower's teardown arrive (`barrier.h:492`) on a barrier the leader initializes after its last
+  `fence.mbarrier_init` (test below, SLOW; its shape in CI). A missing tcgen05 fence cannot be seeded: CUTLASS
+  4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as shipped is that case: SV608 under
+  `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait (sm100_seeds/make_overlay.py seed 3):
+  flagged at its line, SV301 at the MMA warp's first tcgen05.mma (`mma_sm100_umma.hpp:451`; SLOW).
 * CUTLASS example 88's Hopper FMHA forward: safe at one K/V tile (test_cutlass_host_sm100.py) and at two, where
   the math warps' `consumer_try_wait` tokens are reached (test_ptx_fmha_tokens.py, SLOW); its seed without the
   token's `consumer_wait` is SV301 at the PV MMA (the same file). Seed, a release before the wgmma wait
@@ -112,15 +115,61 @@ def test_the_2sm_gemm_seed_reaches_the_protocol(tmp_path: Path) -> None:
 
 
 @SLOW
-@pytest.mark.xfail(strict=False, reason="the search does not reach the MMA before its budget: 1.88 million "
-                   "states, no violation (bench/CASE-STUDIES.md, issue #36)")
 def test_the_2sm_gemm_without_the_mainloop_wait_is_flagged(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["check", str(_gemm_2sm_seed3(tmp_path)), "--cutlass-problem", "256x128x128", "--fail-fast",
-                 "--timeout", "600"])
+    """Seed 3 is SV301 at the MMA warp's first tcgen05.mma (`mma_sm100_umma.hpp:451`) against the producers'
+    loads of its operand slots (18,815 states, about 11 CPU s with the extraction; bench/RESULTS-speed.md). Not
+    with --fail-fast: the unfenced init of the teardown barrier (the test below) is met first."""
+    code = main(["check", str(_gemm_2sm_seed3(tmp_path)), "--cutlass-problem", "256x128x128",
+                 "--max-states", "400000", "--timeout", "900"])
     out = capsys.readouterr()
     text = out.out + out.err
-    assert code == 1 and re.search(r"(mma_sm100_umma\.hpp:451|copy_sm100_tma\.hpp:122):\d+: SV30[123] ", text), text
+    assert code == 1 and re.search(r"mma_sm100_umma\.hpp:451:\d+: SV301 ", text), text
+
+
+@SLOW
+def test_the_2sm_gemm_teardown_arrive_on_an_unfenced_init_is_flagged(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel as shipped: the leader's MMA warp initializes the teardown barrier (`tmem_deallocation_result_
+    barrier`, PTX line 792) after its last `fence.mbarrier_init` (line 778) and publishes it with
+    `barrier.cluster.arrive.relaxed` alone, so the follower's remote arrive on it (`barrier.h:492`) is not ordered
+    after the init (SV402; ptx-semantics.md §2: the fence covers only the thread's prior inits). Reached in a
+    few hundred states since the inits and the pair's allocation are taken alone."""
+    ptx = _unzip(tmp_path, "sm100_gemm_2sm_2x1_s2.ptx.gz")
+    code = main(["check", str(ptx), "--cutlass-problem", "256x128x128", "--fail-fast", "--max-states", "20000"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 1 and re.search(r"barrier\.h:492:\d+: SV402 ", text), text
+
+
+# The shape of that finding, in CI: CTA 0's warp initializes `done` after its fence.mbarrier_init, both CTAs pass
+# the cluster barrier (a relaxed arrive), and CTA 1 arrives on CTA 0's `done`
+UNFENCED_INIT = """
+protocol unfenced_teardown_init {{
+  cluster 2;
+  cta threads 32;
+  role mma = warp 0;
+  mbarrier full count 1;
+  mbarrier done count 1;
+  if mma {{ elect {{ init full; {before} }} fence.mbarrier_init; elect {{ {after} }} }}
+  cluster.arrive.relaxed;
+  cluster.wait;
+  if cta == 1 {{ elect {{ arrive done @ 0; }} }}
+  if cta == 0 {{ wait done parity 0; }}
+}}
+"""
+
+
+@pytest.mark.parametrize("before, after, verdict", [("init done;", "", "safe"), ("", "init done;", "violation")],
+                         ids=["fenced", "after_the_fence"])
+def test_an_init_after_the_fence_is_not_published_to_the_peer(tmp_path: Path, before: str, after: str,
+                                                               verdict: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "unfenced.sync"
+    spec.write_text(UNFENCED_INIT.format(before=before, after=after))
+    code = main(["check", str(spec)])
+    text = capsys.readouterr().out
+    assert (code == 0) == (verdict == "safe") and ("SV402" in text) == (verdict == "violation"), text
 
 
 # ---- Example 88's FMHA: the K stage released before the wgmma wait ----------------------------------------

@@ -44,6 +44,23 @@ def reuse_warnings_only(res: StepResult) -> bool:
     return all(w.code in ("SV602", "SV609") for w in res.warnings)
 
 
+def union_ahead(prog: Program, here: list, stop_at_cluster_wait: bool = False) -> list:
+    """Per pc, the union of ``here`` (a frozenset per pc) over every pc reachable from it, every branch both ways
+    (a backward fixpoint over the control-flow graph); with ``stop_at_cluster_wait`` not past a `cluster.wait`."""
+    succ = _successor_pcs(prog)
+    ahead = list(here)
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(len(here) - 1, -1, -1):
+            stop = stop_at_cluster_wait and prog.code[pc].kind == OP and isinstance(prog.code[pc].op, ir.ClusterWait)
+            acc = here[pc].union(*(ahead[t] for t in succ[pc])) if succ[pc] and not stop else here[pc]
+            if acc != ahead[pc]:
+                ahead[pc] = acc
+                changed = True
+    return ahead
+
+
 def _successor_pcs(prog: Program) -> list[list[int]]:
     """The control-flow graph of a program: every pc's possible next pcs, each branch both ways."""
     code = prog.code

@@ -24,10 +24,12 @@ from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
+from .init_alone import InitAlone
 from .named import lone_named_arrival
 from .precede_memo import PrecedeMemo
 from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
 from .probe_outcome import KeptProbeOutcomes
+from .rendezvous import AllocRendezvous
 from .tx import LandingRules
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 _POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _POR_CLUSTER, _POR_OTHER = (
     "none", "local", "reaches", "wait", "arrive", "arrive_tx", "cluster", "other")
 _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named.py)
+_POR_INIT = "init"  # an mbarrier init: taken alone when no other actor may still touch its barrier (init_alone.py)
+_POR_RELINQUISH = "relinquish"  # tmem.relinquish: alone where no other process of the CTA may allocate (rendezvous.py)
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
@@ -73,6 +77,10 @@ def _por_class(ins: Instr) -> str:
         return _POR_CLUSTER
     if isinstance(op, ir.BarSync | ir.BarArrive):
         return _POR_NAMED
+    if isinstance(op, ir.MbarInit):
+        return _POR_INIT
+    if isinstance(op, ir.TmemRelinquish):
+        return _POR_RELINQUISH
     return _POR_OTHER
 
 
@@ -116,7 +124,9 @@ class Reduction(ElementRules, LandingRules):
         # in the dict), answered from a table keyed by what it reads (precede_memo)
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
         self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
-        self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (cta_local.py)
+        self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (init_alone.py)
+        self.rendezvous = AllocRendezvous(machine)  # a CTA pair's tensor-memory allocation (rendezvous.py)
+        self.inits = InitAlone(machine)  # an mbarrier init no other actor may still touch, alone (init_alone.py)
         # a kept probe's true step, left out where its false step covers it (probe_outcome.py)
         self.kept_probes = KeptProbeOutcomes(machine, [[c is _POR_LOCAL for c in cs] for cs in self._por_class],
                                              cover_probes)
@@ -172,6 +182,14 @@ class Reduction(ElementRules, LandingRules):
                     observing.append(p)
                     unstepped.add(p)
                     continue
+            elif cls is _POR_INIT:
+                lone_wait = False
+                if not self.inits.lone(state, p):
+                    continue
+            elif cls is _POR_RELINQUISH:
+                lone_wait = False
+                if not self.rendezvous.relinquish_alone(state, p):
+                    continue
             elif cls is _POR_ARRIVE:
                 lone_wait = False
                 if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p) or \
@@ -208,6 +226,10 @@ class Reduction(ElementRules, LandingRules):
             elif cls is _POR_CLUSTER and not res.lone and not early:
                 continue
             if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                continue
+            if cls is _POR_INIT and not self.inits.result_alone(state, res, p):
+                continue
+            if cls is _POR_RELINQUISH and not self.rendezvous.keeps_to(state, res, p):
                 continue
             yield res
             return
@@ -251,8 +273,9 @@ class Reduction(ElementRules, LandingRules):
                 if res.violation is None and not res.warnings and not res.soft:
                     yield res
                     return
-        # one CTA's steps, where they qualify (cta_local.py); not where a step breaks a rule (as above)
-        local = self.cta_local.steps(state, tried, landed)
+        # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
+        # qualify (cta_local.py); not where a step breaks a rule (as above)
+        local = self.rendezvous.steps(state, tried) or self.cta_local.steps(state, tried, landed)
         if local is not None and not self._some_step_breaks_a_rule(state, tried):
             yield from self.kept_probes.without_covered(state, local)
             return
