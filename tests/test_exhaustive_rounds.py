@@ -64,7 +64,7 @@ def _slice(every: int, offset: int, monkeypatch: pytest.MonkeyPatch) -> collecti
 
 
 def test_rounds_slice(monkeypatch):
-    tally = _slice(420, 43, monkeypatch)  # 67 programs, 7 of them where the walks differ (deadlocks)
+    tally = _slice(840, 463, monkeypatch)  # 33 programs, 4 of them where the walks differ (deadlocks)
     assert tally[Verdict.VIOLATION.value] and tally["the walks differ"], tally
 
 
