@@ -28,7 +28,8 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,21 @@ def engines() -> list[Engine]:
 
 
 CONCLUSIVE = ("safe", "violation")
+
+
+def loaded(texts: Iterable[tuple[int, str]], tally: Counter) -> Iterator[tuple[int, str, ir.Protocol]]:
+    """The protocols of (index, text) pairs (a slice of an exhaustive scope), each with its index and text; the
+    texts the loader rejects are counted in ``tally`` as "rejected" and left out."""
+    from syncverify import load
+    from syncverify.diagnostics import InputError
+
+    for index, text in texts:
+        try:
+            protocol = load(text, path="slice.sync")
+        except InputError:
+            tally["rejected"] += 1
+            continue
+        yield index, text, protocol
 
 
 def family(codes: frozenset[str]) -> frozenset[str]:

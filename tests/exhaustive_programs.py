@@ -224,6 +224,11 @@ ALPHABET: tuple[Atom, ...] = (
     # a bulk store in the executing lanes' own group, committed (a later wait retires it) or also waited for
     # (semantics/families/lane_groups.py, under a lane guard: each lane's group is its own)
     Atom("tma.store.committed", "tma.store buf; bulk.commit;", opt_in=True),
+    # a second barrier `e` of count 2 (Scope.second): armed, copied into, arrived on and waited on beside `mb`
+    Atom("e.arm", "arrive.expect_tx e bytes 64;", mbarrier=True, opt_in=True),
+    Atom("e.load", "tma.load buf -> e;", mbarrier=True, opt_in=True),
+    Atom("e.arrive", "arrive e;", mbarrier=True, opt_in=True),
+    Atom("e.wait0", "wait e parity 0;", mbarrier=True, opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -294,6 +299,7 @@ class Scope:
     tail: str = ""  # a statement every thread runs after the bodies (a cluster.sync that keeps peers' memory alive)
     mb_in: bool = False  # the mbarrier lies in the first bytes of `buf` (`mbarrier mb count 1 in buf;`)
     grid: bool = False  # with 2 CTAs: a grid of two one-CTA clusters, launched cooperatively, not a cluster
+    second: bool = False  # a second mbarrier `e` of count 2 beside `mb`, set up with it (the `e.` atoms)
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -484,6 +490,18 @@ LANE_GROUP_SCOPES: dict[str, Scope] = {
 }
 
 
+# A barrier met in two rounds, compared apart (tests/test_exhaustive_rounds.py): the walk of what can come before a
+# lone step knows which phase a later wait of a process needs (engines/reduction/precede_walk.py, "Phases"). Three
+# warps: waits on `mb` in a loop of two trips (parities k and k + 1) and arrivals on it, beside a second barrier `e`
+# (count 2) armed, copied into, arrived on and waited on, so that a warp's second wait on `mb` stands behind a
+# completion of it while a landing, an arrive.expect_tx or an observing wait on `e` asks what can come first.
+ROUND_SCOPES: dict[str, Scope] = {
+    "rounds": Scope("rounds", 1, 3, ((2, 1, 1), (1, 1, 1)),
+                    atoms=("wait_k", "wait_k1", "arrive", "e.arm", "e.load", "e.arrive", "e.wait0", "read"),
+                    wrappers=("elect",), trips=(2,), pair_loops=True, second=True),
+}
+
+
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
     if scope.atoms is not None:
@@ -567,6 +585,8 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
         lines.append(f"  role setup = warp {body_warps};")
         if not scope.mb_in:
             lines.append("  mbarrier mb count 1;")
+        if scope.second:
+            lines.append("  mbarrier e count 2;")
     lines.append("  smem buf bytes 64;")
     if setup and scope.mb_in:
         lines.append("  mbarrier mb count 1 in buf;")
@@ -579,7 +599,7 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
             lines.append("  if setup { elect { init mb; fence.mbarrier_init; } }")
             lines.append("  cluster.sync;")
         else:
-            lines.append("  if setup { elect { init mb; } }")
+            lines.append(f"  if setup {{ elect {{ init mb;{' init e;' if scope.second else ''} }} }}")
             lines.append("  syncthreads;")
     bar = 32 * min(2, body_warps)  # the threads of two body warps (or one): a named barrier of a subset
     for slot, seq in enumerate(program):

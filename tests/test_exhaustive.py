@@ -20,6 +20,7 @@ from exhaustive_programs import (
     LANE_GROUP_SCOPES,
     OPERAND_SCOPES,
     PROBE_TOKEN_SCOPES,
+    ROUND_SCOPES,
     SCOPES,
     TENSORMAP_SCOPES,
     Stmt,
@@ -158,9 +159,10 @@ def test_every_atom_is_used_by_some_scope():
     # the global-memory atoms are used by GLOBAL_SCOPES, compared apart (tests/test_exhaustive_globals.py), the
     # register and tensor-memory range atoms by OPERAND_SCOPES (test_exhaustive_operands.py), the tensor-map
     # atoms by TENSORMAP_SCOPES (test_exhaustive_tensormap.py), the lanes' own bulk groups by LANE_GROUP_SCOPES
-    # (test_exhaustive_lane_groups.py), the kept probes' tokens by PROBE_TOKEN_SCOPES (test_probe_token_walk.py)
+    # (test_exhaustive_lane_groups.py), the kept probes' tokens by PROBE_TOKEN_SCOPES (test_probe_token_walk.py), the
+    # second barrier's by ROUND_SCOPES (test_exhaustive_rounds.py)
     scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values(), *OPERAND_SCOPES.values(), *TENSORMAP_SCOPES.values(),
-              *LANE_GROUP_SCOPES.values(), *PROBE_TOKEN_SCOPES.values())
+              *LANE_GROUP_SCOPES.values(), *PROBE_TOKEN_SCOPES.values(), *ROUND_SCOPES.values())
     used = {a.name for s in scopes for stmt in statements(s) for a, _ in stmt.atoms}
     assert used == {a.name for a in ALPHABET}
 

@@ -16,7 +16,9 @@ Reduction._can_precede; a new read there needs its field here):
 * each named barrier's open generation (count, threads arrived, generation number) and each
   process's wait token: a named-barrier wait passes in the walk by the first two, and a warp
   is parked on a generation by the last two;
-* for each mbarrier: whether it is valid, its phase's parity and its pending arrivals; for the
+* for each mbarrier: whether it is valid, its phase's parity, its pending arrivals and its
+  expected count (a wait that needs a second completion in the walk needs that many more
+  arrivals: precede_walk.py, "Phases"); for the
   step's own barrier under ``freeze``, also whether it is in phase 0 and its first-wait table
   (``_jprev``), the only other fields ``passes`` reads;
 * the asynchronous agents in flight as a multiset of (kind, target barrier), less the step's
@@ -53,7 +55,7 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...semantics.state import M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
+from ...semantics.state import M_EXP, M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -96,7 +98,7 @@ class PrecedeMemo:
         """Empty the table and the numbering it is keyed by (together: a number means one value)."""
         self._table.clear()
         self._position = [_Numbers() for _ in self._machine.procs]  # (pc, vars, token) per process
-        self._mbars = _Numbers()  # every mbarrier's (valid, parity, pending)
+        self._mbars = _Numbers()  # every mbarrier's (valid, parity, pending, expected)
         self._named = _Numbers()  # every named barrier's open generation (count, arrived, gen)
         self._rest = _Numbers()  # the arguments, the own barrier's fields, the agents in flight
         self._outcomes: dict[tuple, tuple] = {}  # one object per distinct answer
@@ -119,7 +121,8 @@ class PrecedeMemo:
             self._last_procs = procs
         mbars = state.mbars
         if mbars is not self._last_mbars:
-            self._last_mbars_n = self._mbars(tuple([(mb[M_VALID], mb[M_K] % 2, mb[M_PEND]) for mb in mbars]))
+            self._last_mbars_n = self._mbars(tuple([(mb[M_VALID], mb[M_K] % 2, mb[M_PEND], mb[M_EXP])
+                                                     for mb in mbars]))
             self._last_mbars = mbars
         # named-barrier waits pass by the open generations' counts and threads, and a warp parked
         # at one by whether its token is the generation's (the tokens are in the positions)

@@ -26,6 +26,28 @@ roles, SV116; a warp of fewer threads only makes the test pass sooner.) All-thre
 every named wait was taken to pass: on FA3's ping-pong the other warpgroup then ran on into its
 next rounds inside the set and its later `bar.arrive`s kept an arrival from being taken alone.
 
+**Phases.** A wait on an mbarrier in phase K passes "now" when its parity is not K's (it reads
+phase K - 1 as complete); otherwise it needs phase K to complete. Read off the state alone, a
+process's *second* wait on the same barrier, of the other parity, passes now, although the process
+can only stand there after its first wait passed, which needed phase K's completion: it then
+needs phase K + 1 too. So the walk keeps, per process and barrier, the completions its waits in
+the set have needed so far (``seen``; 0 at the state, where every later wait sees phase K or
+later), and a wait needs ``completions_needed(K, seen, parity)``: the least n >= seen with K + n
+of the other parity. n = 0 passes now (under ``freeze``, the frozen barrier's only way); n >= 1
+needs, besides the condition for phase K (its pending arrivals, or with none pending a byte count
+that moves), n - 1 more phases of the expected count's arrivals each: the arrivals in the set
+must reach pending + (n - 1) * expected. The frozen barrier never completes in the walk. Every
+execution that avoids the step still runs, per process, a prefix inside the set: by induction
+along it, with m2 neither freed nor re-initialized in the set (those waits pass anyway), m2's
+phase only rises and its expected count stays; a process's wait on m2 that passes in the
+execution passes in a phase at least as late as its earlier wait's, of the other parity from its
+own, so at K + n or later; reaching K + n took n completions, the first with phase K's pending
+arrivals (or a byte count that moved), each other with the expected count's arrivals (an arrival
+past the pending count is SV504, which ends the execution), all of them arrivals of the
+execution's earlier moves, inside the set. On DeepGEMM's multicast 2 the other CTA's math warps
+passed their second full wait on a stage this way, and the producer's second round of that stage
+joined the updates that could come before a landing (bench/RESULTS-speed.md, 2026-12-06, 03:10).
+
 The answer is the same kind of over-approximation as before, only smaller, so each lone-step
 condition that reads it keeps its argument.
 """
@@ -38,7 +60,7 @@ from ...expr import EvalError
 from ...semantics.core import Violation
 from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
 from ...semantics.program import BAR_WAIT
-from ...semantics.state import AG_TMA, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
+from ...semantics.state import AG_TMA, M_EXP, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -106,6 +128,14 @@ def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) ->
     return seg
 
 
+def completions_needed(k: int, seen: int, parity: int) -> int:
+    """How many completions of an mbarrier in phase ``k`` a wait with ``parity`` needs before it
+    passes, for a process whose earlier waits on it in the walk needed ``seen`` (module docstring,
+    "Phases"): the process stands after phase k + seen began, and a parity wait passes in a phase
+    of the other parity (it reads the phase before it as complete)."""
+    return seen if (k + seen) % 2 != parity % 2 else seen + 1
+
+
 def named_wait_passes(state: State, idx: int, count: int | None, q: int, here: bool,
                       arrivals: dict[int, int], least: dict[int, int | None]) -> bool:
     """Can process q's wait at a `bar.sync` on named barrier ``idx`` (with ``count``) pass before
@@ -168,13 +198,17 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
             arrivals[b[4]] = arrivals.get(b[4], 0) + 1
 
     passes_now = False  # a wait on the frozen m in the set passes in its current phase
+    # (process, mbarrier) -> completions of the mbarrier's phase, beyond its phase in the state, that
+    # the process's waits in the set have needed so far (module docstring, "Phases")
+    ahead: dict[tuple[int, int], int] = {}
 
     def passes(m2: int, parity: int, q: int) -> bool:
         nonlocal passes_now
         mb = mbars[m2]
         if not mb[M_VALID]:
             return True
-        if mb[M_K] % 2 != parity % 2:
+        need = completions_needed(mb[M_K], ahead.get((q, m2), 0), parity)
+        if need == 0:
             if freeze and m2 == m:
                 if mb[M_K] == 0 or machine._jprev(mb, q) is None:
                     raise FreshPass
@@ -184,10 +218,15 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
             return False
         if m2 in free or names[m2][:2] in lives:
             return True
+        # phase K needs its pending arrivals (or, with none pending, a byte count that moves); each
+        # later one the expected count's arrivals
         pend = mb[M_PEND]
-        if pend > 0:
-            return arrivals.get(m2, 0) >= pend
-        return m2 in bytes_move
+        if pend == 0 and m2 not in bytes_move:
+            return False
+        if arrivals.get(m2, 0) < pend + (need - 1) * max(mb[M_EXP], 0):
+            return False
+        ahead[(q, m2)] = need
+        return True
 
     nprocs = len(machine.procs)
     procs = state.procs
@@ -288,4 +327,4 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     return ends
 
 
-__all__ = ["FreshPass", "can_precede", "named_wait_passes", "segment"]
+__all__ = ["FreshPass", "can_precede", "completions_needed", "named_wait_passes", "segment"]
