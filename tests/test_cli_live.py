@@ -216,7 +216,7 @@ def test_hook_budget_is_short():
 def test_progress_line_from_a_real_pipe():
     """A search of several seconds, its stderr a pipe: plain progress lines appear."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "syncverify", "check", "-D", "ITERS=64", "--timeout", "6",
+    proc = subprocess.run([sys.executable, "-m", "syncverify", "check", "-D", "ITERS=1024", "--timeout", "6",
                            str(SPECS / "cluster_multicast_ring.sync")], capture_output=True, text=True, env=env,
                           timeout=120)
     assert proc.returncode == 3

@@ -39,7 +39,7 @@ import pytest
 
 from syncverify.engines import witness
 from syncverify.engines.explicit import Budget, explore, search
-from syncverify.engines.reduction import cta_local
+from syncverify.engines.reduction import cta_local, init_alone
 from syncverify.lang import load
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
@@ -226,13 +226,15 @@ def test_followers_of_a_leader_are_exchanged_and_a_race_in_one_is_found():
     assert _classes(_machine(path)) == [[1, 2, 3]]  # rank 0 is fixed by their exchanges
     outcome, _ = _agree(path, fold=False)  # the one-CTA set leaves the followers' steps little to fold
     assert not outcome.errors
-    saved = cta_local.ENABLED
-    cta_local.ENABLED = False  # without it, the exchange is what folds the followers' interleavings
+    saved = cta_local.ENABLED, init_alone.ENABLED
+    # without the one-CTA set and the init taken alone (which orders the followers' inits on its own),
+    # the exchange is what folds the followers' interleavings
+    cta_local.ENABLED = init_alone.ENABLED = False
     try:
         _agree(path)
         _agree(path, {"LATE": 1})
     finally:
-        cta_local.ENABLED = saved
+        cta_local.ENABLED, init_alone.ENABLED = saved
     late = _machine(path, {"LATE": 1})
     assert _classes(late) == [[1, 2]]  # CTA 3 reads its tile late
     outcome, sym = _agree(path, {"LATE": 1}, fold=False)
