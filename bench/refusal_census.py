@@ -23,6 +23,7 @@ from syncverify import load
 from syncverify.engines.reduction import successors as succ
 from syncverify.engines.reduction.cta_local import _blocked
 from syncverify.engines.reduction.element import reuse_warnings_only
+from syncverify.engines.reduction.named import named_refusal
 from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 from syncverify.engines.reduction.successors import Reduction
 from syncverify.semantics.machine import Machine
@@ -33,27 +34,8 @@ from syncverify.semantics.symmetry_perm import symmetry_for
 
 
 def _named_refusal(red: Reduction, state: State, p: int) -> str:
-    """named.lone_named_arrival's first refusing condition, asked in its order."""
-    machine = red.machine
-    ps = state.procs[p]
-    op = machine.programs[p].code[ps[P_PC]].op
-    try:
-        idx, count, site, _ = machine.named_arrival(p, op, ps[P_VARS])
-    except Exception:
-        return "named: arrival not evaluable"
-    nb = state.named[idx]
-    if nb.warps >> machine.procs[p].warp & 1 or (nb.arrived and nb.count != count):
-        return "named: second arrival / count mismatch"
-    before: list[tuple] = []
-    if red._can_precede(state, -1, p, None, frozenset(), False, (idx, before)) is None:
-        return "named: walk answers None"
-    if not nb.arrived and any(ev[2] != count or ev[3] != site for ev in before):
-        return "named: generation not open and an arrival with another count or site can come first"
-    if count is not None:
-        if nb.arrived + 32 * len(before) >= count:
-            return f"named: {nb.arrived} arrived + {len(before)} arrivals that can come first reach {count}"
-        return "named: (takes it)"
-    return "named: all-thread condition"
+    """The named-barrier rule's own answer (named.named_refusal)."""
+    return "named: " + (named_refusal(red, state, p) or "(takes it)")
 
 
 def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:

@@ -55,6 +55,12 @@ class ReductionView(Protocol):
 
 def lone_named_arrival(reduction: ReductionView, state: State, p: int) -> bool:
     """May the named-barrier arrival of process p be taken alone in ``state``? (module docstring)"""
+    return named_refusal(reduction, state, p) is None
+
+
+def named_refusal(reduction: ReductionView, state: State, p: int) -> str | None:
+    """Why the named-barrier arrival of process p is not taken alone in ``state`` (the first condition that
+    refuses it), or None where it is: the rule itself, which bench/refusal_census.py also asks."""
     from ...semantics.core import Violation
 
     machine = reduction.machine
@@ -63,30 +69,31 @@ def lone_named_arrival(reduction: ReductionView, state: State, p: int) -> bool:
     try:
         idx, count, site, _ = machine.named_arrival(p, op, pstate[P_VARS])
     except (EvalError, Violation):  # not evaluable here: the step reports it, and is not taken alone
-        return False
+        return "arrival not evaluable"
     nb = state.named[idx]
     warp = machine.procs[p].warp
     if nb.warps >> warp & 1 or (nb.arrived and nb.count != count):
-        return False  # a second arrival of the warp (SV203), or a count mismatch (SV202): not alone
+        return "second arrival of the warp (SV203) or count mismatch (SV202)"
     before: list[tuple] = []
     if reduction._can_precede(state, -1, p, None, frozenset(), False, (idx, before)) is None:
-        return False
+        return "the walk of what can come first answers None"
     if not nb.arrived and any(ev[2] != count or ev[3] != site for ev in before):
-        return False  # which arrival opens the generation would decide its count or site
+        return "generation not open: which arrival opens it would decide its count or site"
     if count is not None:
-        others = sum(32 for _ in before)
-        return nb.arrived + others < count
+        if nb.arrived + 32 * len(before) >= count:
+            return f"{nb.arrived} arrived and {len(before)} arrivals that can come first reach the count {count}"
+        return None
     # all-thread barrier: each warp in it, and each arrival that can come first, must be a bar.sync
     if any(not ev[4] for ev in before):
-        return False
+        return "all-thread barrier: an arrival that can come first is no bar.sync"
     cta = machine.procs[p].cta
     parked = idx * 65536 + nb.gen
     for q in machine.procs_of_cta[cta]:
         if nb.warps >> machine.procs[q].warp & 1:
             qs = state.procs[q]
             if qs[P_TOKEN] != parked or machine.programs[q].code[qs[P_PC]].kind != BAR_WAIT:
-                return False
-    return True
+                return "all-thread barrier: a warp in it is not parked at its bar.sync"
+    return None
 
 
-__all__ = ["lone_named_arrival"]
+__all__ = ["lone_named_arrival", "named_refusal"]
