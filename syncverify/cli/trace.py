@@ -56,7 +56,7 @@ def _cannot_write(out: Path) -> str | None:
     writable), or None. The write itself still reports what this cannot foresee."""
     if out.is_dir():
         return "Is a directory"
-    folder = out.parent if str(out.parent) else Path(".")
+    folder = out.parent  # (Path("page.html").parent is Path("."))
     if not folder.is_dir():
         return f"no folder {folder}"
     if not os.access(out if out.exists() else folder, os.W_OK):
