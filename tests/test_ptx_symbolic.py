@@ -267,6 +267,9 @@ def _gemm(tmp_path: Path) -> tuple[Path, list[str]]:
     return ptx, args
 
 
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="30 s of extraction; the seed below extracts the same GEMM with K symbolic in CI; "
+                           "SYNCVERIFY_SLOW=1 runs it")
 def test_gemm_k_tile_loops_are_kept_with_k_symbolic(tmp_path, capsys):
     """K >= 64 is split where the consumer's mainloop guard (k_tile_count - 1 > 0) changes: K = 64 is one
     k-tile, one protocol; from 65 on (two k-tiles), the producer's and consumers' k-tile loops are kept
