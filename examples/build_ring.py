@@ -1,6 +1,6 @@
 """Build the canonical warp-specialized TMA ring in code, check it, break it, read the race.
 
-    python3 examples/build_ring.py [--html ring.html]
+    python3 examples/build_ring.py [--stages 4] [--iters 5] [--html ring.html]
 
 What a compiler that generates synchronization would do: emit the protocol
 through the builder (no text written by hand), check it with the same engine
@@ -66,12 +66,13 @@ def check(b: ProtocolBuilder, iters: int) -> CheckResult:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iters", type=int, default=5, help="loop trip count to check (default 5)")
+    parser.add_argument("--stages", type=int, default=4, help="pipeline stages (default 4, as in the spec)")
     parser.add_argument("--html", metavar="PATH", help="also write the race's swimlane view")
     args = parser.parse_args(argv)
 
     try:
-        good = check(ring(wait_empty=True), args.iters)
-        broken_builder = ring(wait_empty=False)
+        good = check(ring(wait_empty=True, stages=args.stages), args.iters)
+        broken_builder = ring(wait_empty=False, stages=args.stages)
         broken = check(broken_builder, args.iters)
     except BuildError as err:  # a generator bug: the message quotes the generated lines
         print(err, file=sys.stderr)

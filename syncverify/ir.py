@@ -652,6 +652,9 @@ class Protocol:
     cluster_dim: int = 0
     # `launch cooperative;` / `launch ordered;` / "" (none: CTAs may run one after another, in any order)
     launch: str = ""
+    # The -D values the protocol was loaded with: a proof that reloads the source at other trip counts (the
+    # lift) must reload it with these, or it proves the spec's defaults instead; not part of equality
+    defines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def warps(self) -> int:

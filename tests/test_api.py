@@ -42,7 +42,7 @@ def _shape(x):
 
 
 def test_example_runs_and_reports_the_race():
-    out = subprocess.run([sys.executable, str(EXAMPLE), "--iters", "5"], capture_output=True, text=True, timeout=300,
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--iters", "5", "--stages", "2"], capture_output=True, text=True, timeout=300,
                          cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -230,3 +230,32 @@ def test_tcgen05_forms_through_the_builder():
                                                      "tcgen05.fence::after_thread_sync;", "tcgen05.ld acc[0];",
                                                      "tcgen05.wait::ld;"]
     assert [r.name for r in b.build().tmem_regions] == ["acc"]
+
+
+GROWS = """protocol grows {
+  cta threads 32;
+  param ITERS = 2;
+  param STRIDE = 0;
+  smem buf[2] bytes 64;
+  for k in 0..ITERS {
+    write buf[k * STRIDE];   // out of range from ITERS = 3 on when STRIDE = 1
+  }
+}
+"""
+
+
+def test_the_lift_proves_the_protocol_loaded_not_the_specs_defaults():
+    """`check_protocol(load(spec, {"STRIDE": 1}), Options())` once lifted the spec's default STRIDE = 0 (the
+    lift reloads the source at other trip counts, and took the defines from Options): "safe for every trip
+    count" for a protocol that writes out of range at ITERS = 3. The lift now reloads with the protocol's own
+    defines, and answers as the command line does with -D."""
+    protocol = load(GROWS, {"STRIDE": 1, "ITERS": 2}, path="grows.sync")
+    assert dict(protocol.defines) == {"STRIDE": 1, "ITERS": 2}
+    by_api = check_protocol(protocol, Options())
+    by_cli = check_protocol(protocol, Options(defines={"STRIDE": 1, "ITERS": 2}))
+    assert by_api.bound == by_cli.bound != "all-iterations", (by_api, by_cli)
+    assert "not lifted to all iterations" in by_api.coverage
+    at_three = check_protocol(load(GROWS, {"STRIDE": 1, "ITERS": 3}, path="grows.sync"), Options())
+    assert at_three.verdict is Verdict.ERROR or "SV104" in {d.code for d in at_three.diagnostics}, at_three
+    # the spec's own defaults are safe for every trip count, which is what the lift proved before
+    assert check_protocol(load(GROWS, path="grows.sync"), Options()).bound == "all-iterations"

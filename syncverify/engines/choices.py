@@ -51,6 +51,8 @@ def check_every(protocol: ir.Protocol, options: Options,
             result = CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.ERROR, bound="",
                                  diagnostics=tuple(instance.diagnostics))
         else:
+            # the instance is resolved with every param pinned; what a lift reloads is the protocol's own -D
+            instance = replace(instance, defines=protocol.defines)
             result = run_engines(instance, replace(options, timeout=left))
         done.append((assignment, result))
     return _combine(protocol, done, covers, stopped)

@@ -34,7 +34,7 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
         result = explore(protocol, Budget(options.max_states, options.timeout, options.max_memory_mb), machine,
                          full_trace=options.full_trace, strict=options.strict)
         return merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
-    res = lift(protocol, options.defines, assumptions, options.max_states, options.timeout, options.full_trace,
+    res = lift(protocol, dict(protocol.defines), assumptions, options.max_states, options.timeout, options.full_trace,
                memory_mb=options.max_memory_mb)
     return merge_static(as_result(protocol, res, options.strict),
                         searched(static_outcome(protocol, machine.programs, deadline)))
@@ -68,7 +68,7 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options,
     if seconds <= 0:
         return replace(result, coverage="not proved for all iterations: "
                        + budgets.reached(budgets.TIME, options.timeout), stopped_by=budgets.TIME)
-    res = lift(protocol, options.defines, assumptions, states, seconds, options.full_trace,
+    res = lift(protocol, dict(protocol.defines), assumptions, states, seconds, options.full_trace,
                memory_mb=options.max_memory_mb)
     stats = Stats(result.stats.states + res.stats.states, result.stats.transitions + res.stats.transitions,
                   result.stats.seconds + res.stats.seconds, result.stats.peak_mb)

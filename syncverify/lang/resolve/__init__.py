@@ -66,4 +66,5 @@ def resolve(tree: Tree, path: str, text: str, defines: Mapping[str, int],
         assignment=tuple((n, tuple(assignment[n])) for n in res.chosen) if assignment is not None else (),
         param_sites=tuple(res.param_sites), tmem_regions=tuple(res.tmem_regions.values()),
         flags=tuple(res.flags.values()), cluster_dim=res.cluster_dim, launch=res.launch,
+        defines=tuple(sorted((str(k), int(v)) for k, v in defines.items())),
     )
