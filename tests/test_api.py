@@ -42,8 +42,8 @@ def _shape(x):
 
 
 def test_example_runs_and_reports_the_race():
-    out = subprocess.run([sys.executable, str(EXAMPLE), "--iters", "5", "--stages", "2"], capture_output=True, text=True, timeout=300,
-                         cwd=ROOT)
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--iters", "5", "--stages", "2"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     # the bounded check at ITERS=5 is lifted to every trip count by the default engine
