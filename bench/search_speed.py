@@ -151,6 +151,7 @@ class Run:
     peak_mb: float
     search_mb: float
     note: str = ""
+    where: str = ""  # each finding's code at its source file's name and line, in the order of `cex`
 
     @property
     def rate(self) -> float:
@@ -189,10 +190,14 @@ def run_case(case: Case, tree: Path, scratch: Path, cap: float, max_states: int)
     stats = result["stats"]
     diags = [d for d in result["diagnostics"] if d["severity"] == "error"]
     codes = ", ".join(sorted({d["code"] for d in diags}))
-    cex = ", ".join(f"{d['code']}:{len(d['trace'])}" for d in sorted(diags, key=lambda d: (d["code"], d["line"])))
+    cex = ", ".join(f"{d['code']}:{len(d['trace'])}" for d in sorted(diags, key=lambda d: (d["code"], d["line"] or 0)))
+    # an older tree's JSON may not name the file of a finding: then its line alone
+    where = ", ".join(dict.fromkeys(
+        f"{d['code']} {Path(d.get('file', '').split(' (inlined at ')[0]).name}:{d['line']}".replace(" :", " line ")
+        for d in sorted(diags, key=lambda d: (d["code"], d["line"] or 0))))
     finished = result["verdict"] != "inconclusive"
     return Run(finished, result["verdict"], codes, cex, stats["states"], cpu, peak, stats["peak_mb"],
-               result.get("coverage", ""))
+               result.get("coverage", ""), where)
 
 
 def _cell(run: Run | None) -> list[str]:
