@@ -40,8 +40,16 @@ def reuse_warnings_only(res: StepResult) -> bool:
     arriving warp's own wgmma collectives put on its own lanes' records, which no other process's step
     sets (only the warp's own `syncwarp` clears them), so it too is at its largest with the step first.
     Without this, every such release was expanded with every other step, and the DeepGEMM scale specs
-    grew from 15,346 states to past a million."""
-    return all(w.code in ("SV602", "SV609") for w in res.warnings)
+    grew from 15,346 states to past a million.
+
+    The SV505 warning (an arrival in a phase whose previous phase no wait has observed yet, which
+    it does not complete) is decided on the barrier's observed flag. Another process's step only
+    sets that flag (a wait observing the previous phase) within a phase; a step that completes the
+    phase first is another arrival, which in this order overflows the count (SV504), or bytes,
+    which _no_bytes_ahead rules out. So it too is at its largest with the step first, and the
+    states after both orders are the same (DeepGEMM's one-sided multicast: CTA 0's math warps
+    release CTA 1's empty barrier before CTA 1's producer has waited on it)."""
+    return all(w.code in ("SV602", "SV609", "SV505") for w in res.warnings)
 
 
 def union_ahead(prog: Program, here: list, stop_at_cluster_wait: bool = False) -> list:
@@ -141,8 +149,9 @@ class ElementRules:
         A plain arrive (on this CTA's barrier or a peer's) commutes with every other
         step except a wait, init or inval of that barrier. Against a wait, taking the
         arrive first reports any violation the other order would (an arrive that
-        completes the phase makes a late wait stale, SV501; an arrive before the
-        wait that observes the previous phase breaks the consumption rule, SV502)
+        completes the phase makes a late wait stale, SV501, and completes a phase no
+        wait observed the previous one of, SV502; one that does not complete it lands
+        before the observing wait, the SV505 warning, which the other order lacks)
         and otherwise reaches the same state. A bulk-tensor load or tensor-core
         commit checks that its barriers are usable when issued. Neither commutes
         with an init or inval of the barrier, so these are taken alone only when no
@@ -178,9 +187,9 @@ class ElementRules:
         before it? An arrive and a copy's landing (or a complete_tx) on one barrier do not
         commute: with the tx-count at 0, the arrive first completes the phase and the bytes
         land in the next one, while the landing first leaves the phase waiting for bytes that
-        never come (and a landing in the next phase, unlike an arrive, breaks no consumption
-        rule that would report it). So the arrive is taken alone only when nothing in flight
-        completes on that barrier and no other process can still count bytes on it."""
+        never come (and a landing in the next phase, unlike an arrive, completes nothing that
+        a consumption rule would report). So the arrive is taken alone only when nothing in
+        flight completes on that barrier and no other process can still count bytes on it."""
         machine = self.machine
         m = machine.arrive_target(state, p, cta)
         if m is None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
-from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
+from ...semantics.state import AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
@@ -242,8 +242,10 @@ class Reduction(ElementRules, LandingRules):
                     continue
                 m = machine.wait_barrier(state, p)
                 # in phase 0 the wait may pass without observing (a first wait with parity 1): then
-                # nothing may change the phase first; later it observes, and only arrivals conflict
-                forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 else _NO_ARRIVAL
+                # nothing may change the phase first; later it observes, and only arrivals conflict,
+                # unless no arrival is pending: bytes alone may then complete the unobserved phase
+                # first, the SV502 that order reports and this one does not (docs/model.md)
+                forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 or state.mbars[m][M_PEND] <= 0 else _NO_ARRIVAL
                 if self._can_precede(state, m, p, None, forbidden, False) is not None:
                     yield tried[p]  # type: ignore[misc]
                     return
