@@ -90,4 +90,4 @@ def test_consumption_engines_agree_on_a_slice():
 def test_consumption_wider_slice(scope, every):
     tally = _slice(scope, every, 1, others=True)
     print(scope, dict(tally))
-    assert tally["SV502"] and tally["SV505"], tally
+    assert tally["z3 agrees"] and tally["bmc agrees"] and (tally["SV502"] or tally["SV505"]), tally
