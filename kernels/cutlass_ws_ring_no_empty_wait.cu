@@ -216,40 +216,40 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   // ---- the protocol body
-  if (in_producer) {  // line 38
-    if (sv_elect_sync()) {  // line 38: elect
-      {  /* line 38: init full[*]; */
+  if (in_producer) {  // line 41
+    if (sv_elect_sync()) {  // line 41: elect
+      {  /* line 41: init full[*]; */
         for (u32 i = 0; i < 4u; ++i)
           asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(1)), "r"((sv_bars + 8u * (u32)(0 + i))) : "memory");
         ++o0;
       }
-      {  /* line 38: init empty[*]; */
+      {  /* line 41: init empty[*]; */
         for (u32 i = 0; i < 4u; ++i)
           asm volatile("mbarrier.init.shared::cta.b64 [%1], %0;" :: "r"((u32)(256)), "r"((sv_bars + 8u * (u32)(4 + i))) : "memory");
         ++o1;
       }
-      {  /* line 38: fence.mbarrier_init; */
+      {  /* line 41: fence.mbarrier_init; */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         ++o2;
       }
     }
   }
-  {  /* line 39: syncthreads; */
-    if (c.pfirst) sv_status(c, SV_STATE_BARRIER, 39u, 3u, (u32)(0), 0u, o3, 0, 0, 0, 0u);
+  {  /* line 42: syncthreads; */
+    if (c.pfirst) sv_status(c, SV_STATE_BARRIER, 42u, 3u, (u32)(0), 0u, o3, 0, 0, 0, 0u);
     asm volatile("bar.sync %0;" :: "r"((u32)(0)) : "memory");
-    if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 39u, 3u, 0u, 0u, o3, 0, 0, 0, 0u);
+    if (c.pfirst) sv_status(c, SV_STATE_RUNNING, 42u, 3u, 0u, 0u, o3, 0, 0, 0, 0u);
     ++o3;
   }
-  if (in_producer) {  // line 41
-    for (v_k = 0; v_k < 8; ++v_k) {  // line 42
+  if (in_producer) {  // line 44
+    for (v_k = 0; v_k < 8; ++v_k) {  // line 45
       v_s = (v_k % 4);
-      if (sv_elect_sync()) {  // line 45: elect
-        {  /* line 46: arrive.expect_tx full[s] bytes BYTES; */
+      if (sv_elect_sync()) {  // line 48: elect
+        {  /* line 49: arrive.expect_tx full[s] bytes BYTES; */
           if (!sv_aborted(c)) asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %0;" :: "r"((u32)(16384)), "r"((sv_bars + 8u * (u32)(0 + v_s))) : "memory");
           ++o4;
         }
-        {  /* line 47: tma.load tile[s] bytes BYTES -> full[s]; */
+        {  /* line 50: tma.load tile[s] bytes BYTES -> full[s]; */
           if (!sv_aborted(c)) {
             const int base = sv_src_base[c.proc * 9u + 5u];
             const bool known = base >= 0 && o5 < sv_src_count[c.proc * 9u + 5u];
@@ -263,14 +263,14 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
       }
     }
   }
-  if (in_consumer) {  // line 51
-    for (v_k = 0; v_k < 8; ++v_k) {  // line 52
+  if (in_consumer) {  // line 54
+    for (v_k = 0; v_k < 8; ++v_k) {  // line 55
       v_s = (v_k % 4);
-      {  /* line 54: wait full[s] parity (k / STAGES) % 2; */
-        sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(0 + v_s)), (u32)(((v_k / 4) % 2)) & 1u, 54u, 6u, (u32)(0 + v_s), o6, v_k, 0, 0, 1u);
+      {  /* line 57: wait full[s] parity (k / STAGES) % 2; */
+        sv_wait_acquire_cta(c, (sv_bars + 8u * (u32)(0 + v_s)), (u32)(((v_k / 4) % 2)) & 1u, 57u, 6u, (u32)(0 + v_s), o6, v_k, 0, 0, 1u);
         ++o6;
       }
-      {  /* line 55: read tile[s]; */
+      {  /* line 58: read tile[s]; */
         unsigned char* slot = (sv_smem_base + 128u + 16384u * (u32)(v_s));
         { const int base = sv_read_base[c.proc * 9u + 7u];
           const bool known = base >= 0 && o7 < sv_read_count[c.proc * 9u + 7u];
@@ -278,12 +278,12 @@ sv_kernel(u32* status, u32* ctl, const u32* expect, const u32* src, u32* dst, u6
           else atomicAdd(&c.ctl[SV_CTL_UNCHECKED], 1u); }
         ++o7;
       }
-      {  /* line 56: arrive empty[s]; */
+      {  /* line 59: arrive empty[s]; */
         if (!sv_aborted(c)) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"((sv_bars + 8u * (u32)(4 + v_s))) : "memory");
         ++o8;
       }
     }
   }
   // ---- end
-  if (c.pfirst) sv_status(c, SV_STATE_DONE, 59u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
+  if (c.pfirst) sv_status(c, SV_STATE_DONE, 62u, 0u, 0u, 0u, 0u, 0, 0, 0, 0u);
 }

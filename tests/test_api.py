@@ -48,7 +48,7 @@ def test_example_runs_and_reports_the_race():
     lines = out.stdout.splitlines()
     # the bounded check at ITERS=5 is lifted to every trip count by the default engine
     assert lines[0].startswith("cutlass_ws_ring: safe (bound all-iterations")
-    assert lines[1] == "cutlass_ws_ring_no_empty_wait: violation ['SV302', 'SV303', 'SV502', 'SV504']"
+    assert lines[1] == "cutlass_ws_ring_no_empty_wait: violation ['SV302', 'SV303', 'SV504', 'SV505']"
     assert "SV302 at line" in out.stdout and "WAR race on tile[" in out.stdout
     assert "tma.load tile[s] bytes BYTES -> full[s];" in out.stdout  # trace steps quote the generated lines
 

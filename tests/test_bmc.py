@@ -252,6 +252,10 @@ SLOW_SPECS.update({"cutlass_fmha_consumer_try_wait_token": 3600, "cutlass_fmha_c
 SLOW_SPECS.update({"deepgemm_sm90_cta_release_scales": 3600, "deepgemm_sm90_cta_release_scales_read_remotely": 3600})
 # the CLC persistent loop and its early release: about 40 s of solving each
 SLOW_SPECS.update({"cutlass_sm100_clc_persistent": 900, "cutlass_sm100_clc_persistent_early_release": 900})
+# DeepGEMM's one-sided multicast ring and its unobserved twin (two CTAs): 67 s and 78 s of solving (agreeing) on a
+# loaded host; the consumption rule's completion check is cross-checked on small programs in CI
+# (tests/test_exhaustive_consumption.py)
+SLOW_SPECS.update({"deepgemm_multicast_one_sided": 900, "deepgemm_multicast_one_sided_unobserved": 900})
 
 
 # Specs with tcgen05 mma/ld/st/fence or commit: the encoding refuses them (REFUSED in the family modules)

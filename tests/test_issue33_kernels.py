@@ -6,10 +6,13 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
 * Triton's tutorial flash-attention forward, TMA form, stages 2-4 (tests/data/ptx/triton/): safe as shipped
   (test_ptx_triton_attention.py). Seed, a missing wait: the loop's wait for the K tile deleted from the PTX
   (the tutorial's source has none; Triton writes it). Flagged at `06-fused-attention.py:115`, the dot.
-* DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: not decided (no violation in 662,884 states with the phase-aware
-  walk; bench/RESULTS-speed.md, 2026-12-06 04:00-05:10 UTC: the math warps' releases are now what the lone-step
-  rules refuse). Seed, a lane arriving on the wrong rank (deepgemm_seeds/make_overlay.py):
-  test_ptx_deepgemm.py (SLOW), flagged at the consequence (`copy_sm90_tma.hpp:676`), not at the arrive.
+* DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: safe under `exit-drains-bulk-reads` in 933 states (2.0 s CPU with
+  the extraction), with the SV505 warning at the math warps' release (`sm90_fp8_gemm_1d2d.cuh:269`): CTA 0's
+  warps may arrive on CTA 1's empty barrier before CTA 1's producer has observed its previous phase, the letter of
+  PTX's consumption rule, never its hazard (docs/model.md, "Readings PTX does not settle"; bench/RESULTS-speed.md,
+  2026-12-06 07:00-08:10 UTC; test_ptx_deepgemm.py, SLOW). Seed, a lane arriving on the wrong rank
+  (deepgemm_seeds/make_overlay.py): test_ptx_deepgemm.py (SLOW), flagged at the consequence
+  (`copy_sm90_tma.hpp:676`, 7,314 states with `--fail-fast`), not at the arrive.
 * CUTLASS's sm100 2-SM GEMM: decided since an init no other actor may touch and the pair's `tmem.alloc cta_group
   2` are taken as persistent sets (bench/RESULTS-speed.md, 2026-12-06 04:00 UTC): not safe, but SV402 at the
   follower's teardown arrive (`barrier.h:492`) on a barrier the leader initializes after its last

@@ -235,4 +235,6 @@ def test_ring_family_is_not_trivial():
         {"SV302", "SV508"}  # the race, and its cause: an elected release without syncwarp
     assert codes(check_protocol(load(ring(3, 2, 1, "elect_sw", True, "st"), path="r.sync"), Options()))[0] == set()
     broken = check_protocol(load(ring(3, 1, 1, "after", False, "tma"), path="r.sync"), Options())
-    assert {"SV302", "SV502"} <= codes(broken)[0]
+    # the race, and the early arrival into an unobserved phase (the SV505 warning: the search stops at the race
+    # before that phase completes, so the completion's SV502 is not reached)
+    assert "SV302" in codes(broken)[0] and "SV505" in codes(broken)[1]

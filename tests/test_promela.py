@@ -55,7 +55,10 @@ SMALL: dict[str, dict[str, int]] = {
 # Twelve warps (two consumer warpgroups are fixed in the spec, no param shrinks them): without
 # symmetry reduction SPIN needs millions of states even at ITERS=1 — see bench/RESULTS-spin.md.
 # The same protocol with two consumer warps is cutlass_ws_ring_per_warp_release_syncwarp.
-TOO_BIG = {"cutlass_ws_ring": "12 warps: millions of SPIN states without symmetry reduction, beyond this test's "
+TOO_BIG = {"deepgemm_multicast_one_sided": "4 warps in two CTAs: 83,909 SPIN states, safe as the explicit engine "
+           "says, in 14 s with its compile on a loaded host (2026-12-06), too long for CI; its unobserved twin, the "
+           "export's completion check (SV502), is compared",
+           "cutlass_ws_ring": "12 warps: millions of SPIN states without symmetry reduction, beyond this test's "
            "budget (the ring family is compared in bench/spin_compare.py)",
            "deepgemm_lane_rank_release": "10 warps in two CTAs: beyond 2 GiB of SPIN states without symmetry "
            "reduction even at ITERS=1 STAGES=1 (its wrong-rank twin is compared, and tests/test_lanes.py compares "

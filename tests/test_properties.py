@@ -992,7 +992,7 @@ def test_sv502_arrive_in_a_phase_after_an_unobserved_one():
     assert_violation(r, {"SV502"})
     (d,) = diags(r, "SV502")
     assert d.span.line == line(MISSING_WAIT, "SECOND")
-    assert "lands in phase 1 although no wait observed the completion of phase 0" in d.message
+    assert "completes phase 1 although no wait observed the completion of phase 0" in d.message
 
 
 def test_sv502_wait_between_the_phases_is_safe():

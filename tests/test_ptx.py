@@ -137,7 +137,7 @@ def test_loops_mean_exactly_the_statements_they_replace(monkeypatch):
     flat = [_extract(p) for p in (RING, RING_BUG)]
     assert "for k" not in flat[0] and "for k" in rolled[0]
     assert [codes(t) for t in rolled] == [codes(t) for t in flat] == [
-        (set(), "safe"), ({"SV302", "SV303", "SV502", "SV504"}, "violation")]
+        (set(), "safe"), ({"SV302", "SV303", "SV504"}, "violation")]
 
 
 def test_loop_formulas():
@@ -179,9 +179,12 @@ def test_check_seeded_missing_empty_wait_at_the_source_line(capsys):
 
     (res,) = json.loads(capsys.readouterr().out)["results"]
     codes = {d["code"] for d in res["diagnostics"]}
-    # the same set as specs/cutlass_ws_ring_no_empty_wait.sync, the hand-written protocol of this bug
-    assert codes == {"SV302", "SV303", "SV502", "SV504"}
+    # the same set as specs/cutlass_ws_ring_no_empty_wait.sync, the hand-written protocol of this bug: the race, the
+    # overflow, and the early arrive into an unobserved phase as the SV505 warning (the search stops at the race
+    # before that phase completes, which would be SV502)
+    assert codes == {"SV302", "SV303", "SV504", "SV505"}
     lines = {d["code"]: d["line"] for d in res["diagnostics"]}
+    assert lines["SV505"] == lines["SV504"]  # the arrive.expect_tx of the next round
     # at the kernel's call of the inline-asm helper (the line to change), not inside the helper
     assert lines["SV302"] == 70      # ring.cu: bulk_load(tile[s], …), whose cp.async.bulk writes the tile
     assert lines["SV504"] == 69      # ring.cu: mbar_arrive_expect_tx(&full[s], BYTES)

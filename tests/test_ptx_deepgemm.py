@@ -32,6 +32,7 @@ per 64-column half, each waiting for its own bulk group: lane-guarded stores wit
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 from pathlib import Path
@@ -109,3 +110,27 @@ def test_the_wrong_rank_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture
     text = out.out + out.err
     assert code == 1
     assert "copy_sm90_tma.hpp:676" in text and ("SV303 WAW race on s1[" in text or "SV302" in text)
+
+
+@SLOW
+def test_multicast_2_checks_safe_with_the_consumption_rules_letter_warned(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Only CTA 0 multicasts A, so CTA 0's math warps may release CTA 1's empty barrier for a round before CTA 1's
+    producer has waited on its previous phase: the letter of PTX's consumption rule (SV505, a warning), never its
+    hazard (SV502: that phase also needs CTA 1's own releases, behind CTA 1's full barrier, behind CTA 1's
+    producer's wait). Under `exit-drains-bulk-reads` (the epilogue's bulk stores at the exit) the kernel is safe
+    (docs/model.md, "Readings PTX does not settle"; bench/RESULTS-speed.md, 2026-12-06 07:00 UTC)."""
+    sync = tmp_path / "dg.sync"
+    sync.write_text(extract(parse_ptx_file(str(_ptx(tmp_path, "deepgemm_sm90_fp8_1d2d.ptx"))), LAUNCH).text)
+    code = main(["check", str(sync), "--assume", "exit-drains-bulk-reads", "--format", "json", "--max-states",
+                 "300000"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert code == 0 and result["verdict"] == "safe", result["coverage"]
+    codes = {d["code"] for d in result["diagnostics"]}
+    assert "SV502" not in codes and all(d["severity"] == "warning" for d in result["diagnostics"])
+    lines = sync.read_text().splitlines()
+    letter = [d for d in result["diagnostics"] if d["code"] == "SV505"]
+    assert letter, result["diagnostics"]
+    for d in letter:  # at a math warp's release, lane r on cluster CTA r (CUTLASS's ClusterBarrier::arrive)
+        source = lines[d["line"] - 1]
+        assert "arrive mb0[" in source and "@ lane;" in source and "barrier.h:492" in source, source

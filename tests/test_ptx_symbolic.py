@@ -141,7 +141,8 @@ def test_check_ring_state_is_safe_for_every_trip_count(capsys):
 
 
 @pytest.mark.parametrize(("ptx", "codes"), [
-    ("ring_state_no_empty_wait.ptx", {"SV302", "SV303", "SV502", "SV504"}),
+    # (the early arrive into an unobserved phase is the SV505 warning: the search stops at the race first)
+    ("ring_state_no_empty_wait.ptx", {"SV302", "SV303", "SV504"}),
     ("ring_state_no_full_wait.ptx", {"SV201", "SV301"}),
     ("ring_state_empty_count_16.ptx", {"SV504"}),
 ])

@@ -58,7 +58,14 @@ def _fully_reduced(path: Path) -> CheckResult:
     return explore(protocol, BUDGET, Machine(protocol), symmetry=True)
 
 
-SLOW_CASES = {("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry")}
+SLOW_CASES = {("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry"),
+              # DeepGEMM's one-sided multicast (2 CTAs): symmetry alone and no reduction both pass the budget
+              # (measured, 10-35 s each on a loaded host) and are skipped there; the reduced search's verdicts
+              # are compared with the unreduced one on the consumption rule's exhaustive scopes
+              # (tests/test_exhaustive_consumption.py)
+              ("deepgemm_multicast_one_sided.sync", "symmetry"), ("deepgemm_multicast_one_sided.sync", "none"),
+              ("deepgemm_multicast_one_sided_unobserved.sync", "symmetry"),
+              ("deepgemm_multicast_one_sided_unobserved.sync", "none")}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -263,8 +270,9 @@ protocol p {
   if a { elect { arrive.expect_tx bar bytes 16; tma.load t bytes 16 -> bar; } wait bar parity 0; elect { arrive bar; } }
   if b { wait bar parity 1; write t; }
 }""",
-    # first observing wait: an arrival can come first. a's second arrive lands in phase 1 before
-    # b observed phase 0 (SV502) unless b's wait runs first.
+    # first observing wait: an arrival can come first. a's second arrive completes phase 1 before
+    # b observed phase 0 (SV502) unless b's wait runs first. (With `arrive bar;` it only lands in
+    # phase 1 early, the SV505 warning: safe.)
     "first_wait_vs_arrive": """
 protocol p {
   cta threads 64;
@@ -274,7 +282,7 @@ protocol p {
   mbarrier bar count 2;
   if a { elect { init bar; fence.mbarrier_init; } }
   syncthreads;
-  if a { elect { arrive bar count 2; } elect { arrive bar; } }
+  if a { elect { arrive bar count 2; } elect { arrive bar count 2; } }
   if b { wait bar parity 0; read x; }
 }""",
     # a wait that passes in phase 0 without observing (parity 1 on the fresh barrier): bytes can

@@ -72,7 +72,7 @@ def test_violation_with_code_flows_is_valid(capsys):
         assert rc == 1
         assert_valid(doc)
         results += doc["runs"][0]["results"]
-    assert {"SV201", "SV302", "SV303", "SV502", "SV504"} <= {r["ruleId"] for r in results}
+    assert {"SV201", "SV302", "SV303", "SV504", "SV505"} <= {r["ruleId"] for r in results}
     assert all(r.get("codeFlows") for r in results if r["ruleId"] in ("SV201", "SV302"))
 
 

@@ -74,14 +74,16 @@ def _line_of(text: str) -> int:
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_the_gluon_ring_is_safe_only_with_a_power_of_two_stages(stages):  # type: ignore[no-untyped-def]
-    """3 stages: slot 2 is refilled (tile 3 lands at 3 & 2 = 2) before tile 2 was waited for -- SV502 at
-    the refill's `mbarrier.expect`, the user's line. 2 and 4 stages: safe."""
+    """3 stages: slot 2 is refilled (tile 3 lands at 3 & 2 = 2) before tile 2 was waited for -- SV504 at
+    the refill's `mbarrier.expect`, the user's line (an arrival with none pending; the same arrival lands in an
+    unobserved phase, the SV505 warning there). 2 and 4 stages: safe."""
     args, kwargs = _ring_call(stages)
     got = svt.check(ring_sum.ring_sum_kernel, (1,), *args, **kwargs)
     if stages == 3:
         assert got.unsafe
         first = got.result.diagnostics[0]
-        assert first.code == "SV502" and first.span is not None
+        assert first.code == "SV504" and first.span is not None
+        assert any(d.code == "SV505" and d.span.line == first.span.line for d in got.result.diagnostics)
         assert (Path(first.span.path).name, first.span.line) == (RING.name, _line_of("mbarrier.expect(ready.index(ns)"))
     else:
         assert got.safe, got.render()
@@ -121,7 +123,7 @@ def test_a_lone_hanging_config_is_never_launched(monkeypatch):  # type: ignore[n
     twin with a safe lone config is launched."""
     args, _ = _ring_call(0)
     bad, launched = _autotuned([c for c in ring_sum.CONFIGS if c.kwargs["NUM_STAGES"] == 3], monkeypatch)
-    with pytest.raises(svt.UnsafeConfigs, match=r"NUM_STAGES: 3.*ring_sum.py:\d+:\d+: SV502"):
+    with pytest.raises(svt.UnsafeConfigs, match=r"NUM_STAGES: 3.*ring_sum.py:\d+:\d+: SV504"):
         bad[(1,)](*args, BLOCK_M=128)
     assert launched == []
     good, launched = _autotuned([c for c in ring_sum.CONFIGS if c.kwargs["NUM_STAGES"] == 4], monkeypatch)

@@ -182,10 +182,11 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
         new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
         # the observations its issuer had made when it issued it (CopyCausalityOps.copy_complete)
         self.carry_obs(w, (enc.snap_holder(c),), (enc.cur(m),))
-        hard += self.set_mb(w, m, new, z3.BoolVal(True))
+        soft: list[tuple[str, Any]] = []  # (a landing that completes a phase no wait observed the previous one of)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True), soft=soft)
         adds = enc.adds_to(None)
-        dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard]))] if adds else []
-        return Effect(guard, z3.BoolVal(True), hard, [], w.upd,
+        dynamic = [(("m", m), z3.Or(new.pend <= 0, *[cond for _, cond in hard + soft]))] if adds else []
+        return Effect(guard, z3.BoolVal(True), hard, soft, w.upd,
                       {("m", m): "a" if adds else "w", ("key", c.key): "w", ("proc", c.actor): "w",
                        ("exit", c.cta): "r"},
                       dynamic=dynamic)

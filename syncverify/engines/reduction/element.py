@@ -12,18 +12,32 @@ reductions").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ... import ir
 from ...expr import Context
 from ...semantics import rules
 from ...semantics.core import StepResult
-from ...semantics.footprint import _END, _EV_ARRIVE, Element, ref_element, touches
+from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, Element, ref_element, touches
 from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, OP, Program
 from ...semantics.state import M_K, M_VALID, P_CLTOKEN, P_PC, P_VARS, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
+
+
+# the operations whose barrier updates do not commute with an arrive (_no_bytes_ahead; the table tx_ahead)
+_TX_KINDS = (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive)
+_COUNTING = (_EV_ARRIVE, _EV_BYTES, _EV_FREE)
+
+
+def counts_bytes(op: ir.Op) -> bool:
+    """Does this operation count bytes or arrive asynchronously on its barrier: an expect_tx or complete_tx,
+    a bulk copy, a tensor-core commit, a cp.async arrive-on, or an arrive.expect_tx, whose arrival carries bytes
+    (taken first, it can leave the phase pending on them where a plain arrive first completes it, and the
+    plain arrive then overflows: SV504 in one order only)?"""
+    return isinstance(op, _TX_KINDS) or (isinstance(op, ir.MbarArrive) and op.tx_bytes is not None)
 
 
 def reuse_warnings_only(res: StepResult) -> bool:
@@ -40,8 +54,16 @@ def reuse_warnings_only(res: StepResult) -> bool:
     arriving warp's own wgmma collectives put on its own lanes' records, which no other process's step
     sets (only the warp's own `syncwarp` clears them), so it too is at its largest with the step first.
     Without this, every such release was expanded with every other step, and the DeepGEMM scale specs
-    grew from 15,346 states to past a million."""
-    return all(w.code in ("SV602", "SV609") for w in res.warnings)
+    grew from 15,346 states to past a million.
+
+    The SV505 warning (an arrival in a phase whose previous phase no wait has observed yet, which
+    it does not complete) is decided on the barrier's observed flag. Another process's step only
+    sets that flag (a wait observing the previous phase) within a phase; a step that completes the
+    phase first is another arrival, which in this order overflows the count (SV504), or bytes,
+    which _no_bytes_ahead rules out. So it too is at its largest with the step first, and the
+    states after both orders are the same (DeepGEMM's one-sided multicast: CTA 0's math warps
+    release CTA 1's empty barrier before CTA 1's producer has waited on it)."""
+    return all(w.code in ("SV602", "SV609", "SV505") for w in res.warnings)
 
 
 def union_ahead(prog: Program, here: list, stop_at_cluster_wait: bool = False) -> list:
@@ -78,7 +100,8 @@ def _successor_pcs(prog: Program) -> list[list[int]]:
     return succ
 
 
-def _elements_ahead(prog: Program, kinds: tuple[type, ...], ctx: Context) -> list[frozenset[Element]]:
+def _elements_ahead(prog: Program, kinds: tuple[type, ...] | Callable[[ir.Op], bool],
+                    ctx: Context) -> list[frozenset[Element]]:
     """For every pc: the mbarrier elements that ops of the given kinds can still touch from there.
 
     An index is evaluated in the process's context alone (its CTA, instance and roles; the
@@ -88,7 +111,8 @@ def _elements_ahead(prog: Program, kinds: tuple[type, ...], ctx: Context) -> lis
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
-    own = [frozenset({ref_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and isinstance(ins.op, kinds)
+    chosen = kinds if callable(kinds) else (lambda op: isinstance(op, kinds))
+    own = [frozenset({ref_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and chosen(ins.op)
            else frozenset() for ins in code]
     ahead = list(own)
     changed = True
@@ -141,8 +165,9 @@ class ElementRules:
         A plain arrive (on this CTA's barrier or a peer's) commutes with every other
         step except a wait, init or inval of that barrier. Against a wait, taking the
         arrive first reports any violation the other order would (an arrive that
-        completes the phase makes a late wait stale, SV501; an arrive before the
-        wait that observes the previous phase breaks the consumption rule, SV502)
+        completes the phase makes a late wait stale, SV501, and completes a phase no
+        wait observed the previous one of, SV502; one that does not complete it lands
+        before the observing wait, the SV505 warning, which the other order lacks)
         and otherwise reaches the same state. A bulk-tensor load or tensor-core
         commit checks that its barriers are usable when issued. Neither commutes
         with an init or inval of the barrier, so these are taken alone only when no
@@ -178,9 +203,15 @@ class ElementRules:
         before it? An arrive and a copy's landing (or a complete_tx) on one barrier do not
         commute: with the tx-count at 0, the arrive first completes the phase and the bytes
         land in the next one, while the landing first leaves the phase waiting for bytes that
-        never come (and a landing in the next phase, unlike an arrive, breaks no consumption
-        rule that would report it). So the arrive is taken alone only when nothing in flight
-        completes on that barrier and no other process can still count bytes on it."""
+        never come (and a landing in the next phase, unlike an arrive, completes nothing that
+        a consumption rule would report). So the arrive is taken alone only when nothing in
+        flight completes on that barrier and no other process can still count bytes on it.
+
+        "Can still" is asked of each other process's own remaining sequence, with the barrier
+        element of each of its byte-counting operations evaluated from its current variables
+        (_bytes_ahead), and of the per-pc table (any element an index with a variable can name)
+        only where that sequence is not known: DeepGEMM's producers copy into `full[k % 2]` in
+        a loop, which the table reads as every element of the array."""
         machine = self.machine
         m = machine.arrive_target(state, p, cta)
         if m is None:
@@ -188,8 +219,54 @@ class ElementRules:
         if any(a[4] == m for a in state.agents):
             return False
         _, name, index = machine.mb_names[m]
-        return not any(q != p and touches(self.tx_ahead[q][state.procs[q][P_PC]], name, index)
-                       for q in range(len(machine.procs)))
+        for q in range(len(machine.procs)):
+            if q == p:
+                continue
+            ahead = self._bytes_ahead(q, state.procs[q])
+            if m in ahead if ahead is not None else touches(self.tx_ahead[q][state.procs[q][P_PC]], name, index):
+                return False
+        return True
+
+    def _bytes_ahead(self, q: int, qstate: tuple) -> frozenset[int] | None:
+        """The barriers (machine indices) that process q's remaining operations of the kinds that count
+        bytes or arrive asynchronously (expect_tx/complete_tx, bulk copies, tensor-core commits,
+        cp.async arrive-ons: those of the table ``tx_ahead``) will touch, from where q stands; None
+        where the sequence is not known (an operand or the control flow that cannot be evaluated, a
+        probe or flag value that picks the next instruction, a loop hook).
+
+        Control flow depends only on loop variables, so q runs a fixed sequence from (pc, variables)
+        (Machine.future, as the walk of what can come first reads it), and each operation's barrier
+        is the one its index names under the variables it will then have: exactly the elements q can
+        still touch. A function of (q, pc, variables): each key of a walked sequence is remembered."""
+        machine = self.machine
+        if machine.loop_hook is not None:
+            return None
+        memo: dict = self._bytes_memo  # type: ignore[attr-defined]
+        key = (q, qstate[P_PC], qstate[P_VARS])
+        chain: list[tuple[tuple, frozenset[int]]] = []
+        while True:
+            if key in memo:
+                acc = memo[key]
+                break
+            fut = machine.future(key)
+            if fut is None:
+                acc = None
+                break
+            events, nxt = fut
+            if events is _END:
+                acc = frozenset()
+                break
+            ins = machine.programs[key[0]].code[key[1]]
+            own = frozenset(ev[1] for ev in events if ev[0] in _COUNTING) \
+                if ins.kind == OP and counts_bytes(ins.op) else frozenset()
+            chain.append((key, own))
+            key = nxt
+        if len(memo) >= 1 << 16:
+            memo.clear()
+        for k, own in reversed(chain):
+            acc = None if acc is None else acc | own
+            memo[k] = acc
+        return acc
 
     def _peer_cannot_exit_first(self, state: State, p: int, cta: int) -> bool:
         """Can CTA ``cta`` not exit before process p's next step, whatever the others do?

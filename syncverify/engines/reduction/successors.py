@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
-from ...semantics.state import AG_TMA, M_K, P_PC, P_VARS, State
+from ...semantics.state import AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
 from .cta_local import CtaLocalSteps
-from .element import ElementRules, _elements_ahead, _must_pass, reuse_warnings_only
+from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
 from .init_alone import InitAlone
 from .named import lone_named_arrival
@@ -96,9 +96,10 @@ class Reduction(ElementRules, LandingRules):
         # (a probe counts as the wait it is when it returns true: families/mbarrier_probe.py)
         self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait, ir.MbarProbe), ctx)
                             for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
-        # barriers that bytes can still be counted on (expect/complete_tx, copies, commits)
-        self.tx_ahead = [_elements_ahead(prog, (ir.MbarTx, ir.TmaLoad, ir.UmmaCommit, ir.CpAsyncArrive), ctx)
+        # barriers that bytes can still be counted on (expect/complete_tx, copies, commits, arrive.expect_tx)
+        self.tx_ahead = [_elements_ahead(prog, counts_bytes, ctx)
                          for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        self._bytes_memo: dict[tuple, frozenset[int] | None] = {}  # (q, pc, vars) -> element._bytes_ahead
         self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in machine.programs]
         # Does every cluster arrive of every program have a cluster wait after it on every path
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
@@ -242,8 +243,10 @@ class Reduction(ElementRules, LandingRules):
                     continue
                 m = machine.wait_barrier(state, p)
                 # in phase 0 the wait may pass without observing (a first wait with parity 1): then
-                # nothing may change the phase first; later it observes, and only arrivals conflict
-                forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 else _NO_ARRIVAL
+                # nothing may change the phase first; later it observes, and only arrivals conflict,
+                # unless no arrival is pending: bytes alone may then complete the unobserved phase
+                # first, the SV502 that order reports and this one does not (docs/model.md)
+                forbidden = _ANY_UPDATE if state.mbars[m][M_K] == 0 or state.mbars[m][M_PEND] <= 0 else _NO_ARRIVAL
                 if self._can_precede(state, m, p, None, forbidden, False) is not None:
                     yield tried[p]  # type: ignore[misc]
                     return

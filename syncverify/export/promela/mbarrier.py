@@ -58,9 +58,12 @@ class MbarrierExport:
         """The inline that follows every barrier update (machine._set_mb)."""
         return [
             "/* machine._set_mb after a rule changed barrier _m whose phase was _t: a completed phase moves the",
-            "   current phase's knowledge to the last one and must be observed again (consumption rule) */",
+            "   current phase's knowledge to the last one and must be observed again (consumption rule). A",
+            "   completion while the previous phase is unobserved is the consumption rule's hazard (SV502); an",
+            "   arrive-on that lands early without completing (the explicit engine's SV505 warning) is not encoded */",
             "inline mb_after() {",
-            f"  if :: mk[_m] != _t -> _c = {self.mb_base} + 2 * _m; _n = _c + 1; c_code {{ k_shift(_c, _n); }};",
+            f"  if :: mk[_m] != _t -> assert(mobs[_m] || SV502); _c = {self.mb_base} + 2 * _m; _n = _c + 1; "
+            "c_code { k_shift(_c, _n); };",
             "        mobs[_m] = 0; mrd[_m] = (mrd[_m] & 5) * 2",
             "  :: else -> skip fi",
             "}",
@@ -119,7 +122,6 @@ class MbarrierExport:
             b.append(f"assert(({tcta}) == {cta} || SV407);   /* .shared::cta arrive on a peer's barrier */")
         b.append(f"_c = {tcta}; _m = {self.mb_expr(op.bar, p, '_c')};")
         b += self.usable("_m", lanes, None if op.remote is None else "_c", "arrive", cta)
-        b.append("assert(mobs[_m] || SV502);   /* consumption rule: the previous phase was observed */")
         b.append(f"_n = {E(op.count)} * {threads};")
         if op.drop:
             b.append("assert(_n < mexp[_m] || SV504);   /* arrive_drop taking the expected count to 0 */")

@@ -397,7 +397,7 @@ class AsyncAgentOps:
         """An asynchronous agent's completion arrives once on barrier m and publishes its writes:
         the arrive-on of a `cp.async.mbarrier.arrive` (families/cp_async.py) and of a
         `tcgen05.commit` (families/tcgen05.py). Both are an arrive(1) on a valid barrier (SV401),
-        under the consumption rule (SV502), with an arrival pending (SV504); ``publish`` makes
+        under the consumption rule (SV505, SV502), with an arrival pending (SV504); ``publish`` makes
         the agent's writes (and what else its arrival carries) known in the barrier's current
         phase, before the arrival that may complete it. ``names``: the operation, its arrival as
         the consumption rule names it, and as the over-arrival names it (the messages)."""
@@ -405,12 +405,12 @@ class AsyncAgentOps:
         old = w.mbars[m]
         if not old[M_VALID]:
             raise Violation("SV401", f"a {what} arrives on {self.mb_label(m)}, which is not initialized", span)
-        self._check_consumption(w, m, span, landing)
         s = self._rule_state(old)
         if rules.arrive_overflows(s, 1):
             raise Violation("SV504", f"{arrival} on {self.mb_label(m)} with nothing pending", span)
+        self._check_consumption(w, m, span, landing, (new := rules.mb_arrive(s, 1)).k != s.k)
         publish()
-        self._set_mb(w, m, rules.mb_arrive(s, 1), old)
+        self._set_mb(w, m, new, old, span, landing)
 
     def _complete_tma(self, w: _Work, a: tuple) -> None:
         """A bulk copy completes (§5): its weak write lands, then complete_tx(bytes) on its
@@ -441,7 +441,7 @@ class AsyncAgentOps:
             self._tx_check(m, s.tx - nbytes, self._agent_span(line))
         if a[8]:
             self.copy_complete(w, a, m)  # its issuer's observations (families/copy_causality.py)
-        self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old)
+        self._set_mb(w, m, rules.mb_complete_tx(s, nbytes), old, self._agent_span(line), "a bulk copy's landing")
 
 
 HANDLERS: dict[type, Callable] = {

@@ -101,7 +101,8 @@ class CpAsyncOps:
             if s.pend + ins.threads > rules.MAX_COUNT:
                 raise Violation("SV504", f"cp.async.mbarrier.arrive increments the pending count of "
                                 f"{self.mb_label(m)} past 2^20-1 (UB)", op.span)
-            self._set_mb(w, m, rules.mb_pending_increment(s, ins.threads), old, contributor=lanes)
+            self._set_mb(w, m, rules.mb_pending_increment(s, ins.threads), old, op.span,
+                         "cp.async.mbarrier.arrive", contributor=lanes)
         else:
             # What the thread has observed is causally before its arrive-on, which lands in this
             # phase unless the phase completes without it (a count that does not plan for it).

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import ir
+from ...diagnostics import Severity
 from .. import rules
 from ..core import (
     Violation,
@@ -103,19 +104,38 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             return "overflow"
         return None
 
-    def _check_consumption(self, w: _Work, m: int, span, what: str) -> None:
-        """§1.3 consumption rule (SV502): the previous phase must have been observed by a wait."""
+    def _check_consumption(self, w: _Work, m: int, span, what: str, completes: bool) -> None:
+        """§1.3 consumption rule, its letter (the SV505 warning): an arrive-on lands in a phase whose
+        previous phase no wait has observed yet. Where the arrival also completes that phase, the
+        hazard the rule guards against happens, and _set_mb reports it (SV502) instead. The letter
+        alone aliases no waiter's parity: the count-based hardware cannot complete the phase again
+        before the arrivals it still waits for, and an observation before then keeps every
+        parity wait exact (docs/model.md, "Readings PTX does not settle")."""
         mb = w.mbars[m]
-        if self._unconsumed(mb):
-            w.soft.append(Violation("SV502", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} although no wait "
-                            f"observed the completion of phase {mb[M_K] - 1} (PTX consumption rule)", span))
+        if self._unconsumed(mb) and not completes:
+            w.warnings.append(Violation(
+                "SV505", f"{what} on {self.mb_label(m)} lands in phase {mb[M_K]} before any wait observed the "
+                f"completion of phase {mb[M_K] - 1} (the letter of PTX's consumption rule); it does not complete "
+                f"phase {mb[M_K]}, so no waiter's parity is aliased yet", span, severity=Severity.WARNING))
 
-    def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, release_mask: int = 0,
+    def _check_completion_observed(self, w: _Work, m: int, old: tuple, span, what: str) -> None:
+        """The consumption rule's hazard (SV502): phase k of barrier m completes while no wait has
+        observed the completion of phase k − 1. A parity wait for phase k − 1 then names phase k + 1
+        (a late wake-up or a deadlock), which is what the rule exists to prevent (synccheck's
+        "Missing wait"). Reported at the update that completes phase k, whatever its kind."""
+        if self._unconsumed(old):
+            w.soft.append(Violation(
+                "SV502", f"{what} on {self.mb_label(m)} completes phase {old[M_K]} although no wait observed the "
+                f"completion of phase {old[M_K] - 1}: a parity wait for phase {old[M_K] - 1} now names phase "
+                f"{old[M_K] + 1} (PTX consumption rule)", span))
+
+    def _set_mb(self, w: _Work, m: int, mb: rules.Mbar, old: tuple, span, what: str, release_mask: int = 0,
                 rdata: int | None = None, contributor: int = 0) -> None:
         """Store a barrier after a rule was applied, with knowledge and phase bookkeeping.
 
-        ``contributor``: the lanes whose step this is (0 for an async agent); what they have
-        observed is causally before this contribution, whatever its memory semantics."""
+        ``span``, ``what``: the update, as a completion's SV502 names it. ``contributor``: the lanes
+        whose step this is (0 for an async agent); what they have observed is causally before this
+        contribution, whatever its memory semantics."""
         rd = old[M_RDATA] if rdata is None else rdata
         observed = old[M_OBSERVED]
         cur = self.holders.mb_cur(m)
@@ -126,6 +146,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             # lanes know, observations included, is then known by the current phase)
             w.records = carry_obs(w.records, contributor, cur)
         if mb.k != old[M_K]:
+            self._check_completion_observed(w, m, old, span, what)
             self._check_observations(w, m, old[M_K])
             w.records = shift_phase(w.records, self.holders.mb_cur(m), self.holders.mb_last(m))
             observed = 0
@@ -184,7 +205,6 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         m = self._mbar(w, p, op.bar, cta, env, ctx)
         what = "arrive_drop" if op.drop else "arrive"
         self._check_barrier_usable(w, p, m, lanes, op.span, what)
-        self._check_consumption(w, m, op.span, what)
         count = self._eval(op.count, env, ctx) * ins.threads
         old = w.mbars[m]
         s = self._rule_state(old)
@@ -201,6 +221,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
         else:
             s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
+        self._check_consumption(w, m, op.span, what, s.k != old[M_K])
         rdata = None
         release_mask = lanes if op.sem == "release" else 0
         if cta != proc.cta and release_mask:
@@ -217,7 +238,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
                                                                        releasing,
                                                                        bool(r[R_FLAGS] & F_WARPSYNCED)))
             release_mask = 0
-        self._set_mb(w, m, s, old, release_mask, rdata, contributor=lanes)
+        self._set_mb(w, m, s, old, op.span, what, release_mask, rdata, contributor=lanes)
         return True
 
     def mbar_arrival_findings(self, state: State, p: int) -> StepFindings | None:
@@ -227,11 +248,12 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         The step (op_arrive, then the local control flow to p's next instruction) reports, in this
         order: an operand that cannot be evaluated or is out of range (SV104, SV115, SV405, SV407:
         functions of (p, pc, variables), remembered with the operands; None where one is raised),
-        the barrier's use (SV404 on an exited peer, SV401/SV402: _init_unordered), the consumption
-        rule (the soft SV502: _unconsumed), the counts (SV504: _arrival_count_error; SV503:
-        rules.tx_out_of_range), the warning of a `.cta`-scope release into a peer's barrier that
-        carries no data made elsewhere (SV602: _carries_cross_data), and at a phase completion the
-        stale observations (SV501: _first_stale). Each answer here is those functions asked of the
+        the barrier's use (SV404 on an exited peer, SV401/SV402: _init_unordered), the counts
+        (SV504: _arrival_count_error; SV503: rules.tx_out_of_range), the consumption rule (_unconsumed:
+        the soft SV502 where the arrival completes the phase, the SV505 warning where it does not), the
+        warning of a `.cta`-scope release into a peer's barrier that carries no data made elsewhere
+        (SV602: _carries_cross_data), and at a phase completion the stale observations (SV501:
+        _first_stale). Each answer here is those functions asked of the
         state, in the same order. None where the step does more that could report: a release by
         some lanes of a warp that publishes the other lanes' accesses under the warp-collective
         reading (the SV609 warning, and the reading recorded as used), a completion whose previous
@@ -256,17 +278,19 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         if self._init_unordered(state, m, lanes):
             return StepFindings("SV402" if remote else "SV401", (), False)
         mb = state.mbars[m]
-        soft = ("SV502",) if self._unconsumed(mb) else ()
         s = self._rule_state(mb)
         if self._arrival_count_error(s, count, op.drop) is not None:
-            return StepFindings("SV504", soft, False)
+            return StepFindings("SV504", (), False)
         if nbytes is not None:
             if rules.tx_out_of_range(s.tx + nbytes):
-                return StepFindings("SV503", soft, False)
+                return StepFindings("SV503", (), False)
             s = (rules.mb_arrive_drop_expect_tx if op.drop else rules.mb_arrive_expect_tx)(s, nbytes, count)
         else:
             s = rules.mb_arrive_drop(s, count) if op.drop else rules.mb_arrive(s, count)
-        warns = False
+        # the consumption rule: its hazard where the arrival completes the phase (SV502), else its letter
+        completes = s.k != mb[M_K]
+        soft = ("SV502",) if self._unconsumed(mb) and completes else ()
+        warns = self._unconsumed(mb) and not completes
         if op.sem == "release":
             if remote and op.scope == "cta" and not self._carries_cross_data(state.records, lanes, cta):
                 warns = True
@@ -343,7 +367,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         else:
             self._tx_check(m, s.tx - nbytes, op.span)
             s = rules.mb_complete_tx(s, nbytes)
-        self._set_mb(w, m, s, old, contributor=lanes)
+        self._set_mb(w, m, s, old, op.span, what, contributor=lanes)
         return True
 
 

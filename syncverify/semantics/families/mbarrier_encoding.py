@@ -54,10 +54,13 @@ class MbarrierEncoding(ScopeEncoding):
 
     def set_mb(self, w: Work, m: int, new: rules.Mbar, c: Any, release: tuple[int, ...] = (),
                contributor: tuple[int, ...] = (), carries: Any = None,
-               hide: tuple[int, int] = (-1, 0)) -> list[tuple[str, Any]]:
+               hide: tuple[int, int] = (-1, 0), soft: list | None = None) -> list[tuple[str, Any]]:
         """Machine._set_mb: store the rule's result; on a phase completion check the
         observations of the previous phase (SV501), drop them, and shift the knowledge and the
-        cross-CTA data flags (``carries``: this release brings data from another CTA)."""
+        cross-CTA data flags (``carries``: this release brings data from another CTA). A completion
+        of a phase whose previous phase no wait observed is appended to ``soft`` (SV502, the
+        consumption rule's hazard; its letter alone, the explicit engine's SV505 warning, is not
+        encoded: this engine answers the error only)."""
         enc = self.enc
         old_k = w["k", m]
         cur, last = enc.cur(m), enc.last(m)
@@ -66,6 +69,8 @@ class MbarrierEncoding(ScopeEncoding):
         if contributor:
             self.carry_obs(w, contributor, (cur,), c)
         changed = z3.And(c, new.k != old_k)
+        if soft is not None:
+            soft.append(("SV502", z3.And(changed, z3.Not(w["observed", m]))))
         hard = []
         kill = z3.BitVecVal(0, enc.R)
         for r in enc.obs_of[m]:
@@ -152,7 +157,6 @@ class MbarrierEncoding(ScopeEncoding):
         op = e.op
         m = e.m
         hard += self.use_barrier(w, e, m)
-        soft.append(("SV502", z3.Not(w["observed", m])))
         s = self.mbar(w, m)
         if op.drop:
             hard.append(("SV504", e.count >= s.exp))
@@ -168,7 +172,7 @@ class MbarrierEncoding(ScopeEncoding):
         if e.cross_release:
             carries = self.carries_data(w, e)  # (a .cta-scope one is judged at the acquiring waits: wait)
         hard += self.set_mb(w, m, new, z3.BoolVal(True), release, e.lanes, carries,
-                            hide=(enc.lanes_holder(e.proc), e.hide))
+                            hide=(enc.lanes_holder(e.proc), e.hide), soft=soft)
         dynamic.append((("m", m), new.pend <= 0))
         return z3.BoolVal(True), False
 
@@ -185,7 +189,7 @@ class MbarrierEncoding(ScopeEncoding):
         else:
             hard.append(("SV503", self.tx_check(s.tx - enc.tx(e))))
             new = rules.mb_complete_tx(s, enc.tx(e), Z3A)
-        hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes)
+        hard += self.set_mb(w, m, new, z3.BoolVal(True), (), e.lanes, soft=soft)
         dynamic.append((("m", m), new.pend <= 0))
         return z3.BoolVal(True), False
 
