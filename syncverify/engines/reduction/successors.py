@@ -268,11 +268,6 @@ class Reduction(ElementRules, LandingRules):
                         not self._completes_fresh_phase_before_a_first_wait(state, res, p):
                     yield res
                     return
-            for p in completing:
-                res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
-                if lone_completing_arrive(self, state, p, res):
-                    yield res  # type: ignore[misc]
-                    return
             for p in naming:
                 if self._named_step_clean(state, p, tried) and lone_named_arrival(self, state, p):
                     yield tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
@@ -283,6 +278,11 @@ class Reduction(ElementRules, LandingRules):
                 res = landed[a] = machine.step_agent(state, a)
                 if res.violation is None and not res.warnings and not res.soft:
                     yield res
+                    return
+            for p in completing:  # after the others: each of those, where it applies, is taken first
+                res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
+                if lone_completing_arrive(self, state, p, res):
+                    yield res  # type: ignore[misc]
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
