@@ -23,6 +23,7 @@ from syncverify import load
 from syncverify.engines.reduction import successors as succ
 from syncverify.engines.reduction.cta_local import _blocked
 from syncverify.engines.reduction.element import reuse_warnings_only
+from syncverify.engines.reduction.first_wait import lone_completing_arrive
 from syncverify.engines.reduction.named import named_refusal
 from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 from syncverify.engines.reduction.successors import Reduction
@@ -59,8 +60,10 @@ def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:
             return "arrive: ends its process"
         if not red._lone_reaching_op(state, p):
             return "arrive: _lone_reaching_op"
-        if red._arrive_set_aside(state, p):
-            return "arrive: completes a fresh phase before a first wait"
+        if red._arrive_set_aside(state, p) or red._completes_fresh_phase_before_a_first_wait(state, res, p):
+            return "arrive: completes a fresh phase before a first wait" + (
+                " (first_wait.py takes it?)" if lone_completing_arrive(red, state, p, res) else
+                ", and its barrier can be updated first, or a first wait passes now (first_wait.py)")
         return "arrive: warns" if res.warnings and not reuse_warnings_only(res) else "arrive (taken alone?)"
     if cls is succ._POR_WAIT:
         if res.lone:

@@ -8,7 +8,8 @@ reductions", says why each rule is sound).
 
 successors.py holds the reduced successor function (``Reduction``, bound to one machine); the
 rules it asks are element.py (per barrier element), tx.py (byte counts and landings), named.py
-(named-barrier arrivals) and exit.py (exits); precede_walk.py is the walk of what can come before a
+(named-barrier arrivals), exit.py (exits) and first_wait.py (a plain arrive that completes a phase
+before a first wait); precede_walk.py is the walk of what can come before a
 step, precede_memo.py remembers its answers; cta_local.py gives the steps of one CTA where CTAs meet only
 through global memory.
 """

@@ -6,7 +6,8 @@ step, and the machine's footprint queries (semantics/footprint.py) say what a st
 search decides what to explore: ``Reduction(machine).successors`` yields one step where that step
 may be taken alone (a persistent set of size one) and every enabled step otherwise. The rules it
 asks are the modules beside it: element.py (what a program can still touch, per barrier element),
-tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), and the walk
+tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), first_wait.py
+(a plain arrive that completes a phase before a first wait), and the walk
 of what can come before a step (precede_walk.py, remembered by precede_memo.py). Why each rule is
 sound is in docs/model.md, "The search and its reductions".
 """
@@ -24,6 +25,7 @@ from ...semantics.state import AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
+from .first_wait import lone_completing_arrive
 from .init_alone import InitAlone
 from .named import lone_named_arrival
 from .precede_memo import PrecedeMemo
@@ -168,6 +170,7 @@ class Reduction(ElementRules, LandingRules):
         unstepped: set[int] = set()  # ... of them, the waits whose step the first loop left to there
         arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
         naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
+        completing: list[int] = []  # plain arrives that complete a phase before a first wait (first_wait.py)
         for p, classes in enumerate(self._por_class):
             cls = classes[procs[p][P_PC]]
             if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -193,8 +196,10 @@ class Reduction(ElementRules, LandingRules):
                     continue
             elif cls is _POR_ARRIVE:
                 lone_wait = False
-                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p) or \
-                        self._arrive_set_aside(state, p):
+                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p):
+                    continue
+                if self._arrive_set_aside(state, p):
+                    completing.append(p)
                     continue
             else:
                 if cls is _POR_ARRIVE_TX:
@@ -227,6 +232,7 @@ class Reduction(ElementRules, LandingRules):
             elif cls is _POR_CLUSTER and not res.lone and not early:
                 continue
             if cls is _POR_ARRIVE and self._completes_fresh_phase_before_a_first_wait(state, res, p):
+                completing.append(p)
                 continue
             if cls is _POR_INIT and not self.inits.result_alone(state, res, p):
                 continue
@@ -234,7 +240,7 @@ class Reduction(ElementRules, LandingRules):
                 continue
             yield res
             return
-        if machine.loop_hook is None and (observing or arriving or naming or state.agents) and \
+        if machine.loop_hook is None and (observing or arriving or naming or completing or state.agents) and \
                 not self._some_step_breaks_a_rule(state, tried):
             # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
             # not where another process's step breaks a rule: that is reported here, as it stands.
@@ -275,6 +281,11 @@ class Reduction(ElementRules, LandingRules):
                 res = landed[a] = machine.step_agent(state, a)
                 if res.violation is None and not res.warnings and not res.soft:
                     yield res
+                    return
+            for p in completing:  # after the others: each of those, where it applies, is taken first
+                res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
+                if lone_completing_arrive(self, state, p, res):
+                    yield res  # type: ignore[misc]
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
