@@ -150,6 +150,9 @@ def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bo
     return [not e for e in escapes]
 
 
+# the longest stretch of a process's fixed future that _bytes_ahead walks in one question
+_BYTES_WALK_LIMIT = 4096
+
 class ElementRules:
     """The per-element conditions over a machine's states (a mixin of Reduction)."""
 
@@ -247,6 +250,11 @@ class ElementRules:
         while True:
             if key in memo:
                 acc = memo[key]
+                break
+            if len(chain) >= _BYTES_WALK_LIMIT:
+                # a long loop (a trip count of 2^40) would be walked to its end before any budget is asked:
+                # beyond the limit the sequence counts as unknown, and the static table answers instead
+                acc = None
                 break
             fut = machine.future(key)
             if fut is None:
