@@ -233,11 +233,16 @@ def _extracted(tmp_path: Path, seed: str, capsys) -> str:  # type: ignore[no-unt
     return (tmp_path / "sk.sync").read_text()
 
 
-def test_the_seeds_extract_without_the_wait_and_with_a_count_never_reached(tmp_path, capsys):  # type: ignore[no-untyped-def]
-    """The seeds' protocols carry their defects: no wait before the final unit reads the partials; a wait on
-    lock 0 for 9 where the peer's arrive_inc adds 8 (lock 1 unchanged)."""
+def test_the_seed_without_the_wait_extracts_without_it(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """The seed's protocol carries its defect: no wait before the final unit reads the partials."""
     text = _extracted(tmp_path, "_no_wait", capsys)
     assert "wait.until" not in text and "red.add.relaxed.gpu flags[0], 8;" in text and "read g[0];" in text
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("SYNCVERIFY_SLOW"),
+                    reason="a second extraction of the whole GEMM (about 12 s); the seed above runs in CI")
+def test_the_seed_with_a_count_never_reached_extracts_it(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """A wait on lock 0 for 9 where the peer's arrive_inc adds 8 (lock 1 unchanged)."""
     text = _extracted(tmp_path, "_flag_count", capsys)
     assert "wait.until.acquire.gpu flags[0] == 9;" in text and "wait.until.acquire.gpu flags[1] == 8;" in text
     assert "red.add.relaxed.gpu flags[0], 8;" in text
