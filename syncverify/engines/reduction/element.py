@@ -153,6 +153,7 @@ def _must_pass(prog: Program, kind: type, before: type | None = None) -> list[bo
 # the longest stretch of a process's fixed future that _bytes_ahead walks in one question
 _BYTES_WALK_LIMIT = 4096
 
+
 class ElementRules:
     """The per-element conditions over a machine's states (a mixin of Reduction)."""
 
