@@ -34,19 +34,20 @@ def _arrive_of(s: ir.Stmt) -> ir.MbarArrive | None:
     return None
 
 
-def _blocks(stmts: tuple[ir.Stmt, ...]):
+def blocks(stmts: tuple[ir.Stmt, ...]):
+    """Every statement list of the body (the body itself, loop, branch and elect bodies)."""
     yield stmts
     for s in stmts:
         if isinstance(s, ir.For | ir.Elect):
-            yield from _blocks(s.body)
+            yield from blocks(s.body)
         elif isinstance(s, ir.If):
-            yield from _blocks(s.then)
-            yield from _blocks(s.orelse)
+            yield from blocks(s.then)
+            yield from blocks(s.orelse)
 
 
 def _early_arrive(protocol: ir.Protocol, read_line: int) -> tuple[ir.MbarArrive, ir.Access] | None:
     """The arrive between a read at `read_line` and the wait before it, in the read's own block."""
-    for block in _blocks(protocol.body):
+    for block in blocks(protocol.body):
         for i, s in enumerate(block):
             if not (isinstance(s, ir.Access) and s.kind == "read" and s.span.line == read_line):
                 continue
@@ -103,7 +104,7 @@ def early_release(protocol: ir.Protocol, result: CheckResult, options: Options,
     (`search_clean` and `same_site`: diagnose.py's, passed in so that the two modules import one way)."""
     out: list[Diagnostic] = []
     tried: set[int] = set()
-    arrive_lines = sorted({s.span.line for block in _blocks(protocol.body) for s in block
+    arrive_lines = sorted({s.span.line for block in blocks(protocol.body) for s in block
                            if _arrive_of(s) is not None})
     for d in result.diagnostics:
         if d.code != "SV302" or not d.related or d.span is None:

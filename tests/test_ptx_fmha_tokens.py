@@ -110,9 +110,11 @@ def test_the_k_release_before_the_wgmma_wait_races_at_three_kv_tiles(tmp_path, c
     """fmha_seeds/make_overlay.py seed 1 (the first K stage's `consumer_release` moved from line 430 to before
     `warpgroup_wait<0>()` at line 413): the five-stage K/V ring first refills a stage at the third K/V tile, so
     at `1,1,128,192,64` the producer's TMA load of K2 overwrites K0's stage while the Q*K^T wgmma may still read
-    it (about 56,000 states and 12 s of CPU with --fail-fast). The finding is at the load
+    it (about 51,000 states and 11 s of CPU with --fail-fast). The finding is at the load
     (fmha_collective_load.hpp:131) against the wgmma's read (fmha_common.hpp:56); the seeded release is in its
-    trace, the arrive on the K stage's empty barrier at line 413 before the `wgmma.wait 0` there."""
+    trace, the arrive on the K stage's empty barrier at line 413 before the `wgmma.wait 0` there, and is named at
+    that line as the race's cause, read off the counterexample (the arrive counts towards the phase the producer's
+    wait passed while the wgmma read is in flight)."""
     ptx = tmp_path / "fmha_seed1.ptx"
     ptx.write_bytes(gzip.decompress((DATA / "fmha_seeds" / "fmha_hopper_fwd_ws_64_seed1.ptx.gz").read_bytes()))
     code = main(["check", str(ptx), "--cutlass-fmha", "1,1,128,192,64", "--fail-fast", "--timeout", "1200"])
@@ -123,20 +125,28 @@ def test_the_k_release_before_the_wgmma_wait_races_at_three_kv_tiles(tmp_path, c
     steps = [line for line in text.splitlines() if "fmha_collective_tma_warpspecialized.hpp:413" in line]
     release, drain = (next(n for n, line in enumerate(steps) if op in line) for op in (" arrive mb", " wgmma.wait 0"))
     assert release < drain, steps
+    # the seeded release named at its own line, from this counterexample (syncverify/diagnose_async.py)
+    cause = re.search(r"fmha_collective_tma_warpspecialized\.hpp:413:\d+: SV302 released before the read retires, "
+                      r"as this counterexample shows: .*", text)
+    assert cause and "fmha_common.hpp:56" in cause[0] and "fmha_collective_load.hpp:131" in cause[0], text[-3000:]
 
 
 def test_the_token_spec_with_k0_released_before_its_wgmma_wait_races_once_the_stage_is_refilled():
     """The CI twin of the seed: the token pipeline (four stages) with the prologue's release of K0 moved before
     its `wgmma.wait 0`. At two k tiles nothing refills stage 0 and it is safe; at three the producer's K load
-    into stage 0 races with the QK wgmma that still reads it (SV302 at the load, as in the kernel)."""
+    into stage 0 races with the QK wgmma that still reads it (SV302 at the load, as in the kernel), and the moved
+    release is named at its own line ahead of the race, as in the kernel."""
     text = _token_spec(False)
     assert text.count(K0_RELEASE) == 1 and text.count(PROLOGUE_WAIT) == 1
     seeded = text.replace(K0_RELEASE, "").replace(PROLOGUE_WAIT, "    arrive empty[0];\n" + PROLOGUE_WAIT)
     copy = next(n for n, t in enumerate(seeded.splitlines(), 1) if "tma.load kv[tk % STAGES]" in t)
+    release = next(n for n, t in enumerate(seeded.splitlines(), 1) if t == "    arrive empty[0];")
     found = {}
     for iters in (2, 3):
         spec = seeded.replace("param ITERS  = 2;", f"param ITERS  = {iters};")
         result = check_protocol(load(spec, path="seed.sync"), Options(engine="explicit"))
         found[iters] = (result.verdict.value, {(d.code, d.span.line) for d in result.diagnostics if d.is_error})
+        first = result.diagnostics[0] if result.diagnostics else None
     assert found[2] == ("safe", set()), found
     assert found[3][0] == "violation" and ("SV302", copy) in found[3][1], found
+    assert first is not None and first.span.line == release and "released before the read retires" in first.message
