@@ -51,10 +51,12 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
     found += arrival_counts(protocol, machine, result, options)
     found += first_parity(protocol, machine, result, options)
     from .diagnose_async import released_in_flight
+    from .diagnose_rank import wrong_rank
     from .diagnose_release import early_release
 
     found += early_release(protocol, result, options, _search_clean, same_site)
     found += released_in_flight(protocol, result)
+    found += wrong_rank(protocol, result, options, _search_clean, same_site)
     have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
     found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
     return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
