@@ -25,14 +25,16 @@ def verdict_of(diags, strict: bool) -> Verdict:
 
 
 def check_protocol(protocol: ir.Protocol, options: Options = Options()) -> CheckResult:
-    """Run the engines on a loaded protocol, then name the root causes of what they found
-    (diagnose.py: only causes that are certain, ahead of the symptoms), and mark the findings
-    the spec allows at their site (suppress.py)."""
+    """Run the engines on a loaded protocol, mark the findings the spec allows at their site
+    (suppress.py), then name the root causes of the errors still in force (diagnose.py: only causes
+    that are certain, ahead of the symptoms) and mark those the spec allows: an allowed race is
+    not the reason for a cause that would fail the check in its place."""
     from . import suppress
     from .diagnose import root_causes
     from .engines import run_engines
 
-    return suppress.apply(protocol, root_causes(protocol, run_engines(protocol, options), options), options.strict)
+    allowed = suppress.apply(protocol, run_engines(protocol, options), options.strict)
+    return suppress.apply(protocol, root_causes(protocol, allowed, options), options.strict)
 
 
 def check_path(path: str, options: Options = Options()) -> CheckResult:

@@ -103,7 +103,8 @@ def released_in_flight(protocol: ir.Protocol, result: CheckResult) -> list[Diagn
     named: set[int] = set()
     ops = _ops_by_line(protocol)
     for d in result.diagnostics:
-        m = _OTHER.search(d.related[0].message) if d.code in RACES and d.related and d.span else None
+        m = _OTHER.search(d.related[0].message) if d.code in RACES and d.is_error and d.related and d.span \
+            else None
         if m is None or not d.trace:
             continue
         found = _observed(protocol, d, int(m[1]), m[2], ops)
@@ -156,7 +157,7 @@ def _observed(protocol: ir.Protocol, race: Diagnostic, read_line: int, reader: s
             f"flight (the `{wait}` at line {retire.span.line}, after the arrive, retires it); {writer}'s wait on "
             f"`{bar}` at line {steps[waits[-1]].line} passed on that phase's completion, and its write at line "
             f"{race.span.line} races with the read ({race.code}). An observation of this execution, not a "
-            f"re-search: release the stage after the `{wait}` that retires its reads", op.span,
+            f"re-search: release the stage after the `{wait}` that retires its reads", op.span, trace=race.trace,
             related=(Related(read.span, f"the {kind} read in flight"),
                      Related(retire.span, f"the `{wait}` that retires it"),
                      Related(race.span, f"the race it causes ({race.code})")))

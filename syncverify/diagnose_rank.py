@@ -90,7 +90,7 @@ def wrong_rank(protocol: ir.Protocol, result: CheckResult, options: Options,
     diagnose.py's, passed in so that the modules import one way)."""
     if protocol.cluster < 2:
         return []
-    races = [d for d in result.diagnostics if d.code in RACES and d.span is not None]
+    races = [d for d in result.diagnostics if d.code in RACES and d.is_error and d.span is not None]
     waited = set().union(*(_waited(d) for d in races)) if races else set()
     out: list[Diagnostic] = []
     tried: set[tuple[int, str]] = set()
@@ -112,7 +112,7 @@ def wrong_rank(protocol: ir.Protocol, result: CheckResult, options: Options,
             race.code, f"arrive on the wrong CTA: {cand.now} `{bar}`, so a producer that multicasts into the other "
             f"CTAs learns only of its own CTA's releases (the {race.code} at line {race.span.line}). With "
             f"`{cand.written}` here the protocol checks without error at this bound (and this check's assumptions)",
-            cand.arrive.span,
+            cand.arrive.span, trace=race.trace,
             related=(Related(race.span, f"the race it causes ({race.code})"),)))
     return out
 
