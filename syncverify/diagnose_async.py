@@ -3,9 +3,9 @@ as the counterexample itself shows it.
 
 A wgmma (or a TMA store's bulk read of its source) reads shared memory asynchronously until the issuing warp's
 `wgmma.wait N` (`bulk.wait_read N`) retires it; an arrive between the issue and that wait releases the stage
-without the read (PTX ISA 9.7.15.7 "wgmma.wait_group": the wait is what makes the wgmma's accesses of shared
-memory complete for the executing thread). The search sees the consequence -- the producer's next write of the
-stage races with the read (SV302 for a TMA load over it) -- but the line to change is the arrive.
+without the read (PTX ISA §9.7.15.7.3, `wgmma.wait_group`: it waits until at most N of the most recent groups
+are pending and all older ones are complete). The search sees the consequence -- the producer's next write of
+the stage races with the read (SV302 for a TMA load over it) -- but the line to change is the arrive.
 
 Moving the arrive and searching again (diagnose_release.py's way) is certain but not affordable on a kernel:
 the refill that shows the bug needs a deeper bound than a clean search of the kernel fits in. This check reads

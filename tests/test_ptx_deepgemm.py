@@ -109,7 +109,7 @@ def test_the_wrong_rank_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture
     as the race's cause, since the kernel with `@ lane` there checks clean (diagnose_rank.py) -- under
     `exit-drains-bulk-reads`, the assumption the kernel as it ships needs to check safe (docs/model.md, "A
     CTA's exit and its bulk stores"); without it the retargeted kernel is not clean and nothing is named.
-    Both runs: 7,314 states each, 3.5 s of CPU apiece with the counterfactual search (2026-12-06)."""
+    Both runs: 7,314 states each, about 4 s of CPU apiece with the counterfactual search (2026-12-06)."""
     ptx = str(_ptx(tmp_path, "deepgemm_sm90_fp8_1d2d_seed1.ptx"))
     for assume in (["--assume", "exit-drains-bulk-reads"], []):
         code = main(["check", ptx, *ARGS, *assume, "--fail-fast"])
