@@ -11,9 +11,10 @@ Moving the arrive and searching again (diagnose_release.py's way) is certain but
 the refill that shows the bug needs a deeper bound than a clean search of the kernel fits in. This check reads
 the violation's own counterexample instead, and speaks only when all of this holds in it:
 
-* the race's other side is an async read issued by process R at line Lr, issued once by R on the path (so that
-  issue is the raced one), and the issuing statement is followed in its block by the arrive and then by a wait
-  of the read's unit (the retirement the arrive should follow);
+* the race's other side is an async read issued by process R at line Lr, and one issue of it on the path is
+  known to be the raced one: R issued that line once, or, in a loop, once with an index that evaluates (at
+  the step's loop variables and the `let`s in scope) to the raced slot; and the issuing statement is followed
+  in its block by the arrive and then by a wait of the read's unit (the retirement the arrive should follow);
 * R's arrive on barrier B, made after that issue with no wait of the read's unit by R in between (so the read
   was issued and not retired when R arrived), landed in phase p of B;
 * the racing writer's last mbarrier wait before its write is on B, after R's arrive, and passed when B was in
@@ -26,11 +27,13 @@ and every step that changed B (engines/witness.py, `kept`), which is what is rea
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from . import ir
 from .diagnose_release import blocks
 from .diagnostics import Diagnostic, Related, TraceStep, make
+from .expr import Context, EvalError, evaluate
 from .result import CheckResult
 
 RACES = ("SV301", "SV302", "SV303")
@@ -124,6 +127,11 @@ def _observed(protocol: ir.Protocol, race: Diagnostic, read_line: int, reader: s
     writer = steps[end].role
     mine = [(i, ops.get((s.line, s.op))) for i, s in enumerate(steps[:end]) if s.role == reader]
     issues = [i for i, op in mine if isinstance(op, tuple(READERS)) and op.span.line == read_line]
+    slot = _SLOT.search(race.message)
+    if len(issues) > 1 and slot is not None:  # a loop: the issues that read the raced slot, when each is known
+        read_slots = [_slot_read(protocol, ops[(steps[i].line, steps[i].op)], steps[i]) for i in issues]
+        issues = [i for i, s in zip(issues, read_slots, strict=True) if s == slot[1]] \
+            if None not in read_slots else issues
     if len(issues) != 1:
         return None  # the raced issue is not known for certain
     issue = issues[0]
@@ -147,7 +155,6 @@ def _observed(protocol: ir.Protocol, race: Diagnostic, read_line: int, reader: s
         retire = _retire_after(protocol, read_line, op.span.line, unit)
         if retire is None:
             continue
-        slot = _SLOT.search(race.message)
         what = f"`{slot[1]}`" if slot else "the buffer"
         kind = "wgmma" if unit == "wgmma" else "TMA store's"
         wait = "wgmma.wait" if unit == "wgmma" else "bulk.wait_read"
@@ -163,3 +170,61 @@ def _observed(protocol: ir.Protocol, race: Diagnostic, read_line: int, reader: s
                      Related(race.span, f"the race it causes ({race.code})")))
     return None
 
+
+def _slot_read(protocol: ir.Protocol, read: ir.Stmt, step: TraceStep) -> str | None:
+    """The slot a read issued at this step reads, as the race names slots (`tile[2]@cta1`): its index
+    evaluated with the step's loop variables and the `let`s in scope; None where it needs anything else
+    (a lane, a role instance, a probe's result)."""
+    buf = read.buf if isinstance(read, ir.WgmmaRead | ir.TmaStore) else None
+    lets = _lets_before(protocol.body, read, [])
+    if buf is None or lets is None:
+        return None
+    suffix = f"@cta{step.cta}" if protocol.cluster > 1 else ""
+    if buf.index is None:
+        return buf.name + suffix
+    env: dict[str, int] = {}
+    for word in step.iteration.split():
+        name, _, value = word.partition("=")
+        if value.lstrip("-").isdigit():
+            env[name] = int(value)
+    ctx = Context(step.cta, -1, frozenset())
+    for let in lets:
+        env.pop(let.name, None)
+        if let.probe is None and _only_cta(let.value):
+            try:
+                env[let.name] = evaluate(let.value, env, ctx)
+            except EvalError:
+                pass
+    if not _only_cta(buf.index):
+        return None
+    try:
+        return f"{buf.name}[{evaluate(buf.index, env, ctx)}]{suffix}"
+    except EvalError:
+        return None
+
+
+def _only_cta(expr: object) -> bool:
+    """Does the expression use no builtin but `cta` (and no role test)? Those are the ones a trace step fixes."""
+    if isinstance(expr, ir.Builtin):
+        return expr.name == "cta"
+    if isinstance(expr, ir.InRole):
+        return False
+    if dataclasses.is_dataclass(expr):
+        return all(_only_cta(getattr(expr, f.name)) for f in dataclasses.fields(expr) if f.name != "span")
+    return True
+
+
+def _lets_before(stmts: tuple[ir.Stmt, ...], target: ir.Stmt, lets: list[ir.Let]) -> list[ir.Let] | None:
+    """The `let`s in scope at `target`, in order (None if it is not in the body)."""
+    scope = list(lets)
+    for s in stmts:
+        if s is target:
+            return scope
+        if isinstance(s, ir.Let):
+            scope.append(s)
+        bodies = (s.body,) if isinstance(s, ir.For | ir.Elect) else (s.then, s.orelse) if isinstance(s, ir.If) else ()
+        for body in bodies:
+            found = _lets_before(body, target, scope)
+            if found is not None:
+                return found
+    return None

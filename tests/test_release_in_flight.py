@@ -94,3 +94,16 @@ def test_an_allowed_race_names_no_cause_that_fails_the_check():
     assert load_line in text
     res = _check(text.replace(load_line, load_line.rstrip("\n") + "  // syncverify: allow SV302 — reviewed\n"))
     assert res.verdict.value == "inconclusive" and not _causes(res) and not any(d.is_error for d in res.diagnostics)
+
+
+def test_in_a_loop_the_issue_of_the_raced_slot_is_told_apart_by_its_index():
+    """The multicast ring's consumer releases each stage (on a peer's barrier: a remote arrive) before its wgmma
+    wait, in a loop: the read line is issued once per k tile, and the raced slot's issue is the one whose index,
+    evaluated at its step's `k`, is the race's `tile[0]@cta0`."""
+    text = (SPECS / "cutlass_consumer_release_multicast_early.sync").read_text()
+    res = _check(text)
+    causes = _causes(res)
+    assert causes and all(c.code == "SV302" for c in causes)
+    arrive = _line(text, "arrive.release.cluster empty[s] @")
+    assert {c.span.line for c in causes} == {arrive}
+    assert "`tile[0]@cta0`" in causes[0].message
