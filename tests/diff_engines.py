@@ -25,6 +25,7 @@ as one family.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import tempfile
 import time
@@ -63,30 +64,32 @@ def _from_result(res, start: float) -> Answer:
     return Answer(verdict, codes, res.stats.states, time.monotonic() - start, res.coverage, res.bound)
 
 
-def _explicit(reduce: bool, symmetry: bool) -> Callable[[ir.Protocol, int, float], Answer]:
+def _explicit(reduce: bool, symmetry: bool, readings: dict[str, bool]) -> Callable[[ir.Protocol, int, float], Answer]:
     def run(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
         from syncverify.check import Options
         from syncverify.diagnose import root_causes
         from syncverify.engines import merge_static
         from syncverify.engines.explicit import Budget, explore
-        from syncverify.semantics.machine import Machine
+        from syncverify.semantics.machine import Assumptions, Machine
         from syncverify.static.checks import static_findings
 
         start = time.monotonic()
-        machine = Machine(protocol)
+        options = Options(max_states=max_states, timeout=seconds, **readings)
+        machine = Machine(protocol, Assumptions.of(options))
         res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry, reduce=reduce)
         res = merge_static(res, static_findings(protocol, machine.programs))
         # the root causes check_protocol adds for every engine (the others run through it)
-        return _from_result(root_causes(protocol, res, Options(max_states=max_states, timeout=seconds)), start)
+        return _from_result(root_causes(protocol, res, options), start)
 
     return run
 
 
-def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float,
+              readings: dict[str, bool] | None = None) -> Answer:
     from syncverify.check import Options, check_protocol
 
     start = time.monotonic()
-    res = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds))
+    res = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds, **(readings or {})))
     answer = _from_result(res, start)
     if answer.verdict == "inconclusive" and "not part of this version" in answer.detail:
         return Answer("unsupported", detail=answer.detail)
@@ -95,11 +98,11 @@ def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
     return answer
 
 
-def _bmc(protocol: ir.Protocol, max_states: int, seconds: float) -> Answer:
+def _bmc(protocol: ir.Protocol, max_states: int, seconds: float, readings: dict[str, bool] | None = None) -> Answer:
     from syncverify.check import Options, check_protocol
 
     start = time.monotonic()
-    res = check_protocol(protocol, Options(engine="bmc", timeout=seconds))
+    res = check_protocol(protocol, Options(engine="bmc", timeout=seconds, **(readings or {})))
     answer = _from_result(res, start)
     if answer.verdict == "inconclusive" and answer.detail.startswith("unsupported by the bmc engine"):
         return Answer("unsupported", detail=answer.detail, seconds=answer.seconds)
@@ -159,16 +162,20 @@ def _spin_missing() -> str | None:
     return tools_available()
 
 
-def engines() -> list[Engine]:
-    """Every engine, available or not (``unavailable`` says why not)."""
+def engines(**readings: bool) -> list[Engine]:
+    """Every engine, available or not (``unavailable`` says why not). ``readings``: Options' `assume_*` keywords
+    the engines check under (each reading's default where not given); the Promela export takes the defaults
+    only, so SPIN is unavailable where any is given."""
+    spin_missing = _spin_missing() if not readings else "the Promela export takes the default readings only"
     return [
-        Engine("explicit", "bounded", _explicit(True, True), reference=True),
-        Engine("explicit-unreduced", "bounded", _explicit(False, False)),
-        Engine("explicit-por-only", "bounded", _explicit(True, False)),
-        Engine("explicit-symmetry-only", "bounded", _explicit(False, True)),
-        Engine("symbolic", "all-iterations", _symbolic, _module_missing("syncverify.engines.symbolic")),
-        Engine("bmc", "bounded", _bmc, _module_missing("syncverify.engines.bmc")),
-        Engine("spin", "bounded", _spin, _spin_missing()),
+        Engine("explicit", "bounded", _explicit(True, True, readings), reference=True),
+        Engine("explicit-unreduced", "bounded", _explicit(False, False, readings)),
+        Engine("explicit-por-only", "bounded", _explicit(True, False, readings)),
+        Engine("explicit-symmetry-only", "bounded", _explicit(False, True, readings)),
+        Engine("symbolic", "all-iterations", functools.partial(_symbolic, readings=readings),
+               _module_missing("syncverify.engines.symbolic")),
+        Engine("bmc", "bounded", functools.partial(_bmc, readings=readings), _module_missing("syncverify.engines.bmc")),
+        Engine("spin", "bounded", _spin, spin_missing),
     ]
 
 

@@ -23,9 +23,10 @@ from syncverify.engines.explicit import Budget, explore
 from syncverify.engines.reduction import exit as exit_rules
 from syncverify.engines.reduction import successors as successors_mod
 from syncverify.result import Verdict
-from syncverify.semantics.machine import Machine
+from syncverify.semantics.machine import Assumptions, Machine
 
 BUDGET = Budget(max_states=100_000, seconds=120)
+LETTER = Assumptions(exit_drains_bulk_reads=False)  # a bulk store's read unretired at exit is SV404
 
 
 def _codes(result) -> set[str]:
@@ -49,7 +50,8 @@ protocol t {
   if cons { wait full parity 0; read x; }
   cluster.sync;
 }""", set(), True),
-    # a bulk store whose read is never retired: the CTA's last exit reports SV404 in every order
+    # a bulk store whose read is never retired: to the letter of the exit (the reading exit-drains-bulk-reads
+    # dropped, LETTER below) the CTA's last exit reports SV404 in every order
     "store_read_outstanding_at_the_last_exit": ("""
 protocol t {
   cluster 2;
@@ -139,16 +141,17 @@ def _against_the_unreduced_search(monkeypatch, case: tuple[str, set[str], bool],
     without it finds the same and takes no fewer states."""
     text, expected, applies = case
     protocol = load(text, path="t.sync")
+    assume = LETTER  # (the reading matters only where a bulk store's read is unretired at the exit)
     fired = _fired(monkeypatch, rule)
-    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    reduced = explore(protocol, BUDGET, Machine(protocol, assume), symmetry=True)
     assert bool(fired) is applies, fired
-    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
+    full = explore(protocol, BUDGET, Machine(protocol, assume), symmetry=False, reduce=False)
     assert full.verdict in (Verdict.SAFE, Verdict.VIOLATION)
     assert _codes(full) == expected, full.diagnostics
     assert reduced.verdict == full.verdict and _codes(reduced) == expected, reduced.diagnostics
     if applies:
         _refuse(monkeypatch, rule)
-        without = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+        without = explore(protocol, BUDGET, Machine(protocol, assume), symmetry=True)
         assert without.verdict == reduced.verdict and _codes(without) == expected
         assert reduced.stats.states <= without.stats.states, (reduced.stats, without.stats)
         assert reduced.stats.transitions < without.stats.transitions, (reduced.stats, without.stats)

@@ -6,8 +6,10 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
 * Triton's tutorial flash-attention forward, TMA form, stages 2-4 (tests/data/ptx/triton/): safe as shipped
   (test_ptx_triton_attention.py). Seed, a missing wait: the loop's wait for the K tile deleted from the PTX
   (the tutorial's source has none; Triton writes it). Flagged at `06-fused-attention.py:115`, the dot.
-* DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: safe under `exit-drains-bulk-reads` in 933 states (2.0 s CPU with
-  the extraction), with the SV505 warning at the math warps' release (`sm90_fp8_gemm_1d2d.cuh:269`): CTA 0's
+* DeepGEMM's sm90 FP8 1D2D GEMM, multicast 2: safe as shipped in 933 states (2.0 s CPU with the extraction),
+  under the default reading `exit-drains-bulk-reads` (its last tile's bulk stores at the exit: measured on an H100,
+  docs/gpu-agreement.md; SV404 with `--letter exit-drains-bulk-reads`), with the SV505 warning at the math
+  warps' release (`sm90_fp8_gemm_1d2d.cuh:269`): CTA 0's
   warps may arrive on CTA 1's empty barrier before CTA 1's producer has observed its previous phase, the letter of
   PTX's consumption rule, never its hazard (docs/model.md, "Readings PTX does not settle"; bench/RESULTS-speed.md,
   2026-12-06 07:00-08:10 UTC; test_ptx_deepgemm.py, SLOW). Seed, a lane arriving on the wrong rank

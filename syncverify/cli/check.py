@@ -96,8 +96,9 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     check.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
                        help="take a reading of unsettled PTX by name (repeatable; docs/model.md, \"Readings PTX does "
-                       "not settle\"): exit-drains-bulk-reads is off by default; after --no-assume, any name takes "
-                       "that one back")
+                       "not settle\"): after --no-assume, a name takes that one back")
+    check.add_argument("--letter", action="append", default=[], choices=sorted(READINGS), metavar="READING",
+                       help="drop one reading by name and check that behaviour to the letter of PTX (repeatable)")
     cli_extract.add_launch_args(check, required=False)
     sweep = check.add_argument_group("sweeps (docs/sweeps.md)")
     sweep.add_argument("--manifest", metavar="FILE",
@@ -166,7 +167,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
-                      **readings_asked(args.no_assume, args.assume), search_jobs=args.search_jobs)
+                      **readings_asked(args.no_assume, args.assume, args.letter), search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)

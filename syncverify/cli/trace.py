@@ -40,8 +40,10 @@ def add_subcommand(sub: argparse._SubParsersAction, define: Callable[[str], tupl
     p.add_argument("--no-assume", action="store_true",
                    help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     p.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
-                   help="take a reading of unsettled PTX by name (repeatable): exit-drains-bulk-reads is off by "
-                   "default; after --no-assume, any name takes that one back")
+                   help="take a reading of unsettled PTX by name (repeatable; docs/model.md, \"Readings PTX does "
+                   "not settle\"): after --no-assume, a name takes that one back")
+    p.add_argument("--letter", action="append", default=[], choices=sorted(READINGS), metavar="READING",
+                   help="drop one reading by name and check that behaviour to the letter of PTX (repeatable)")
 
 
 def _fail(results: list[CheckResult]) -> int:
@@ -92,7 +94,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(f"syncverify: cannot write {out}: {cannot}", file=sys.stderr)
         return 2
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
-                      full_trace=True, defines=dict(args.defines), **readings_asked(args.no_assume, args.assume))
+                      full_trace=True, defines=dict(args.defines),
+                      **readings_asked(args.no_assume, args.assume, args.letter))
     result = check_protocol(protocol, options)
     if result.verdict is Verdict.ERROR:
         return _fail([result])

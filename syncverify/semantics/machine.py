@@ -122,8 +122,8 @@ class Assumptions:
     # retire its bulk stores' source reads (families/tensormap.py; NVIDIA's answer in cutlass#2912)
     bulk_wait_map_reads: bool = True
     # a CTA's exit waits for the source reads of its bulk stores that no `bulk.wait_read` retired (families/
-    # lifecycle.py; DeepGEMM's sm90 epilogues rely on it, PTX does not say it): off unless asked for
-    exit_drains_bulk_reads: bool = False
+    # lifecycle.py; DeepGEMM's sm90 epilogues rely on it, PTX does not say it, an H100 does it)
+    exit_drains_bulk_reads: bool = True
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod

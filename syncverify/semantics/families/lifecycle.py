@@ -110,8 +110,8 @@ class LifecycleOps:
 
     def _unretired_at_exit(self, cta: int, r: tuple) -> None:
         """CTA cta exits with the asynchronous access of record r never retired: SV404, except a bulk
-        store's source read under `exit-drains-bulk-reads` (docs/model.md, "A CTA's exit and its bulk
-        stores"), which takes the exit to wait for it."""
+        store's source read under `exit-drains-bulk-reads` (on by default; docs/model.md, "A CTA's exit and
+        its bulk stores"), which takes the exit to wait for it."""
         unit = r[R_GRP] % NUNITS
         if unit == UNIT_BULK:
             if self.assume.exit_drains_bulk_reads:
@@ -126,12 +126,13 @@ class LifecycleOps:
                         self.protocol.span, related=((r[R_LINE], "the asynchronous read"),))
 
 
-# The reading of a CTA's exit with a bulk store's source read in flight, as `assumed` and `--assume` name it,
-# and what an SV404 under the letter says of it (docs/model.md, "A CTA's exit and its bulk stores").
+# The reading of a CTA's exit with a bulk store's source read in flight, as `assumed`, `--assume` and `--letter`
+# name it, and what an SV404 under the letter says of it (docs/model.md, "A CTA's exit and its bulk stores").
 EXIT_DRAINS_BULK_READS = "exit-drains-bulk-reads"
 BULK_EXIT_READING = ("PTX completes a bulk store's source read only at a `cp.async.bulk.wait_group.read` and "
-                     "does not say that a CTA's exit waits for it; add `bulk.wait_read 0` after the last commit, "
-                     f"or check with `--assume {EXIT_DRAINS_BULK_READS}` to take the reading that the exit waits")
+                     "does not say that a CTA's exit waits for it, and this check took that letter (`--no-assume` "
+                     f"or `--letter {EXIT_DRAINS_BULK_READS}`; an H100 was measured to wait, docs/model.md); add "
+                     "`bulk.wait_read 0` after the last commit")
 
 
 class LifecycleEncoding:
