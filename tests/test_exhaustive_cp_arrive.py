@@ -24,7 +24,7 @@ import pytest
 from exhaustive_programs import CP_ARRIVE_SCOPES, sample
 from por_slices import findings, three_way_slice
 
-from syncverify import ir, load
+from syncverify import load
 from syncverify.engines.explicit import Budget, explore
 from syncverify.engines.reduction import cp_arrive, successors
 from syncverify.result import Verdict
@@ -36,7 +36,7 @@ SLOW = pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason="minutes
 
 def _without_rule(patch: pytest.MonkeyPatch) -> None:
     """The reduction as it was before the rule: no cp.async issue, arrive or arrive-on taken alone."""
-    patch.setattr(successors, "LOCAL_OPS", successors.LOCAL_OPS - {ir.CpAsync})
+    patch.setattr(successors, "lone_cp_copy", lambda *args: False)
     patch.setattr(successors, "lone_cp_arrival", lambda *args: False)
     patch.setattr(successors, "lone_cp_arrive_issue", lambda *args: False)
 

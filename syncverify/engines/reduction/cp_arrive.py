@@ -10,6 +10,10 @@ the issue that creates them, alone where no update of its barrier that can come 
 the phase before the last of them. The argument is the landing rule's (tx.py, precede_walk.py;
 docs/model.md, "The search and its reductions", *cp.async arrive-ons*).
 
+A `cp.async` is a local step (it touches its process, its slot's records and nothing else); it is taken
+alone where no other process can reach its slot before its next mbarrier wait (lone_cp_copy), so that a race
+on the slot is still met, and reported, where the unreduced search first meets it.
+
 The sums are of many equal updates (32 arrive-ons of one warp, one arrival each), so they are
 counted as a multiset: the sums of its sub-multisets, each with whether it is the whole multiset,
 where tx.py enumerates subsets (and stops at ten updates).
@@ -17,18 +21,22 @@ where tx.py enumerates subsets (and stops at ten updates).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ...semantics.program import END
+from ... import ir
+from ...semantics.footprint import ref_element, touches
+from ...semantics.program import END, OP
 from ...semantics.rules import MAX_COUNT
-from ...semantics.state import AG_CPARRIVE, M_PEND, M_TX, P_PC, State
+from ...semantics.state import AG_CPARRIVE, M_PEND, M_TX, P_PC, P_VARS, State
 from .precede_walk import _ANY_UPDATE
 
 if TYPE_CHECKING:
     from ...semantics.core import StepResult
     from .successors import Reduction
 
+WALK_LIMIT = 4096  # steps of a process's sequence walked to its next wait before it counts as unknown
 MAX_SUMS = 1 << 14  # distinct (arrivals, tx-count, whole) sums kept before the rule gives up (refuses)
 Update = tuple[int, int]  # (arrivals it removes from the pending count, what it adds to the tx-count)
 
@@ -123,4 +131,57 @@ def lone_cp_arrive_issue(red: Reduction, state: State, p: int, res: StepResult |
     return only_whole_completes(mb[M_PEND], mb[M_TX], updates)
 
 
-__all__ = ["MAX_SUMS", "lone_cp_arrival", "lone_cp_arrive_issue", "only_whole_completes"]
+def lone_cp_copy(red: Reduction, state: State, p: int, memo: dict) -> bool:
+    """May process p's `cp.async` be taken alone, as the local step it is? Always, for soundness (docs/model.md);
+    but where another process may access the copy's slot before its next mbarrier wait, the two are left to be
+    explored in both orders, as before the rule, so that the race is met where both are enabled and reported as
+    the unreduced search first meets it (a warp with no barrier would otherwise run its whole program before
+    the other copies). ``memo``: the slots each (process, pc, variables) may access before its next wait."""
+    machine = red.machine
+    pstate = state.procs[p]
+    op = machine.programs[p].code[pstate[P_PC]].op
+    name, index = ref_element(op.buf, machine.env(p, pstate[P_VARS]), machine.ctx[p])
+    for q, qstate in enumerate(state.procs):
+        if q == p:
+            continue
+        ahead = _slots_before_wait(red, q, qstate, memo)
+        if ahead is None or touches(ahead, name, index):
+            return False
+    return True
+
+
+def _slots_before_wait(red: Reduction, q: int, qstate: tuple, memo: dict) -> frozenset | None:
+    """The array elements (buffers and barriers: every reference an operation names) that process q's fixed
+    sequence reaches before it stands at an mbarrier wait or its end, each index evaluated under the variables q
+    will have there; None where the sequence cannot be followed (Machine.future) or is longer than WALK_LIMIT."""
+    machine = red.machine
+    key = (q, qstate[P_PC], qstate[P_VARS])
+    if key in memo:
+        return memo[key]
+    out: set = set()
+    at: tuple | None = key
+    for _ in range(WALK_LIMIT):
+        q_, pc, vars_ = at
+        ins = machine.programs[q_].code[pc]
+        if ins.kind == END or (ins.kind == OP and isinstance(ins.op, ir.MbarWait)):
+            break
+        if ins.kind == OP:
+            env = machine.env(q_, vars_)
+            for f in dataclasses.fields(ins.op):
+                ref = getattr(ins.op, f.name)
+                if isinstance(ref, ir.Ref):
+                    out.add(ref_element(ref, env, machine.ctx[q_]))
+        fut = machine.future(at)
+        if fut is None or fut[1] is None:
+            out = None  # type: ignore[assignment]
+            break
+        at = fut[1]
+    else:
+        out = None  # type: ignore[assignment]
+    if len(memo) >= 1 << 16:
+        memo.clear()
+    memo[key] = None if out is None else frozenset(out)
+    return memo[key]
+
+
+__all__ = ["MAX_SUMS", "WALK_LIMIT", "lone_cp_arrival", "lone_cp_arrive_issue", "lone_cp_copy", "only_whole_completes"]

@@ -22,7 +22,7 @@ from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
 from ...semantics.state import AG_CPARRIVE, AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
-from .cp_arrive import lone_cp_arrival, lone_cp_arrive_issue
+from .cp_arrive import lone_cp_arrival, lone_cp_arrive_issue, lone_cp_copy
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
@@ -49,11 +49,12 @@ _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation c
 _POR_INIT = "init"  # an mbarrier init: taken alone when no other actor may still touch its barrier (init_alone.py)
 _POR_RELINQUISH = "relinquish"  # tmem.relinquish: alone where no other process of the CTA may allocate (rendezvous.py)
 _POR_CP_ARRIVE = "cp_arrive"  # cp.async.mbarrier.arrive: alone where its barrier's phase is frozen (cp_arrive.py)
+_POR_CP_COPY = "cp_copy"  # cp.async: local, alone where no other process reaches its slot before a wait (cp_arrive.py)
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
 LOCAL_OPS = frozenset({
-    ir.Access, ir.CpAsync, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
+    ir.Access, ir.Fence, ir.Syncwarp, ir.GroupCommit, ir.GroupWait, ir.WgmmaRead, ir.TmaStore, ir.TmaLoad,
     ir.UmmaCommit, ir.TcMma, ir.TmemAccess, ir.TcWait, ir.TcFence, ir.TensormapReplace, ir.TensormapFence,
 })
 
@@ -71,6 +72,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
     if isinstance(op, ir.TcMma) and op.cta_group == 2:
         return _POR_OTHER  # reads and writes the peer CTA's memory
+    if isinstance(op, ir.CpAsync):
+        return _POR_CP_COPY
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
@@ -130,6 +133,7 @@ class Reduction(ElementRules, LandingRules):
         # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
         # in the dict), answered from a table keyed by what it reads (precede_memo)
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
+        self._cp_slots: dict[tuple, frozenset | None] = {}  # (q, pc, vars) -> cp_arrive._slots_before_wait
         self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
         self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (init_alone.py)
         self.rendezvous = AllocRendezvous(machine)  # a CTA pair's tensor-memory allocation (rendezvous.py)
@@ -190,6 +194,10 @@ class Reduction(ElementRules, LandingRules):
                     # at best an observing wait, asked about below: its step is computed there, if at all
                     observing.append(p)
                     unstepped.add(p)
+                    continue
+            elif cls is _POR_CP_COPY:
+                lone_wait = False
+                if not lone_cp_copy(self, state, p, self._cp_slots):
                     continue
             elif cls is _POR_INIT:
                 lone_wait = False
@@ -295,15 +303,15 @@ class Reduction(ElementRules, LandingRules):
                 if lone_completing_arrive(self, state, p, res):
                     yield res  # type: ignore[misc]
                     return
-            for a in state.agents:  # cp.async arrive-ons, then their issues, after the others (cp_arrive.py)
-                if a[0] == AG_CPARRIVE and a not in landed and \
-                        lone_cp_arrival(self, state, a, landed.setdefault(a, machine.step_agent(state, a))):
-                    yield landed[a]
-                    return
-            for p in cp_arriving:
+            for p in cp_arriving:  # cp.async arrive issues, then arrive-ons, after the others (cp_arrive.py)
                 if lone_cp_arrive_issue(self, state, p, tried[p] if p in tried else
                                         tried.setdefault(p, machine.step_process(state, p))):
                     yield tried[p]  # type: ignore[misc]
+                    return
+            for a in state.agents:
+                if a[0] == AG_CPARRIVE and a not in landed and \
+                        lone_cp_arrival(self, state, a, landed.setdefault(a, machine.step_agent(state, a))):
+                    yield landed[a]
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
