@@ -4,9 +4,9 @@ variant (a rule taken out, or an earlier form of it). The cross-checks of single
 
 All three must give the same verdict; the findings (code, line) of either reduced search must be among the
 unreduced search's (SV301/SV302 as one family: the name of a race may depend on the order explored first), and the
-reduced search explores no more states than the unreduced one. The tally counts verdicts, inconclusive programs,
-and under ``differ`` the programs where the two reduced searches explore different numbers of states (the rule
-acts), with "fewer states" where the reduction as it is explores fewer.
+reduced search explores no more states than the unreduced one (where no budget ended the unreduced one). The tally
+counts verdicts, inconclusive programs, and under ``differ`` the programs where the two reduced searches explore
+different numbers of states (the rule acts), with "fewer states" where the reduction as it is explores fewer.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def three_way_slice(texts: Iterable[tuple[int, str]], budget: Budget, monkeypatc
         assert reduced.verdict == full.verdict == other.verdict, (index, text)
         assert findings(reduced) <= findings(full), (index, reduced.diagnostics, full.diagnostics, text)
         assert findings(other) <= findings(full), (index, other.diagnostics, full.diagnostics, text)
-        assert reduced.stats.states <= full.stats.states, (index, text)
+        # (a search that a state budget ended may store a state more than the budget, the unreduced one included)
+        assert reduced.stats.states <= full.stats.states or full.stopped_by, (index, text)
         tally[full.verdict.value] += 1
         if reduced.stats.states != other.stats.states:
             tally[differ] += 1
