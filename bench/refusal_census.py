@@ -29,7 +29,7 @@ from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 from syncverify.engines.reduction.successors import Reduction
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.program import END
-from syncverify.semantics.state import M_K, P_CLTOKEN, P_PC, P_VARS, State
+from syncverify.semantics.state import AG_CPARRIVE, M_K, P_CLTOKEN, P_PC, P_VARS, State
 from syncverify.semantics.symmetry_cta import cta_symmetry
 from syncverify.semantics.symmetry_perm import symmetry_for
 
@@ -103,6 +103,9 @@ def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:
     return f"class {cls}"
 
 
+_AGENT_KINDS = ("tma landing", "tc commit", "cp.async arrive-on")
+
+
 def _cta_refusal(red: Reduction, state: State, c: int) -> str:
     """Why CTA c's held steps are not a persistent set: the processes that are free, each with its reason."""
     loc = red.cta_local
@@ -123,8 +126,9 @@ def _cta_refusal(red: Reduction, state: State, c: int) -> str:
     return f"held {[machine.procs[p].label() for p in held]}: T refused"
 
 
-def census(path: str, max_states: int, start: int) -> tuple[collections.Counter, collections.Counter, int]:
-    machine = Machine(load(path, {}))
+def census(path: str, max_states: int, start: int,
+           params: dict[str, int] | None = None) -> tuple[collections.Counter, collections.Counter, int]:
+    machine = Machine(load(path, params or {}))
     symmetry = cta_symmetry(machine) or symmetry_for(machine, permuted=False)
     canon = symmetry.canon if symmetry.groups else (lambda s: (s, None))
     red = Reduction(machine)
@@ -150,7 +154,10 @@ def census(path: str, max_states: int, start: int) -> tuple[collections.Counter,
                     ins = machine.programs[p].code[ps[P_PC]]
                     why = _step_refusal(red, state, p, cls, res)
                     steps[(labels[p].split(".")[0], type(ins.op).__name__, ins.line, why)] += 1
-                for c in range(machine.ncta):
+                for a in state.agents:  # the agents in flight, by kind, barrier and issuing line
+                    steps[("agent", _AGENT_KINDS[a[0]], a[7] if a[0] == AG_CPARRIVE else "-",
+                           f"in flight on {machine.mb_label(a[4])}")] += 1
+                for c in range(machine.ncta if machine.ncta > 1 else 0):  # cta_local.py needs two CTAs
                     ctas[(c, _cta_refusal(red, state, c))] += 1
                 if any(_blocked(state, ps) for ps in state.procs):
                     ctas[("-", "some process before its next cluster.wait")] += 1
@@ -170,8 +177,11 @@ def main() -> None:
     ap.add_argument("--max-states", type=int, default=100_000)
     ap.add_argument("--from", dest="start", type=int, default=0, help="count once this many states are stored")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                    help="a parameter of the spec, as `check -D` takes it")
     args = ap.parse_args()
-    steps, ctas, whole = census(args.spec, args.max_states, args.start)
+    params = {k: int(v) for k, v in (d.split("=", 1) for d in args.defines)}
+    steps, ctas, whole = census(args.spec, args.max_states, args.start, params)
     print(f"states expanded whole: {whole:,}\n\nenabled steps there: role, operation, line, refusing condition: count")
     for (role, op, line, why), n in steps.most_common(args.top):
         print(f"  {role:10} {op:12} line {line:4} {why}: {n:,}")

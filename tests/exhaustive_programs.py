@@ -300,6 +300,7 @@ class Scope:
     mb_in: bool = False  # the mbarrier lies in the first bytes of `buf` (`mbarrier mb count 1 in buf;`)
     grid: bool = False  # with 2 CTAs: a grid of two one-CTA clusters, launched cooperatively, not a cluster
     second: bool = False  # a second mbarrier `e` of count 2 beside `mb`, set up with it (the `e.` atoms)
+    mb_count: int = 1  # the arrival count of `mb`
 
 
 _BARRIERS = ("syncthreads", "bar.sync", "bar.arrive", "syncwarp", "cluster.sync", "cluster.arrive",
@@ -502,6 +503,22 @@ ROUND_SCOPES: dict[str, Scope] = {
 }
 
 
+# Per-thread cp.async arrive-ons into a barrier of several arrivals, compared apart
+# (tests/test_exhaustive_cp_arrive.py): the issue of `cp.async.mbarrier.arrive[.noinc]` and each thread's arrive-on
+# taken alone where no update of the barrier that can come first completes its phase
+# (engines/reduction/cp_arrive.py). Three warps copy, issue their arrive-ons, arrive, wait and read: elected (one
+# arrive-on a warp) on a barrier of 2 arrivals, and whole warps (32 arrive-ons a warp, the TileLang producer's form)
+# on one of 64.
+CP_ARRIVE_SCOPES: dict[str, Scope] = {
+    "cp-arrive-elect": Scope("cp-arrive-elect", 1, 3, ((2, 1, 1), (1, 1, 1), (2, 2, 0)),
+                             atoms=("cp.async", "cp.async.arrive", "cp.async.arrive.noinc", "arrive", "wait0",
+                                    "read"), wrappers=("elect",), trips=(), mb_count=2),
+    "cp-arrive-warps": Scope("cp-arrive-warps", 1, 3, ((2, 1, 1), (1, 1, 1), (2, 2, 0)),
+                             atoms=("cp.async", "cp.async.arrive", "cp.async.arrive.noinc", "arrive", "wait0",
+                                    "read"), wrappers=("",), trips=(), mb_count=64),
+}
+
+
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]
     if scope.atoms is not None:
@@ -584,7 +601,7 @@ def render(scope: Scope, program: tuple[tuple[Stmt, ...], ...], name: str = "x")
     if setup:
         lines.append(f"  role setup = warp {body_warps};")
         if not scope.mb_in:
-            lines.append("  mbarrier mb count 1;")
+            lines.append(f"  mbarrier mb count {scope.mb_count};")
         if scope.second:
             lines.append("  mbarrier e count 2;")
     lines.append("  smem buf bytes 64;")

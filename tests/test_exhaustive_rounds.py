@@ -18,13 +18,12 @@ import collections
 import os
 
 import pytest
-from diff_engines import loaded
 from exhaustive_programs import ROUND_SCOPES, sample
+from por_slices import three_way_slice
 
-from syncverify.engines.explicit import Budget, explore
+from syncverify.engines.explicit import Budget
 from syncverify.engines.reduction import precede_walk
-from syncverify.result import CheckResult, Verdict
-from syncverify.semantics.machine import Machine
+from syncverify.result import Verdict
 
 SCOPE = ROUND_SCOPES["rounds"]
 BUDGET = Budget(max_states=50_000, seconds=60)
@@ -36,31 +35,12 @@ def _phase_blind(k: int, seen: int, parity: int) -> int:
     return 0 if k % 2 != parity % 2 else 1
 
 
-def _findings(result: CheckResult) -> set[tuple[str, int]]:
-    return {("SV30x" if d.code in ("SV301", "SV302") else d.code, d.span.line if d.span else 0)
-            for d in result.diagnostics if d.is_error}
+def _blind_walk(patch: pytest.MonkeyPatch) -> None:
+    patch.setattr(precede_walk, "completions_needed", _phase_blind)
 
 
 def _slice(every: int, offset: int, monkeypatch: pytest.MonkeyPatch) -> collections.Counter:
-    tally: collections.Counter = collections.Counter()
-    for index, text, protocol in loaded(sample(SCOPE, every, offset), tally):
-        full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
-        reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
-        with monkeypatch.context() as patch:
-            patch.setattr(precede_walk, "completions_needed", _phase_blind)
-            blind = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
-        if Verdict.INCONCLUSIVE in (full.verdict, reduced.verdict, blind.verdict):
-            tally["inconclusive"] += 1
-            continue
-        assert reduced.verdict == full.verdict == blind.verdict, (index, text)
-        assert _findings(reduced) <= _findings(full), (index, reduced.diagnostics, full.diagnostics, text)
-        assert _findings(blind) <= _findings(full), (index, blind.diagnostics, full.diagnostics, text)
-        assert reduced.stats.states <= full.stats.states, (index, text)
-        tally[full.verdict.value] += 1
-        if reduced.stats.states != blind.stats.states:
-            tally["the walks differ"] += 1
-            tally["fewer states"] += reduced.stats.states < blind.stats.states
-    return tally
+    return three_way_slice(sample(SCOPE, every, offset), BUDGET, monkeypatch, _blind_walk, "the walks differ")
 
 
 def test_rounds_slice(monkeypatch):

@@ -7,7 +7,7 @@ search decides what to explore: ``Reduction(machine).successors`` yields one ste
 may be taken alone (a persistent set of size one) and every enabled step otherwise. The rules it
 asks are the modules beside it: element.py (what a program can still touch, per barrier element),
 tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), first_wait.py
-(a plain arrive that completes a phase before a first wait), and the walk
+(a plain arrive that completes a phase before a first wait), cp_arrive.py (cp.async arrive-ons), and the walk
 of what can come before a step (precede_walk.py, remembered by precede_memo.py). Why each rule is
 sound is in docs/model.md, "The search and its reductions".
 """
@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
-from ...semantics.state import AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
+from ...semantics.state import AG_CPARRIVE, AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
+from .cp_arrive import lone_cp_arrival, lone_cp_arrive_issue, lone_cp_copy
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
@@ -47,6 +48,8 @@ _POR_NONE, _POR_LOCAL, _POR_REACHES, _POR_WAIT, _POR_ARRIVE, _POR_ARRIVE_TX, _PO
 _POR_NAMED = "named"  # bar.sync / bar.arrive: taken alone when the generation cannot complete first (named.py)
 _POR_INIT = "init"  # an mbarrier init: taken alone when no other actor may still touch its barrier (init_alone.py)
 _POR_RELINQUISH = "relinquish"  # tmem.relinquish: alone where no other process of the CTA may allocate (rendezvous.py)
+_POR_CP_ARRIVE = "cp_arrive"  # cp.async.mbarrier.arrive: alone where its barrier's phase is frozen (cp_arrive.py)
+_POR_CP_COPY = "cp_copy"  # cp.async: local, alone where no other process reaches its slot before a wait (cp_arrive.py)
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
@@ -69,6 +72,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_REACHES  # reaches a barrier's lifecycle or a peer CTA's exit: checked per state
     if isinstance(op, ir.TcMma) and op.cta_group == 2:
         return _POR_OTHER  # reads and writes the peer CTA's memory
+    if isinstance(op, ir.CpAsync):
+        return _POR_CP_COPY
     if type(op) in LOCAL_OPS:
         return _POR_LOCAL
     if isinstance(op, ir.MbarArrive) and op.tx_bytes is None and not op.drop:
@@ -83,6 +88,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_INIT
     if isinstance(op, ir.TmemRelinquish):
         return _POR_RELINQUISH
+    if isinstance(op, ir.CpAsyncArrive):
+        return _POR_CP_ARRIVE
     return _POR_OTHER
 
 
@@ -126,6 +133,7 @@ class Reduction(ElementRules, LandingRules):
         # what can come before a step (_can_precede): the walk of precede_walk (its segments kept
         # in the dict), answered from a table keyed by what it reads (precede_memo)
         self._precede = PrecedeMemo(machine, partial(can_precede, machine, {}))
+        self._cp_slots: dict[tuple, frozenset | None] = {}  # (q, pc, vars) -> cp_arrive._slots_before_wait
         self._ends_memo: dict[tuple, bool] = {}  # (p, pc, vars) -> does the arrive there end p (_arrive_ends)
         self.cta_local = CtaLocalSteps(machine)  # the steps of one CTA as a persistent set (init_alone.py)
         self.rendezvous = AllocRendezvous(machine)  # a CTA pair's tensor-memory allocation (rendezvous.py)
@@ -171,6 +179,7 @@ class Reduction(ElementRules, LandingRules):
         arriving: list[int] = []  # arrive.expect_tx: taken alone below, maybe
         naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
         completing: list[int] = []  # plain arrives that complete a phase before a first wait (first_wait.py)
+        cp_arriving: list[int] = []  # cp.async.mbarrier.arrive issues (cp_arrive.py)
         for p, classes in enumerate(self._por_class):
             cls = classes[procs[p][P_PC]]
             if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -185,6 +194,10 @@ class Reduction(ElementRules, LandingRules):
                     # at best an observing wait, asked about below: its step is computed there, if at all
                     observing.append(p)
                     unstepped.add(p)
+                    continue
+            elif cls is _POR_CP_COPY:
+                lone_wait = False
+                if not lone_cp_copy(self, state, p, self._cp_slots):
                     continue
             elif cls is _POR_INIT:
                 lone_wait = False
@@ -206,6 +219,8 @@ class Reduction(ElementRules, LandingRules):
                     arriving.append(p)
                 elif cls is _POR_NAMED:
                     naming.append(p)
+                elif cls is _POR_CP_ARRIVE:
+                    cp_arriving.append(p)
                 continue
             res = tried[p] = machine.step_process(state, p)
             if res is None or res.violation is not None or res.soft or \
@@ -240,7 +255,8 @@ class Reduction(ElementRules, LandingRules):
                 continue
             yield res
             return
-        if machine.loop_hook is None and (observing or arriving or naming or completing or state.agents) and \
+        if machine.loop_hook is None and (observing or arriving or naming or completing or cp_arriving or
+                                          state.agents) and \
                 not self._some_step_breaks_a_rule(state, tried):
             # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
             # not where another process's step breaks a rule: that is reported here, as it stands.
@@ -286,6 +302,16 @@ class Reduction(ElementRules, LandingRules):
                 res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
                 if lone_completing_arrive(self, state, p, res):
                     yield res  # type: ignore[misc]
+                    return
+            for p in cp_arriving:  # cp.async arrive issues, then arrive-ons, after the others (cp_arrive.py)
+                if lone_cp_arrive_issue(self, state, p, tried[p] if p in tried else
+                                        tried.setdefault(p, machine.step_process(state, p))):
+                    yield tried[p]  # type: ignore[misc]
+                    return
+            for a in state.agents:
+                if a[0] == AG_CPARRIVE and a not in landed and \
+                        lone_cp_arrival(self, state, a, landed.setdefault(a, machine.step_agent(state, a))):
+                    yield landed[a]
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
