@@ -8,10 +8,10 @@ reductions", says why each rule is sound).
 
 successors.py holds the reduced successor function (``Reduction``, bound to one machine); the
 rules it asks are element.py (per barrier element), tx.py (byte counts and landings), named.py
-(named-barrier arrivals), exit.py (exits) and first_wait.py (a plain arrive that completes a phase
-before a first wait); precede_walk.py is the walk of what can come before a
-step, precede_memo.py remembers its answers; cta_local.py gives the steps of one CTA where CTAs meet only
-through global memory.
+(named-barrier arrivals), exit.py (exits), first_wait.py (a plain arrive that completes a phase
+before a first wait) and probe_pair.py (both outcomes of a completed probe together);
+precede_walk.py is the walk of what can come before a step, precede_memo.py remembers its answers;
+cta_local.py gives the steps of one CTA where CTAs meet only through global memory.
 """
 
 from __future__ import annotations
