@@ -30,11 +30,12 @@ outcomes of a completed probe", gives the argument.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ... import ir
 from ...semantics.core import StepResult
-from ...semantics.program import END, OP
+from ...semantics.program import END, OP, Instr
 from ...semantics.state import M_K, M_PEND, P_PC, P_VARS, State
 from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 
@@ -60,23 +61,31 @@ def probe_outcomes(reduction: ReductionView, state: State, p: int,
     ins = code[pstate[P_PC]]
     if ins.kind != OP or not isinstance(ins.op, ir.MbarProbe) or not machine.probe_passes(state, p):
         return None
-    true = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
-    false = machine.step_probe_false(state, p)
-    for res in (true, false):
-        if res is None or res.state is None or res.violation is not None or res.warnings or res.soft or \
-                code[res.state.procs[p][P_PC]].kind == END:
-            return None
     target = machine._wait_target(p, ins.op, pstate[P_VARS])
     if target is False:
         return None
     m = target[0]  # type: ignore[index]
     if machine.mb_names[m][0] != machine.procs[p].cta:
         return None  # a peer's barrier: F's check that the peer is alive reads the peer's exit
+    true = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
+    if not _clean(true, p, code):
+        return None
+    # the walk (remembered by what it reads) before the false step, which the expansion computes again where the
+    # walk refuses
     mb = state.mbars[m]
     forbidden = _ANY_UPDATE if mb[M_K] == 0 or mb[M_PEND] <= 0 else _NO_ARRIVAL
     if CONDITION and reduction._can_precede(state, m, p, None, forbidden, False) is None:
         return None
+    false = machine.step_probe_false(state, p)
+    if not _clean(false, p, code):
+        return None
     return true, false  # type: ignore[return-value]
+
+
+def _clean(res: StepResult | None, p: int, code: Sequence[Instr]) -> bool:
+    """Does the step report nothing and leave process p running (an exit has effects on barriers)?"""
+    return res is not None and res.state is not None and res.violation is None and not res.warnings and \
+        not res.soft and code[res.state.procs[p][P_PC]].kind != END
 
 
 __all__ = ["CONDITION", "ENABLED", "probe_outcomes"]
