@@ -26,6 +26,7 @@ from syncverify.engines.reduction.element import reuse_warnings_only
 from syncverify.engines.reduction.first_wait import lone_completing_arrive
 from syncverify.engines.reduction.named import named_refusal
 from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
+from syncverify.engines.reduction.probe_pair import probe_outcomes
 from syncverify.engines.reduction.successors import Reduction
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.program import END
@@ -94,6 +95,11 @@ def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:
             return "arrive.expect_tx: an update of its barrier can come first"
         return "arrive.expect_tx: completes a fresh phase" if red._completes_fresh_phase_before_a_first_wait(
             state, res, p) else "arrive.expect_tx: (taken alone?)"
+    if cls is succ._POR_PROBE:
+        if not machine.probe_passes(state, p):
+            return "probe: its phase has not completed (false only)"
+        return "probe: both outcomes (probe_pair.py takes them?)" if probe_outcomes(red, state, p, {}) else \
+            "probe: an update of its barrier can come first, or an outcome reports"
     if cls is succ._POR_NAMED:
         if res.warnings:
             return "named: warns " + ",".join(sorted({w.code for w in res.warnings}))

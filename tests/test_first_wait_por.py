@@ -15,13 +15,10 @@ import os
 import time
 
 import pytest
-from exhaustive_programs import Scope, sample
+from exhaustive_programs import Scope
+from rule_compare import Outcome, compare_slice, search
 
-from syncverify import load
-from syncverify.diagnostics import InputError
-from syncverify.engines.explicit import Budget, explore
 from syncverify.engines.reduction import first_wait
-from syncverify.semantics.machine import Machine
 
 # Two CTAs of a cluster, one body warp each beside the setup warp that initializes the CTA's barrier (count 1)
 # before the cluster barrier: elected arrivals on the CTA's own barrier and on the peer's (each completes a phase),
@@ -33,39 +30,19 @@ SCOPE = Scope("first-wait", 2, 1, ((2, 2), (2, 1), (1, 1)),
 EVERY_CI = 75  # the CI slice: every 75th program (the rule acts on two of them)
 
 
-def _search(text: str, reduce: bool = True, rule: bool = True) -> tuple[str, frozenset[str], int, frozenset[str]]:
-    """(verdict, finding codes, states, error codes) of the explicit search without symmetry, the rule on or
-    off."""
-    protocol = load(text, path="first_wait.sync")
-    old = first_wait.ENABLED
-    first_wait.ENABLED = rule
-    try:
-        res = explore(protocol, Budget(200_000, 120.0), Machine(protocol), symmetry=False, reduce=reduce)
-    finally:
-        first_wait.ENABLED = old
-    return (res.verdict.value, frozenset(d.code for d in res.diagnostics), res.stats.states,
-            frozenset(d.code for d in res.diagnostics if d.is_error))
+def _search(text: str, reduce: bool = True, rule: bool = True) -> Outcome:
+    return search(first_wait, text, reduce, rule)
+
+
+def _codes_kept(on: Outcome, off: Outcome, none: Outcome) -> bool:
+    """The rule keeps every code; against the unreduced search the errors are among its errors (an SV505 warning
+    is not reported where an SV502 error is at the same line, which the two searches may reach by different paths
+    in a program that breaks the rule anyway)."""
+    return on[1] <= off[1] and on[3] <= off[3] <= none[3]
 
 
 def _slice(every: int, offset: int) -> dict[str, int]:
-    tally = {"programs": 0, "acted": 0, "same codes": 0, "rule keeps codes": 0, "safe": 0, "violation": 0}
-    for index, text in sample(SCOPE, every, offset):
-        try:
-            load(text, path="slice.sync")
-        except InputError:
-            continue
-        on, off, none = _search(text), _search(text, rule=False), _search(text, reduce=False)
-        assert on[0] == off[0] == none[0], (index, on, off, none, text)
-        # the rule keeps every code; against the unreduced search the errors are among its errors (an SV505
-        # warning is not reported where an SV502 error is at the same line, which the two searches may reach
-        # by different paths in a program that breaks the rule anyway)
-        assert on[1] <= off[1] and on[3] <= off[3] <= none[3], (index, on, off, none, text)
-        tally["programs"] += 1
-        tally["acted"] += on[2] < off[2]
-        tally["same codes"] += on[1] == off[1] == none[1]
-        tally["rule keeps codes"] += on[1] == off[1]
-        tally[on[0]] = tally.get(on[0], 0) + 1
-    return tally
+    return compare_slice(first_wait, SCOPE, every, offset, _codes_kept)
 
 
 def test_the_slice_keeps_verdicts_and_codes():

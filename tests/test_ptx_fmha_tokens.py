@@ -1,7 +1,7 @@
 """CUTLASS example 88's Hopper FMHA forward past its `consumer_try_wait` tokens (issue #33): two K/V tiles
 (`--cutlass-fmha 1,1,128,128,64`), where each math warp keeps the V tile's probe as a token and waits only if it
-said WaitAgain (`consumer_wait(smem_pipe_read, tok)`, sm90_pipeline.hpp:620). As it ships it is safe (1.33 million
-states, about 290 s of CPU: SYNCVERIFY_SLOW=1; its CI twin is the token spec's safe check below).
+said WaitAgain (`consumer_wait(smem_pipe_read, tok)`, sm90_pipeline.hpp:620). As it ships it is safe (69,452
+states, about 15 s of CPU: SYNCVERIFY_SLOW=1; its CI twin is the token spec's safe check below).
 
 The seed skips that wait: `@%p67 bra $L__BB0_53;` (the branch over the wait when the token is true, PTX line
 3596 of the committed build) made unconditional, as `if (barrier_token == BarrierStatus::WaitAgain)` turned into
@@ -59,15 +59,16 @@ def test_the_skipped_token_wait_is_a_race_at_the_pv_mma(tmp_path, capsys):  # ty
 
 
 @pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
-                    reason="170,712 states, about 30 s of CPU; the token spec's safe twin runs in CI; "
+                    reason="69,452 states, about 15 s of CPU; the token spec's safe twin runs in CI; "
                            "run with SYNCVERIFY_SLOW=1")
 @NEEDS
 def test_two_kv_tiles_are_safe_past_the_tokens(tmp_path, capsys):  # type: ignore[no-untyped-def]
-    """The kernel as it ships, at two K/V tiles: safe (170,712 states, bench/RESULTS-speed.md), with the SV204
+    """The kernel as it ships, at two K/V tiles: safe (69,452 states, bench/RESULTS-speed.md), with the SV204
     warnings of the one-tile check only (the warpgroups reach `__syncthreads` at different PTX copies). Decided
     since the reduction's walk reads each warp's kept probe (docs/model.md, "A kept probe's sequence"), in a
     tenth of the states since a kept probe's true step is left out where its false step covers it ("A kept
-    probe's true outcome"; 1,329,549 states before)."""
+    probe's true outcome"; 1,329,549 states before), and 83,322 to 69,452 since both outcomes of a completed probe
+    are taken together where nothing can update its barrier first ("Both outcomes of a completed probe")."""
     ptx = tmp_path / "fmha.ptx"
     ptx.write_bytes(gzip.decompress((DATA / "fmha_hopper_fwd_ws_64.ptx.gz").read_bytes()))
     code = main(["check", str(ptx), "--cutlass-fmha", "1,1,128,128,64", "--timeout", "3600"])

@@ -9,9 +9,9 @@ reductions", says why each rule is sound).
 successors.py holds the reduced successor function (``Reduction``, bound to one machine); the
 rules it asks are element.py (per barrier element), tx.py (byte counts and landings), named.py
 (named-barrier arrivals), exit.py (exits), first_wait.py (a plain arrive that completes a phase
-before a first wait) and cp_arrive.py (cp.async arrive-ons and their issues); precede_walk.py is the
-walk of what can come before a step, precede_memo.py remembers its answers; cta_local.py gives the
-steps of one CTA where CTAs meet only through global memory.
+before a first wait), cp_arrive.py (cp.async arrive-ons and their issues) and probe_pair.py (both outcomes of
+a completed probe together); precede_walk.py is the walk of what can come before a step, precede_memo.py
+remembers its answers; cta_local.py gives the steps of one CTA where CTAs meet only through global memory.
 """
 
 from __future__ import annotations

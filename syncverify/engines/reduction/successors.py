@@ -7,7 +7,8 @@ search decides what to explore: ``Reduction(machine).successors`` yields one ste
 may be taken alone (a persistent set of size one) and every enabled step otherwise. The rules it
 asks are the modules beside it: element.py (what a program can still touch, per barrier element),
 tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), first_wait.py
-(a plain arrive that completes a phase before a first wait), cp_arrive.py (cp.async arrive-ons), and the walk
+(a plain arrive that completes a phase before a first wait), cp_arrive.py (cp.async arrive-ons),
+probe_pair.py (both outcomes of a completed probe, a persistent set of two), and the walk
 of what can come before a step (precede_walk.py, remembered by precede_memo.py). Why each rule is
 sound is in docs/model.md, "The search and its reductions".
 """
@@ -32,6 +33,7 @@ from .named import lone_named_arrival
 from .precede_memo import PrecedeMemo
 from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
 from .probe_outcome import KeptProbeOutcomes
+from .probe_pair import probe_outcomes
 from .rendezvous import AllocRendezvous
 from .tx import LandingRules
 
@@ -50,6 +52,7 @@ _POR_INIT = "init"  # an mbarrier init: taken alone when no other actor may stil
 _POR_RELINQUISH = "relinquish"  # tmem.relinquish: alone where no other process of the CTA may allocate (rendezvous.py)
 _POR_CP_ARRIVE = "cp_arrive"  # cp.async.mbarrier.arrive: alone where its barrier's phase is frozen (cp_arrive.py)
 _POR_CP_COPY = "cp_copy"  # cp.async: local, alone where no other process reaches its slot before a wait (cp_arrive.py)
+_POR_PROBE = "probe"  # a probe: both outcomes together where its phase has completed (probe_pair.py)
 
 
 # Operations that only touch their own process, their slot's records and agents they create.
@@ -90,6 +93,8 @@ def _por_class(ins: Instr) -> str:
         return _POR_RELINQUISH
     if isinstance(op, ir.CpAsyncArrive):
         return _POR_CP_ARRIVE
+    if isinstance(op, ir.MbarProbe):
+        return _POR_PROBE
     return _POR_OTHER
 
 
@@ -180,6 +185,7 @@ class Reduction(ElementRules, LandingRules):
         naming: list[int] = []  # named-barrier arrivals: taken alone below, maybe
         completing: list[int] = []  # plain arrives that complete a phase before a first wait (first_wait.py)
         cp_arriving: list[int] = []  # cp.async.mbarrier.arrive issues (cp_arrive.py)
+        probing: list[int] = []  # probes whose phase has completed: both outcomes together, maybe (probe_pair.py)
         for p, classes in enumerate(self._por_class):
             cls = classes[procs[p][P_PC]]
             if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -221,6 +227,8 @@ class Reduction(ElementRules, LandingRules):
                     naming.append(p)
                 elif cls is _POR_CP_ARRIVE:
                     cp_arriving.append(p)
+                elif cls is _POR_PROBE:
+                    probing.append(p)
                 continue
             res = tried[p] = machine.step_process(state, p)
             if res is None or res.violation is not None or res.soft or \
@@ -256,7 +264,7 @@ class Reduction(ElementRules, LandingRules):
             yield res
             return
         if machine.loop_hook is None and (observing or arriving or naming or completing or cp_arriving or
-                                          state.agents) and \
+                                          probing or state.agents) and \
                 not self._some_step_breaks_a_rule(state, tried):
             # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
             # not where another process's step breaks a rule: that is reported here, as it stands.
@@ -312,6 +320,11 @@ class Reduction(ElementRules, LandingRules):
                 if a[0] == AG_CPARRIVE and a not in landed and \
                         lone_cp_arrival(self, state, a, landed.setdefault(a, machine.step_agent(state, a))):
                     yield landed[a]
+                    return
+            for p in probing:  # last: a set of two, where no step above goes alone
+                pair = probe_outcomes(self, state, p, tried)
+                if pair is not None:
+                    yield from self.kept_probes.without_covered(state, pair)
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
