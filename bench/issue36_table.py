@@ -260,8 +260,9 @@ def main() -> int:
 
 
 def write_section(path: Path, text: str) -> None:
-    """The section goes first among the results: before the first `## ` section of ``path``."""
-    old = path.read_text()
+    """The section goes first among the results: before the first `## ` section of ``path`` (a file that
+    does not exist yet is written with the section alone)."""
+    old = path.read_text() if path.exists() else ""
     at = old.find("\n## ")
     path.write_text(old[:at + 1] + text + "\n" + old[at + 1:] if at >= 0 else old + "\n" + text + "\n")
 
