@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import ir
+from .diagnose_ir import RACES, blocks, map_ops, operations
 from .diagnostics import Diagnostic, Related, Span, make
 from .result import CheckResult, Verdict
 from .semantics.program import OP
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from .options import Options
     from .semantics.machine import Machine
 
-RACES = ("SV301", "SV302", "SV303")
 RERUN_SECONDS = 60.0  # each counterfactual search at most this long (never more than --timeout)
 
 
@@ -60,42 +60,6 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
     have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
     found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
     return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
-
-
-# ---------------------------------------------------------------------------- walking the IR
-
-
-def _blocks(stmts: tuple[ir.Stmt, ...]):
-    """Every statement list of the body (the body itself, loop, branch and elect bodies)."""
-    yield stmts
-    for s in stmts:
-        if isinstance(s, ir.For | ir.Elect):
-            yield from _blocks(s.body)
-        elif isinstance(s, ir.If):
-            yield from _blocks(s.then)
-            yield from _blocks(s.orelse)
-
-
-def _ops(stmts: tuple[ir.Stmt, ...]):
-    for block in _blocks(stmts):
-        for s in block:
-            if not isinstance(s, ir.Let | ir.For | ir.If | ir.Elect):
-                yield s
-
-
-def _map_ops(stmts: tuple[ir.Stmt, ...], change: Callable[[ir.Stmt], ir.Stmt]) -> tuple[ir.Stmt, ...]:
-    """The body with `change` applied to every operation (control statements rebuilt around it)."""
-    out = []
-    for s in stmts:
-        if isinstance(s, ir.For | ir.Elect):
-            out.append(replace(s, body=_map_ops(s.body, change)))
-        elif isinstance(s, ir.If):
-            out.append(replace(s, then=_map_ops(s.then, change), orelse=_map_ops(s.orelse, change)))
-        elif isinstance(s, ir.Let):
-            out.append(s)
-        else:
-            out.append(change(s))
-    return tuple(out)
 
 
 def _executions(machine: Machine, op: ir.Stmt, cta: int = 0) -> int:
@@ -150,11 +114,11 @@ def per_warp_release(protocol: ir.Protocol, machine: Machine, result: CheckResul
             for rel in d.related:
                 race_lines.setdefault(rel.span.line, d)
     out = []
-    for block in _blocks(protocol.body):
+    for block in blocks(protocol.body):
         for i, s in enumerate(block):
             if not (isinstance(s, ir.Elect) and s.per_warp):
                 continue
-            arrives = [op for op in _ops(s.body) if isinstance(op, ir.MbarArrive)]
+            arrives = [op for op in operations(s.body) if isinstance(op, ir.MbarArrive)]
             if not arrives:
                 continue
             for prev in reversed(block[:i]):
@@ -191,7 +155,7 @@ def arrival_counts(protocol: ir.Protocol, machine: Machine, result: CheckResult,
     """A barrier with one arrive site whose threads per phase differ from its count, when the
     protocol searched again with the count set to those threads has no error."""
     out = []
-    ops = list(_ops(protocol.body))
+    ops = list(operations(protocol.body))
     for bar in protocol.mbarriers:
         inits = [op for op in ops if isinstance(op, ir.MbarInit) and op.bar.name == bar.name]
         arrives = [op for op in ops if isinstance(op, ir.MbarArrive) and op.bar.name == bar.name]
@@ -233,7 +197,7 @@ def _with_count(protocol: ir.Protocol, bar: ir.Mbarrier, count: int) -> ir.Proto
         return op
 
     bars = tuple(replace(b, count=count) if b is bar else b for b in protocol.mbarriers)
-    return replace(protocol, mbarriers=bars, body=_map_ops(protocol.body, change))
+    return replace(protocol, mbarriers=bars, body=map_ops(protocol.body, change))
 
 
 # ---------------------------------------------------------------------------- SV507
@@ -292,7 +256,7 @@ def first_parity(protocol: ir.Protocol, machine: Machine, result: CheckResult,
     with no bytes and no asynchronous arrivals) still in phase 0, when waiting for the other
     parity at that site alone makes the protocol check clean."""
     out = []
-    ops = list(_ops(protocol.body))
+    ops = list(operations(protocol.body))
     waits = _loop_waits(protocol.body)
     # barriers that carry bytes or asynchronous arrivals: a wait on one waits for data, and its
     # first parity is 0 by rule; the "phase before 0 counts as complete" idiom is for releases
@@ -315,7 +279,7 @@ def first_parity(protocol: ir.Protocol, machine: Machine, result: CheckResult,
                 continue
             group = same_site(options, line, sorted(waits))
             tried.update(group)
-            variant = replace(protocol, body=_map_ops(protocol.body, _flip([waits[n] for n in group])))
+            variant = replace(protocol, body=map_ops(protocol.body, _flip([waits[n] for n in group])))
             if not _search_clean(variant, options, result.stats.seconds):
                 continue
             out.append(make(

@@ -31,12 +31,11 @@ import dataclasses
 import re
 
 from . import ir
-from .diagnose_release import blocks
+from .diagnose_ir import RACES, blocks
 from .diagnostics import Diagnostic, Related, TraceStep, make
 from .expr import Context, EvalError, evaluate
 from .result import CheckResult
 
-RACES = ("SV301", "SV302", "SV303")
 # the async readers and the unit of the group wait that retires each one's read
 READERS: dict[type, ir.GroupUnit] = {ir.WgmmaRead: "wgmma", ir.TmaStore: "bulk"}
 _OTHER = re.compile(r"\bread at line (\d+) by the async operation issued by ([^\s)]+)\)")

@@ -26,14 +26,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from . import ir
-from .diagnose_release import blocks
+from .diagnose_ir import RACES, blocks, map_ops
 from .diagnostics import Diagnostic, Related, make
 from .result import CheckResult
 
 if TYPE_CHECKING:
     from .options import Options
 
-RACES = ("SV301", "SV302", "SV303")
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def wrong_rank(protocol: ir.Protocol, result: CheckResult, options: Options,
         tried |= {(n, cand.written) for n in group}
         changed = {id(c.arrive): replace(c.arrive, remote=c.to) for c in found
                    if c.arrive.span.line in group and c.written == cand.written}
-        body = _map_arrives(protocol.body, changed)
+        body = map_ops(protocol.body, lambda s, changed=changed: changed.get(id(s), s))
         if not search_clean(replace(protocol, body=body), options, result.stats.seconds):
             continue
         race = races[0]
@@ -115,15 +114,3 @@ def wrong_rank(protocol: ir.Protocol, result: CheckResult, options: Options,
             cand.arrive.span, trace=race.trace,
             related=(Related(race.span, f"the race it causes ({race.code})"),)))
     return out
-
-
-def _map_arrives(stmts: tuple[ir.Stmt, ...], changed: dict[int, ir.Stmt]) -> tuple[ir.Stmt, ...]:
-    """The body with each arrive in `changed` (by identity) replaced."""
-    out: list[ir.Stmt] = []
-    for s in stmts:
-        if isinstance(s, ir.For | ir.Elect):
-            s = replace(s, body=_map_arrives(s.body, changed))
-        elif isinstance(s, ir.If):
-            s = replace(s, then=_map_arrives(s.then, changed), orelse=_map_arrives(s.orelse, changed))
-        out.append(changed.get(id(s), s))
-    return tuple(out)

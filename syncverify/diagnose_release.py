@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import ir
+from .diagnose_ir import blocks
 from .diagnostics import Diagnostic, Related, make
 from .result import CheckResult
 
@@ -32,17 +33,6 @@ def _arrive_of(s: ir.Stmt) -> ir.MbarArrive | None:
     if isinstance(s, ir.Elect) and len(s.body) == 1:
         return _arrive_of(s.body[0])
     return None
-
-
-def blocks(stmts: tuple[ir.Stmt, ...]):
-    """Every statement list of the body (the body itself, loop, branch and elect bodies)."""
-    yield stmts
-    for s in stmts:
-        if isinstance(s, ir.For | ir.Elect):
-            yield from blocks(s.body)
-        elif isinstance(s, ir.If):
-            yield from blocks(s.then)
-            yield from blocks(s.orelse)
 
 
 def _early_arrive(protocol: ir.Protocol, read_line: int) -> tuple[ir.MbarArrive, ir.Access] | None:

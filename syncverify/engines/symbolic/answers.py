@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ... import budget as budgets
 from ... import ir
-from ...diagnose import _ops
+from ...diagnose_ir import operations
 from ...diagnostics import Diagnostic, Severity
 from ...lang import load
 from ...result import Stats, Verdict
@@ -113,7 +113,7 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (the protocol has `choose` values: "
                     f"{', '.join(free)}; each assignment is checked at these params)",
                     stats=Stats(seconds=time.monotonic() - start))
-    if any(isinstance(op, ir.CpAsyncArrive) for op in _ops(protocol.body)):
+    if any(isinstance(op, ir.CpAsyncArrive) for op in operations(protocol.body)):
         # its agents name the copies they cover by write epoch, which the lift's normalization renumbers
         return Lift(Verdict.INCONCLUSIVE, "", "not lifted to all iterations (cp.async.mbarrier.arrive is "
                     "checked at the given trip counts only)", stats=Stats(seconds=time.monotonic() - start))
