@@ -259,3 +259,15 @@ def test_the_lift_proves_the_protocol_loaded_not_the_specs_defaults():
     assert at_three.verdict is Verdict.ERROR or "SV104" in {d.code for d in at_three.diagnostics}, at_three
     # the spec's own defaults are safe for every trip count, which is what the lift proved before
     assert check_protocol(load(GROWS, path="grows.sync"), Options()).bound == "all-iterations"
+
+
+def test_an_import_error_inside_the_z3_engine_is_not_reported_as_z3_missing(monkeypatch):
+    """Only a missing z3 module degrades `--engine z3` to "needs z3-solver"; a broken import of the engine's own
+    code (a name moved, say) is raised, never answered as an inconclusive check."""
+    import syncverify.engines as engines
+
+    monkeypatch.delattr(engines, "symbolic", raising=False)  # (`from . import symbolic` reads it first)
+    monkeypatch.setitem(sys.modules, "syncverify.engines.symbolic", None)
+    protocol = load(str(Path(__file__).resolve().parent.parent / "specs" / "tilelang_bar_h_deadlock.sync"))
+    with pytest.raises(ImportError):
+        check_protocol(protocol, Options(engine="z3"))

@@ -59,7 +59,9 @@ def _run(protocol: ir.Protocol, options: Options, assumptions) -> CheckResult:
     if options.engine in ("z3", "auto"):
         try:
             from . import symbolic
-        except ImportError:  # z3-solver missing: the bounded search still runs under auto
+        except ModuleNotFoundError as missing:  # z3-solver missing: the bounded search still runs under auto
+            if (missing.name or "").split(".")[0] != "z3":
+                raise  # any other import error is a defect, never "z3-solver is missing"
             symbolic = None
         if symbolic is None and options.engine == "z3":
             return CheckResult(path=protocol.path, protocol=protocol.name, verdict=Verdict.INCONCLUSIVE, bound="",
