@@ -29,6 +29,7 @@ from syncverify.engines.explicit import Budget, explore
 from syncverify.engines.reduction import cp_arrive, successors
 from syncverify.result import Verdict
 from syncverify.semantics.machine import Machine
+from syncverify.semantics.rules import MAX_COUNT
 
 BUDGET = Budget(max_states=50_000, seconds=60)
 SLOW = pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason="minutes; run with SYNCVERIFY_SLOW=1")
@@ -81,16 +82,35 @@ def test_dropping_the_sum_condition_loses_the_finding(monkeypatch):
     assert dropped.verdict == Verdict.SAFE  # the overtaking order is never explored
 
 
-def test_only_whole_completes_agrees_with_the_subsets():
-    """The multiset sums against tx.updates_commute's enumeration of subsets, on every small case."""
+def _by_subsets(pend: int, tx: int, updates: list[tuple[int, int]]) -> bool:
+    """The question only_whole_completes answers, asked of every subset by index (the reference)."""
     import itertools
 
-    from syncverify.engines.reduction.tx import updates_commute
+    whole = len(updates)
+    for k in range(whole + 1):
+        for chosen in itertools.combinations(updates, k):
+            p = pend - sum(a for a, _ in chosen)
+            t = tx + sum(d for _, d in chosen)
+            if not 0 <= p <= MAX_COUNT or not -MAX_COUNT <= t <= MAX_COUNT or (p == t == 0 and k < whole):
+                return False
+    return True
+
+
+def test_only_whole_completes_agrees_with_the_subsets():
+    """The multiset sums against an enumeration of every subset, on every small case; and the landing
+    rule's question (tx.updates_commute) is the same one with its step among the updates."""
+    import itertools
+
+    from syncverify.engines.reduction.tx import only_whole_completes, updates_commute
 
     values = [(1, 0), (2, 0), (0, -64), (1, 64), (-1, 0), (0, 0)]
-    for n in range(4):
+    answers = set()
+    for n in range(5):
         for updates in itertools.combinations_with_replacement(values, n):
-            for step in values:
-                for pend, tx in ((0, 0), (1, 0), (2, 0), (3, 64), (2, -64), (4, 0)):
-                    assert cp_arrive.only_whole_completes(pend, tx, [*updates, step]) == \
-                        updates_commute(pend, tx, step, list(updates)), (pend, tx, step, updates)
+            for pend, tx in ((0, 0), (1, 0), (2, 0), (3, 64), (2, -64), (4, 0)):
+                got = only_whole_completes(pend, tx, list(updates))
+                assert got == _by_subsets(pend, tx, list(updates)), (pend, tx, updates)
+                answers.add(got)
+                if updates:
+                    assert updates_commute(pend, tx, updates[-1], list(updates[:-1])) == got
+    assert answers == {True, False}

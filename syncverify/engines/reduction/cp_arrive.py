@@ -22,54 +22,20 @@ where tx.py enumerates subsets (and stops at ten updates).
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from ... import ir
 from ...semantics.footprint import ref_element, touches
 from ...semantics.program import END, OP
-from ...semantics.rules import MAX_COUNT
 from ...semantics.state import AG_CPARRIVE, M_PEND, M_TX, P_PC, P_VARS, State
 from .precede_walk import _ANY_UPDATE
+from .tx import Update, only_whole_completes
 
 if TYPE_CHECKING:
     from ...semantics.core import StepResult
     from .successors import Reduction
 
 WALK_LIMIT = 4096  # steps of a process's sequence walked to its next wait before it counts as unknown
-MAX_SUMS = 1 << 14  # distinct (arrivals, tx-count, whole) sums kept before the rule gives up (refuses)
-Update = tuple[int, int]  # (arrivals it removes from the pending count, what it adds to the tx-count)
-
-
-def only_whole_completes(pend: int, tx: int, updates: list[Update]) -> bool:
-    """Does no sub-multiset of ``updates`` short of all of them leave a barrier with ``pend`` arrivals
-    pending and tx-count ``tx`` at 0 pending and tx-count 0, with every sub-multiset keeping the
-    pending count within 0..2^20−1 and the tx-count within ±(2^20−1)? (An update of negative arrivals
-    is an increment of the pending count: a `cp.async.mbarrier.arrive` without .noinc.)
-
-    This is tx.updates_commute with its step counted among the updates (a set of them with the step
-    and without is a sub-multiset either way, and the whole with the step is the whole), asked of
-    the distinct sums instead of each subset: equal updates give equal sums whichever of them a set
-    takes, so a sum is kept once, with whether the whole multiset reaches it. False where more than
-    MAX_SUMS distinct sums would be kept (refusing is always sound)."""
-    sums: set[tuple[int, int, bool]] = {(0, 0, True)}
-    for (arr, dtx), n in Counter(updates).items():
-        nxt: set[tuple[int, int, bool]] = set()
-        for a0, t0, whole in sums:
-            for k in range(n + 1):
-                nxt.add((a0 + k * arr, t0 + k * dtx, whole and k == n))
-        if len(nxt) > MAX_SUMS:
-            return False
-        sums = nxt
-    for arr, dtx, whole in sums:
-        p, t = pend - arr, tx + dtx
-        if not 0 <= p <= MAX_COUNT or not -MAX_COUNT <= t <= MAX_COUNT:
-            return False
-        if p == 0 and t == 0 and not whole:
-            return False
-    return True
-
-
 def _updates_first(red: Reduction, state: State, m: int, frozen: int) -> list[Update] | None:
     """The updates of barrier m that can come before a step (the arrive-on being taken, or process
     ``frozen``'s issue): the other arrive-ons in flight on m, one arrival each, and the arrivals and
@@ -184,4 +150,4 @@ def _slots_before_wait(red: Reduction, q: int, qstate: tuple, memo: dict) -> fro
     return memo[key]
 
 
-__all__ = ["MAX_SUMS", "WALK_LIMIT", "lone_cp_arrival", "lone_cp_arrive_issue", "lone_cp_copy", "only_whole_completes"]
+__all__ = ["WALK_LIMIT", "lone_cp_arrival", "lone_cp_arrive_issue", "lone_cp_copy"]

@@ -14,7 +14,8 @@ with every landing at every point of every execution, which is what taking it al
 The same sums also stay inside the tx-count's range (±(2^20−1), SV503), so no order reports
 an overflow that another does not.
 
-Sets are enumerated, so this is refused past MAX_LANDINGS copies in flight on the barrier.
+The sets are asked of their distinct sums (only_whole_completes, which cp_arrive.py asks too); the landing
+rule is refused past MAX_LANDINGS copies in flight on the barrier.
 
 The rules that ask it are here too (LandingRules): a copy's landing against the updates of its
 barrier that can come first, an arrive.expect_tx against the copies in flight.
@@ -22,6 +23,7 @@ barrier that can come first, an arrive.expect_tx against the copies in flight.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...expr import EvalError
@@ -50,27 +52,42 @@ def updates_commute(pend: int, tx: int, step: Update, updates: list[Update]) -> 
     set of them is its sum; no set short of all of them with the step may leave it at 0 pending
     and tx-count 0 (module docstring), every sum keeps the tx-count in range (SV503) and the
     pending count at or above 0 (an arrive past it is SV504, whose report would then depend on
-    the order)."""
-    n = len(updates)
-    if n > MAX_LANDINGS:
+    the order): only_whole_completes with the step among the updates (a set with the step and one
+    without are sub-multisets either way, and all of them with the step is the whole)."""
+    if len(updates) > MAX_LANDINGS:
         return False
-    full = (1 << n) - 1
-    arr = [0] * (1 << n)
-    sums = [0] * (1 << n)
-    for s in range(1, 1 << n):
-        low = s & -s
-        a, d = updates[low.bit_length() - 1]
-        arr[s] = arr[s ^ low] + a
-        sums[s] = sums[s ^ low] + d
-    for s in range(1 << n):
-        for with_step in (False, True):
-            p = pend - arr[s] - (step[0] if with_step else 0)
-            t = tx + sums[s] + (step[1] if with_step else 0)
-            if not -MAX_COUNT <= t <= MAX_COUNT or p < 0:
-                return False
-            if p == 0 and t == 0 and not (with_step and s == full):
-                return False
+    return only_whole_completes(pend, tx, [*updates, step])
+
+
+MAX_SUMS = 1 << 14  # distinct (arrivals, tx-count, whole) sums kept before the rule gives up (refuses)
+
+
+def only_whole_completes(pend: int, tx: int, updates: list[Update]) -> bool:
+    """Does no sub-multiset of ``updates`` short of all of them leave a barrier with ``pend`` arrivals
+    pending and tx-count ``tx`` at 0 pending and tx-count 0, with every sub-multiset keeping the
+    pending count within 0..2^20−1 and the tx-count within ±(2^20−1)? (An update of negative arrivals
+    is an increment of the pending count: a `cp.async.mbarrier.arrive` without .noinc.)
+
+    Asked of the distinct sums instead of each subset: equal updates give equal sums whichever of them a
+    set takes, so a sum is kept once, with whether the whole multiset reaches it. False where more than
+    MAX_SUMS distinct sums would be kept (refusing is always sound)."""
+    sums: set[tuple[int, int, bool]] = {(0, 0, True)}
+    for (arr, dtx), n in Counter(updates).items():
+        nxt: set[tuple[int, int, bool]] = set()
+        for a0, t0, whole in sums:
+            for k in range(n + 1):
+                nxt.add((a0 + k * arr, t0 + k * dtx, whole and k == n))
+        if len(nxt) > MAX_SUMS:
+            return False
+        sums = nxt
+    for arr, dtx, whole in sums:
+        p, t = pend - arr, tx + dtx
+        if not 0 <= p <= MAX_COUNT or not -MAX_COUNT <= t <= MAX_COUNT:
+            return False
+        if p == 0 and t == 0 and not whole:
+            return False
     return True
+
 
 
 class LandingRules:
@@ -144,4 +161,5 @@ class LandingRules:
         return landings
 
 
-__all__ = ["MAX_LANDINGS", "LandingRules", "Update", "landings_commute", "updates_commute"]
+__all__ = ["MAX_LANDINGS", "MAX_SUMS", "LandingRules", "Update", "landings_commute", "only_whole_completes",
+           "updates_commute"]
