@@ -14,6 +14,7 @@ stores, with the reason, and agree on the others.
 from __future__ import annotations
 
 import collections
+import os
 
 import pytest
 from diff_engines import CONCLUSIVE, compare, engines
@@ -24,8 +25,10 @@ from syncverify.diagnostics import InputError
 
 ENGINES = {e.name: e for e in engines()}
 # Every k-th program of a scope, per engine (registers: 168,000 programs; tmem-ranges: 1,155): each test
-# stays under a minute here
-EVERY = {"explicit-unreduced": {"registers": 997, "tmem-ranges": 5},
+# stays under half a minute here; with SYNCVERIFY_SLOW=1 the reduced/unreduced slice of registers is twice
+# as dense (every 997th: about 170 programs)
+EVERY = {"explicit-unreduced": {"registers": 997 if os.environ.get("SYNCVERIFY_SLOW") else 1999,
+                                "tmem-ranges": 5},
          "symbolic": {"registers": 2999, "tmem-ranges": 11},
          "bmc": {"registers": 4999, "tmem-ranges": 23}}
 FINDING = {"registers": "SV605", "tmem-ranges": "SV303"}
@@ -58,7 +61,7 @@ def _slice(scope: str, every: int, names: list[str], offset: int = 0) -> collect
 @pytest.mark.parametrize("scope", sorted(OPERAND_SCOPES))
 def test_reduced_and_unreduced_explicit_agree(scope: str):
     tally = _slice(scope, EVERY["explicit-unreduced"][scope], ["explicit-unreduced"])
-    assert tally["explicit-unreduced agrees"] >= 100, tally
+    assert tally["explicit-unreduced agrees"] >= 50, tally
     assert tally["safe"] and tally["violation"], tally
     assert tally[f"code {FINDING[scope]}"], tally  # the slice reaches the scope's finding, not only others
 

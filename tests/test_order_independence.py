@@ -215,9 +215,10 @@ def test_reductions_agree_on_rings(params):
     assert_reduced_findings_within(reduced, plain)
 
 
-# 4 rings in CI (each about 4 s on two cores), 16 with SYNCVERIFY_SLOW=1
+# 4 rings in CI, the same 4 each run (a draw whose safe ring is lifted can search a violating trip count
+# for a minute: a random draw made CI's time vary by that much), 16 random ones with SYNCVERIFY_SLOW=1
 @settings(max_examples=16 if os.environ.get("SYNCVERIFY_SLOW") else 4, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+          derandomize=not os.environ.get("SYNCVERIFY_SLOW"), suppress_health_check=[HealthCheck.too_slow])
 @given(RING, st.data())
 def test_ring_declaration_order_does_not_change_findings(params, data):
     text = ring(*params)

@@ -4,6 +4,7 @@ Promela export under SPIN; an engine that refuses says why)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -92,13 +93,19 @@ IO_EARLY_RELEASE = io_copies(read="if t < 2 { read buf[t % 2]; syncwarp; elect {
                              ).replace("param ITERS = 4;", "param ITERS = 6;")
 
 
-@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+# bmc unrolls the IO warps' rounds into one formula: 40 to 120 s of the suite's two cores, and at a high
+# load its 120 s wall-clock budget ran out (inconclusive); explicit and z3 run in CI
+BMC_SLOW = pytest.param("bmc", marks=pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                                                       reason="bmc takes up to two minutes here; SYNCVERIFY_SLOW=1"))
+
+
+@pytest.mark.parametrize("engine", ["explicit", "z3", BMC_SLOW])
 def test_io_warp_that_only_copies_is_not_a_stale_waiter(engine):
     """The copy's completion carries what its issuer had observed (families/copy_causality.py)."""
     assert run(io_copies(), engine) == (Verdict.SAFE, set())
 
 
-@pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
+@pytest.mark.parametrize("engine", ["explicit", "z3", BMC_SLOW])
 def test_io_warp_that_stops_copying_is_a_stale_waiter(engine):
     verdict, codes = run(STALE_IO, engine)
     assert verdict is Verdict.VIOLATION and "SV501" in codes, codes
