@@ -215,6 +215,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
         # the operands of each arrive, by (process, pc, variables): see mbar_arrival_findings
         self._arrival_memo: dict[tuple, tuple | None] = {}
+        self._arrival_counts: dict[tuple, object] = {}  # (count, bytes, drop, barrier) -> _arrival_counted
         self._init_global()  # flags, the grid barrier and their knowledge holders (families/globalmem.py)
 
     # ------------------------------------------------------------------ names
