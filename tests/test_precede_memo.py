@@ -98,3 +98,32 @@ def test_search_unchanged_with_whole_walks_for_the_peer(monkeypatch):
     monkeypatch.setattr(successors, "can_precede", whole)
     assert summary() == with_goal
     assert any(g and g[0] for g in goals)  # the goal was asked for, and dropped
+
+
+@pytest.mark.parametrize(("path", "defines"), [POINTS[1], POINTS[2]], ids=["fa3_fwd_bug", "gemm_2cta_multicast"])
+def test_search_unchanged_when_the_table_is_skipped(path, defines, monkeypatch):
+    """The windows where the table is not asked (precede_memo.py, "When the table is not asked"): with a
+    window of 64 calls and every window counted as one of few hits, half the calls walk without a key;
+    the search reports the same states, transitions and findings as with every call remembered."""
+    protocol = load(str(ROOT / path), defines)
+
+    def run() -> tuple:
+        result = explore(protocol, Budget(max_states=6_000, seconds=120), Machine(protocol))
+        return (result.verdict, result.stats.states, result.stats.transitions,
+                [(d.code, d.span.line if d.span else 0, d.message, len(d.trace)) for d in result.diagnostics])
+
+    monkeypatch.setattr(precede_memo, "FEW_HITS", 0)  # no window has enough hits: every one skips
+    skipped = {"walks": 0}
+    window_end = precede_memo.PrecedeMemo._window_end
+
+    def counted(self) -> None:
+        window_end(self)
+        skipped["walks"] += self._bypass
+
+    monkeypatch.setattr(precede_memo.PrecedeMemo, "_window_end", counted)
+    monkeypatch.setattr(precede_memo, "WINDOW", 64)
+    monkeypatch.setattr(precede_memo, "SKIPPED", 64)
+    with_skips = run()
+    assert skipped["walks"] > 0
+    monkeypatch.setattr(precede_memo, "SKIPPED", 0)  # no call skips the table
+    assert run() == with_skips

@@ -168,6 +168,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self.mb_index: dict[tuple[int, str, int], int] = {}
         self.mb_decl: dict[str, ir.Mbarrier] = {b.name: b for b in protocol.mbarriers}
         self._wait_targets: dict[tuple, tuple[int, int] | bool] = {}  # see _wait_target
+        self._wait_findings: dict[tuple, tuple] = {}  # (p, pc, vars, barrier) -> see mbar_wait_findings
         # the remote arrives by line, for the SV602 an acquiring wait reports at them (_check_cta_scope_data)
         self._arrive_spans = {ins.op.span.line: ins.op.span for prog in self.programs for ins in prog.code
                               if isinstance(ins.op, ir.MbarArrive) and ins.op.remote is not None}
@@ -214,6 +215,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self._future_memo: dict[tuple, tuple[tuple, tuple | None] | None] = {}
         # the operands of each arrive, by (process, pc, variables): see mbar_arrival_findings
         self._arrival_memo: dict[tuple, tuple | None] = {}
+        self._arrival_counts: dict[tuple, object] = {}  # (count, bytes, drop, barrier) -> _arrival_counted
         self._init_global()  # flags, the grid barrier and their knowledge holders (families/globalmem.py)
 
     # ------------------------------------------------------------------ names

@@ -129,6 +129,38 @@ def _async_buffers(machine: Machine, p: int) -> frozenset[Key]:
 PSEUDO = frozenset({"alive", "cluster", "copyq", "cpq", "tcq"})
 
 
+Grouped = tuple[bool, bool, bool, frozenset[str], tuple[tuple[tuple[str, str], frozenset[int | None]], ...]]
+_GROUPED: dict[frozenset[Key], Grouped] = {}  # a set of keys -> its grouped form, bounded by _GROUPED_KEPT
+_GROUPED_KEPT = 1 << 14
+
+
+def _grouped(keys: frozenset[Key]) -> Grouped:
+    """What Objects.add records of a set of keys: whether it holds EXIT, whether it holds ANY, whether
+    some key is of an object of the state (not PSEUDO), the kinds with a key named "*", and the indices
+    of every other (kind, name). A function of the set alone, remembered (the table starts over when
+    full, so what it holds changes the work only)."""
+    exit_ = any_ = real = False
+    every: set[str] = set()
+    by_name: dict[tuple[str, str], set[int | None]] = {}
+    for kind, name, i in keys:
+        if kind == "exit":
+            exit_ = True
+            continue
+        if kind not in PSEUDO:
+            real = True
+        if kind == "*":
+            any_ = True
+        elif name == "*":
+            every.add(kind)
+        else:
+            by_name.setdefault((kind, name), set()).add(i)
+    group = (exit_, any_, real, frozenset(every), tuple((n, frozenset(ix)) for n, ix in by_name.items()))
+    if len(_GROUPED) >= _GROUPED_KEPT:
+        _GROUPED.clear()
+    _GROUPED[keys] = group
+    return group
+
+
 class Objects:
     """A set of Keys, asked whether it meets another key (an index None meets every index, a name "*" every
     name of its kind). ``exits``: what an exit touches in the state at hand (EXIT stands for them)."""
@@ -141,20 +173,28 @@ class Objects:
         self.real = False  # some key of an object of the state (not PSEUDO) is in the set
 
     def add(self, keys: frozenset[Key]) -> None:
-        for kind, name, i in keys:
-            if kind == "*":
-                self.any = True
-            elif kind == "exit":
-                self.add(self.exits)
-                continue
-            if kind not in PSEUDO:
-                self.real = True
-            if kind == "*":
-                pass
-            elif name == "*":
-                self.every.add(kind)
+        """Add ``keys``, taken in their grouped form (_grouped): the sets added are mostly the same few
+        objects of the reduction's tables, over and over (cta_local.py adds a dozen per split of a CTA),
+        and a key-by-key loop was the largest Python-level cost of that rule on the 2-SM GEMM."""
+        group = _GROUPED.get(keys)
+        if group is None:
+            group = _grouped(keys)
+        exit_, any_, real, every, by_name = group
+        if exit_:
+            self.add(self.exits)
+        if any_:
+            self.any = True
+        if real:
+            self.real = True
+        if every:
+            self.every |= every
+        mine = self.by_name
+        for name, indices in by_name:
+            got = mine.get(name)
+            if got is None:
+                mine[name] = set(indices)
             else:
-                self.by_name.setdefault((kind, name), set()).add(i)
+                got |= indices
 
     def meets(self, keys: frozenset[Key]) -> bool:
         for kind, name, i in keys:

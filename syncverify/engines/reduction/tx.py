@@ -24,6 +24,7 @@ barrier that can come first, an arrive.expect_tx against the copies in flight.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ...expr import EvalError
@@ -56,13 +57,26 @@ def updates_commute(pend: int, tx: int, step: Update, updates: list[Update]) -> 
     without are sub-multisets either way, and all of them with the step is the whole)."""
     if len(updates) > MAX_LANDINGS:
         return False
-    return only_whole_completes(pend, tx, [*updates, step])
+    return _only_whole_completes(pend, tx, (*updates, step))
 
 
 MAX_SUMS = 1 << 14  # distinct (arrivals, tx-count, whole) sums kept before the rule gives up (refuses)
 
 
 def only_whole_completes(pend: int, tx: int, updates: list[Update]) -> bool:
+    """_only_whole_completes, remembered by its arguments (the updates in the order given).
+
+    Why. The landing rule asks it for every copy in flight in every state where the copies' walk
+    allows them, and sibling states ask it again with the same barrier counts and updates: on the
+    2-SM GEMM with its teardown barrier's init fenced a third of the search went to these sums
+    (bench/RESULTS-speed.md, "both outcomes of a completed probe"). The answer is a function of the
+    arguments alone, so a bounded least-recently-used table of answers changes no answer, whatever
+    it holds. The key keeps the updates' order, in which the refusal past MAX_SUMS is counted."""
+    return _only_whole_completes(pend, tx, tuple(updates))
+
+
+@lru_cache(maxsize=1 << 16)
+def _only_whole_completes(pend: int, tx: int, updates: tuple[Update, ...]) -> bool:
     """Does no sub-multiset of ``updates`` short of all of them leave a barrier with ``pend`` arrivals
     pending and tx-count ``tx`` at 0 pending and tx-count 0, with every sub-multiset keeping the
     pending count within 0..2^20−1 and the tx-count within ±(2^20−1)? (An update of negative arrivals
