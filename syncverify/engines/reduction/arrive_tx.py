@@ -7,7 +7,7 @@ rarely so: the producer of each CTA multicasts its A tile into every CTA's full 
 one producer stands at its `arrive.expect_tx` the peer's producer can issue its multicast copy onto
 the same barrier first, and the walk refused. On CUTLASS's sm_90 ping-pong GEMM with cluster 1x2 the
 two producers' second `arrive.expect_tx` were refused in 1,350 of the 1,351 states expanded whole
-among the first 30,000 of its race seed (bench/RESULTS-speed.md).
+among the first 30,000 of its race seed at K=64, once the walk counted bytes (bench/RESULTS-speed.md).
 
 The rule: where the walk with every update of m forbidden refuses, the walk is asked again with m's
 phase frozen, the updates of m that can come first collected (precede_walk.py, as the landing rule
