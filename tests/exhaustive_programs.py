@@ -229,6 +229,8 @@ ALPHABET: tuple[Atom, ...] = (
     Atom("e.load", "tma.load buf -> e;", mbarrier=True, opt_in=True),
     Atom("e.arrive", "arrive e;", mbarrier=True, opt_in=True),
     Atom("e.wait0", "wait e parity 0;", mbarrier=True, opt_in=True),
+    # the bytes of both CTAs' multicast copies armed on each CTA's barrier (the CUTLASS sm_90 producers' full barrier)
+    Atom("arrive.expect_tx.both", "arrive.expect_tx mb bytes 128;", mbarrier=True, cluster_only=True, opt_in=True),
 )
 
 # Wrappers: ``elect`` (one lane per warp), ``per warp``, ``first thread`` (one thread of the role
@@ -518,6 +520,20 @@ CP_ARRIVE_SCOPES: dict[str, Scope] = {
                                     "read"), wrappers=("",), trips=(), mb_count=64),
 }
 
+
+# An `arrive.expect_tx` taken alone while other warps can count bytes on its barrier first, compared apart
+# (tests/test_exhaustive_arrive_tx.py; engines/reduction/arrive_tx.py): elected arrive.expect_tx, copies, expect_tx
+# and complete_tx of three warps on a barrier of 2 arrivals, with arrivals, waits and reads; and in a cluster of two
+# CTAs, one warp each, the multicast copy of the peer into the barrier a warp arms (the CUTLASS sm_90 producers).
+ARRIVE_TX_SCOPES: dict[str, Scope] = {
+    "arrive-tx": Scope("arrive-tx", 1, 3, ((2, 1, 1), (1, 1, 1), (2, 2, 0)),
+                       atoms=("arrive.expect_tx", "tma.load", "expect_tx", "complete_tx", "arrive", "wait0", "read"),
+                       wrappers=("elect",), trips=(), mb_count=2),
+    "arrive-tx-cluster": Scope("arrive-tx-cluster", 2, 1, ((2, 2), (3, 1), (3, 0)),
+                               atoms=("arrive.expect_tx", "arrive.expect_tx.both", "tma.load.multicast", "tma.load",
+                                      "arrive.remote", "wait0", "read"), wrappers=("elect",), trips=(),
+                               tail="cluster.sync;", mb_count=2),
+}
 
 def atoms_of(scope: Scope) -> list[Atom]:
     chosen = [a for a in ALPHABET if scope.ctas > 1 or not a.cluster_only]

@@ -15,6 +15,7 @@ import pytest
 from diff_engines import CONCLUSIVE, compare, engines, spin_fast
 from exhaustive_programs import (
     ALPHABET,
+    ARRIVE_TX_SCOPES,
     CHOOSE,
     GLOBAL_SCOPES,
     LANE_GROUP_SCOPES,
@@ -160,9 +161,11 @@ def test_every_atom_is_used_by_some_scope():
     # register and tensor-memory range atoms by OPERAND_SCOPES (test_exhaustive_operands.py), the tensor-map
     # atoms by TENSORMAP_SCOPES (test_exhaustive_tensormap.py), the lanes' own bulk groups by LANE_GROUP_SCOPES
     # (test_exhaustive_lane_groups.py), the kept probes' tokens by PROBE_TOKEN_SCOPES (test_probe_token_walk.py), the
-    # second barrier's by ROUND_SCOPES (test_exhaustive_rounds.py)
+    # second barrier's by ROUND_SCOPES (test_exhaustive_rounds.py), the arming for both CTAs' multicast halves by
+    # ARRIVE_TX_SCOPES (test_exhaustive_arrive_tx.py)
     scopes = (*SCOPES.values(), *GLOBAL_SCOPES.values(), *OPERAND_SCOPES.values(), *TENSORMAP_SCOPES.values(),
-              *LANE_GROUP_SCOPES.values(), *PROBE_TOKEN_SCOPES.values(), *ROUND_SCOPES.values())
+              *LANE_GROUP_SCOPES.values(), *PROBE_TOKEN_SCOPES.values(), *ROUND_SCOPES.values(),
+              *ARRIVE_TX_SCOPES.values())
     used = {a.name for s in scopes for stmt in statements(s) for a, _ in stmt.atoms}
     assert used == {a.name for a in ALPHABET}
 

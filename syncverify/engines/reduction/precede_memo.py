@@ -16,14 +16,15 @@ Reduction._can_precede; a new read there needs its field here):
 * each named barrier's open generation (count, threads arrived, generation number) and each
   process's wait token: a named-barrier wait passes in the walk by the first two, and a warp
   is parked on a generation by the last two;
-* for each mbarrier: whether it is valid, its phase's parity, its pending arrivals and its
+* for each mbarrier: whether it is valid, its phase's parity, its pending arrivals, its
   expected count (a wait that needs a second completion in the walk needs that many more
-  arrivals: precede_walk.py, "Phases"); for the
+  arrivals: precede_walk.py, "Phases") and its tx-count (a completion needs the bytes that can
+  land to cover it: precede_walk.py, "Bytes"); for the
   step's own barrier under ``freeze``, also whether it is in phase 0 and its first-wait table
   (``_jprev``), the only other fields ``passes`` reads;
-* the asynchronous agents in flight as a multiset of (kind, target barrier), less the step's
-  own agent (the walk skips the first agent that *is* it, and counts the others by kind and
-  target only);
+* the asynchronous agents in flight as a multiset of (kind, target barrier, bytes of a copy),
+  less the step's own agent (the walk skips the first agent that *is* it, and counts the others
+  by kind, target and a copy's bytes only);
 * the arguments: the barrier, the frozen process, the forbidden event kinds, ``freeze``, the
   named barrier's index, ``landings_ok``, whether the updates of m are collected, and the
   processes whose ends are all the caller reads (``goal``: the walk may stop early for them).
@@ -64,7 +65,7 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...semantics.state import M_EXP, M_JPREV, M_K, M_PEND, M_VALID, P_TOKEN, State
+from ...semantics.state import AG_TMA, M_EXP, M_JPREV, M_K, M_PEND, M_TX, M_VALID, P_TOKEN, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -143,7 +144,7 @@ class PrecedeMemo:
             self._last_procs = procs
         mbars = state.mbars
         if mbars is not self._last_mbars:
-            self._last_mbars_n = self._mbars(tuple([(mb[M_VALID], mb[M_K] % 2, mb[M_PEND], mb[M_EXP])
+            self._last_mbars_n = self._mbars(tuple([(mb[M_VALID], mb[M_K] % 2, mb[M_PEND], mb[M_EXP], mb[M_TX])
                                                      for mb in mbars]))
             self._last_mbars = mbars
         # named-barrier waits pass by the open generations' counts and threads, and a warp parked
@@ -162,7 +163,7 @@ class PrecedeMemo:
             if skip and b is agent:
                 skip = False
                 continue
-            agents.append((b[0], b[4]))
+            agents.append((b[0], b[4], b[5] if b[0] == AG_TMA else 0))
         agents.sort()
         rest = self._rest((own, tuple(agents), m, frozen, forbidden, freeze,
                            named[0] if named is not None else None, landings_ok, collect, goal))

@@ -48,6 +48,24 @@ execution's earlier moves, inside the set. On DeepGEMM's multicast 2 the other C
 passed their second full wait on a stage this way, and the producer's second round of that stage
 joined the updates that could come before a landing (bench/RESULTS-speed.md, 2026-12-06, 03:10).
 
+**Bytes.** A phase completes when its pending count and its tx-count are both 0, exactly
+(`rules.mb_try_complete`). With tx-count T now and P arrivals pending, the bytes landed (copies,
+`complete_tx`) by the completion are T plus every byte expected since (`expect_tx`, and the bytes an
+`arrive.expect_tx` carries), so at least T plus what the P arrivals it needs carry: P times the
+fewest bytes per arrival among the arrivals on the barrier in the set (0 where a plain arrive, a
+commit or an arrive-on is among them). A wait that needs the phase's completion passes in the walk
+only if the bytes the copies in flight and the copies and `complete_tx` in the set can take off
+the barrier reach that (``bytes_cover``); before, any byte count that could move let it pass. Every
+execution that avoids the step still runs, per process, a prefix inside the set: by induction, the
+completion that let such a wait pass took arrivals and byte counts of the execution's earlier
+moves, all in the set, and the landings among them cover T and the bytes the arrivals carried.
+The sums grow with the set and the fewest bytes per arrival only falls, so the test is monotone
+and the fixpoint stays a least one. On CUTLASS's sm_90 ping-pong GEMM with cluster 1x2 each CTA's
+full barrier expects 24,576 bytes, 4,096 of them from the peer's multicast: with one producer
+standing at its wait on an empty barrier, the peer's math warps could pass their full wait in the
+walk on their own CTA's copies alone, and their release onto the waiting producer's barrier
+refused its wait as an observing one (bench/RESULTS-speed.md).
+
 The answer is the same kind of over-approximation as before, only smaller, so each lone-step
 condition that reads it keeps its argument.
 """
@@ -60,7 +78,7 @@ from ...expr import EvalError
 from ...semantics.core import Violation
 from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
 from ...semantics.program import BAR_WAIT
-from ...semantics.state import AG_TMA, M_EXP, M_K, M_PEND, M_VALID, P_PC, P_TOKEN, P_VARS, State
+from ...semantics.state import AG_TMA, M_EXP, M_K, M_PEND, M_TX, M_VALID, P_PC, P_TOKEN, P_VARS, State
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -136,6 +154,16 @@ def completions_needed(k: int, seen: int, parity: int) -> int:
     return seen if (k + seen) % 2 != parity % 2 else seen + 1
 
 
+def bytes_cover(landable: int, least: tuple[int, int] | None, tx: int, pend: int) -> bool:
+    """Can the bytes that copies and complete_tx can still take off an mbarrier (``landable``) bring it
+    to a completion of its current phase, with tx-count ``tx`` and ``pend`` arrivals pending, where
+    the arrival that can come first carrying least bytes per arrival carries ``least`` = (bytes,
+    arrivals)? (Module docstring, "Bytes".)"""
+    if least is None or pend <= 0:
+        return landable >= tx
+    return landable * least[1] >= tx * least[1] + pend * least[0]
+
+
 def named_wait_passes(state: State, idx: int, count: int | None, q: int, here: bool,
                       arrivals: dict[int, int], least: dict[int, int | None]) -> bool:
     """Can process q's wait at a `bar.sync` on named barrier ``idx`` (with ``count``) pass before
@@ -180,6 +208,8 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     m_life = names[m][:2] if m >= 0 else None
     arrivals: dict[int, int] = {}
     bytes_move: set[int] = set()
+    landable: dict[int, int] = {}  # mbarrier -> bytes the copies in flight and in the set can take off it ("Bytes")
+    carried: dict[int, tuple[int, int]] = {}  # mbarrier -> (bytes, arrivals) of its arrival in the set carrying least
     free: set[int] = set()
     lives: set[tuple[int, str]] = set()
     named_arrivals: dict[int, int] = {}  # named barrier -> arrivals on it in the set
@@ -194,8 +224,10 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
             return None
         if kind == _EV_BYTES:
             bytes_move.add(b[4])
+            landable[b[4]] = landable.get(b[4], 0) + b[5]
         else:
             arrivals[b[4]] = arrivals.get(b[4], 0) + 1
+            carried[b[4]] = (0, 1)
 
     passes_now = False  # a wait on the frozen m in the set passes in its current phase
     # (process, mbarrier) -> completions of the mbarrier's phase, beyond its phase in the state, that
@@ -224,6 +256,8 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
         if pend == 0 and m2 not in bytes_move:
             return False
         if arrivals.get(m2, 0) < pend + (need - 1) * max(mb[M_EXP], 0):
+            return False
+        if not bytes_cover(landable.get(m2, 0), carried.get(m2), mb[M_TX], pend):
             return False
         ahead[(q, m2)] = need
         return True
@@ -302,8 +336,13 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                                 updates.append(update)
                         if kind == _EV_ARRIVE:
                             arrivals[target] = arrivals.get(target, 0) + ev[2]
+                            least = carried.get(target)
+                            if least is None or ev[3] * least[1] < least[0] * ev[2]:
+                                carried[target] = (ev[3], ev[2])
                         elif kind == _EV_BYTES:
                             bytes_move.add(target)
+                            if ev[2] < 0:
+                                landable[target] = landable.get(target, 0) - ev[2]
                         else:  # _EV_FREE
                             free.add(target)
                     if stop:

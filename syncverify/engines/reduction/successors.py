@@ -6,7 +6,8 @@ step, and the machine's footprint queries (semantics/footprint.py) say what a st
 search decides what to explore: ``Reduction(machine).successors`` yields one step where that step
 may be taken alone (a persistent set of size one) and every enabled step otherwise. The rules it
 asks are the modules beside it: element.py (what a program can still touch, per barrier element),
-tx.py (byte counts and landings), named.py (named-barrier arrivals), exit.py (exits), first_wait.py
+tx.py (byte counts and landings), arrive_tx.py (an arrive.expect_tx among other processes' byte
+counts), named.py (named-barrier arrivals), exit.py (exits), first_wait.py
 (a plain arrive that completes a phase before a first wait), cp_arrive.py (cp.async arrive-ons),
 probe_pair.py (both outcomes of a completed probe, a persistent set of two), and the walk
 of what can come before a step (precede_walk.py, remembered by precede_memo.py). Why each rule is
@@ -23,6 +24,7 @@ from ... import ir
 from ...semantics.core import StepResult, Violation
 from ...semantics.program import END, OP, Instr
 from ...semantics.state import AG_CPARRIVE, AG_TMA, M_K, M_PEND, P_PC, P_VARS, State
+from .arrive_tx import lone_arrive_tx_among_byte_counts
 from .cp_arrive import lone_cp_arrival, lone_cp_arrive_issue, lone_cp_copy
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
@@ -186,6 +188,7 @@ class Reduction(ElementRules, LandingRules):
         completing: list[int] = []  # plain arrives that complete a phase before a first wait (first_wait.py)
         cp_arriving: list[int] = []  # cp.async.mbarrier.arrive issues (cp_arrive.py)
         probing: list[int] = []  # probes whose phase has completed: both outcomes together, maybe (probe_pair.py)
+        armed: list[tuple[int, int]] = []  # arrive.expect_tx refused only by the walk, and its barrier (arrive_tx.py)
         for p, classes in enumerate(self._por_class):
             cls = classes[procs[p][P_PC]]
             if cls is _POR_LOCAL or cls is _POR_CLUSTER:
@@ -291,10 +294,11 @@ class Reduction(ElementRules, LandingRules):
                 res = tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
                 if res is not None and res.violation is None and not res.warnings and not res.soft and \
                         machine.programs[p].code[res.state.procs[p][P_PC]].kind != END and \
-                        self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is not None and \
                         not self._completes_fresh_phase_before_a_first_wait(state, res, p):
-                    yield res
-                    return
+                    if self._can_precede(state, m, p, None, _ANY_UPDATE, False, landings_ok=True) is not None:
+                        yield res
+                        return
+                    armed.append((p, m))  # asked again below, among byte counts (arrive_tx.py)
             for p in naming:
                 if self._named_step_clean(state, p, tried) and lone_named_arrival(self, state, p):
                     yield tried[p] if p in tried else tried.setdefault(p, machine.step_process(state, p))
@@ -325,6 +329,11 @@ class Reduction(ElementRules, LandingRules):
                 pair = probe_outcomes(self, state, p, tried)
                 if pair is not None:
                     yield from self.kept_probes.without_covered(state, pair)
+                    return
+            # last, so that where a rule above applies its step is still the one taken (arrive_tx.py)
+            for p, m in armed:
+                if lone_arrive_tx_among_byte_counts(self, state, m, p):
+                    yield tried[p]  # type: ignore[misc]
                     return
         # the warps at a CTA pair's tensor-memory allocation (rendezvous.py), else one CTA's steps, where they
         # qualify (cta_local.py); not where a step breaks a rule (as above)
