@@ -77,7 +77,12 @@ def assumption_fields() -> tuple[str, ...]:
 def readings_asked(no_assume: bool, assume: Iterable[str] = (), letter: Iterable[str] = ()) -> dict[str, bool]:
     """The Options keywords for the readings a command line asks for: `--no-assume` turns every reading off
     (those on by default and those asked for alike), each `--letter NAME` turns that one off, and each
-    `--assume NAME` turns that one on; a reading none of them names keeps its default."""
+    `--assume NAME` turns that one on; a reading none of them names keeps its default. A reading named by both
+    `--letter` and `--assume` is a ValueError: whichever came last would decide the verdict while the other option
+    still reads as asked for."""
+    both = sorted(set(assume) & set(letter))
+    if both:
+        raise ValueError(f"{', '.join(both)}: named by both --letter and --assume (drop one of them)")
     asked = {name: False for name in assumption_fields()} if no_assume else {}
     asked.update({_field_of(name): False for name in letter})
     asked.update({_field_of(name): True for name in assume})

@@ -150,6 +150,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     if refused is not None:
         print(f"syncverify check: {refused}", file=sys.stderr)
         return 2
+    try:
+        readings = readings_asked(args.no_assume, args.assume, args.letter)
+    except ValueError as err:
+        print(f"syncverify check: {err}", file=sys.stderr)
+        return 2
     bad = _bad_defines([(name, raw) for name, values in args.defines for raw in values])
     if bad:
         results = [CheckResult(path="<command line>", protocol=None, verdict=Verdict.ERROR, bound="",
@@ -167,7 +172,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
                       full_trace=args.full_trace, after_first_error=args.after_first_error or None,
-                      **readings_asked(args.no_assume, args.assume, args.letter), search_jobs=args.search_jobs)
+                      **readings, search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path
     jobs = 1 if "-" in paths else args.jobs  # (stdin is read once, in this process)

@@ -72,6 +72,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from ..report.swimlane import process_lanes, render_html, views_for
     from ..semantics.machine import Assumptions
 
+    try:
+        readings = readings_asked(args.no_assume, args.assume, args.letter)
+    except ValueError as err:
+        print(f"syncverify trace: {err}", file=sys.stderr)
+        return 2
     bad = [make("SV114", f"-D {name}={raw}: {raw!r} is not an integer", Span("<command line>", 1, 1, 1, 2))
            for name, raw in args.defines if isinstance(raw, str)]
     if bad:
@@ -95,7 +100,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         return 2
     options = Options(max_states=args.max_states, timeout=args.timeout, max_memory_mb=args.max_memory,
                       full_trace=True, defines=dict(args.defines),
-                      **readings_asked(args.no_assume, args.assume, args.letter))
+                      **readings)
     result = check_protocol(protocol, options)
     if result.verdict is Verdict.ERROR:
         return _fail([result])

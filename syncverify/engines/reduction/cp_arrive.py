@@ -102,7 +102,11 @@ def lone_cp_copy(red: Reduction, state: State, p: int, memo: dict) -> bool:
     but where another process may access the copy's slot before its next mbarrier wait, the two are left to be
     explored in both orders, as before the rule, so that the race is met where both are enabled and reported as
     the unreduced search first meets it (a warp with no barrier would otherwise run its whole program before
-    the other copies). ``memo``: the slots each (process, pc, variables) may access before its next wait."""
+    the other copies). A wait is where the walk stops even where it can pass without p: then an access after it
+    is met only after the copy, and a race between them is reported at the access alone, not also at the copy
+    (the verdict is the same: p has not published the copy, so the access races in either order;
+    bench/RESULTS-soundness.md). ``memo``: the slots each (process, pc, variables) may access before its next
+    wait."""
     machine = red.machine
     pstate = state.procs[p]
     op = machine.programs[p].code[pstate[P_PC]].op
