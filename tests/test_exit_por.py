@@ -291,8 +291,10 @@ def test_early_exits_alone_agree_with_the_unreduced_search(name, monkeypatch):
 def test_idle_warps_that_leave_early_cost_almost_no_states_on_the_2cta_gemm(monkeypatch):
     """The 2-CTA GEMM at 2 math warps whose 3 idle warps per CTA leave after the first cluster barrier
     (EARLY=1, CUTLASS's shape): with their exits taken alone they add a dozen states (4,878 and 4,890
-    before the multicast landings were taken alone, 244 and 256 since); without the rule every order of
-    their exits against the running kernel is explored (measured: 4,890 vs 77,514 before)."""
+    before the multicast landings were taken alone, 244 and 256 since, 143 and 155 since the walk's byte
+    sums). Without the rule every order of their exits against the running kernel was explored (4,890 vs
+    77,514 states); since the byte sums the rest of the kernel runs as few orders itself, and the rule
+    saves 9 states of 164: the search without it is safe too, with no fewer states."""
     fam = Path(__file__).resolve().parent.parent / "bench" / "families" / "gemm_2cta_multicast.sync"
     states = {}
     for idle in (0, 3):
@@ -303,8 +305,8 @@ def test_idle_warps_that_leave_early_cost_almost_no_states_on_the_2cta_gemm(monk
     assert states[3] <= states[0] + 12, states
     _refuse(monkeypatch, "lone_early_exit")
     protocol = load(str(fam), {"MATH": 2, "IDLE": 3, "KITERS": 2, "EARLY": 1})
-    without = explore(protocol, Budget(max_states=10 * states[3], seconds=300), Machine(protocol))
-    assert without.verdict == Verdict.INCONCLUSIVE  # over ten times the states, and counting
+    without = explore(protocol, Budget(max_states=200_000, seconds=300), Machine(protocol))
+    assert without.verdict == Verdict.SAFE and without.stats.states > states[3], (without.stats, states)
 
 
 def _agrees_but_for_an_early_cta_exit(reduced, full) -> bool:

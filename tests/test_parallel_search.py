@@ -79,7 +79,7 @@ def test_the_counterexample_is_the_same_on_every_run_and_every_number_of_process
     assert answers == [_answer(one)] * 3
 
 
-@pytest.mark.parametrize("limit", [1, 700, 2_000, -1, 0])
+@pytest.mark.parametrize("limit", [1, 300, 700, -1, 0])
 def test_a_state_budget_stops_where_the_sequential_search_stops(limit):
     """The 2-CTA ring at ITERS=64 (safe; its full count, found by a search with room to spare, is N): the
     budget is checked before each pop, as `len(visited) > max_states`, in the sequential order, so the
@@ -87,7 +87,7 @@ def test_a_state_budget_stops_where_the_sequential_search_stops(limit):
     twin) both are safe."""
     path, iters = os.path.join(ROOT, "specs", "cluster_multicast_ring.sync"), {"ITERS": 64}
     full = _explore(path, 1, Budget(max_states=1_000_000, seconds=300), iters)
-    assert full.verdict is Verdict.SAFE and full.stats.states > 2_000
+    assert full.verdict is Verdict.SAFE and full.stats.states > 1_000  # (1,303 since the walk's byte sums)
     if limit <= 0:
         limit += full.stats.states
     budget = Budget(max_states=limit, seconds=300)

@@ -38,7 +38,7 @@ def _projection(state, m, frozen, agent, forbidden, freeze, named, landings_ok, 
 
 
 @pytest.mark.parametrize(("path", "defines"), [("bench/families/fa3_fwd.sync", {"W": 2}),
-                                               ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 1})])
+                                               ("specs/cutlass_sm100_2sm_umma_gemm.sync", {})])
 def test_packed_keys_are_equal_exactly_when_the_projections_are(path, defines, monkeypatch):
     """Every call of a search: its packed key and its projection as tuples. Equal keys must come from
     equal projections and equal projections must give equal keys; and the table must be hit, so that
@@ -74,7 +74,7 @@ def _answer(path: str, defines: dict[str, int]) -> tuple:
 
 
 @pytest.mark.parametrize(("path", "defines"), [("bench/families/fa3_fwd.sync", {"W": 2, "BUG": 1}),
-                                               ("bench/families/gemm_2cta_multicast.sync", {"MATH": 2, "IDLE": 0})])
+                                               ("specs/deepgemm_sm90_cta_release_scales.sync", {})])
 def test_a_table_that_starts_over_often_gives_the_same_answers(path, defines, monkeypatch):
     """With room for 40 entries the table and its numbering start over again and again: the search
     must still make the same states, steps and findings (the numbers mean one value per table)."""

@@ -24,7 +24,7 @@ from syncverify.semantics.symmetry import Symmetry
 
 ROOT = Path(__file__).resolve().parent.parent
 POINTS = [
-    ("specs/cluster_multicast_ring.sync", {"ITERS": 2}),  # two CTAs, records of every kind
+    ("specs/cluster_multicast_ring.sync", {"ITERS": 6}),  # two CTAs, records of every kind
     ("bench/ring_family.sync", {"STAGES": 2, "CONSUMERS": 2, "ITERS": 4}),  # symmetric consumer warps
     ("specs/cutlass_ws_ring_no_empty_wait.sync", {}),  # several findings
     ("specs/tilelang_bar_h_deadlock.sync", {}),  # a deadlock
