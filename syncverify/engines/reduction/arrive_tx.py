@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from ...expr import EvalError
 from ...semantics.core import Violation
-from ...semantics.state import M_PEND, M_TX, P_PC, P_VARS, State
+from ...semantics.state import M_PEND, M_TX, State
 from .named import ReductionView
 from .precede_walk import _ANY_UPDATE
 from .tx import LandingRules, updates_commute
@@ -53,15 +53,11 @@ def lone_arrive_tx_among_byte_counts(reduction: ReductionView, state: State, m: 
         return False
     if any(arrivals for arrivals, _ in updates):
         return False
-    machine = reduction.machine
-    pstate = state.procs[p]
-    ins = machine.programs[p].code[pstate[P_PC]]
-    env, ctx = machine.env(p, pstate[P_VARS]), machine.ctx[p]
     try:
-        step = (machine._eval(ins.op.count, env, ctx) * ins.threads,
-                machine._eval(ins.op.tx_bytes, env, ctx) * ins.threads)
+        arrivals, nbytes = reduction.machine.arrive_counts(p, state.procs[p])
     except (EvalError, Violation):
         return False
+    step = (arrivals, nbytes or 0)
     mb = state.mbars[m]
     updates.extend((0, -nbytes) for nbytes in LandingRules._other_landings(state, m, None))
     return updates_commute(mb[M_PEND], mb[M_TX], step, updates)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from ...expr import EvalError
 from ...semantics.core import Violation
 from ...semantics.rules import MAX_COUNT
-from ...semantics.state import AG_TMA, M_PEND, M_TX, P_PC, P_VARS, State
+from ...semantics.state import AG_TMA, M_PEND, M_TX, State
 from .precede_walk import _ANY_UPDATE
 
 if TYPE_CHECKING:
@@ -150,15 +150,11 @@ class LandingRules:
         mb = state.mbars[m]
         if agent is not None:
             return landings_commute(mb[M_PEND], mb[M_TX], 0, -agent[5], landings)
-        pstate = state.procs[p]
-        ins = machine.programs[p].code[pstate[P_PC]]
-        env, ctx = machine.env(p, pstate[P_VARS]), machine.ctx[p]
         try:
-            arrivals = machine._eval(ins.op.count, env, ctx) * ins.threads
-            nbytes = machine._eval(ins.op.tx_bytes, env, ctx) * ins.threads
+            arrivals, nbytes = machine.arrive_counts(p, state.procs[p])
         except (EvalError, Violation):
             return False
-        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes, landings)
+        return landings_commute(mb[M_PEND], mb[M_TX], arrivals, nbytes or 0, landings)
 
     @staticmethod
     def _other_landings(state: State, m: int, agent: tuple | None) -> list[int]:

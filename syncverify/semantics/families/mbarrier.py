@@ -328,6 +328,16 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
         soft = ("SV502",) if self._unconsumed(mb) and completes else ()
         return soft, self._unconsumed(mb) and not completes, completes
 
+    def arrive_counts(self, p: int, pstate: tuple) -> tuple[int, int | None]:
+        """The arrival count and tx bytes (None without .expect_tx) of process p's arrive at its position,
+        each scaled by the threads that execute it: every thread arrives. Raises what evaluating the
+        operands raises (EvalError, Violation)."""
+        ins = self.programs[p].code[pstate[P_PC]]
+        op = ins.op
+        env, ctx = self._env_at(p, pstate[P_VARS]), self.ctx[p]
+        count = self._eval(op.count, env, ctx) * ins.threads
+        return count, None if op.tx_bytes is None else self._eval(op.tx_bytes, env, ctx) * ins.threads
+
     def _arrival_operands(self, p: int, pstate: tuple) -> tuple[int, int, int, int | None, int, int, bool] | None:
         """The target CTA, barrier, arrival count and tx bytes (both scaled by the executing threads),
         lanes and part of process p's arrive, and whether the process ends after it; None where
@@ -348,8 +358,7 @@ class MbarrierOps(MbarrierWaitOps, MbarrierLifecycleOps, ScopeOps):
             cta = self._target_cta(None, p, op.remote, env, ctx, op.span)
             self.check_local_form(op, cta, self.procs[p].cta)
             m = self._mbar(None, p, op.bar, cta, env, ctx)
-            count = self._eval(op.count, env, ctx) * ins.threads
-            nbytes = None if op.tx_bytes is None else self._eval(op.tx_bytes, env, ctx) * ins.threads
+            count, nbytes = self.arrive_counts(p, pstate)
             npc, _ = self._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
             ends = self.programs[p].code[npc].kind == END
         except Violation:
