@@ -145,7 +145,8 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         if over is not None:
             return over
     out = lifted_search(chosen, assumptions, max(1, max_states - small.states),
-                        max(0.0, seconds - (time.monotonic() - start)), only, memory_mb)
+                        max(0.0, seconds - (time.monotonic() - start)), only, memory_mb,
+                        stop_at_error=only is None)
     stats = Stats(out.states + small.states, out.transitions + small.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
     iters: list[int] = []
@@ -155,6 +156,11 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
             machine, sym, v = rep
             diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
             iters.append(f.iters)
+    if iters and out.first_error:
+        least = _least_failing(protocol, chosen, defines, assumptions, min(iters), max_states - stats.states,
+                               seconds - (time.monotonic() - start), full_trace, stats)
+        if least is not None:
+            return least
     for f in out.warnings:
         rep = replay(protocol, chosen, defines, f, assumptions)
         if rep is not None:
@@ -173,6 +179,25 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                     f"states; {stop}", stats=stats, stopped_by=out.stopped_by)
     bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen, small)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
+
+
+def _least_failing(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,
+                   found: int, max_states: int, seconds: float, full_trace: bool, spent: Stats) -> Lift | None:
+    """The answer once the periodic search stopped at its first error, at trip count ``found``
+    (replayed): the explicit engine at p.min_iters, …, found, one by one within what is left of the
+    budgets, and the first that fails is the answer, with every error the explicit engine reports
+    there and its shortest traces. So the bound is the least failing trip count, and the findings
+    are those of `check -D ITERS=n` at it. None (the replayed findings stand, at ``found``) where a
+    check there did not finish or, which would be an internal error, none fails."""
+    start = time.monotonic()
+    small = small_trip_counts(protocol, p.param, found + 1, defines, assumptions, max(1, max_states),
+                              max(0.0, seconds), full_trace, p.min_iters)
+    res = small.failed
+    if res is None or res.verdict is not Verdict.VIOLATION:
+        return None
+    stats = Stats(spent.states + small.states, spent.transitions + small.transitions,
+                  spent.seconds + time.monotonic() - start, 0.0)
+    return Lift(Verdict.VIOLATION, f"{p.param}={small.failed_at}", "", res.diagnostics, stats)
 
 
 def _overflow_answer(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,

@@ -64,17 +64,25 @@ class LiftOutcome:
     warnings: list[Finding] = field(default_factory=list)
     stop_reason: str = ""
     stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
+    first_error: bool = False  # stopped once the first error was recorded (``stop_at_error``)
 
 
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
-                  seconds: float = 600.0, only: int | None = None, memory_mb: float = math.inf) -> LiftOutcome:
-    """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction."""
+                  seconds: float = 600.0, only: int | None = None, memory_mb: float = math.inf,
+                  stop_at_error: bool = False) -> LiftOutcome:
+    """Search every trip count ≥ ``p.min_iters`` (or exactly ``only``) on the periodic abstraction.
+
+    With ``stop_at_error`` the search ends after the expansion that records its first error: the
+    answer then only needs a trip count at which the protocol fails, and ``answers.lift`` finds the
+    least one with the explicit engine. Without it the search goes on to MAX_ERRORS distinct errors,
+    its end or a budget; a violating protocol's abstraction often does not close, so that was to
+    the budget."""
     with cyclic_gc_paused():
-        return _lifted_search(p, assumptions, max_states, seconds, only, memory_mb)
+        return _lifted_search(p, assumptions, max_states, seconds, only, memory_mb, stop_at_error)
 
 
 def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: float,
-                   only: int | None, memory_mb: float) -> LiftOutcome:
+                   only: int | None, memory_mb: float, stop_at_error: bool) -> LiftOutcome:
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     machine = Machine(p.protocol, assumptions)
@@ -189,6 +197,8 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         if len(errors) >= MAX_ERRORS:
             stop = f"stopped after {MAX_ERRORS} distinct violations"
             break
+        if errors and stop_at_error:
+            break
         sid = queue.popleft()
         state, mode = nodes[sid]
         try:
@@ -229,9 +239,10 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                     table[key] = Finding(v, _path(parents, at, label), n, label is not None)
             pending.clear()
 
+    first = bool(errors) and stop_at_error and bool(queue) and not stop
     return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
                        seconds=time.monotonic() - start, errors=list(errors.values()),
-                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind)
+                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind, first_error=first)
 
 
 def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
