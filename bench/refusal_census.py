@@ -28,6 +28,7 @@ from syncverify.engines.reduction.named import named_refusal
 from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 from syncverify.engines.reduction.probe_pair import probe_outcomes
 from syncverify.engines.reduction.successors import Reduction
+from syncverify.engines.reduction.tc_warning import unfenced_tmem_warnings_only
 from syncverify.semantics.machine import Machine
 from syncverify.semantics.program import END
 from syncverify.semantics.state import AG_CPARRIVE, M_K, P_CLTOKEN, P_PC, P_VARS, State
@@ -50,7 +51,8 @@ def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:
     if cls is succ._POR_OTHER:
         return "never alone (class other)"
     if cls is succ._POR_LOCAL:
-        return "warns" if res.warnings else "ends its process" if ends else "local (taken alone?)"
+        return "warns" if res.warnings and not unfenced_tmem_warnings_only(res) else \
+            "ends its process" if ends else "local (taken alone?)"
     if cls is succ._POR_CLUSTER:
         return "cluster: not lone" if not res.lone else "cluster: ends"
     if cls is succ._POR_REACHES:

@@ -37,6 +37,7 @@ from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
 from .probe_outcome import KeptProbeOutcomes
 from .probe_pair import probe_outcomes
 from .rendezvous import AllocRendezvous
+from .tc_warning import unfenced_tmem_warnings_only
 from .tx import LandingRules
 
 if TYPE_CHECKING:
@@ -235,7 +236,8 @@ class Reduction(ElementRules, LandingRules):
                 continue
             res = tried[p] = machine.step_process(state, p)
             if res is None or res.violation is not None or res.soft or \
-                    (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res))):
+                    (res.warnings and not (cls is _POR_ARRIVE and reuse_warnings_only(res)) and
+                     not (cls is _POR_LOCAL and unfenced_tmem_warnings_only(res))):
                 continue
             early = False  # an exit taken alone while others run (exit.lone_early_exit)
             if machine.programs[p].code[res.state.procs[p][P_PC]].kind == END:
