@@ -147,14 +147,14 @@ class Instr:
     line: int
     column: int
     src: SrcLoc | None
+    # the opcode split once, `bar` and `("sync", "aligned")`: extraction asks at every step of every warp
+    base: str = field(init=False, repr=False, compare=False)
+    mods: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def base(self) -> str:
-        return self.opcode.split(".", 1)[0]
-
-    @property
-    def mods(self) -> tuple[str, ...]:
-        return tuple(self.opcode.split(".")[1:])
+    def __post_init__(self) -> None:
+        base, *mods = self.opcode.split(".")
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "mods", tuple(mods))
 
 
 @dataclass(frozen=True, slots=True)
