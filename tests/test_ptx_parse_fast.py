@@ -27,7 +27,8 @@ _KERNEL = (".version 8.0\n.target sm_90a\n"
 
 # debug sections as nvcc and Triton's LLVM write them, and layouts the one-token line does not fit
 _SECTION = ("\t.section\t.debug_str\n\t{\n$L__info_string0:\n"
-            ".b8 95,90,78,0x1f,017,-3,7U\n"    # a line of numbers: one token
+            ".b8 95,90,78,0x1f,017,-3,7U\n"    # lines of numbers: one token
+            "\n\t.b16 8 , 9\n"
             ".b8 1, 2,\n3\n"                   # continued on the next line: ptx.lark's tokens
             ".b8 4\n, 5\n"                     # a comma on the next line: no token fits, parsed again
             ".b32 .debug_abbrev // a comment\n"
@@ -62,7 +63,7 @@ def test_every_instruction_starts_at_its_position(name):
 def test_a_section_line_of_numbers_is_one_token_and_other_layouts_parse_as_before():
     text = _KERNEL + _SECTION
     assert _section_tokens(_parser(sections=True).parse(_KERNEL + _SECTION.replace(".b8 4\n, 5\n", ""))) == [
-        ".b8 95,90,78,0x1f,017,-3,7U", ".b8 7", ".b8 0"]
+        ".b8 95,90,78,0x1f,017,-3,7U\n\n\t.b16 8 , 9", ".b8 7", ".b8 0"]
     with pytest.raises(UnexpectedInput):  # the comma on the next line: only ptx.lark takes it
         _parser(sections=True).parse(text)
     tree = _parse_tree(text)
@@ -83,12 +84,16 @@ def test_bad_section_data_is_reported_where_ptx_lark_reports_it(bad, where):
     assert "section_data" not in err.value.message and "dirname" in err.value.message
 
 
-def test_a_cutlass_kernels_debug_strings_become_one_token_a_line():
-    """The reason for the token: the ping-pong GEMM's 3,129 lines of `.debug_str` bytes were 228k tokens."""
+def test_a_cutlass_kernels_debug_strings_become_one_token_a_string():
+    """The reason for the token: the ping-pong GEMM's 3,129 lines of `.debug_str` bytes were 228k tokens; the
+    lines of each string (up to its next label) are one token now, and the tokens hold every line."""
     text = gzip.decompress((DATA / "sm90_gemm_pingpong_1x2.ptx.gz").read_bytes()).decode()
     lines = [ln for ln in text.splitlines() if ln.startswith(".b8 ")]
-    assert len(lines) > 2500
-    assert len(_section_tokens(_parse_tree(text))) == len(lines)
+    strings = [ln for ln in text.splitlines() if ln.startswith("$L__info_string")]
+    assert len(lines) > 2500 and len(strings) > 300
+    tokens = _section_tokens(_parse_tree(text))
+    assert len(tokens) == len(strings)
+    assert [ln for tok in tokens for ln in tok.splitlines()] == lines
 
 
 @pytest.mark.parametrize("name", ["ring.ptx", "triton/fused_attention_s3.ptx", "sm90_gemm_pingpong_1x2.ptx.gz",
