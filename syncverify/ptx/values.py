@@ -143,7 +143,8 @@ def _against_extreme(op: str, t: str, srcs: list[Value]) -> Value:
 def computed(base: str, mods: tuple[str, ...], srcs: tuple[Value, ...]) -> Value:
     """`compute` of one lane's inputs, UNKNOWN where it gives None; remembered, since the warps of a CTA and
     the CTAs of a cluster compute the same values from the same inputs (on the CUTLASS ping-pong GEMM, nine
-    of ten of its 55,000 calls repeat an earlier one). ``typed``: a bool is not taken for the int it equals."""
+    of ten of its 55,000 calls repeat an earlier one). A lane's values are ints or UNKNOWN (registers hold
+    masked ints), so equal keys are equal inputs."""
     v = compute(base, mods, list(srcs))
     return UNKNOWN if v is None else v
 
