@@ -17,16 +17,19 @@ import re
 import sys
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .. import budget
 from ..diagnostics import InputError
 from ..ptx.extract import Extracted, load_module
 from ..ptx.parse import PtxError
-from ..ptx.symextract import SymbolicKernel, extract_symbolic
-from ..ptx.symvalues import SymParam
 from ..ptx.undefined import Undefined, finding_result
 from ..result import CheckResult, Stats, Verdict
 from .kernel import _at_source, _same_site_sv204, launch_of, not_extracted
+
+if TYPE_CHECKING:  # the symbolic extraction and its values import z3: loaded when --symbolic is given
+    from ..ptx.symextract import SymbolicKernel
+    from ..ptx.symvalues import SymParam
 
 _SYM = re.compile(r"^(?P<name>[^\[\]<>=]+)(?:\[(?P<off>\w+):(?P<len>\w+)\])?\s*>=\s*(?P<lo>-?\w+)$")
 
@@ -45,6 +48,8 @@ def parse_symbolic(text: str) -> SymParam:
         raise argparse.ArgumentTypeError(f"--symbolic {text}: OFFSET, LENGTH and LO must be integers") from None
     if off < 0 or (length is not None and length not in (1, 2, 4, 8)) or not -(1 << 30) <= lo <= 1 << 30:
         raise argparse.ArgumentTypeError(f"--symbolic {text}: OFFSET >= 0, LENGTH 1, 2, 4 or 8, |LO| <= 2^30")
+    from ..ptx.symvalues import SymParam
+
     return SymParam(m["name"].strip(), off, length, lo)
 
 
@@ -55,6 +60,8 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
+    from ..ptx.symextract import extract_symbolic
+
     mod = load_module(path, args.includes, getattr(args, "nvcc_flags", ()))
     return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic)
 

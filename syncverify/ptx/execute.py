@@ -40,7 +40,7 @@ from .parse import Function, Instr, Module, Name, Pair, PtxError, Vec
 from .probe import fork, retry_exit
 from .provenance import param_hint
 from .sync import execute_sync
-from .values import UNKNOWN, compute
+from .values import UNKNOWN, computed
 from .warp import WarpState, _Entry
 from .wgmma_regs import note_writes
 
@@ -227,13 +227,9 @@ class WarpRun(WarpState):
         dst = ops[0]
         out_bits = 2 * bits if "wide" in mods else 1 if base == "setp" else bits
         if all(c.count(c[0]) == len(c) for c in cols):  # the same inputs in every lane: compute once
-            v = compute(base, mods, [c[0] for c in cols])
-            results = [UNKNOWN if v is None else v] * len(lane_list)
+            results = [computed(base, mods, tuple(c[0] for c in cols))] * len(lane_list)
         else:
-            results = []
-            for j in range(len(lane_list)):
-                v = compute(base, mods, [c[j] for c in cols])
-                results.append(UNKNOWN if v is None else v)
+            results = [computed(base, mods, srcs) for srcs in zip(*cols, strict=True)]
         if base == "setp" and isinstance(dst, Pair):
             self.write_column(dst.first, lane_list, results, 1)
             self.write_column(dst.second, lane_list,

@@ -147,14 +147,14 @@ class Instr:
     line: int
     column: int
     src: SrcLoc | None
+    # the opcode split once, `bar` and `("sync", "aligned")`: extraction asks at every step of every warp
+    base: str = field(init=False, repr=False, compare=False)
+    mods: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def base(self) -> str:
-        return self.opcode.split(".", 1)[0]
-
-    @property
-    def mods(self) -> tuple[str, ...]:
-        return tuple(self.opcode.split(".")[1:])
+    def __post_init__(self) -> None:
+        base, *mods = self.opcode.split(".")
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "mods", tuple(mods))
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,11 +221,26 @@ class Module:
 # ---- parsing ---------------------------------------------------------------------------------------
 
 @cache
-def _parser() -> Lark:
-    """LALR with the contextual lexer: an opcode, a register and a directive are told apart by position."""
-    grammar = resources.files("syncverify.ptx").joinpath("ptx.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=False, cache=True)
+def _parser(sections: bool = False) -> Lark:
+    """LALR with the contextual lexer: an opcode, a register and a directive are told apart by position.
+
+    With ``sections``, ptx_sections.lark's one token per line of a debug section's numbers: the parse that
+    runs first. Without, ptx.lark alone: the language and the syntax errors. Positions are not propagated
+    through the tree (half of the parse's time went there): `_first_token` finds those that are read."""
+    package = resources.files("syncverify.ptx")
+    grammar = package.joinpath("ptx.lark").read_text(encoding="utf-8")
+    if sections:
+        grammar += package.joinpath("ptx_sections.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=False, cache=True)
+
+
+def _parse_tree(text: str) -> Tree:
+    """The tree of ``text``: parsed with debug sections' lines as tokens, and where that fails, with
+    ptx.lark alone, whose tree or error it is (a line of numbers laid out unusually, bad PTX)."""
+    try:
+        return _parser(sections=True).parse(text)
+    except UnexpectedInput:
+        return _parser().parse(text)
 
 
 _TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
@@ -246,6 +261,16 @@ def _int(tok: Token | str) -> int:
     return -v if neg else v
 
 
+def _first_token(node: Tree) -> Token:
+    """Where a declaration or an instruction starts: its first token (every such rule begins with a kept
+    token, or with a guard that does, `GUARD`). Read from the tokens rather than from Lark's
+    `propagate_positions`, which gave every node of the tree a position and took half of the parse."""
+    first = node.children[0]
+    while isinstance(first, Tree):
+        first = first.children[0]
+    return first
+
+
 # the modules of the last texts parsed: a kernel's PTX is read again by each step of one command (the host
 # program's launch, then extraction) and by each check of a sweep or a test, and a CUTLASS sm100 kernel's takes
 # seconds to parse; a Module is frozen and nothing writes into its tables, so one is handed out again
@@ -260,7 +285,7 @@ def parse_ptx(text: str, path: str) -> Module:
         return kept if kept.path == path else replace(kept, path=path)
     lines = tuple(text.splitlines())
     try:
-        tree = _parser().parse(text)
+        tree = _parse_tree(text)
     except UnexpectedInput as err:
         raise _syntax_error(err, path, lines) from None
     module = _Builder(path, text, lines).module(tree)
@@ -360,8 +385,7 @@ class _Builder:
         type_, align = self._attrs(attrs)
         elem = _TYPE_BYTES.get(type_, 1)
         data = self._init_bytes(init, elem) if init is not None else None
-        line = node.meta.line if not node.meta.empty else 0
-        return VarDecl(space, name, elem, tuple(dims), align, data, line)
+        return VarDecl(space, name, elem, tuple(dims), align, data, _first_token(node).line)
 
     def _init_bytes(self, init: Tree | Token, elem: int) -> bytes | None:
         """Initializer values flattened to little-endian bytes; None if a value is symbolic."""
@@ -395,7 +419,7 @@ class _Builder:
                 directives[str(c.children[0])] = tuple(_int(x) for x in c.children[1:])
             elif isinstance(c, Tree) and c.data == "block":
                 body = c
-        line = node.meta.line if not node.meta.empty else 0
+        line = _first_token(node).line
         if body is None:
             return Function(name, kind, tuple(params), None, {}, frozenset(), (), directives, line)
         flat = _Flattener(self)
@@ -497,7 +521,8 @@ class _Flattener:
                 opcode = str(c)
             elif isinstance(c, Tree):
                 ops.append(self._operand(c, scope))
-        return Instr(opcode, tuple(ops), guard, neg, st.meta.line, st.meta.column, self.loc)
+        first = _first_token(st)
+        return Instr(opcode, tuple(ops), guard, neg, first.line, first.column, self.loc)
 
     def _operand(self, c: Tree, scope: dict[str, str]) -> Operand:
         def nm(t: Token) -> str:

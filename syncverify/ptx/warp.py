@@ -198,8 +198,10 @@ class WarpState:
         if ins.guard is None:
             return active, 0
         run, unknown = 0, 0
+        reg = self.regs.get(ins.guard)  # (read() of each lane, without its dispatch for a written register)
+        guard = Name(ins.guard)
         for lane in _lanes(active):
-            v = self.read(Name(ins.guard), lane)
+            v = reg[lane] if reg is not None else self.read(guard, lane)
             if v is UNKNOWN:
                 unknown |= 1 << lane
             elif bool(v) != ins.guard_neg:
@@ -225,22 +227,30 @@ class WarpState:
     def _pack(self, dst: Operand, src: Operand, bits: int, lanes: int) -> None:
         """`mov.b64 %rd, {%r1, %r2}` packs elements, first in the low bits; `mov.b64 {%r1, %r2}, %rd` unpacks
         (a wgmma descriptor is built this way from its two 32-bit halves)."""
-        for lane in _lanes(lanes):
-            if isinstance(src, Vec):
-                part = bits // len(src.items)
-                v: Value = 0
-                for k, item in enumerate(src.items):
-                    x = self.read(item, lane)
-                    if x is UNKNOWN or v is UNKNOWN:
-                        v = UNKNOWN
-                        continue
-                    v |= mask(x, part) << (k * part)  # type: ignore[operator]
-                self.write(dst, lane, v, bits)
-            elif isinstance(dst, Vec):
-                part = bits // len(dst.items)
-                x = self.read(src, lane)
-                for k, item in enumerate(dst.items):
-                    self.write(item, lane, UNKNOWN if x is UNKNOWN else mask(x >> (k * part), part), part)  # type: ignore[operator]
+        # column by column (a lane's inputs are all read before its outputs are written, as lane by lane)
+        lane_list = _lanes(lanes)
+        if isinstance(src, Vec):
+            part = bits // len(src.items)
+            packed: list[Value] = [0] * len(lane_list)
+            for k, item in enumerate(src.items):
+                for j, x in enumerate(self.column(item, lane_list)):
+                    v = packed[j]
+                    packed[j] = UNKNOWN if x is UNKNOWN or v is UNKNOWN else v | mask(x, part) << (k * part)  # type: ignore[operator]
+            self._write_lanes(dst, lane_list, packed, bits)
+        elif isinstance(dst, Vec):
+            part = bits // len(dst.items)
+            whole = self.column(src, lane_list)
+            for k, item in enumerate(dst.items):
+                self._write_lanes(item, lane_list, [UNKNOWN if x is UNKNOWN else mask(x >> (k * part), part)  # type: ignore[operator]
+                                                    for x in whole], part)
+
+    def _write_lanes(self, dst: Operand, lane_list: list[int], values: list[Value], bits: int) -> None:
+        """`write` of each lane's value: a register's as one column."""
+        if isinstance(dst, Name):
+            self.write_column(dst.name, lane_list, values, bits)
+            return
+        for lane, v in zip(lane_list, values, strict=True):
+            self.write(dst, lane, v, bits)
 
     def column(self, op: Operand, lane_list: list[int]) -> list[Value]:
         """The operand's value in each of the lanes."""
