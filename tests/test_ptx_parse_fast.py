@@ -1,6 +1,6 @@
-"""The PTX front end's shortcuts keep what it gives: a debug section's lines of numbers lexed as one token
-each (ptx_sections.lark), positions read from the first token of an instruction or a declaration instead
-of propagated through the whole tree, and dominators computed without networkx (ptx/cfg.py)."""
+"""The PTX parse's two shortcuts keep what the parse gives: a debug section's lines of numbers lexed as
+one token each (ptx_sections.lark), and positions read from the first token of an instruction or a
+declaration instead of propagated through the whole tree."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from lark.exceptions import UnexpectedInput
 
-from syncverify.ptx.cfg import EXIT, Cfg, immediate_dominators
-from syncverify.ptx.loops import LoopInfo
 from syncverify.ptx.parse import PtxError, _parse_tree, _parser, parse_ptx
 
 DATA = Path(__file__).parent / "data" / "ptx"
@@ -95,34 +93,3 @@ def test_a_cutlass_kernels_debug_strings_become_one_token_a_string():
     assert len(tokens) == len(strings)
     assert [ln for tok in tokens for ln in tok.splitlines()] == lines
 
-
-@pytest.mark.parametrize("name", ["ring.ptx", "triton/fused_attention_s3.ptx", "sm90_gemm_pingpong_1x2.ptx.gz",
-                                  "clc/clc_loop_seed0.ptx"])
-def test_dominators_are_networkxs(name):
-    """Every function's immediate post-dominators (where diverged lanes join) and dominators (loops) are the
-    ones networkx gives, and a graph with an unreachable node and a loop back to the start as well."""
-    nx = pytest.importorskip("networkx")
-    raw = (DATA / name).read_bytes()
-    mod = parse_ptx((gzip.decompress(raw) if name.endswith(".gz") else raw).decode(), name)
-    checked = 0
-    for fn in mod.functions:
-        if not fn.body:
-            continue
-        cfg = Cfg(fn)
-        reverse = nx.DiGraph()
-        reverse.add_node(EXIT)
-        forward = nx.DiGraph()
-        forward.add_node(0)
-        for i in range(len(fn.body)):
-            for s in cfg.successors(i):
-                reverse.add_edge(s, i)
-                if s != EXIT:
-                    forward.add_edge(i, s)
-        expected = {k: v for k, v in nx.immediate_dominators(reverse, EXIT).items() if k != EXIT}
-        assert cfg.ipdom == expected
-        assert LoopInfo(cfg).idom == {k: v for k, v in nx.immediate_dominators(forward, 0).items() if k != 0}
-        checked += len(expected)
-    assert checked > 50
-    odd = {0: [1, 2], 1: [3], 2: [3, 0], 3: [1], 4: [3]}  # 4 unreachable, 2 -> 0 back to the start
-    g = nx.DiGraph([(a, b) for a, bs in odd.items() for b in bs])
-    assert immediate_dominators(odd, 0) == {k: v for k, v in nx.immediate_dominators(g, 0).items() if k != 0}

@@ -9,8 +9,9 @@ only if nothing on the way can affect synchronization; `affects_sync` is that te
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from functools import cached_property, reduce
+from functools import cached_property
+
+import networkx as nx
 
 from .parse import Function, Instr, Name
 
@@ -69,11 +70,13 @@ class Cfg:
     @cached_property
     def ipdom(self) -> dict[int, int]:
         """Immediate post-dominator of each instruction that reaches the exit."""
-        preds: dict[int, list[int]] = {}
+        g = nx.DiGraph()
+        g.add_node(EXIT)
         for i in range(len(self.body)):
             for s in self.successors(i):
-                preds.setdefault(s, []).append(i)  # the reversed graph
-        return immediate_dominators(preds, EXIT)
+                g.add_edge(s, i)  # reversed
+        idom = nx.immediate_dominators(g, EXIT)
+        return {k: v for k, v in idom.items() if k != EXIT or v != EXIT}
 
     def region(self, branch: int, join: int) -> set[int]:
         """Instructions reachable from the branch's successors before the join point."""
@@ -86,49 +89,3 @@ class Cfg:
             seen.add(n)
             todo.extend(self.successors(n))
         return seen
-
-
-def immediate_dominators(succs: Mapping[int, Iterable[int]], start: int) -> dict[int, int]:
-    """The immediate dominator of each node reachable from ``start`` (``start`` itself has none) in the graph
-    of ``succs``: Cooper, Harvey and Kennedy's iteration over reverse postorder ("A simple, fast dominance
-    algorithm", 2001), the one networkx's `immediate_dominators` runs. Here rather than through networkx,
-    whose import took a fifth of a second of every PTX check for one call; a node's immediate dominator is
-    unique, so the answer is the same (tests/test_ptx_parse_fast.py compares them)."""
-    postorder: list[int] = []
-    seen = {start}
-    stack = [(start, iter(succs.get(start, ())))]
-    while stack:
-        node, rest = stack[-1]
-        for nxt in rest:
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, iter(succs.get(nxt, ()))))
-                break
-        else:
-            stack.pop()
-            postorder.append(node)
-    number = {n: k for k, n in enumerate(postorder)}
-    preds: dict[int, list[int]] = {n: [] for n in postorder}
-    for n in postorder:
-        for s in succs.get(n, ()):
-            preds[s].append(n)
-    idom = {start: start}
-
-    def meet(a: int, b: int) -> int:
-        while a != b:
-            while number[a] < number[b]:
-                a = idom[a]
-            while number[b] < number[a]:
-                b = idom[b]
-        return a
-
-    changed = True
-    while changed:
-        changed = False
-        for n in reversed(postorder[:-1]):  # reverse postorder, `start` (last in postorder) left out
-            new = reduce(meet, (p for p in preds[n] if p in idom))
-            if idom.get(n) != new:
-                idom[n] = new
-                changed = True
-    del idom[start]
-    return idom

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from .cfg import EXIT, Cfg, affects_sync, immediate_dominators
+import networkx as nx
+
+from .cfg import EXIT, Cfg, affects_sync
 from .parse import Addr, Instr, Name, NegName, Operand, Pair, TensorAddr, Vec
 
 # instructions whose first operand is only written (a definition, when unguarded)
@@ -69,7 +71,13 @@ class LoopInfo:
 
     @cached_property
     def idom(self) -> dict[int, int]:
-        return immediate_dominators({i: [s for s in self.cfg.successors(i) if s != EXIT] for i in range(self.n)}, 0)
+        g = nx.DiGraph()
+        g.add_node(0)
+        for i in range(self.n):
+            for s in self.cfg.successors(i):
+                if s != EXIT:
+                    g.add_edge(i, s)
+        return nx.immediate_dominators(g, 0)
 
     def dominates(self, a: int, b: int) -> bool:
         idom = self.idom
