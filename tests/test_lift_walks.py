@@ -32,24 +32,12 @@ TWICE = re.compile(r"for (k\d+) in 0\.\.2 ")
 
 
 # ---------------------------------------------------------------------- the bracket
-class _Hook:
-    """A loop hook that records what the bracket asks of it."""
-
-    def __init__(self) -> None:
-        self.tested = [1, 2]
-        self.walking = 0
-
-    def __call__(self, p: int, pc: int, lo: int, hi: int, value: int) -> tuple[int, int]:
-        return lo, hi
-
-    def walk_begin(self) -> int:
-        self.walking += 1
-        return len(self.tested)
-
-    def walk_end(self, mark: int, keep: bool) -> None:
-        self.walking -= 1
-        if not keep:
-            del self.tested[mark:]
+def _hook(tested: list[int]) -> trip_hook.TripCount:
+    """The lift's hook with ITERS not fixed (ITERS > 0 known), one trip-count loop (process 0, pc 5) and
+    ``tested`` recorded: a plan's loops are all it reads of one."""
+    hook = trip_hook.TripCount.__new__(trip_hook.TripCount)
+    hook.loops, hook.fixed, hook.known, hook.tested, hook.walking = {(0, 5): (None, 0)}, None, 0, tested, 0
+    return hook
 
 
 class _Machine:
@@ -58,27 +46,30 @@ class _Machine:
 
 
 def test_a_walk_keeps_its_tests_only_where_its_answer_is_used():
-    hook = _Hook()
+    hook = _hook([1, 2])
 
     def walk(answer: object) -> object:
-        hook.tested.append(7)
+        assert hook(0, 5, 0, 2, 3) == (0, 4)  # the test 3 < ITERS: true, and recorded
         return answer
 
     assert hooked.walk_under_hook(_Machine(hook), lambda: walk(None)) is None
     assert hook.tested == [1, 2] and hook.walking == 0  # a refusal holds at every trip count
     assert hooked.walk_under_hook(_Machine(hook), lambda: walk("ends")) == "ends"
-    assert hook.tested == [1, 2, 7] and hook.walking == 0
+    assert hook.tested == [1, 2, 3] and hook.walking == 0
 
 
 def test_a_walk_that_goes_too_far_refuses():
-    hook = _Hook()
+    hook = _hook([1])
 
     def walk() -> object:
-        hook.tested.append(9)
-        raise hooked.WalkTooFar("past the allowance")
+        for value in range(2, 100):  # a loop whose waits all pass: with ITERS not fixed it never ends
+            hook(0, 5, 0, 2, value)
+        return "ends"
 
     assert hooked.walk_under_hook(_Machine(hook), walk) is None
-    assert hook.tested == [1, 2] and hook.walking == 0
+    assert hook.tested == [1] and hook.walking == 0
+    hook(0, 5, 0, 2, 50)  # outside a walk the same test is the step's own: recorded, no refusal
+    assert hook.tested == [1, 50]
     # a hook that cannot bound a walk gets none: the rule refuses
     assert hooked.walk_under_hook(_Machine(lambda *a: a[2:4]), lambda: "ends") is None
     assert hooked.walk_under_hook(_Machine(None), lambda: "ends") == "ends"  # no hook: the walk as it is
