@@ -131,6 +131,7 @@ def test_the_walks_keep_the_lift_answers_on_the_loop_scopes():
     """Every 20th program with a loop of the scopes whose loops hold waits, arrivals and barriers."""
     names = ("cta3", "cta2-seq", "new2", "pairs2", "halves", "phases", "probes")
     tally = compare({**{name: SCOPES[name] for name in names}, **ROUND_SCOPES}, 20)
+    print(tally)  # (for bench/RESULTS-speed.md: pytest -s)
     assert tally["compared"] >= 1000, tally
 
 
