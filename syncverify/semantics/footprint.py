@@ -106,8 +106,12 @@ class Footprint:
         m) for an arrive_drop or a non-positive count,
         (_EV_LIFE, (cta, name)) for an init or inval; (_EV_NAMED, index, count, site, sync) for a
         named-barrier arrival (see named_arrival), which only the named-barrier rule reads
-        (engines/reduction/named.py)."""
-        out = self._future_memo.get(key, _MISSING)
+        (engines/reduction/named.py).
+
+        Not remembered under a loop hook, as _run_local is not: the next key is the hook's answer
+        for its trip count of the moment, and each test is to be recorded by the hook when made."""
+        hooked = self.loop_hook is not None
+        out = _MISSING if hooked else self._future_memo.get(key, _MISSING)
         if out is not _MISSING:
             return out
         q, pc, vars_ = key
@@ -127,6 +131,8 @@ class Footprint:
                 out = (events, (q, npc, nvars))
         except (EvalError, Violation, KeyError):
             out = None
+        if hooked:
+            return out
         if len(self._future_memo) >= _MEMO_LIMIT:
             self._future_memo.clear()
         self._future_memo[key] = out

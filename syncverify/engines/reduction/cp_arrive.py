@@ -28,6 +28,7 @@ from ... import ir
 from ...semantics.footprint import ref_element, touches
 from ...semantics.program import END, OP
 from ...semantics.state import AG_CPARRIVE, M_PEND, M_TX, P_PC, P_VARS, State
+from .hooked import walk_under_hook
 from .precede_walk import _ANY_UPDATE
 from .tx import Update, only_whole_completes
 
@@ -123,11 +124,22 @@ def lone_cp_copy(red: Reduction, state: State, p: int, memo: dict) -> bool:
 def _slots_before_wait(red: Reduction, q: int, qstate: tuple, memo: dict) -> frozenset | None:
     """The array elements (buffers and barriers: every reference an operation names) that process q's fixed
     sequence reaches before it stands at an mbarrier wait or its end, each index evaluated under the variables q
-    will have there; None where the sequence cannot be followed (Machine.future) or is longer than WALK_LIMIT."""
+    will have there; None where the sequence cannot be followed (Machine.future) or is longer than WALK_LIMIT.
+    Under a loop hook nothing is remembered (the sequence is the hook's for its trip count of the moment, and a
+    remembered answer would skip recording its tests), and a walk that goes too far for the hook is None too
+    (hooked.py)."""
     machine = red.machine
     key = (q, qstate[P_PC], qstate[P_VARS])
+    if machine.loop_hook is not None:
+        return walk_under_hook(machine, lambda: _slots_walk(red, key, {}))
     if key in memo:
         return memo[key]
+    return _slots_walk(red, key, memo)
+
+
+def _slots_walk(red: Reduction, key: tuple, memo: dict) -> frozenset | None:
+    """_slots_before_wait's walk from ``key``, its answer remembered in ``memo``."""
+    machine = red.machine
     out: set = set()
     at: tuple | None = key
     for _ in range(WALK_LIMIT):

@@ -7,7 +7,7 @@ buffers: CUTLASS's stream-K GEMM), that is the product of the CTAs' pipelines, a
 mainloop touches nothing any other CTA can touch. This rule explores, instead, the enabled steps T of
 the processes of one CTA c that are *held*, with the landings of c's copies, when
 
-* the machine has at least two CTAs and no loop hook, and nothing another CTA may still do touches c's
+* the machine has at least two CTAs, and nothing another CTA may still do touches c's
   objects where T does: in a grid whose programs never reach another CTA, nothing; in a cluster, the
   sites in c of every process of another CTA from its pc on and of every copy or commit in flight that
   is not c's own (cta_sites.py: a remote, multicast, 2-SM, cluster or tcgen05 operation at the CTAs it
@@ -36,7 +36,8 @@ the processes of one CTA c that are *held*, with the landings of c's copies, whe
 Of the CTAs that qualify, the one of lowest index is taken, so that the choice stays with one CTA from
 state to state until it no longer qualifies (``STABLE``; the CTA with the fewest steps, which changes
 with the state, interleaves the CTAs again along different paths). Why T is persistent, and what it
-keeps of every finding, is in docs/model.md ("The search and its reductions", *Steps of one CTA*)."""
+keeps of every finding, is in docs/model.md ("The search and its reductions", *Steps of one CTA*). The tables
+it reads hold for every trip count, so it applies under a loop hook too ("Lone steps under the lift")."""
 
 from __future__ import annotations
 
@@ -210,7 +211,7 @@ class CtaLocalSteps:
         """The steps T of the qualifying CTA of lowest index, or None where no CTA qualifies. Steps
         computed are kept in ``tried`` / ``landed`` for the full expansion."""
         machine = self.machine
-        if not self.applies or machine.loop_hook is not None:
+        if not self.applies:  # (static tables: under a loop hook too, the lift recomputing the set per trip count)
             return None
         self.stats[1] += 1
         foreign = self._foreign(state, cut=False) if FOREIGN else [[] for _ in range(machine.ncta)]

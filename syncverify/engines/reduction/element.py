@@ -22,6 +22,7 @@ from ...semantics.core import StepResult
 from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, Element, ref_element, touches
 from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, OP, Program
 from ...semantics.state import M_K, M_VALID, P_CLTOKEN, P_PC, P_VARS, State
+from .hooked import walk_under_hook
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -241,11 +242,18 @@ class ElementRules:
         Control flow depends only on loop variables, so q runs a fixed sequence from (pc, variables)
         (Machine.future, as the walk of what can come first reads it), and each operation's barrier
         is the one its index names under the variables it will then have: exactly the elements q can
-        still touch. A function of (q, pc, variables): each key of a walked sequence is remembered."""
+        still touch. A function of (q, pc, variables): each key of a walked sequence is remembered,
+        but under a loop hook (the sequence is the hook's for its trip count of the moment, and a
+        remembered answer would skip recording its tests: hooked.py), where the walk may also go too
+        far for the hook and then counts as unknown."""
         machine = self.machine
         if machine.loop_hook is not None:
-            return None
-        memo: dict = self._bytes_memo  # type: ignore[attr-defined]
+            return walk_under_hook(machine, lambda: self._walk_bytes_ahead(q, qstate, {}))
+        return self._walk_bytes_ahead(q, qstate, self._bytes_memo)  # type: ignore[attr-defined]
+
+    def _walk_bytes_ahead(self, q: int, qstate: tuple, memo: dict) -> frozenset[int] | None:
+        """_bytes_ahead's walk, remembering each key of the sequence in ``memo``."""
+        machine = self.machine
         key = (q, qstate[P_PC], qstate[P_VARS])
         chain: list[tuple[tuple, frozenset[int]]] = []
         while True:
@@ -303,10 +311,9 @@ class ElementRules:
         can reach their end in it: if some process of ``cta`` cannot, no such execution has the
         CTA exit first. CUTLASS's producer keeps its CTA alive this way: its load_tail waits on
         every empty barrier for the consumers' releases, the peer's remote ones included
-        (docs/model.md). Not under a loop hook, where the sequences are not fixed."""
+        (docs/model.md). Under a loop hook the walk's answer holds for the trip counts its tests
+        leave open (docs/model.md, "Lone steps under the lift")."""
         machine = self.machine
-        if machine.loop_hook is not None:
-            return False
         # (only the ends of the CTA's processes are read: the walk stops once they all can end)
         ends = self._can_precede(state, -1, p, None, frozenset(), False, goal=tuple(machine.procs_of_cta[cta]))
         return ends is not None and not all(ends[q] for q in machine.procs_of_cta[cta])

@@ -67,8 +67,8 @@ def _at_final_cluster_wait(machine: Machine, state: State, q: int) -> bool:
 def lone_final_exit(reduction: ReductionView, state: State, p: int) -> bool:
     """May process p's passing final `cluster.wait`, which ends p, be taken alone? (module docstring)"""
     machine = reduction.machine
-    if machine.loop_hook is not None:  # a symbolic trip count: _run_local must not be asked here
-        return False
+    # (under a loop hook _run_local answers for the hook's trip count of the moment and records its tests,
+    # as the step's own control flow does: docs/model.md, "Lone steps under the lift")
     if state.agents or state.cluster[1] or any(nb.arrived for nb in state.named):
         return False
     if not _at_final_cluster_wait(machine, state, p):
@@ -126,7 +126,7 @@ def lone_exit_after_wait(reduction: ReductionView, state: State, p: int) -> bool
 def _may_leave_early(reduction: ReductionView, state: State, p: int) -> bool:
     """The conditions of lone_early_exit on p's exit (its docstring), but where p stands."""
     machine = reduction.machine
-    if machine.loop_hook is not None or not reduction.cluster_arrivals_waited:
+    if not reduction.cluster_arrivals_waited:
         return False
     if p in machine.warp_parts or machine.wgmma_team[p]:
         return False

@@ -119,7 +119,8 @@ class InitAlone:
 
     def __init__(self, machine: Machine) -> None:
         self.machine = machine
-        self.applies = ENABLED and machine.loop_hook is None and any(
+        # (its tables are the programs' own, for every trip count: it applies under a loop hook too)
+        self.applies = ENABLED and any(
             ins.kind == OP and isinstance(ins.op, ir.MbarInit) for prog in machine.programs for ins in prog.code)
         self.cta_of = [proc.cta for proc in machine.procs]
         self.mbars_of = [frozenset(m for m, (c, _, _) in enumerate(machine.mb_names) if c == cta)

@@ -66,6 +66,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...semantics.state import AG_TMA, M_EXP, M_JPREV, M_K, M_PEND, M_TX, M_VALID, P_TOKEN, State
+from .hooked import walk_under_hook
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -174,8 +175,11 @@ class PrecedeMemo:
                  freeze: bool, named: tuple[int, list] | None = None,
                  landings_ok: bool = False, updates: list | None = None,
                  goal: tuple[int, ...] = ()) -> tuple[bool, ...] | None:
-        if self._machine.loop_hook is not None:  # the sequences are not fixed: nothing is remembered
-            ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
+        if self._machine.loop_hook is not None:
+            # Nothing is remembered: the walk's answer depends on the hook's trip count of the moment, and a
+            # table hit would skip recording its tests (hooked.py). The walk may refuse by going too far.
+            ends = walk_under_hook(self._machine, lambda: self._walk(state, m, frozen, agent, forbidden, freeze,
+                                                                     named, landings_ok, updates, goal))
             return None if ends is None else tuple(ends)
         if self._bypass:
             self._bypass -= 1

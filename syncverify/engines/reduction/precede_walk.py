@@ -202,7 +202,13 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     fixpoint's (a later None, from a position that cannot be evaluated, would tell such a caller
     the same: not that one of them cannot end). The other processes' ends may then be short of the
     fixpoint's. On the 2x1 ping-pong GEMM the peer CTA can end first in three quarters of the walks
-    _peer_cannot_end_first asks for."""
+    _peer_cannot_end_first asks for.
+
+    Under a loop hook the segments are kept for this walk only: a segment's next key is the hook's
+    answer for its trip count of the moment, and each of its tests is to be recorded by the hook
+    when made (hooked.py)."""
+    if machine.loop_hook is not None:
+        table = {}
     mbars = state.mbars
     names = machine.mb_names
     m_life = names[m][:2] if m >= 0 else None

@@ -93,12 +93,16 @@ class KeptProbeOutcomes:
         self.enabled = enabled and any(_kept_probes(prog) for prog in machine.programs)
         self._live: dict[tuple[int, int], list[bool]] = {}  # (process, slot) -> live_positions
 
+    def may_leave_out(self) -> bool:
+        """May ``without_covered`` leave a step out (is the rule on, for this machine and now)?"""
+        return self.enabled and self.machine.loop_hook is None
+
     def without_covered(self, state: State, steps: Iterable[StepResult]) -> Iterator[StepResult]:
         """``steps`` (the expansion of ``state``) less each kept probe's true step that its false
         step covers. Not under a loop hook: its trip counts record the local control flow that the
         comparison would run."""
         machine = self.machine
-        if not self.enabled or machine.loop_hook is not None:
+        if not self.may_leave_out():
             yield from steps
             return
         for res in steps:

@@ -58,13 +58,15 @@ class AllocRendezvous:
         self.machine = machine
         self.at_alloc = [[ins.kind == OP and isinstance(ins.op, ir.TmemAlloc) and ins.op.cta_group == 2
                           and not ins.op.dealloc for ins in prog.code] for prog in machine.programs]
-        self.applies = ENABLED and machine.loop_hook is None and any(any(row) for row in self.at_alloc)
+        # (its tables are the programs' own, for every trip count: it applies under a loop hook too, the lift
+        # computing its set again per trip count: docs/model.md, "Lone steps under the lift")
+        self.applies = ENABLED and any(any(row) for row in self.at_alloc)
         # per process and pc: may it still allocate (tcgen05.alloc of any cta_group, its own CTA's columns)?
         allocs = [[frozenset({0}) if ins.kind == OP and isinstance(ins.op, ir.TmemAlloc) and not ins.op.dealloc
                    else frozenset() for ins in prog.code] for prog in machine.programs]
         self.may_alloc = [[bool(a) for a in union_ahead(prog, row)]
                           for prog, row in zip(machine.programs, allocs, strict=True)] \
-            if ENABLED and machine.loop_hook is None else []
+            if ENABLED else []
         self.ahead: list[list[frozenset[int]]] = []
         if self.applies:
             for p, prog in enumerate(machine.programs):

@@ -147,6 +147,7 @@ class Reduction(ElementRules, LandingRules):
         self.rendezvous = AllocRendezvous(machine)  # a CTA pair's tensor-memory allocation (rendezvous.py)
         self.inits = InitAlone(machine)  # an mbarrier init no other actor may still touch, alone (init_alone.py)
         # a kept probe's true step, left out where its false step covers it (probe_outcome.py)
+        self.full = True  # whether the last successors() yielded every step the model offers
         self.kept_probes = KeptProbeOutcomes(machine, [[c is _POR_LOCAL for c in cs] for cs in self._por_class],
                                              cover_probes)
 
@@ -171,14 +172,19 @@ class Reduction(ElementRules, LandingRules):
         commute with can run before them (_can_precede, docs/model.md): a passing wait that
         observes its phase first, an arrive.expect_tx on the CTA's own barrier, a bulk copy's
         landing. Not while some process's step breaks a rule (that violation is then reported
-        as it stands, not after other steps that might turn it into another one), and not under
-        a loop hook (with a symbolic trip count the processes' sequences are not fixed).
+        as it stands, not after other steps that might turn it into another one). Under a loop hook
+        (the all-iterations lift) each walk's answer holds for the trip counts its tests leave open
+        (hooked.py; docs/model.md, "Lone steps under the lift").
 
         Where no step is taken alone, every enabled step of one CTA whose steps touch only its own
         objects while no other CTA can touch them (cta_local.py, docs/model.md "Steps of one CTA"),
         or else every step the model offers (Machine.successors), those computed here handed on
-        rather than computed again."""
+        rather than computed again.
+
+        ``full`` says afterwards whether the steps yielded were every step the model offers (the lift
+        recomputes a reduced set, not a full expansion, with its trip count fixed: search.py)."""
         machine = self.machine
+        self.full = False
         tried: dict[int, StepResult | None] = {}  # steps computed for the reduction, reused below
         procs = state.procs
         landed: dict[tuple, StepResult] = {}  # landings computed for the reduction, reused below
@@ -268,8 +274,7 @@ class Reduction(ElementRules, LandingRules):
                 continue
             yield res
             return
-        if machine.loop_hook is None and (observing or arriving or naming or completing or cp_arriving or
-                                          probing or state.agents) and \
+        if (observing or arriving or naming or completing or cp_arriving or probing or state.agents) and \
                 not self._some_step_breaks_a_rule(state, tried):
             # Steps taken alone when nothing that could come first conflicts with them (_can_precede);
             # not where another process's step breaks a rule: that is reported here, as it stands.
@@ -343,6 +348,7 @@ class Reduction(ElementRules, LandingRules):
         if local is not None and not self._some_step_breaks_a_rule(state, tried):
             yield from self.kept_probes.without_covered(state, local)
             return
+        self.full = not self.kept_probes.may_leave_out()
         yield from self.kept_probes.without_covered(state, machine.successors(state, tried, landed))
 
     def _observing_wait(self, state: State, p: int, tried: dict[int, StepResult | None]) -> bool:
@@ -373,20 +379,22 @@ class Reduction(ElementRules, LandingRules):
 
         An arrive never moves its process but to the next instruction and changes no variable
         (MbarrierOps.op_arrive returns True), so the pc after it is the local control flow from
-        pc + 1 (Machine._run_local), a function of (p, pc, vars) remembered here. Not with a loop
-        hook (its trip counts keep state of their own), and not where that control flow cannot
-        be run (the step reports that): the step is then computed as before."""
+        pc + 1 (Machine._run_local), a function of (p, pc, vars) remembered here, but under a loop
+        hook (its trip counts keep state of their own: the control flow is run each time, and its
+        tests recorded, as the step's would be). Not where that control flow cannot be run (the
+        step reports that): the step is then computed as before."""
+        machine = self.machine
+        hooked = machine.loop_hook is not None
         key = (p, pstate[P_PC], pstate[P_VARS])
-        ends = self._ends_memo.get(key)
+        ends = None if hooked else self._ends_memo.get(key)
         if ends is None:
-            machine = self.machine
-            if machine.loop_hook is not None:
-                return False
             try:
                 npc, _ = machine._run_local(p, pstate[P_PC] + 1, pstate[P_VARS])
             except Violation:
                 return False
-            ends = self._ends_memo[key] = machine.programs[p].code[npc].kind == END
+            ends = machine.programs[p].code[npc].kind == END
+            if not hooked:
+                self._ends_memo[key] = ends
         return ends
 
     def _some_step_breaks_a_rule(self, state: State, tried: dict[int, StepResult | None]) -> bool:

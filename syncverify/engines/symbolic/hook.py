@@ -10,9 +10,14 @@ needs the other to.
 from __future__ import annotations
 
 from ..periodic import Plan
+from ..reduction.hooked import WalkTooFar
 
 UNFIXED, FIXED = 0, 1
-MAX_TESTS = 4096  # trip-count tests one expansion may make
+MAX_TESTS = 4096  # new largest trip-count tests one expansion may make
+# How many iterations past the known ones (ITERS > T) a walk of the reduction may test while ITERS
+# is not fixed. A walk that goes further refuses its step (reduction/hooked.py); each value a kept
+# walk tests adds a branch with ITERS fixed at it (search.py, expand), so the allowance is small.
+WALK_AHEAD = 4
 
 
 class _Unexpected(Exception):
@@ -24,7 +29,13 @@ class TripCount:
     """``Machine.loop_hook`` for one plan: answers the trip-count tests of its loops.
 
     ``fixed``: the concrete ITERS of this branch, or None while it is not fixed; then
-    ``known`` is T (ITERS > T) and every test above T is answered true and recorded."""
+    ``known`` is T (ITERS > T) and every test above T is answered true and recorded. Only the
+    largest value tested matters to the search (the branches it adds with ITERS fixed go up to it),
+    so ``tested`` keeps each new largest value, in increasing order.
+
+    The reduction's walks of the processes' futures are bracketed (``walk_begin``/``walk_end``,
+    reduction/hooked.py): inside one, while ITERS is not fixed, a test more than WALK_AHEAD above
+    T raises WalkTooFar, and a walk whose answer is not used forgets the values it recorded."""
 
     def __init__(self, p: Plan):
         self.loops: dict[tuple[int, int], tuple[int | None, int]] = {}
@@ -35,6 +46,16 @@ class TripCount:
         self.fixed: int | None = None
         self.known = 0
         self.tested: list[int] = []
+        self.walking = 0  # walks of the reduction in progress (they nest)
+
+    def walk_begin(self) -> int:
+        self.walking += 1
+        return len(self.tested)
+
+    def walk_end(self, mark: int, keep: bool) -> None:
+        self.walking -= 1
+        if not keep:
+            del self.tested[mark:]
 
     def __call__(self, p: int, pc: int, lo: int, hi: int, value: int) -> tuple[int, int]:
         loop = self.loops.get((p, pc))
@@ -46,7 +67,9 @@ class TripCount:
         if lo_off is not None:
             raise _Unexpected("an epilogue loop was reached while the trip count was not fixed")
         u = value - hi_off  # the test value < ITERS + hi_off, as u < ITERS
-        if u > self.known:
+        if u > self.known and (not self.tested or u > self.tested[-1]):
+            if self.walking and u > self.known + WALK_AHEAD:
+                raise WalkTooFar(f"a walk tested iteration {u} with ITERS > {self.known} known")
             self.tested.append(u)
             if len(self.tested) > MAX_TESTS:
                 # iterations that reach no operation: with ITERS unknown they would never end

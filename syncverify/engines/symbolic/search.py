@@ -14,10 +14,11 @@ by a :class:`TripCount` instead of a constant bound (``Machine.loop_hook``):
   one of them: the abstraction is exact on finite prefixes.
 * Partial-order reduction and symmetry act per concrete ITERS (each branch
   asks ``Reduction.successors`` with its own trip count), so they keep the
-  guarantees they have for the explicit engine. (The reduction does not take
-  the steps that need every process's sequence of operations fixed alone
-  while a loop hook is installed: a copy's landing, a first observing wait,
-  an arrive.expect_tx.)
+  guarantees they have for the explicit engine. The reduction's walks of the
+  processes' futures read, with ITERS not fixed, the sequences of ITERS = ∞ a
+  few iterations past T; the values they test join the branches with ITERS
+  fixed, and a reduced set is computed again for each of them
+  (reduction/hooked.py; docs/model.md, "Lone steps under the lift").
 
 A room of its own: the search drives the machine and the key; what its findings mean for the
 protocol (replayed at their trip count) is decided in ``answers``.
@@ -86,9 +87,10 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     start = time.monotonic()
     base_mb = budgets.rss_mb()
     machine = Machine(p.protocol, assumptions)
-    successors = Reduction(machine).successors
     hook = TripCount(p)
-    machine.loop_hook = hook
+    machine.loop_hook = hook  # (before the reduction reads the machine: its rules see the hook)
+    reduction = Reduction(machine)
+    successors = reduction.successors
     machine.deadline = start + seconds
     sym = Symmetry(machine.procs, machine.programs, machine.holders)
     sh = _shape(p, machine)
@@ -114,10 +116,12 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             return [(list(successors(state)), mode, mode[1])]
         hook.fixed, hook.known, hook.tested = None, mode[1], []
         results = list(successors(state))
+        full = reduction.full
         top = max([mode[1], *hook.tested])
         # Each result stands for every ITERS above the tests of its own step, which its counters
         # show (a test answered true moved a counter to the value tested). Tests made by steps
-        # partial-order reduction probed but did not take only add branches with ITERS fixed.
+        # partial-order reduction probed but did not take, and by the walks of the processes'
+        # futures whose answers it used (reduction/hooked.py), only add branches with ITERS fixed.
         by_known: dict[int, list[StepResult]] = {}
         for res in results:
             # a step that ends in a violation shows no counters: it stands for ITERS above every test
@@ -127,8 +131,12 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         out = [(group, (UNFIXED, known), known + 1 if only is None else only) for known, group in by_known.items()]
         if not results:
             out.append(([], (UNFIXED, top), top + 1 if only is None else only))
-        if len(results) <= 1:
-            # possibly a step partial-order reduction took alone: with ITERS fixed it may not qualify
+        if not full or not results:
+            # A set partial-order reduction took alone (one step, or one CTA's steps): it is persistent
+            # for every ITERS above every test made (``top``: the walks whose answers took it read the
+            # sequences of ITERS = ∞ that far; docs/model.md, "Lone steps under the lift"). With ITERS
+            # fixed at n ≤ top its rules may not take it, so the expansion is computed again there; the
+            # unfixed branches above stay, each of their steps a step of the machine at those n too.
             for n in range(mode[1] + 1, top + 1):
                 hook.fixed = n
                 out.append((list(successors(state)), (FIXED, n), n))
