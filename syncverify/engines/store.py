@@ -46,11 +46,22 @@ after an added or dropped record, the chunks from there on) are numbered again. 
 test while the objects compared are alive: the parent's are (it is being expanded), and so are the
 tables' (they keep them).
 
-Why the queue holds whole states. The search holds the states waiting to be expanded whole, with
-their numbers (a breadth-first frontier is a few percent of the states: at most 682 of the 1x1
-ping-pong GEMM's 16,097), so that expanding one decodes nothing and its successors are packed
-against the very objects they share with it. Those of the level being expanded and the level
-being built also serve as a cache of duplicates (``Visited``).
+Why the queue holds whole states, and how many. A state waiting to be expanded held whole, with its
+numbers (``Opened``), is expanded without decoding anything, and its successors are packed against the
+very objects they share with it. But whole it costs several KB (its own tuples, and the records and
+agents its step rebuilt), and where the reductions leave wide levels most stored states are waiting:
+on the 2-SM sm100 GEMM with its teardown barrier's init fenced, 345,318 of 397,495 (4.27 GB, 10.7 KB a
+stored state). So the search holds at most ``WHOLE_AHEAD`` waiting states whole (explicit.py; more than
+the widest frontier of the ping-pong GEMMs, 682 states, whose searches decode nothing); the others wait
+as their packed bytes, the set's own object (a reference each), and are decoded when popped
+(``Store.open``: every part the tables' object of its value). A decoded state is as good a parent: its
+parts are the tables' objects, alive while the tables are, so the identity tests above stay sound; and
+it is equal to the state that was stored, and a state's successors depend on its value alone (the
+parallel search, parallel.py, rests on that too), so the order of the search, and every state, finding
+and counterexample, is the one the whole states give. Those held whole of the level being expanded and
+of the level being built also serve as a cache of duplicates (``Visited``); a state packed is not
+cached (``Visited.add``, ``whole``), which changes the work (a duplicate of it is packed to be found),
+never the answer.
 """
 
 from __future__ import annotations
@@ -346,9 +357,11 @@ class Visited:
         self._previous, self._level = self._level, {}
         self._previous_records, self._records = self._records, {}
 
-    def add(self, state: State, like: Opened | None = None) -> Opened | None:
-        """The state with its packed numbers if it is new (now stored), None if an equal state is
-        stored. ``like``: the stored state it is a successor of (see Store.pack)."""
+    def add(self, state: State, like: Opened | None = None, whole: bool = True) -> Opened | bytes | None:
+        """If the state is new (now stored): the state with its packed numbers, or with ``whole`` false
+        its packed bytes only (the set's own object: holding it costs a reference), and then it is not
+        kept in the cache of the level either. None if an equal state is stored. ``like``: the stored
+        state it is a successor of (see Store.pack)."""
         h = hash((state.procs, state.agents))
         for recent in (self._level, self._previous):
             kept = recent.get(h)
@@ -363,6 +376,8 @@ class Visited:
         if packed in self._packed:
             return None
         self._packed.add(packed)
+        if not whole:
+            return packed
         kept = self._level.get(h)
         if kept is None:
             self._level[h] = state
