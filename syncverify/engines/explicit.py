@@ -42,9 +42,9 @@ from .store import Opened, Visited
 from .witness import Replays, deadlock, diagnostic
 
 MAX_DISTINCT_ERRORS = 12
-# states the frontier holds whole (the rest packed, decoded when popped): ~4-10 KB each whole on the
-# CUTLASS GEMMs, so some tens of MB; above the widest frontier of the ping-pong GEMMs (682 states on
-# the 1x1 one), whose searches so decode nothing
+# states the frontier holds whole (the rest packed, decoded when popped): whole, a waiting state of the
+# fenced 2-SM sm100 GEMM costs ~15 KB with its share of the level caches (bench/frontier_memory.py), so
+# ~16 MB in all; the ping-pong GEMMs' frontiers stay below it, and their searches decode nothing
 WHOLE_AHEAD = 1024
 
 
