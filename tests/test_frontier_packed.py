@@ -61,7 +61,8 @@ class _BoundedQueue(deque):
 
 @pytest.mark.parametrize("path,params,reduce,max_states", POINTS, ids=IDS)
 def test_a_tiny_bound_reports_what_a_huge_one_does(path, params, reduce, max_states, monkeypatch):
-    """States, order (the counts at a state budget), transitions, findings and their paths: equal."""
+    """States, order (the counts at a state budget), transitions, findings and their paths: equal, with
+    the frontier packed beyond 2 states, and then with the cache of duplicates (store.Visited) tiny too."""
     opened: list[bytes] = []
     real_open = store.Visited.open
     monkeypatch.setattr(store.Visited, "open", lambda self, packed: opened.append(packed) or real_open(self, packed))
@@ -69,6 +70,8 @@ def test_a_tiny_bound_reports_what_a_huge_one_does(path, params, reduce, max_sta
     assert not opened  # a bound above every frontier: nothing packed, nothing decoded
     packed = _explore(path, params, reduce, max_states, 2)
     assert packed == whole
+    monkeypatch.setattr(explicit, "Visited", lambda: store.Visited(cache_size=2))  # a cache of 2 to 4 states
+    assert _explore(path, params, reduce, max_states, 2) == whole
     assert len(opened) > 10  # most states were waiting packed and decoded when popped
     assert whole[2] > 20 and (whole[4] or whole[5] or max_states < 2_000_000)
     if max_states < 2_000_000:
