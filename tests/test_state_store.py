@@ -54,7 +54,7 @@ class WholeStates:
     def next_level(self) -> None:
         pass
 
-    def add(self, state: State, like: object = None) -> _Whole | None:
+    def add(self, state: State, like: object = None, whole: bool = True) -> _Whole | None:
         if state in self._states:
             return None
         self._states.add(state)

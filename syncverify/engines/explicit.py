@@ -7,9 +7,10 @@ state stores its parent and the step that led to it; traces are rebuilt by
 replaying those steps through the machine.
 
 Stored states are packed (store.py): every part is numbered once in a table of its kind and a
-stored state is the array of its parts' numbers, one ``bytes`` of a few hundred bytes, decoded
-when the search expands it. The numbering is a bijection, so two states pack alike only when they
-are equal: every state is still stored exactly.
+stored state is the array of its parts' numbers, one ``bytes`` of a few hundred bytes. The numbering
+is a bijection, so two states pack alike only when they are equal: every state is still stored exactly.
+The frontier holds at most WHOLE_AHEAD states whole; the others wait as their packed bytes (the
+visited set's own objects) and are decoded when popped (store.py, "Why the queue holds whole states").
 
 Budgets (states, seconds, memory) end the search as *inconclusive*, with what
 was covered, never as safe. A violating step is reported and not explored
@@ -41,6 +42,10 @@ from .store import Opened, Visited
 from .witness import Replays, deadlock, diagnostic
 
 MAX_DISTINCT_ERRORS = 12
+# states the frontier holds whole (the rest packed, decoded when popped): whole, a waiting state of the
+# fenced 2-SM sm100 GEMM costs ~15 KB with its share of the level caches (bench/frontier_memory.py), so
+# ~16 MB in all; the ping-pong GEMMs' frontiers stay below it, and their searches decode nothing
+WHOLE_AHEAD = 1024
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,12 @@ OnError = Callable[[Violation, list[tuple]], bool]
 
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
            progress: Progress | None = None, on_error: OnError | None = None,
-           reduce: bool | str = True) -> SearchOutcome:
+           reduce: bool | str = True, whole_ahead: int = WHOLE_AHEAD) -> SearchOutcome:
     """Explore the machine's states; ``reduce``: with partial-order reduction (engines/reduction/),
-    or every step the model offers."""
+    or every step the model offers. ``whole_ahead``: the states the frontier holds whole (the rest
+    packed): it changes the memory and the work, never the states, their order or the answer."""
     with cyclic_gc_paused():
-        return _search(machine, budget, symmetry, progress, on_error, reduce)
+        return _search(machine, budget, symmetry, progress, on_error, reduce, whole_ahead)
 
 
 class Parents:
@@ -130,7 +136,8 @@ def _path_to(parents: Parents, sid: int, last: tuple | None) -> list[tuple]:
 
 
 def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
-            progress: Progress | None, on_error: OnError | None = None, reduce: bool | str = True) -> SearchOutcome:
+            progress: Progress | None, on_error: OnError | None = None, reduce: bool | str = True,
+            whole_ahead: int = WHOLE_AHEAD) -> SearchOutcome:
     successors = successors_of(machine, reduce, cut=True)
     start = time.monotonic()
     base_mb = budgets.rss_mb()
@@ -138,7 +145,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     canon = symmetry.canon if symmetry is not None and symmetry.groups else None
     visited = Visited()
     parents = Parents()
-    queue: deque[tuple[Opened, int]] = deque()  # (the state with its packed numbers, its index)
+    # the states waiting, in the order they were stored (so the n-th popped is state number n): whole with
+    # their packed numbers, at most ``whole_ahead`` of them at a time, the others as their packed bytes
+    queue: deque[Opened | bytes] = deque()
+    whole = 0  # the states the queue holds whole
     errors: dict[tuple, tuple[Violation, int, tuple]] = {}
     warnings: dict[tuple, tuple[Violation, int, tuple]] = {}
     transitions = 0
@@ -154,7 +164,9 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     try:
         init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
         assert init is not None  # the first state stored
-        queue.append((init, 0))
+        queue.append(init)
+        whole = 1
+        sid = -1  # the number of the state being expanded
         level_end = 0  # the number of the first state of the level after the one being expanded
         while queue:
             if len(visited) > budget.max_states:
@@ -191,7 +203,13 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                 if any([on_error(v, _path_to(parents, sid, lab)) for v, sid, lab in told]):
                     stop = "stopped at the first error (--fail-fast)"
                     break
-            opened, sid = queue.popleft()
+            waiting = queue.popleft()
+            sid += 1
+            if type(waiting) is bytes:
+                opened = visited.open(waiting)
+            else:
+                opened = waiting
+                whole -= 1
             if sid >= level_end:  # the first state of a level: the states stored from here are the next one's
                 visited.next_level()
                 level_end = len(parents)
@@ -221,9 +239,10 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
                     if key not in errors:
                         errors[key] = (v, sid, res.label)
                     continue
-                nxt = visited.add(res.state if canon is None else canon(res.state)[0], opened)
+                nxt = visited.add(res.state if canon is None else canon(res.state)[0], opened, whole < whole_ahead)
                 if nxt is not None:
-                    queue.append((nxt, len(parents)))
+                    queue.append(nxt)
+                    whole += type(nxt) is not bytes
                     parents.append(sid, res.label)
     except BudgetExceeded as exc:  # the clock, inside one step
         stop, kind = str(exc), budgets.TIME

@@ -62,6 +62,7 @@ from ..semantics.state import State
 from ..semantics.symmetry import Symmetry
 from .explicit import (
     MAX_DISTINCT_ERRORS,
+    WHOLE_AHEAD,
     Budget,
     OnError,
     Parents,
@@ -110,17 +111,18 @@ def searcher(jobs: int) -> Callable[..., SearchOutcome]:
 
 def search(machine: Machine, budget: Budget, symmetry: Symmetry | None = None,
            progress: Progress | None = None, on_error: OnError | None = None, reduce: bool | str = True,
-           *, jobs: int = 2) -> SearchOutcome:
-    """explicit.search's outcome, computed by ``jobs`` worker processes (see the module's doc)."""
+           whole_ahead: int = WHOLE_AHEAD, *, jobs: int = 2) -> SearchOutcome:
+    """explicit.search's outcome, computed by ``jobs`` worker processes (see the module's doc).
+    ``whole_ahead``: the states each worker's frontier holds whole (the rest packed), as explicit.search's."""
     if jobs <= 1:
         from .explicit import search as sequential
 
-        return sequential(machine, budget, symmetry, progress, on_error, reduce)
+        return sequential(machine, budget, symmetry, progress, on_error, reduce, whole_ahead)
     why = refusal(jobs, budget.after_first_error)
     if why is not None:
         raise Refused(why)
     with cyclic_gc_paused():
-        return _Coordinator(machine, budget, symmetry, progress, on_error, reduce, jobs).run()
+        return _Coordinator(machine, budget, symmetry, progress, on_error, reduce, jobs, whole_ahead).run()
 
 
 def _owner(state: State, jobs: int) -> int:
@@ -152,14 +154,16 @@ E, W, C = 0, 1, 2
 
 
 def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: Callable | None,
-            init: State, deadline: float, memory_mb: float, ctl: Any, inboxes: list) -> None:
+            init: State, deadline: float, memory_mb: float, ctl: Any, inboxes: list, whole_ahead: int) -> None:
     """One worker: owns the states that hash to ``me``; expands its share of each level when told."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator handles an interrupt and ends us
     base = budgets.rss_mb()
     peak = base
     machine.deadline = deadline
     visited = Visited()
-    frontier: list[Opened] = []  # the states of the current level this worker owns, with their packed numbers
+    # the states of the current level this worker owns: whole with their packed numbers, at most
+    # WHOLE_AHEAD of them, the others as their packed bytes (decoded when expanded), as explicit.py holds them
+    frontier: list[Opened | bytes] = []
     if _owner(init, jobs) == me:
         frontier.append(visited.add(init))  # type: ignore[arg-type]
     seen_errors: set[tuple] = set()
@@ -175,8 +179,8 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
         stopped = ""
         raised: tuple | None = None
         try:
-            _expand(machine, successors, canon, jobs, frontier, ranks, deadline, memory_mb, base, out, steps,
-                    events, seen_errors, seen_warnings)
+            _expand(machine, successors, canon, jobs, frontier, visited.open, ranks, deadline, memory_mb, base, out,
+                    steps, events, seen_errors, seen_warnings)
         except _Stopped as stop:
             stopped = stop.kind
         except Exception as exc:  # the sequential search would raise it: the coordinator raises it there
@@ -187,15 +191,17 @@ def _worker(me: int, jobs: int, machine: Machine, successors: Callable, canon: C
         batches = [out[me]] + [inboxes[me].get() for _ in range(jobs - 1)]
         keys = array("q")
         labels: list[tuple] = []
-        fresh: list[Opened] = []
+        fresh: list[Opened | bytes] = []
+        whole = 0
         visited.next_level()
         # in key order: the first copy of a state stored is its first discoverer's
         for key, state, label in heapq.merge(*batches, key=itemgetter(0)):
-            stored = visited.add(state)
+            stored = visited.add(state, None, whole < whole_ahead)
             if stored is not None:
                 keys.append(key)
                 labels.append(label)
                 fresh.append(stored)
+                whole += type(stored) is not bytes
         del batches, out
         frontier = fresh
         peak = max(peak, budgets.rss_mb())
@@ -212,14 +218,14 @@ class _Stopped(Exception):
 
 
 def _expand(machine: Machine, successors: Callable, canon: Callable | None, jobs: int,
-            frontier: list[Opened], ranks: array, deadline: float, memory_mb: float, base: float,
-            out: list[list[tuple]], steps: array, events: list[tuple], seen_errors: set[tuple],
-            seen_warnings: set[tuple]) -> None:
+            frontier: list[Opened | bytes], open_packed: Callable[[bytes], Opened], ranks: array, deadline: float,
+            memory_mb: float, base: float, out: list[list[tuple]], steps: array, events: list[tuple],
+            seen_errors: set[tuple], seen_warnings: set[tuple]) -> None:
     """A worker's share of one level: its states in rank order, each successor to its owner's batch in
     ``out``, the steps taken per state in ``steps``, the findings first met here in ``events``."""
     nprocs = len(machine.procs)
-    for n, (opened, rank) in enumerate(zip(frontier, ranks, strict=True)):
-        state = opened.state
+    for n, (waiting, rank) in enumerate(zip(frontier, ranks, strict=True)):
+        state = (open_packed(waiting) if type(waiting) is bytes else waiting).state
         if time.monotonic() > deadline:
             raise _Stopped(budgets.TIME)
         if n % 256 == 255 and budgets.rss_mb() - base > memory_mb:
@@ -266,9 +272,10 @@ class _Coordinator:
     """Starts the workers, runs the levels, and replays each level in the sequential order."""
 
     def __init__(self, machine: Machine, budget: Budget, symmetry: Symmetry | None, progress: Progress | None,
-                 on_error: OnError | None, reduce: bool | str, jobs: int) -> None:
+                 on_error: OnError | None, reduce: bool | str, jobs: int, whole_ahead: int = WHOLE_AHEAD) -> None:
         self.machine, self.budget, self.progress, self.on_error = machine, budget, progress, on_error
         self.jobs = jobs
+        self.whole_ahead = whole_ahead
         self.successors = successors_of(machine, reduce, cut=True)
         self.canon = symmetry.canon if symmetry is not None and symmetry.groups else None
         self.parents = Parents()
@@ -292,7 +299,7 @@ class _Coordinator:
         share = self.budget.memory_mb / self.jobs
         workers = [ctx.Process(target=_worker, daemon=True,
                                args=(w, self.jobs, self.machine, self.successors, self.canon, init, deadline,
-                                     share, pipes[w][1], inboxes))
+                                     share, pipes[w][1], inboxes, self.whole_ahead))
                    for w in range(self.jobs)]
         ctl = [p[0] for p in pipes]
         worker_mb = [0.0] * self.jobs

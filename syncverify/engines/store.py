@@ -46,11 +46,20 @@ after an added or dropped record, the chunks from there on) are numbered again. 
 test while the objects compared are alive: the parent's are (it is being expanded), and so are the
 tables' (they keep them).
 
-Why the queue holds whole states. The search holds the states waiting to be expanded whole, with
-their numbers (a breadth-first frontier is a few percent of the states: at most 682 of the 1x1
-ping-pong GEMM's 16,097), so that expanding one decodes nothing and its successors are packed
-against the very objects they share with it. Those of the level being expanded and the level
-being built also serve as a cache of duplicates (``Visited``).
+Why the queue holds whole states, and how many. A state waiting to be expanded held whole, with its
+numbers (``Opened``), is expanded without decoding anything, and its successors are packed against the
+very objects they share with it. But whole it costs several KB (its own tuples, and the records and
+agents its step rebuilt), and where the reductions leave wide levels most stored states are waiting:
+on the 2-SM sm100 GEMM with its teardown barrier's init fenced, 345,318 of 397,495 (4.27 GB, 10.7 KB a
+stored state). So the search holds at most ``WHOLE_AHEAD`` waiting states whole (explicit.py; more than
+the widest frontier of the ping-pong GEMMs, 682 states, whose searches decode nothing); the others wait
+as their packed bytes, the set's own object (a reference each), and are decoded when popped
+(``Store.open``: every part the tables' object of its value). A decoded state is as good a parent: its
+parts are the tables' objects, alive while the tables are, so the identity tests above stay sound; and
+it is equal to the state that was stored, and a state's successors depend on its value alone (the
+parallel search, parallel.py, rests on that too), so the order of the search, and every state, finding
+and counterexample, is the one the whole states give. The cache of duplicates (``Visited``) is
+bounded alike: the last states stored, not two levels whole.
 """
 
 from __future__ import annotations
@@ -63,6 +72,9 @@ from operator import floordiv, is_, is_not, ne
 
 from ..semantics.state import State
 
+# the states the cache of duplicates (Visited) holds from the level being built, and as many from the one
+# before: on a wider level, the last ones stored (whole, ~15 KB each on the fenced 2-SM sm100 GEMM)
+CACHE_SIZE = 1024
 CHUNK = 8  # elements per chunk: on the 2x1 ping-pong GEMM, 0.37 new record chunks per stored state
 assert array("I").itemsize == 4  # the planes of key() are those of four-byte numbers
 _PLANE_MASKS = [bytes([m]) for m in range(16)]
@@ -302,11 +314,16 @@ class Store:
 
     def open(self, packed: bytes) -> Opened:
         """The stored state (its key()), decoded: every part the tables' one object of its value."""
-        numbers = numbers_of(packed)
+        return self.decode(numbers_of(packed))
+
+    def decode(self, numbers: array, records: tuple | None = None) -> Opened:
+        """The stored state of these numbers; ``records``: its records tuple if one of that value is at
+        hand (else every record the table's object)."""
         n = numbers[0]
         procs = tuple(map(self.procs.value.__getitem__, numbers[PREFIX:PREFIX + n]))
-        records = tuple(map(self.record_table.value.__getitem__,
-                            self.records.element_numbers(numbers[PREFIX + n:])))
+        if records is None:
+            records = tuple(map(self.record_table.value.__getitem__,
+                                self.records.element_numbers(numbers[PREFIX + n:])))
         state = _new_tuple(State, (procs, self.mbars.value[numbers[MBARS]], self.named.value[numbers[NAMED]],
                                    self.cluster.value[numbers[CLUSTER]], self.agents.value[numbers[AGENTS]],
                                    records, self.tmem.value[numbers[TMEM]]))
@@ -327,13 +344,19 @@ class Visited:
     processes and agents in flight, and a successor equal to one of them is known a duplicate
     without packing it. That is a cache of stored states: a successor not found there is packed and
     looked up in the set, so what it holds changes the work, never the answer. The search calls
-    ``next_level`` as it starts expanding a level."""
+    ``next_level`` as it starts expanding a level; and where a level is wide (on the fenced 2-SM
+    sm100 GEMM the last two levels hold most of the states), the cache starts over whenever the
+    newer half holds ``cache_size`` states, so that it holds the last 1-2 ``cache_size`` states stored,
+    not two levels whole (4.3 GB at 400,000 states there). A duplicate of an older one is then
+    packed to be found: on that GEMM 1.7 packs a stored state instead of 1.0, 13-26% more CPU."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_size: int = CACHE_SIZE) -> None:
         self.store = Store()
         self._packed: set[bytes] = set()
+        self.cache_size = cache_size
         self._level: dict[int, State | list[State]] = {}  # the states stored in the level being built
         self._previous: dict[int, State | list[State]] = {}  # ... in the level being expanded
+        self._held = 0  # the states in _level
         # the records tuple of the states of those two levels, one object per value (by their chunks)
         self._records: dict[bytes, tuple] = {}
         self._previous_records: dict[bytes, tuple] = {}
@@ -345,10 +368,13 @@ class Visited:
         """The level being built becomes the one expanded (the one expanded until now is dropped)."""
         self._previous, self._level = self._level, {}
         self._previous_records, self._records = self._records, {}
+        self._held = 0
 
-    def add(self, state: State, like: Opened | None = None) -> Opened | None:
-        """The state with its packed numbers if it is new (now stored), None if an equal state is
-        stored. ``like``: the stored state it is a successor of (see Store.pack)."""
+    def add(self, state: State, like: Opened | None = None, whole: bool = True) -> Opened | bytes | None:
+        """If the state is new (now stored): the state with its packed numbers, or with ``whole`` false
+        its packed bytes only (the set's own object: holding it costs a reference), and then it is not
+        kept in the cache of the level either. None if an equal state is stored. ``like``: the stored
+        state it is a successor of (see Store.pack)."""
         h = hash((state.procs, state.agents))
         for recent in (self._level, self._previous):
             kept = recent.get(h)
@@ -363,6 +389,9 @@ class Visited:
         if packed in self._packed:
             return None
         self._packed.add(packed)
+        if self._held >= self.cache_size:  # a wide level: the cache keeps the states stored last
+            self.next_level()
+        self._held += 1
         kept = self._level.get(h)
         if kept is None:
             self._level[h] = state
@@ -370,7 +399,8 @@ class Visited:
             kept.append(state)
         else:
             self._level[h] = [kept, state]
-        return Opened(self._shared_records(state, numbers), numbers, self.store)
+        shared = self._shared_records(state, numbers)
+        return Opened(shared, numbers, self.store) if whole else packed
 
     def _shared_records(self, state: State, numbers: array) -> State:
         """The state with the records tuple of an equal value already held in the two levels, if any.
@@ -390,9 +420,14 @@ class Visited:
         """The stored states, packed."""
         return iter(self._packed)
 
-    def open(self, packed: bytes) -> Opened:
-        """A stored state (as packed() gives it, or its numbers), decoded."""
-        return self.store.open(key(packed) if isinstance(packed, array) else packed)
+    def open(self, packed: bytes | array) -> Opened:
+        """A stored state (as packed() gives it, or its numbers), decoded; with the records tuple of its
+        value the cache holds, if any (no records decoded, and its successors' knowledge updates found
+        remembered, as ``_shared_records`` says)."""
+        numbers = numbers_of(packed) if isinstance(packed, bytes) else packed
+        chunks = numbers[PREFIX + numbers[0]:].tobytes()
+        records = self._records.get(chunks)
+        return self.store.decode(numbers, self._previous_records.get(chunks) if records is None else records)
 
 
 __all__ = ["CHUNK", "Opened", "Store", "Visited", "key", "numbers_of"]
