@@ -87,10 +87,10 @@ def test_stored_records_stay_sorted(path, defines, monkeypatch):
     stored: list = []
     add = explicit.Visited.add
 
-    def keep(self, state, like=None):
-        out = add(self, state, like)
+    def keep(self, state, like=None, whole=True):
+        out = add(self, state, like, whole)
         if out is not None:
-            stored.append(out.state)
+            stored.append(state)  # (the state stored: held whole or packed, as ``whole`` says)
         return out
 
     monkeypatch.setattr(explicit.Visited, "add", keep)

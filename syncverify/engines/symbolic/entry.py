@@ -36,8 +36,30 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
         return merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
     res = lift(protocol, dict(protocol.defines), assumptions, options.max_states, options.timeout, options.full_trace,
                memory_mb=options.max_memory_mb)
-    return merge_static(as_result(protocol, res, options.strict),
-                        searched(static_outcome(protocol, machine.programs, deadline)))
+    result = as_result(protocol, res, options.strict)
+    if res.verdict is Verdict.VIOLATION and "=" in res.bound:
+        result = _with_given_params(result, protocol, res, options, machine, deadline)
+    return merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
+
+
+def _with_given_params(result: CheckResult, protocol: ir.Protocol, res: Lift, options,
+                       machine: Machine, deadline: float) -> CheckResult:
+    """A violation at the least failing trip count k (answers._least_failing) lists the findings there; where the
+    protocol's own trip count is another, the errors the explicit engine finds at it are added, so that `--engine
+    z3` reports at least what `--engine explicit` does (a race that needs the ring to wrap, beside a missing fence
+    that fails from the first round on). Within what is left of the budgets; the bound stays k."""
+    param, _, at = res.bound.partition("=")
+    if dict(protocol.params).get(param) == int(at) or time.monotonic() >= deadline:
+        return result
+    left = max(1, options.max_states - res.stats.states)
+    given = explore(protocol, Budget(left, max(0.0, deadline - time.monotonic()), options.max_memory_mb), machine,
+                    full_trace=options.full_trace, strict=options.strict)
+    seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
+    extra = tuple(d for d in given.diagnostics
+                  if d.is_error and (d.code, d.span.line if d.span else 0) not in seen)
+    stats = Stats(result.stats.states + given.stats.states, result.stats.transitions + given.stats.transitions,
+                  result.stats.seconds + given.stats.seconds, result.stats.peak_mb)
+    return replace(result, diagnostics=result.diagnostics + extra, stats=stats)
 
 
 def as_result(protocol: ir.Protocol, res: Lift, strict: bool) -> CheckResult:
