@@ -37,7 +37,7 @@ def check(protocol: ir.Protocol, options, machine: Machine | None = None) -> Che
     res = lift(protocol, dict(protocol.defines), assumptions, options.max_states, options.timeout, options.full_trace,
                memory_mb=options.max_memory_mb)
     result = as_result(protocol, res, options.strict)
-    if res.verdict is Verdict.VIOLATION and "=" in res.bound:
+    if res.verdict is Verdict.VIOLATION:
         result = _with_given_params(result, protocol, res, options, machine, deadline)
     return merge_static(result, searched(static_outcome(protocol, machine.programs, deadline)))
 
@@ -48,8 +48,8 @@ def _with_given_params(result: CheckResult, protocol: ir.Protocol, res: Lift, op
     protocol's own trip count is another, the errors the explicit engine finds at it are added, so that `--engine
     z3` reports at least what `--engine explicit` does (a race that needs the ring to wrap, beside a missing fence
     that fails from the first round on). Within what is left of the budgets; the bound stays k."""
-    param, _, at = res.bound.partition("=")
-    if dict(protocol.params).get(param) == int(at) or time.monotonic() >= deadline:
+    param, _, at = res.bound.partition("=")  # a violation's bound is `PARAM=k` (answers.lift)
+    if not at.isdigit() or dict(protocol.params).get(param) == int(at) or time.monotonic() >= deadline:
         return result
     left = max(1, options.max_states - res.stats.states)
     given = explore(protocol, Budget(left, max(0.0, deadline - time.monotonic()), options.max_memory_mb), machine,

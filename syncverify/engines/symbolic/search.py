@@ -65,7 +65,7 @@ class LiftOutcome:
     warnings: list[Finding] = field(default_factory=list)
     stop_reason: str = ""
     stopped_by: str = ""  # the budget that ended the search (budget.KINDS), if one did
-    first_error: bool = False  # stopped once the first error was recorded (``stop_at_error``)
+    first_error: bool = False  # asked to stop at its first error (``stop_at_error``), and one was recorded
 
 
 def lifted_search(p: Plan, assumptions: Assumptions = DEFAULT_ASSUMPTIONS, max_states: int = 2_000_000,
@@ -190,6 +190,8 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     stop = kind = ""
     popped = 0
     while queue:
+        if errors and stop_at_error:
+            break  # (before the budgets: a search that found its error is not one a budget ended)
         if len(nodes) > max_states:
             stop, kind = budgets.reached(budgets.STATES, max_states), budgets.STATES
             break
@@ -204,8 +206,6 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             break
         if len(errors) >= MAX_ERRORS:
             stop = f"stopped after {MAX_ERRORS} distinct violations"
-            break
-        if errors and stop_at_error:
             break
         sid = queue.popleft()
         state, mode = nodes[sid]
@@ -247,10 +247,10 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                     table[key] = Finding(v, _path(parents, at, label), n, label is not None)
             pending.clear()
 
-    first = bool(errors) and stop_at_error and bool(queue) and not stop
     return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
                        seconds=time.monotonic() - start, errors=list(errors.values()),
-                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind, first_error=first)
+                       warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind,
+                       first_error=stop_at_error and bool(errors))
 
 
 def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
