@@ -178,6 +178,17 @@ def test_an_init_after_the_fence_is_not_published_to_the_peer(tmp_path: Path, be
     assert (code == 0) == (verdict == "safe") and ("SV402" in text) == (verdict == "violation"), text
 
 
+def test_the_unfenced_init_is_safe_under_the_relaxed_arrive_reading(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`--assume relaxed-arrive-publishes-init` (off by default; docs/model.md): the relaxed arrive publishes the
+    warp's init made after its fence, and the result says it assumed so."""
+    spec = tmp_path / "unfenced.sync"
+    spec.write_text(UNFENCED_INIT.format(before="", after="init done;"))
+    code = main(["check", str(spec), "--assume", "relaxed-arrive-publishes-init"])
+    text = capsys.readouterr().out
+    assert code == 0 and "SV402" not in text and "assumed: relaxed-arrive-publishes-init" in text, text
+
+
 # ---- Example 88's FMHA: the K stage released before the wgmma wait ----------------------------------------
 
 def _fmha_check(tmp_path: Path, shape: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
