@@ -156,4 +156,4 @@ def test_the_reading_is_a_fence_before_each_relaxed_arrive_on_a_slice():
                     reason="every generated program: minutes on a two-core host; run with SYNCVERIFY_SLOW=1")
 def test_the_reading_is_a_fence_before_each_relaxed_arrive_on_every_program():
     tally = _slice(1, 0)
-    assert tally["programs"] >= 3700 and tally["changed"] >= 40, tally
+    assert tally["programs"] >= 3700 and tally["changed"] >= 20, tally
