@@ -148,8 +148,8 @@ def _slice(every: int, offset: int) -> dict[str, int]:
 
 
 def test_the_reading_is_a_fence_before_each_relaxed_arrive_on_a_slice():
-    tally = _slice(20, 7)
-    assert tally["programs"] >= 180 and tally["changed"] >= 3, tally
+    tally = _slice(30, 7)  # 125 programs, the reading changing the answer of 6
+    assert tally["programs"] >= 120 and tally["changed"] >= 3, tally
 
 
 @pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
