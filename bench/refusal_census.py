@@ -12,6 +12,7 @@ The conditions are asked as successors() asks them, in its order; the census cha
     zcat tests/data/ptx/sm100_gemm_2sm_2x1_s2.ptx.gz > g.ptx
     python3 -m syncverify extract g.ptx --cutlass-problem 256x128x128 -o g.sync
     PYTHONPATH=$PWD python3 bench/refusal_census.py g.sync --max-states 100000
+    PYTHONPATH=$PWD python3 bench/refusal_census.py g.sync --assume relaxed-arrive-publishes-init   # a reading
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
 from syncverify.engines.reduction.probe_pair import probe_outcomes
 from syncverify.engines.reduction.successors import Reduction
 from syncverify.engines.reduction.tc_warning import unfenced_tmem_warnings_only
-from syncverify.semantics.machine import Machine
+from syncverify.options import READINGS, Options, readings_asked
+from syncverify.semantics.machine import Assumptions, Machine
 from syncverify.semantics.program import END
 from syncverify.semantics.state import AG_CPARRIVE, M_K, P_CLTOKEN, P_PC, P_VARS, State
 from syncverify.semantics.symmetry_cta import cta_symmetry
@@ -134,9 +136,9 @@ def _cta_refusal(red: Reduction, state: State, c: int) -> str:
     return f"held {[machine.procs[p].label() for p in held]}: T refused"
 
 
-def census(path: str, max_states: int, start: int,
-           params: dict[str, int] | None = None) -> tuple[collections.Counter, collections.Counter, int]:
-    machine = Machine(load(path, params or {}))
+def census(path: str, max_states: int, start: int, params: dict[str, int] | None = None,
+           assume: tuple[str, ...] = ()) -> tuple[collections.Counter, collections.Counter, int]:
+    machine = Machine(load(path, params or {}), Assumptions.of(Options(**readings_asked(False, assume=assume))))
     symmetry = cta_symmetry(machine) or symmetry_for(machine, permuted=False)
     canon = symmetry.canon if symmetry.groups else (lambda s: (s, None))
     red = Reduction(machine)
@@ -187,9 +189,12 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                     help="a parameter of the spec, as `check -D` takes it")
+    ap.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
+                    help="a reading of unsettled PTX to take, as `check --assume` takes it (the others keep their "
+                    "defaults)")
     args = ap.parse_args()
     params = {k: int(v) for k, v in (d.split("=", 1) for d in args.defines)}
-    steps, ctas, whole = census(args.spec, args.max_states, args.start, params)
+    steps, ctas, whole = census(args.spec, args.max_states, args.start, params, tuple(args.assume))
     print(f"states expanded whole: {whole:,}\n\nenabled steps there: role, operation, line, refusing condition: count")
     for (role, op, line, why), n in steps.most_common(args.top):
         print(f"  {role:10} {op:12} line {line:4} {why}: {n:,}")

@@ -46,6 +46,9 @@ class Options:
     # a CTA's exit waits for its bulk stores' source reads (DeepGEMM's epilogue relies on it; PTX does not say so;
     # measured on an H100: bench/gpu_exit_drain.py): `--letter exit-drains-bulk-reads` takes the letter (SV404)
     assume_exit_drains_bulk_reads: bool = True
+    # off by default (the letter stands, SV402): a `barrier.cluster.arrive.relaxed` publishes the arriving thread's
+    # earlier mbarrier inits as a `fence.mbarrier_init` before it would (CUTLASS's sm100 teardown barrier, #33)
+    assume_relaxed_arrive_publishes_init: bool = False
     # processes one explicit search runs on (engines/parallel.py: the one-core search's answer, on N cores)
     search_jobs: int = 1
 
@@ -66,6 +69,7 @@ READINGS: dict[str, str] = {
     "warp-collective-orders": "assume_warp_collective_orders",
     "bulk-wait-map-reads": "assume_bulk_wait_map_reads",
     "exit-drains-bulk-reads": "assume_exit_drains_bulk_reads",
+    "relaxed-arrive-publishes-init": "assume_relaxed_arrive_publishes_init",
 }
 
 

@@ -18,10 +18,13 @@ run (the searches of minutes with SYNCVERIFY_SLOW=1, a cheap twin in CI).
 * CUTLASS's sm100 2-SM GEMM: decided since an init no other actor may touch and the pair's `tmem.alloc cta_group
   2` are taken as persistent sets (bench/RESULTS-speed.md, 2026-12-06 04:00 UTC): not safe, but SV402 at the
   follower's teardown arrive (`barrier.h:492`) on a barrier the leader initializes after its last
-  `fence.mbarrier_init` (test below, SLOW; its shape in CI). A missing tcgen05 fence cannot be seeded: CUTLASS
-  4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as shipped is that case: SV608 under
-  `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait (sm100_seeds/make_overlay.py seed 3):
-  flagged at its line, SV301 at the MMA warp's first tcgen05.mma (`mma_sm100_umma.hpp:451`; SLOW).
+  `fence.mbarrier_init` (test below, SLOW; its shape in CI). Under the reading `relaxed-arrive-publishes-init`
+  (off by default) it checks safe in 226,942 states and its seed 3 is SV301 at its line (SLOW; the reading's
+  shape in CI, tests/test_relaxed_arrive_init.py; the landing rule that decides it, test_landing_por.py). A
+  missing tcgen05 fence cannot be seeded: CUTLASS 4.2's sm100 GEMM emits no `tcgen05.fence` (the kernel as
+  shipped is that case: SV608 under `sync-orders-tcgen05`, SV603 with `--no-assume`). Seed, a missing wait
+  (sm100_seeds/make_overlay.py seed 3): flagged at its line, SV301 at the MMA warp's first tcgen05.mma
+  (`mma_sm100_umma.hpp:451`; SLOW).
 * CUTLASS example 88's Hopper FMHA forward: safe at one K/V tile (test_cutlass_host_sm100.py) and at two, where
   the math warps' `consumer_try_wait` tokens are reached (test_ptx_fmha_tokens.py, SLOW); its seed without the
   token's `consumer_wait` is SV301 at the PV MMA (the same file). Seed, a release before the wgmma wait
@@ -148,6 +151,40 @@ def test_the_2sm_gemm_teardown_arrive_on_an_unfenced_init_is_flagged(tmp_path: P
     assert code == 1 and re.search(r"barrier\.h:492:\d+: SV402 ", text), text
 
 
+READING = ["--assume", "relaxed-arrive-publishes-init"]
+
+
+@SLOW
+def test_the_2sm_gemm_is_safe_under_the_relaxed_arrive_reading(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel as shipped under `relaxed-arrive-publishes-init` (off by default; docs/model.md, "Not adopted: a
+    barrier init published by a relaxed cluster arrive alone"): the teardown barrier's init is published as if
+    fenced, and the search ends safe (bench/RESULTS-speed.md, 2026-12-06 19:30 UTC: a few minutes of CPU with the
+    extraction), its warnings those the kernel's letter gives (SV602 at the `.cta`-scope teardown arrive and
+    accumulator release, SV608 of the epilogue's tcgen05.ld without tcgen05 fences)."""
+    ptx = _unzip(tmp_path, "sm100_gemm_2sm_2x1_s2.ptx.gz")
+    code = main(["check", str(ptx), "--cutlass-problem", "256x128x128", *READING, "--max-states", "1000000",
+                 "--timeout", "3000"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 0 and "1 safe, 0 violations" in text, text
+    assert re.search(r"assumed: [^)]*relaxed-arrive-publishes-init", text) and "SV402" not in text, text
+
+
+@SLOW
+def test_the_2sm_gemm_seed_is_flagged_under_the_relaxed_arrive_reading(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 3 under the same reading: the SV402 gone, its missing mainloop wait is what is found, SV301 at the
+    MMA warp's first tcgen05.mma (`mma_sm100_umma.hpp:451`) against the producers' loads (8,330 states, about 5 CPU
+    s once the host code is built). Not with --fail-fast: its first report is the same race at the load's side
+    (`copy_sm100_tma.hpp:122`)."""
+    code = main(["check", str(_gemm_2sm_seed3(tmp_path)), "--cutlass-problem", "256x128x128", *READING,
+                 "--max-states", "400000", "--timeout", "900"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 1 and re.search(r"mma_sm100_umma\.hpp:451:\d+: SV301 ", text) and "SV402" not in text, text
+
+
 # The shape of that finding, in CI: CTA 0's warp initializes `done` after its fence.mbarrier_init, both CTAs pass
 # the cluster barrier (a relaxed arrive), and CTA 1 arrives on CTA 0's `done`
 UNFENCED_INIT = """
@@ -176,6 +213,17 @@ def test_an_init_after_the_fence_is_not_published_to_the_peer(tmp_path: Path, be
     code = main(["check", str(spec)])
     text = capsys.readouterr().out
     assert (code == 0) == (verdict == "safe") and ("SV402" in text) == (verdict == "violation"), text
+
+
+def test_the_unfenced_init_is_safe_under_the_relaxed_arrive_reading(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`--assume relaxed-arrive-publishes-init` (off by default; docs/model.md): the relaxed arrive publishes the
+    warp's init made after its fence, and the result says it assumed so."""
+    spec = tmp_path / "unfenced.sync"
+    spec.write_text(UNFENCED_INIT.format(before="", after="init done;"))
+    code = main(["check", str(spec), "--assume", "relaxed-arrive-publishes-init"])
+    text = capsys.readouterr().out
+    assert code == 0 and "SV402" not in text and "assumed: relaxed-arrive-publishes-init" in text, text
 
 
 # ---- Example 88's FMHA: the K stage released before the wgmma wait ----------------------------------------

@@ -8,6 +8,8 @@ an update of it)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from syncverify import load
@@ -143,3 +145,52 @@ def test_landings_against_updates_that_can_come_first(name, monkeypatch):
         assert any(taken), "the rule should take a landing alone in the kernel's order"
     if name == "armed_first_short":
         assert not all(taken), "the rule should refuse a landing that completes the phase early"
+
+
+# The 2-SM GEMM's shape: both CTAs' producers copy six tiles each onto the leader CTA's full barrier (cta_group 2),
+# twelve copies in flight on one barrier, more than the landing rule once asked of (tx.MAX_LANDINGS was 10 while each
+# subset was enumerated; the sums are now asked of the multiset). EXP = 192 covers the twelve; EXP = 176 misses one,
+# so in some order eleven landings complete the phase and the consumer reads a tile still being written (SV301),
+# and a CTA may exit with the last copy in flight (SV404).
+_MANY = """
+protocol many {{
+  cluster 2;
+  cta threads 64;
+  role producer = warp 0;
+  role consumer = warp 1;
+  smem a[6] bytes 16;
+  mbarrier full count 1;
+  if producer {{ elect {{ init full; fence.mbarrier_init; }} }}
+  cluster.sync;
+  if producer && cta == 0 {{ elect {{ arrive.expect_tx full bytes {exp}; }} }}
+  if producer {{ elect {{ for i in 0..6 {{ tma.load a[i] bytes 16 -> full cta_group 2; }} }} }}
+  if consumer && cta == 0 {{ wait full parity 0; for i in 0..6 {{ read a[i]; }} }}
+  cluster.sync;
+}}
+"""
+MANY = {"covered": (_MANY.format(exp=192), set()), "one_short": (_MANY.format(exp=176), {"SV30x", "SV404"})}
+
+
+@pytest.mark.parametrize("name", MANY)
+def test_twelve_copies_on_one_barrier(name, monkeypatch):
+    """The codes the unreduced search finds (SLOW test below: 222,510 and 224,553 states), in a few thousand states;
+    with the rule's condition dropped (every set of updates taken to complete only whole) the short twin loses its
+    race, which only an order that lands one of the leader's own copies last shows."""
+    text, codes = MANY[name]
+    protocol = load(text, path="t.sync")
+    reduced = explore(protocol, BUDGET, Machine(protocol))
+    assert reduced.verdict == (Verdict.VIOLATION if codes else Verdict.SAFE) and _codes(reduced) == codes, \
+        reduced.diagnostics
+    monkeypatch.setattr(tx, "_only_whole_completes", lambda *args: True)
+    dropped = explore(protocol, BUDGET, Machine(protocol))
+    assert (_codes(dropped) == codes) == (not codes), dropped.diagnostics
+
+
+@pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"),
+                    reason="the unreduced search of twelve copies: about a minute each on a two-core host")
+@pytest.mark.parametrize("name", MANY)
+def test_twelve_copies_on_one_barrier_unreduced(name):
+    text, codes = MANY[name]
+    protocol = load(text, path="t.sync")
+    full = explore(protocol, Budget(max_states=500_000, seconds=600), Machine(protocol), symmetry=False, reduce=False)
+    assert _codes(full) == codes and full.verdict == (Verdict.VIOLATION if codes else Verdict.SAFE), full.diagnostics

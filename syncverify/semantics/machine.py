@@ -102,7 +102,7 @@ __all__ = ['TMEM_COLUMNS', 'UNCOMMITTED', 'Assumptions', 'BudgetExceeded', 'Mach
 @dataclass(frozen=True)
 class Assumptions:
     """Readings of behaviour PTX does not settle that production kernels rely on (§10.8), each
-    dropped by `--no-assume`.
+    dropped by `--no-assume`; one, ``relaxed_arrive_publishes_init``, is off unless asked for.
 
     ``used`` collects the names of the readings a check relied on (a machine adds a name when a
     step took a reading PTX alone would not give), so that the result can say so; every machine
@@ -124,6 +124,9 @@ class Assumptions:
     # a CTA's exit waits for the source reads of its bulk stores that no `bulk.wait_read` retired (families/
     # lifecycle.py; DeepGEMM's sm90 epilogues rely on it, PTX does not say it, an H100 does it)
     exit_drains_bulk_reads: bool = True
+    # off unless asked for (`--assume relaxed-arrive-publishes-init`): a relaxed cluster arrive publishes the
+    # arriving lanes' earlier inits as fence.mbarrier_init would (families/barriers.py; the letter is SV402)
+    relaxed_arrive_publishes_init: bool = False
     used: set[str] = field(default_factory=set, compare=False, hash=False, repr=False)
 
     @classmethod

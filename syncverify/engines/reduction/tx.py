@@ -14,8 +14,9 @@ with every landing at every point of every execution, which is what taking it al
 The same sums also stay inside the tx-count's range (±(2^20−1), SV503), so no order reports
 an overflow that another does not.
 
-The sets are asked of their distinct sums (only_whole_completes, which cp_arrive.py asks too); the landing
-rule is refused past MAX_LANDINGS copies in flight on the barrier.
+The sets are asked of their distinct sums (only_whole_completes, which cp_arrive.py asks too), so the work
+is bounded by the number of distinct sums (MAX_SUMS), not by the number of updates; the rule is refused past
+MAX_LANDINGS updates asked together, a bound on the length of the remembered question only.
 
 The rules that ask it are here too (LandingRules): a copy's landing against the updates of its
 barrier that can come first, an arrive.expect_tx against the copies in flight.
@@ -36,7 +37,7 @@ from .precede_walk import _ANY_UPDATE
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
 
-MAX_LANDINGS = 10
+MAX_LANDINGS = 64
 Update = tuple[int, int]  # (arrivals it removes from the pending count, what it adds to the tx-count)
 
 

@@ -22,7 +22,7 @@ from ..core import (
     _key_bounds,
     _Work,
 )
-from ..program import OP, part_lanes
+from ..program import OP
 from ..state import (
     AG_CPARRIVE,
     AG_TMA,
@@ -44,7 +44,6 @@ from ..state import (
     R_EPOCH,
     R_FLAGS,
     R_GRP,
-    R_KIND,
     R_KNOWN,
     R_LINE,
     R_OWNER,
@@ -53,7 +52,6 @@ from ..state import (
     R_SPACE,
     READ,
     SPACE_DATA,
-    SPACE_INIT,
     SPACE_OBS,
     SPACE_START,
     UNIT_BULK,
@@ -64,8 +62,9 @@ from ..state import (
     retired_lane_by_lane,
 )
 from . import lane_groups, proxy_fence
-from .encoding import DATA, INIT, Z3A
+from .encoding import DATA, Z3A
 from .encoding.events import Copy, Record, Unsupported, no_operands, static_value
+from .mbarrier_lifecycle import encode_fence_own_inits, fence_own_inits
 
 if TYPE_CHECKING:
     from .encoding.effects import Work
@@ -276,13 +275,7 @@ class AsyncAgentOps:
         if op.kind == "proxy_async":
             w.records = proxy_fence.apply(w.records, self.holders, p, proc, part, lanes, op)
             return True
-        out = []
-        for r in w.records:
-            if r[R_SPACE] == SPACE_INIT and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
-                    and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
-                r = (*r[:R_AKNOWN], r[R_AKNOWN] | (r[R_KNOWN] & self.holders.proc_mask(p)), r[R_KNOWN])
-            out.append(r)
-        w.records = tuple(out)
+        w.records = fence_own_inits(w.records, self.holders, p, proc, part)
         return True
 
     def op_tmem(self, w, p, proc, op: ir.TmemAlloc, ins, env, ctx, lanes) -> bool:
@@ -540,19 +533,12 @@ class AsyncAgentEncoding:
         enc = self.enc
         p = e.proc
         op = e.op
-        proc = enc.machine.procs[p]
         if op.kind == "proxy_async":  # Machine.op_fence: families/proxy_fence.py
             proxy_fence.encode(enc, w, e)
             return z3.BoolVal(True), False
         # Machine.op_fence: the fencing lanes' own inits (fence.mbarrier_init) become known on the
         # async side — what a relaxed cluster arrive then carries
-        mine_init = enc._mask(r for r, rec in enumerate(enc.records)
-                              if rec.space == INIT and rec.owner == p and rec.kind == 1 and not rec.is_async
-                              and not part_lanes(proc, rec.part) & ~part_lanes(proc, e.part))
-        if mine_init:
-            mask = z3.BitVecVal(mine_init, enc.R)
-            for h in (enc.leader(p), enc.lanes_holder(p)):
-                w["A", h] = w["A", h] | (w["K", h] & mask)
+        encode_fence_own_inits(enc, w, p, e.part)
         return z3.BoolVal(True), False
 
 

@@ -44,9 +44,21 @@ from ..state import (
     release,
     shift_phase,
 )
-from .encoding import Z3A, Z3Arith
+from .encoding import INIT, Z3A, Z3Arith
 from .encoding.events import Unsupported, no_operands, static_value
+from .mbarrier_lifecycle import encode_fence_own_inits, fence_own_inits
 from .warp_collective_order import clear_collective
+
+# A reading PTX does not give, off unless asked for (`--assume relaxed-arrive-publishes-init`; Options.assume_
+# relaxed_arrive_publishes_init): a `barrier.cluster.arrive.relaxed` publishes the arriving lanes' own earlier
+# `mbarrier.init`s to the threads that then pass the cluster wait, as if a `fence.mbarrier_init.release.cluster`
+# came right before it. To the letter (the default) the fence's "synchronizing effect ... only applies to the prior
+# mbarrier.init operations executed by the same thread" and a `.relaxed` arrive orders no earlier access, so a
+# peer's use of such an init is SV402 (docs/model.md, "Not adopted: a barrier init published by a relaxed cluster
+# arrive alone"; CUTLASS's sm100 GEMM's teardown barrier is that case). A result that used it names it in
+# `assumed`: the explicit engine when the arrive published an init the thread had not fenced, bmc when an arrive
+# of a thread that initializes some barrier was encoded with it.
+RELAXED_ARRIVE_PUBLISHES_INIT = "relaxed-arrive-publishes-init"
 
 if TYPE_CHECKING:
     from ..state import State
@@ -272,6 +284,13 @@ class BarrierOps:
                             "earlier arrival completed (PTX: each thread must arrive only once before the barrier "
                             "completes)", op.span)
         cur = 1 << self.holders.cl_cur
+        if op.relaxed and self.assume.relaxed_arrive_publishes_init:
+            # The reading RELAXED_ARRIVE_PUBLISHES_INIT: the arriving lanes' own earlier inits are published
+            # as a fence.mbarrier_init right before the arrive would publish them (families/mbarrier_lifecycle.py)
+            fenced = fence_own_inits(w.records, self.holders, p, proc, self._part(p, ins))
+            if fenced is not w.records:
+                self.assume.used.add(RELAXED_ARRIVE_PUBLISHES_INIT)
+                w.records = fenced
         # A relaxed arrive orders nothing, except inits published by fence.mbarrier_init; any arrive
         # shows that this CTA is running (its start record travels).
         w.records = release(w.records, lanes, cur, relaxed=op.relaxed)
@@ -486,6 +505,10 @@ class BarrierEncoding:
         # completed is SV205; a relaxed arrive carries only inits published by
         # fence.mbarrier_init and the CTA's start
         hard.append(("SV205", rules.cb_arrives_twice(w["cltoken", p], w["cl_gen"], Z3A)))
+        if op.relaxed and enc.machine.assume.relaxed_arrive_publishes_init:
+            encode_fence_own_inits(enc, w, p, e.part)  # the reading RELAXED_ARRIVE_PUBLISHES_INIT
+            if any(rec.owner == p for rec in enc.records if rec.space == INIT):
+                enc.machine.assume.used.add(RELAXED_ARRIVE_PUBLISHES_INIT)
         self.release(w, e.lanes, enc.cl_cur, relaxed=op.relaxed)
         w["cltoken", p] = w["cl_gen"]
         cb = rules.cb_arrive(rules.ClusterBar(w["cl_gen"], w["cl_arrived"], 0), enc.machine.procs[p].nthreads, 0)

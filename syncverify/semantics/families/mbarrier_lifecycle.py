@@ -1,32 +1,78 @@
 """The semantics of an mbarrier's lifecycle: init (SV105 count, SV403 live or by many threads) and
-inval, each resetting the barrier's knowledge and observations.
+inval, each resetting the barrier's knowledge and observations; and what publishes an init to other CTAs,
+`fence.mbarrier_init` (``fence_own_inits``), written once for the fence and for the reading that lets a relaxed
+cluster arrive do the same (families/barriers.py, RELAXED_ARRIVE_PUBLISHES_INIT).
 
 A mixin of ``Machine`` through MbarrierOps (mbarrier.py), which registers the handlers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import z3
 
 from ... import ir
 from .. import rules
 from ..core import (
     Violation,
 )
+from ..program import part_lanes
 from ..state import (
+    F_ASYNC,
     M_VALID,
+    R_AKNOWN,
     R_CTA,
+    R_FLAGS,
+    R_KIND,
+    R_KNOWN,
     R_OBJ,
+    R_OWNER,
+    R_PART,
     R_SLOT,
     R_SPACE,
     SPACE_INIT,
     SPACE_OBS,
     WRITE,
+    Holders,
     clear_bits,
 )
+from .encoding import INIT
 
 if TYPE_CHECKING:
-    pass
+    from ..program import Process
+
+
+def fence_own_inits(records: tuple, holders: Holders, p: int, proc: Process, part: int) -> tuple:
+    """`fence.mbarrier_init.release.cluster` by the lanes ``part`` of process p: the prior inits those lanes made
+    become known on the async side of p's holders, which is what a relaxed cluster arrive carries to the CTAs that
+    pass the cluster wait (state.release, ``relaxed``). PTX *membar/fence*: its "synchronizing effect ... only
+    applies to the prior mbarrier.init operations executed by the same thread", so an init of lanes outside
+    ``part`` is left as it is. Returns ``records`` itself when no record changes."""
+    out = None
+    mine = holders.proc_mask(p)
+    for i, r in enumerate(records):
+        if r[R_SPACE] == SPACE_INIT and r[R_OWNER] == p and r[R_KIND] == WRITE and not r[R_FLAGS] & F_ASYNC \
+                and not part_lanes(proc, r[R_PART]) & ~part_lanes(proc, part):
+            aknown = r[R_AKNOWN] | (r[R_KNOWN] & mine)
+            if aknown != r[R_AKNOWN]:
+                if out is None:
+                    out = list(records)
+                out[i] = (*r[:R_AKNOWN], aknown, r[R_KNOWN])
+    return records if out is None else tuple(out)
+
+
+def encode_fence_own_inits(enc: Any, w: Any, p: int, part: int) -> None:
+    """``fence_own_inits`` over Z3 terms (the bmc encoding's records, families/encoding/): the fencing lanes' own
+    inits become known on the async side of p's holders."""
+    proc = enc.machine.procs[p]
+    mine_init = enc._mask(r for r, rec in enumerate(enc.records)
+                          if rec.space == INIT and rec.owner == p and rec.kind == 1 and not rec.is_async
+                          and not part_lanes(proc, rec.part) & ~part_lanes(proc, part))
+    if mine_init:
+        mask = z3.BitVecVal(mine_init, enc.R)
+        for h in (enc.leader(p), enc.lanes_holder(p)):
+            w["A", h] = w["A", h] | (w["K", h] & mask)
 
 
 
