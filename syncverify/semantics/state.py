@@ -47,6 +47,12 @@ SPACE_TMEM = 4
 # `fence.proxy.async` does not admit them (only the tensormap proxy fences do)
 TMAP_CTA = -3
 READ, WRITE = 0, 1
+# Not an access: the shadow of a generic write made in another CTA (the same key, owner, part, epoch
+# and region), whose R_KNOWN holds who knows that write when the `.cta`-scope cross-CTA
+# release/acquire edges PTX does not pair are counted too (R_LINE: that remote arrive's line). It
+# orders nothing; it names the race of an access that only such an edge would order as SV602
+# (families/scopes.py, docs/model.md "Scopes across CTAs"). A write that covers the write drops it.
+SHADOW = 2
 LEADER, FULL = 0, 1
 LANES = 2  # part LANES + m: an access by the lanes in mask m, not all of the process (program.lane_part)
 # flags
