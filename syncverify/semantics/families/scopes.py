@@ -1,10 +1,12 @@
 """Scopes across CTAs (SV602): when a `.cta`-scope remote arrive carries data another CTA needs.
 
 A remote `arrive` with the default `.release.cta` into a peer CTA's barrier is not morally strong with
-the peer's acquire (PTX ISA §8.7), so it publishes nothing to that CTA. Whether that matters is decided
-at each acquiring wait of the phase it fed, from what the waiting lanes already know (docs/model.md,
-"Scopes across CTAs"): the explicit handlers (ScopeOps, a mixin of MbarrierOps) and the bmc encoding
-(ScopeEncoding, a mixin of MbarrierEncoding) read the same rule.
+the peer's acquire (PTX ISA §8.7), so it publishes nothing to that CTA. Each acquiring wait of the
+phase it fed does not learn the other CTA's generic writes that only it would hand over (from what the
+waiting lanes and the slot's accessors already know); whether that matters is decided at an access that
+would need them, which is then the SV602 error (docs/model.md, "Scopes across CTAs"): the explicit
+handlers (ScopeOps, a mixin of MbarrierOps) and the bmc encoding (ScopeEncoding, a mixin of
+MbarrierEncoding) withhold the same writes.
 """
 
 from __future__ import annotations
@@ -63,10 +65,12 @@ class ScopeOps:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata.
 
         A .cta-scope release that publishes generic data made outside the barrier's CTA is not
-        reported here: the phase records the arrive's line (rdata_cta_line), and each acquiring
-        wait of the phase decides (_check_cta_scope_data): only data a waiter learns through this
-        phase, not already ordered before it by other synchronization, depends on the release
-        that PTX does not pair with the waiter's acquire (docs/model.md, "Scopes across CTAs")."""
+        reported here: the phase records the arrive's line (rdata_cta_line), each acquiring wait
+        of the phase withholds what only this release would give it (_check_cta_scope_data,
+        _learn_unpaired), and an access that needs such data is the error (_unpaired_race): only
+        data a waiter learns through this phase, not already ordered before it by other
+        synchronization, depends on the release that PTX does not pair with the waiter's acquire
+        (docs/model.md, "Scopes across CTAs")."""
         carries_data = self._carries_cross_data(w.records, lanes, self.mb_names[m][0])
         rd = w.mbars[m][M_RDATA] | (1 if carries_data else 0)
         if op.scope == "cta":
