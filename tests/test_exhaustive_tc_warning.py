@@ -68,8 +68,9 @@ CUTE_DSL = Path(__file__).resolve().parents[1] / "bench" / "families" / "cute_ds
 
 def test_the_rule_acts_on_the_cute_dsl_gemm_and_keeps_its_findings(monkeypatch):
     """One tile of one k-tile, one accumulator-update and one epilogue warp per CTA: the four loads' SV608 no
-    longer keeps them from being taken alone (6,827 states without the rule, 2,202 with it), and the verdict and
-    every finding (code, line), warnings included, are the same."""
+    longer keeps them from being taken alone (1,831 states without the rule, 954 with it, since SV602 is decided
+    at the access: 6,827 and 2,202 before), and the verdict and every finding (code, line), warnings included,
+    are the same."""
     protocol = load(CUTE_DSL.read_text(), {"W": 1, "TILES": 1, "KT": 1, "SUB": 1}, path=str(CUTE_DSL))
 
     def run():
@@ -82,4 +83,4 @@ def test_the_rule_acts_on_the_cute_dsl_gemm_and_keeps_its_findings(monkeypatch):
         verdict_off, states_off, found_off = run()
     assert (verdict, found) == (verdict_off, found_off)
     assert ("SV608", 196) in found
-    assert states * 2 < states_off, (states, states_off)
+    assert states * 3 < states_off * 2, (states, states_off)

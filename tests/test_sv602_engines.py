@@ -1,12 +1,16 @@
 """The `.cta`-scope SV602 rule, one definition for every engine (#35).
 
-A write learnt through a `.cta`-scope remote release is the SV602 error only if some thread that may
-access its slot does not know it yet (semantics/families/scopes.py: `slot_accessors`,
-`accessor_holders`; docs/model.md, "Scopes across CTAs"). The explicit engine reads it in its state's
-bits, the bmc engine in its Z3 bit-vectors, the Promela export in the model's C tables; each asks the
-same function which holders must know. The near twins below differ in one statement: CTA 0 reading
-CTA 1's buffer through DSMEM makes CTA 0's warp an accessor of it, and a write by one lane leaves the
-writer's other lanes not knowing it; either way the release that alone would order it is the error.
+A write a waiter would learn through a `.cta`-scope remote release alone (some thread that may access
+its slot does not know it yet: semantics/families/scopes.py, `slot_accessors`, `accessor_holders`) is
+not learnt: the release and the acquire are not morally strong. An access that only that edge would
+order after the write is the SV602 error (docs/model.md, "Scopes across CTAs"). The explicit engine
+keeps the write out of the waiter's bits and names such an access by the write's shadow; the bmc engine
+keeps it out of its Z3 bit-vectors (the race its solver finds is named SV602 by the machine's replay);
+the Promela export still asserts at the wait, from its C tables (it reports more). Each asks the same
+function which holders must know. The near twins below differ in a statement or two: CTA 0 reading
+CTA 1's buffer through DSMEM after its wait is the error; a write by one lane leaves the writer's other
+lanes not knowing it, which is the error only once they read it through the edge (the stage handed
+back at cluster scope); without a reader it is the warning.
 
 The DeepGEMM specs themselves take Z3 minutes (tests/test_bmc.py, SYNCVERIFY_SLOW) and SPIN past its
 budget on the safe one (tests/test_promela.py, TOO_BIG); here the same rule on small protocols, and with
@@ -48,16 +52,25 @@ protocol settled {
 READ_REMOTELY = SETTLED.replace("protocol settled", "protocol read_remotely").replace(
     "elect { wait m parity 0; }", "elect { wait m parity 0; read buf @ 1; }")
 # the twin in which one lane writes: the warp's other lanes may access buf and do not know the write
-# (the other-lanes holder of accessor_holders)
+# (the other-lanes holder of accessor_holders), so CTA 0's waiter learns it through the .cta edge alone;
+# but no access needs that edge (nobody reads buf after it): the warning
 ONE_LANE = SETTLED.replace("protocol settled", "protocol one_lane").replace(
     "{ write buf; syncwarp; elect { arrive m @ 0; } }", "{ elect { write buf; arrive m @ 0; } }")
+# ... and its twin in which CTA 0's waiter hands the stage back at cluster scope and CTA 1's whole warp
+# then reads buf: its other lanes are ordered after the one lane's write only through the .cta edge
+RETURNED = ONE_LANE.replace("protocol one_lane", "protocol returned").replace(
+    "  mbarrier m count 1;\n", "  mbarrier m count 1;\n  mbarrier back count 1;\n").replace(
+    "elect { init m; fence.mbarrier_init; }", "elect { init m; init back; fence.mbarrier_init; }").replace(
+    "{ elect { write buf; arrive m @ 0; } }",
+    "{ elect { write buf; arrive m @ 0; } wait back parity 0; read buf; }").replace(
+    "elect { wait m parity 0; }", "elect { wait m parity 0; arrive.release.cluster back @ 1; }")
 # the twin with the release at cluster scope: nothing for SV602 to say
 CLUSTER_SCOPE = READ_REMOTELY.replace("protocol read_remotely", "protocol cluster_scope").replace(
     "arrive m @ 0", "arrive.release.cluster m @ 0")
 
 EXPECTED = {"settled": ("safe", set()), "read_remotely": ("violation", {"SV602"}),
-            "one_lane": ("violation", {"SV602"}), "cluster_scope": ("safe", set())}
-CASES = [SETTLED, READ_REMOTELY, ONE_LANE, CLUSTER_SCOPE]
+            "one_lane": ("safe", set()), "returned": ("violation", {"SV602"}), "cluster_scope": ("safe", set())}
+CASES = [SETTLED, READ_REMOTELY, ONE_LANE, RETURNED, CLUSTER_SCOPE]
 
 
 def _protocol(text: str):

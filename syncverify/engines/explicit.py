@@ -259,7 +259,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
         seconds=time.monotonic() - start, peak_mb=max(peak - base_mb, 0.0),
         errors=[(v, path(sid, lab)) for v, sid, lab in errors.values()],
         # a finding that is an error on some path is not also a warning at the same operation (the
-        # SV602 of a .cta-scope remote arrive is decided per acquiring wait: data on one, reuse on another;
+        # SV602 of a .cta-scope remote arrive is an error where an access needs it, a warning elsewhere;
         # an arrive that completes an unobserved phase on one path, SV502, lands early on another, SV505)
         warnings=[(v, path(sid, lab)) for (code, line), (v, sid, lab) in warnings.items()
                   if not any(k[0] == _ERROR_OF_WARNING.get(code, code) and k[1] == line for k in errors)],

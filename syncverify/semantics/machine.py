@@ -172,7 +172,7 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         self.mb_decl: dict[str, ir.Mbarrier] = {b.name: b for b in protocol.mbarriers}
         self._wait_targets: dict[tuple, tuple[int, int] | bool] = {}  # see _wait_target
         self._wait_findings: dict[tuple, tuple] = {}  # (p, pc, vars, barrier) -> see mbar_wait_findings
-        # the remote arrives by line, for the SV602 an acquiring wait reports at them (_check_cta_scope_data)
+        # the remote arrives by line, for the SV602 reported at them (ScopeOps._check_cta_scope_data, _unpaired_race)
         self._arrive_spans = {ins.op.span.line: ins.op.span for prog in self.programs for ins in prog.code
                               if isinstance(ins.op, ir.MbarArrive) and ins.op.remote is not None}
         self.mb_names: list[tuple[int, str, int]] = []

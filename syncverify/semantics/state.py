@@ -47,6 +47,12 @@ SPACE_TMEM = 4
 # `fence.proxy.async` does not admit them (only the tensormap proxy fences do)
 TMAP_CTA = -3
 READ, WRITE = 0, 1
+# Not an access: the shadow of a generic write made in another CTA (the same key, owner, part, epoch
+# and region), whose R_KNOWN holds who knows that write when the `.cta`-scope cross-CTA
+# release/acquire edges PTX does not pair are counted too (R_LINE: that remote arrive's line). It
+# orders nothing; it names the race of an access that only such an edge would order as SV602
+# (families/scopes.py, docs/model.md "Scopes across CTAs"). A write that covers the write drops it.
+SHADOW = 2
 LEADER, FULL = 0, 1
 LANES = 2  # part LANES + m: an access by the lanes in mask m, not all of the process (program.lane_part)
 # flags
@@ -82,8 +88,8 @@ UNIT_OF = {"bulk": UNIT_BULK, "wgmma": UNIT_WGMMA, "cp_async": UNIT_CPASYNC}
 M_VALID, M_K, M_PEND, M_EXP, M_TX, M_OBSERVED, M_JPREV, M_RDATA = range(8)
 # M_RDATA: bit 0 / bit 1: a cross-CTA release carried generic data into the current / last phase
 # (the .cta-scope acquire warning); from bit RD_CUR_LINE / RD_LAST_LINE, 20 bits each: the line of
-# a .cta-scope remote arrive that carried such data into that phase, 0 for none (SV602 is decided
-# at the acquiring wait: MbarrierOps._check_cta_scope_data)
+# a .cta-scope remote arrive that carried such data into that phase, 0 for none (an acquiring wait
+# withholds that data, and an access that needs it is SV602: ScopeOps._check_cta_scope_data)
 RD_CUR_LINE, RD_LAST_LINE = 2, 22
 _RD_LINE = 0xFFFFF
 

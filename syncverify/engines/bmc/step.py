@@ -72,9 +72,11 @@ class Step(MbarrierEncoding, BarrierEncoding, MemoryEncoding, AsyncAgentEncoding
                 acc = acc | (w[space, h] & ~z3.BitVecVal(mask, self.enc.R) if h == holder and mask else w[space, h])
             w.cond(c, (space, tgt), w[space, tgt] | acc)
 
-    def acquire(self, w: Work, src: int, tgt: tuple[int, ...], c: Any = True) -> None:
+    def acquire(self, w: Work, src: int, tgt: tuple[int, ...], c: Any = True, withheld: Any = None) -> None:
+        """state.acquire; the records in ``withheld`` (a bit-vector) are not learnt: what a `.cta`-scope
+        remote release alone would give (ScopeEncoding.unpaired_data)."""
         for space in ("K", "A"):
-            value = w[space, src]
+            value = w[space, src] if withheld is None else w[space, src] & ~withheld
             for h in tgt:
                 w.cond(c, (space, h), w[space, h] | value)
 

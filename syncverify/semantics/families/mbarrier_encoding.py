@@ -130,8 +130,7 @@ class MbarrierEncoding(ScopeEncoding):
         w.cond(means_it, ("phase", r), observed_phase)
         self.set_record(w, r, e.lanes, e.lanes, means_it)
         if e.op.sem == "acquire":
-            soft.append(("SV602", self.cta_scope_data(w, e)))
-            self.acquire(w, self.enc.last(m), e.lanes)
+            self.acquire(w, self.enc.last(m), e.lanes, withheld=self.unpaired_data(w, e))
         else:
             self.carry_obs(w, (self.enc.last(m),), e.lanes)
         return z3.Or(z3.Not(usable), aliases, passes)

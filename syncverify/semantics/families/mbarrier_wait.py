@@ -102,9 +102,9 @@ class MbarrierWaitOps:
         The step (op_wait, then the local control flow to p's next instruction) reports, in this
         order: an operand that cannot be evaluated or is out of range (None here: _wait_target), a
         barrier not usable (SV401: _init_unordered), a stale waiter (SV501: rules.wait_aliases of
-        the phase wait_intends), and for a wait that passes with .acquire the SV602 of data a
+        the phase wait_intends), and for a wait that passes with .acquire the SV602 warning of data a
         `.cta`-scope remote release brought into the phase (None here where the phase records one:
-        _check_cta_scope_data decides on the records) or the SV602 warning of a `.cta`-scope
+        _check_cta_scope_data decides on the records, and what the wait learns) or the SV602 warning of a `.cta`-scope
         acquire of a phase released at .cluster scope. A wait that does not pass is blocked: no
         step, nothing reported. The observation it records and what it acquires report nothing.
         None too where the process ends and its exit may do more than end it
@@ -240,7 +240,7 @@ class MbarrierWaitOps:
             w.records = carry_obs(w.records, self.holders.mb_last(m), lanes)
         if op.sem == "acquire":
             rdata = w.mbars[m][M_RDATA]
-            self._check_cta_scope_data(w, m, proc.cta, lanes, op.span.line)
+            line, learnt = self._check_cta_scope_data(w, m, proc.cta, lanes, op.span.line)
             if self._cta_scope_acquire_warns(op, rdata):
                 # A warning, not an error: the release side is at .cluster scope here (a .cta one is
                 # the error at the arrive), and CUTLASS's ClusterBarrier::wait acquires at the default
@@ -251,6 +251,8 @@ class MbarrierWaitOps:
                     "each scope includes the other thread, so prefer wait.acquire.cluster (CUTLASS relies on "
                     "the .cta form)", op.span, severity=Severity.WARNING))
             w.records = acquire(w.records, self.holders.mb_last(m), lanes)
+            if learnt:
+                self._learn_unpaired(w, line, learnt, lanes)
 
     def op_test_wait(self, w, p, proc, op: ir.MbarTestWait, ins, env, ctx, lanes) -> bool:
         """`mbarrier.test_wait.parity` whose result nothing uses: it never blocks, names no phase

@@ -44,6 +44,7 @@ from ..state import (
     R_SLOT,
     R_SPACE,
     READ,
+    SHADOW,
     SPACE_DATA,
     SPACE_START,
     WRITE,
@@ -115,11 +116,12 @@ class MemoryOps:
         for r in run:
             # (r[:4] != key, field by field without slicing: most records differ in the first test)
             if r[R_SLOT] != slot or r[R_OBJ] != obj or r[R_CTA] != cta or r[R_SPACE] != space or \
-                    (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED:
+                    (r[R_KIND] == READ and kind == READ) or r[R_FLAGS] & F_SUPERSEDED or r[R_KIND] == SHADOW:
                 continue
             if (self._ordered(r, p, part, lanes) and not self._lanes_unordered(r, p, part)) or \
                     self._apart(r, p, region):
                 continue
+            self._unpaired_race(w, p, lanes, key, kind, r, span, what)  # only a .cta-scope edge orders it: SV602
             self._raise_race(w, p, lanes, key, kind, r, span, what)
         if async_op:
             for r in run:

@@ -1,10 +1,12 @@
 """Scopes across CTAs (SV602): when a `.cta`-scope remote arrive carries data another CTA needs.
 
 A remote `arrive` with the default `.release.cta` into a peer CTA's barrier is not morally strong with
-the peer's acquire (PTX ISA §8.7), so it publishes nothing to that CTA. Whether that matters is decided
-at each acquiring wait of the phase it fed, from what the waiting lanes already know (docs/model.md,
-"Scopes across CTAs"): the explicit handlers (ScopeOps, a mixin of MbarrierOps) and the bmc encoding
-(ScopeEncoding, a mixin of MbarrierEncoding) read the same rule.
+the peer's acquire (PTX ISA §8.7), so it publishes nothing to that CTA. Each acquiring wait of the
+phase it fed does not learn the other CTA's generic writes that only it would hand over (from what the
+waiting lanes and the slot's accessors already know); whether that matters is decided at an access that
+would need them, which is then the SV602 error (docs/model.md, "Scopes across CTAs"): the explicit
+handlers (ScopeOps, a mixin of MbarrierOps) and the bmc encoding (ScopeEncoding, a mixin of
+MbarrierEncoding) withhold the same writes.
 """
 
 from __future__ import annotations
@@ -16,24 +18,30 @@ import z3
 
 from ... import ir
 from ...diagnostics import Severity
-from .. import rules
 from ..core import Violation
 from ..state import (
+    F_INFLIGHT,
+    F_SUPERSEDED,
     M_RDATA,
+    R_AKNOWN,
     R_CTA,
+    R_EPOCH,
     R_FLAGS,
     R_KIND,
     R_KNOWN,
+    R_LINE,
     R_OBJ,
     R_OWNER,
+    R_PART,
+    R_REGION,
     R_SPACE,
     RD_CUR_LINE,
+    SHADOW,
     SPACE_DATA,
     WRITE,
     generic_proxy_write,
     rdata_cta_line,
 )
-from .encoding import Z3A
 from .globalmem import GLOBAL_CTA
 
 if TYPE_CHECKING:
@@ -57,10 +65,12 @@ class ScopeOps:
         """SV602: a release into a peer CTA's barrier. Returns the barrier's new rdata.
 
         A .cta-scope release that publishes generic data made outside the barrier's CTA is not
-        reported here: the phase records the arrive's line (rdata_cta_line), and each acquiring
-        wait of the phase decides (_check_cta_scope_data): only data a waiter learns through this
-        phase, not already ordered before it by other synchronization, depends on the release
-        that PTX does not pair with the waiter's acquire (docs/model.md, "Scopes across CTAs")."""
+        reported here: the phase records the arrive's line (rdata_cta_line), each acquiring wait
+        of the phase withholds what only this release would give it (_check_cta_scope_data,
+        _learn_unpaired), and an access that needs such data is the error (_unpaired_race): only
+        data a waiter learns through this phase, not already ordered before it by other
+        synchronization, depends on the release that PTX does not pair with the waiter's acquire
+        (docs/model.md, "Scopes across CTAs")."""
         carries_data = self._carries_cross_data(w.records, lanes, self.mb_names[m][0])
         rd = w.mbars[m][M_RDATA] | (1 if carries_data else 0)
         if op.scope == "cta":
@@ -95,27 +105,79 @@ class ScopeOps:
             mask |= self.holders.lanes(p) if part else self.holders.leader(p)
         return (r[R_KNOWN] & mask) == mask
 
-    def _check_cta_scope_data(self, w, m: int, cta: int, lanes: int, wait_line: int) -> None:
+    def _check_cta_scope_data(self, w, m: int, cta: int, lanes: int, wait_line: int) -> tuple[int, tuple]:
         """SV602 at an acquiring wait of a phase that a .cta-scope remote release fed with data made
-        outside this CTA: an error (at that arrive) when the waiting lanes learn some such write
-        from the phase that they did not already know — no other happens-before path (a cluster
-        barrier both sides passed, a cluster-scope release/acquire chain) orders it before them,
-        so only the unpaired .cta release would; otherwise the warning that the arrive only
-        guards reuse. The phase's knowledge is the union of its arrivals', so the test is
-        conservative where a cluster-scope release into the same phase carried the data."""
+        outside this CTA. Returns (that arrive's line, the writes the waiting lanes learn only
+        through it), for :meth:`_learn_unpaired` once the acquire is made; ((0, ()) where no such
+        arrive fed the phase.) A write is learnt only through it when the lanes did not all know it
+        before the wait and some thread that may access its slot does not know it yet
+        (:meth:`_settled`): no other happens-before path (a cluster barrier both sides passed, a
+        cluster-scope release/acquire chain) orders it before them. Whether that matters is not
+        decided here but at an access that would need the edge (:meth:`_unpaired_race`); the wait
+        warns that the arrive's scope is `.cta`. The phase's knowledge is the union of its
+        arrivals', so the test is conservative where a cluster-scope release into the same phase
+        carried the data."""
         line = rdata_cta_line(w.mbars[m][M_RDATA], current=False)
         if not line:
-            return
+            return 0, ()
         span = self._arrive_spans[line]
         last = self.holders.mb_last(m)
-        if any(r[R_KNOWN] & last and (r[R_KNOWN] & lanes) != lanes and self._crosses(r, cta)
-               and not self._settled(r) for r in w.records):
-            w.soft.append(Violation("SV602", f"remote arrive on {self.mb_label(m)} publishes generic-proxy data "
-                                    "to another CTA with a .cta-scope release; use arrive.release.cluster (the wait "
-                                    f"at line {wait_line} learns it through no other synchronization)", span,
-                                    related=((wait_line, "the wait that acquires it"),)))
+        learnt = tuple(r for r in w.records if r[R_KNOWN] & last and (r[R_KNOWN] & lanes) != lanes
+                       and self._crosses(r, cta) and not r[R_FLAGS] & F_SUPERSEDED and not self._settled(r))
+        if learnt:
+            w.warnings.append(Violation(
+                "SV602", f"remote arrive on {self.mb_label(m)} uses the default .cta scope and hands over data made "
+                f"in another CTA that the wait at line {wait_line} learns through no other synchronization; PTX "
+                "orders it for no thread of this CTA (an access that needs it is the error; prefer "
+                ".release.cluster)", span, severity=Severity.WARNING, related=((wait_line, "the wait"),)))
         else:
             w.warnings.append(self._reuse_warning(m, span))
+        return line, learnt
+
+    def _learn_unpaired(self, w, line: int, learnt: tuple, lanes: int) -> None:
+        """After the acquire: the writes of :meth:`_check_cta_scope_data` are not known by the
+        lanes that learnt them from the phase (the `.cta`-scope remote release and this acquire are
+        not morally strong, PTX ISA §8.7: the edge orders nothing), and their shadows (state.SHADOW)
+        are, so that an access that only this edge would order is named SV602 at that arrive
+        (:meth:`_unpaired_race`). What the lanes knew before keeps its bits."""
+        records = list(w.records)
+        index = {r[:R_AKNOWN]: i for i, r in enumerate(records) if r[R_SPACE] == SPACE_DATA}
+        for before in learnt:
+            i = index.get(before[:R_AKNOWN])
+            if i is None:
+                continue
+            r = records[i]
+            new = lanes & ~before[R_KNOWN]
+            records[i] = (*r[:R_AKNOWN], r[R_AKNOWN] & ~(lanes & ~before[R_AKNOWN]), r[R_KNOWN] & ~new)
+            head = (*r[:R_KIND], SHADOW, r[R_OWNER], r[R_PART], line, 0, r[R_EPOCH], -1, r[R_REGION])
+            j = index.get(head)
+            if j is None:
+                index[head] = len(records)
+                records.append((*head, 0, r[R_KNOWN]))
+            else:
+                records[j] = (*head, 0, records[j][R_KNOWN] | r[R_KNOWN])
+        w.records = tuple(records)
+
+    def _unpaired_race(self, w, p: int, lanes: int, key: tuple, kind: int, r: tuple, span, what: str) -> None:
+        """SV602 (raised) where an access by ``lanes`` of p that conflicts with write r, unordered
+        with it, would be ordered after it by a `.cta`-scope cross-CTA release/acquire edge: r's
+        shadow, which counts those edges, is known by all of the lanes (docs/model.md, "Scopes across
+        CTAs"). Otherwise nothing: the race is named by the caller."""
+        if r[R_KIND] != WRITE or r[R_FLAGS] & F_INFLIGHT:
+            return
+        for s in w.records:
+            if s[R_KIND] == SHADOW and s[:4] == key and s[R_OWNER] == r[R_OWNER] and s[R_PART] == r[R_PART] \
+                    and s[R_EPOCH] == r[R_EPOCH] and s[R_REGION] == r[R_REGION] and (s[R_KNOWN] & lanes) == lanes:
+                arrive = self._arrive_spans[s[R_LINE]]
+                access = "write" if kind == WRITE else "read"
+                raise Violation(
+                    "SV602", f"remote arrive at line {s[R_LINE]} publishes generic-proxy data to another CTA with a "
+                    f".cta-scope release: the {what} of {self.slot_label(*key[1:])} by {self.proc_label(p)} at "
+                    f"line {span.line} is ordered after the write at line {r[R_LINE]} by {self._owner_label(r)} "
+                    "only through it, and PTX pairs that release with no acquire of another CTA (not morally "
+                    "strong); use arrive.release.cluster", arrive,
+                    related=((span.line, f"the {access} that needs it"), (r[R_LINE], "the write it hands over")),
+                    procs=(r[R_OWNER],) if r[R_OWNER] >= 0 else ())
 
 
 def slot_accessors(machine: Any, cta: int, buf: int) -> tuple[int, ...]:
@@ -170,28 +232,28 @@ def _names(op: object, name: str) -> bool:
 
 
 class ScopeEncoding:
-    """The bmc engine's SV602 at the acquiring wait (a mixin of MbarrierEncoding)."""
+    """The bmc engine's reading of a `.cta`-scope remote release at the acquiring wait (a mixin of
+    MbarrierEncoding)."""
 
-    def cta_scope_data(self, w: Work, e: Event) -> Any:
-        """Machine._check_cta_scope_data: the observed phase got data from another CTA (rd_last) on
-        a barrier some .cta-scope remote arrive targets, and the waiting lanes learn such a write
-        from it that they do not all know yet and that some thread which may access its slot does
-        not know either (ScopeOps._settled, by :func:`accessor_holders`). rd_last does not tell the
+    def unpaired_data(self, w: Work, e: Event) -> Any:
+        """ScopeOps._check_cta_scope_data: the records the waiting lanes would learn only through a
+        `.cta`-scope remote release, which the acquire then does not give them
+        (ScopeOps._learn_unpaired): on a barrier some .cta-scope remote arrive targets, when the
+        observed phase got data from another CTA (rd_last), the live generic writes made outside the
+        barrier's CTA that the phase knows and that some thread which may access their slot does not
+        know yet (ScopeOps._settled, by :func:`accessor_holders`). An access that needs one of them
+        is then a race here; its replay by the machine names it SV602. rd_last does not tell the
         scope of the release that brought the data, so on a barrier targeted by remote arrives of
-        both scopes this reports more than the machine does (bmc's counterexample is then not
-        reproduced: inconclusive)."""
+        both scopes this holds back more than the machine does (a counterexample that needs it is
+        then not reproduced: inconclusive, never safe)."""
         enc = self.enc
         if not enc.track_rdata or not any(x.cross_release and x.op.scope == "cta" and x.m == e.m
                                           for evs in enc.events for x in evs):
-            return z3.BoolVal(False)
+            return None
         published = enc.published(e)
         mask = enc._mask(published)
         if not mask:
-            return z3.BoolVal(False)
-        everyone = z3.BitVecVal(-1, enc.R)
-        for h in e.lanes:
-            everyone = everyone & w["K", h]
-        new = w["K", enc.last(e.m)] & ~everyone & (w["live"] | w["sup"]) & z3.BitVecVal(mask, enc.R)
+            return None
         # the records every accessor of their slot knows already, grouped by slot (one set of holders each)
         by_slot: dict[tuple[int, int], int] = {}
         for r in published:
@@ -203,5 +265,5 @@ class ScopeEncoding:
             for p, part in accessor_holders(enc.machine, cta, buf):
                 known = known & w["K", enc.lanes_holder(p) if part else enc.leader(p)]
             settled = settled | known
-        passes = rules.mb_wait_passes(self.mbar(w, e.m), e.parity, Z3A)
-        return z3.And(passes, w["rd_last", e.m], new & ~settled != 0)
+        learnt = w["K", enc.last(e.m)] & w["live"] & z3.BitVecVal(mask, enc.R) & ~settled
+        return z3.If(w["rd_last", e.m], learnt, z3.BitVecVal(0, enc.R))
