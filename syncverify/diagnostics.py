@@ -142,7 +142,7 @@ CODES: dict[str, tuple[str, Severity]] = {
     "SV608": ("tensor-memory access ordered by release/acquire synchronization without the tcgen05 fence pair",
               Severity.WARNING),
     "SV609": ("release by some lanes publishes the other lanes' accesses ordered only by a warp-collective wgmma "
-              "instruction", Severity.WARNING),
+              "or tcgen05.wait instruction", Severity.WARNING),
     "SV701": ("verification inconclusive", Severity.WARNING),
     "SV801": ("deadlock through global memory", Severity.ERROR),
     "SV802": ("flag reset while a spin waits for the value", Severity.ERROR),

@@ -40,7 +40,7 @@ class Options:
     assume_dealloc_blocks: bool = True
     assume_commit_release: bool = True  # a tcgen05.commit releases its thread's generic accesses
     assume_sync_orders_tcgen05: bool = True  # release/acquire orders tcgen05 accesses without the fence pair
-    assume_warp_collective_orders: bool = True  # a warp's wgmma.commit/wait orders its lanes' accesses (SV609)
+    assume_warp_collective_orders: bool = True  # a warp's wgmma.commit/wait or tcgen05.wait orders its lanes (SV609)
     # a bulk commit + wait_group.read retires the tensor-map reads of the thread's earlier TMA loads (cutlass#2912)
     assume_bulk_wait_map_reads: bool = True
     # a CTA's exit waits for its bulk stores' source reads (DeepGEMM's epilogue relies on it; PTX does not say so;

@@ -2,9 +2,12 @@
 commit-release reading of a tcgen05.commit's arrival.
 
 * `tcgen05.wait::ld` / `wait::st` complete the loads / stores "issued by the executing thread"
-  (PTX ISA §9.7.16.8.5): after a whole-warp ld and its wait, a release by lane 0 alone publishes
-  lane 0's load only, so an MMA that overwrites the columns after it races with lanes 1..31's
-  loads. With a `syncwarp` before the release it is safe.
+  (PTX ISA §9.7.16.8.5): by the letter (`--no-assume`), after a whole-warp ld and its wait, a
+  release by lane 0 alone publishes lane 0's load only, so an MMA that overwrites the columns
+  after it races with lanes 1..31's loads. By default the warp-collective reading takes the
+  whole warp's `.sync.aligned` wait as ordering the loads it completed for that release (the
+  SV609 warning; tests/test_warp_collective_order.py). With a `syncwarp` before the release it
+  is safe under both, with no warning.
 * PTX gives a commit's arrive-on no memory semantics for the committing thread's own accesses;
   CUTLASS example 77 relies on it (the tensor-memory base address written after tcgen05.alloc is
   read ordered only through commits). It is a named reading, on by default, reported in the
@@ -88,9 +91,9 @@ RACE = {"ld": "SV302", "st": "SV303"}
 @pytest.mark.parametrize("access", ["ld", "st"])
 @pytest.mark.parametrize("engine", ["explicit", "z3"])
 def test_lane0_release_after_whole_warp_tmem_access_is_a_race(access, engine):
-    """Lane 0's arrive publishes lane 0's load (store) only: the next MMA races with lanes
-    1..31's (SV302 after an ld, SV303 after an st), and SV508 names the missing syncwarp."""
-    res = check(handback(access, "elect { arrive acc_empty; }"), engine)
+    """By the letter, lane 0's arrive publishes lane 0's load (store) only: the next MMA races with
+    lanes 1..31's (SV302 after an ld, SV303 after an st), and SV508 names the missing syncwarp."""
+    res = check(handback(access, "elect { arrive acc_empty; }"), engine, assume_warp_collective_orders=False)
     assert res.verdict is Verdict.VIOLATION, res.coverage
     assert RACE[access] in errors(res)
     sv508 = [d for d in res.diagnostics if d.code == "SV508"]
@@ -114,11 +117,16 @@ def test_every_lane_releasing_stays_safe(access):
 
 
 def test_some_lanes_releasing_publish_only_their_own_loads():
-    """A lane guard releases what those lanes did: lanes 2..31's loads stay unpublished."""
-    res = check(handback("ld", "if lane < 2 { arrive acc_empty; }", 2))
+    """By the letter a lane guard releases what those lanes did: lanes 2..31's loads stay
+    unpublished. Under the warp-collective reading the warp's wait::ld orders them (SV609)."""
+    letter = {"assume_warp_collective_orders": False}
+    res = check(handback("ld", "if lane < 2 { arrive acc_empty; }", 2), **letter)
     assert res.verdict is Verdict.VIOLATION and "SV302" in errors(res)
-    res = check(handback("ld", "syncwarp; if lane < 2 { arrive acc_empty; }", 2))
+    res = check(handback("ld", "syncwarp; if lane < 2 { arrive acc_empty; }", 2), **letter)
     assert (res.verdict, errors(res)) == (Verdict.SAFE, set())
+    res = check(handback("ld", "if lane < 2 { arrive acc_empty; }", 2))
+    assert (res.verdict, errors(res)) == (Verdict.SAFE, set())
+    assert [d.code for d in res.diagnostics] == ["SV609"]
 
 
 def test_a_warps_own_later_access_and_dealloc_follow_its_wait():

@@ -137,3 +137,91 @@ def test_bmc_and_promela_refuse_a_release_by_some_lanes_after_the_collective() -
     twin = twin.replace("mbarrier empty count 4;", "mbarrier empty count 128;")
     res = check_protocol(load(twin, path="x.sync"), Options(engine="bmc", timeout=120))
     assert res.verdict is Verdict.SAFE
+
+
+# tcgen05.wait::ld / ::st read the same way (PTX ISA §9.7.16.8.5 words its `.sync` / `.aligned` as wgmma.wait_group's):
+# CUTLASS's CuTe-DSL blockwise GEMM's acc-update warp (blockwise_gemm.py:1625-1659 at 7107b05) loads the accumulator
+# with every lane, waits, and releases the stage from one elected lane.
+TC_SPEC = "specs/cute_dsl_acc_update_elected_release.sync"
+TC_TWIN = "specs/cute_dsl_acc_update_elected_release_ld_after_wait.sync"
+TC_SMALL = """protocol tc_wait_then_lane0_release {
+  cta threads 64;
+  role mma = warp 0;
+  role accu = warp 1;
+  smem a bytes 1024;
+  tmem acc cols 128;
+  mbarrier full count 1;
+  mbarrier empty count 1;
+  if mma { elect { init full; init empty; fence.mbarrier_init; } tmem.alloc cols 128; }
+  syncthreads;
+  if mma {
+    for t in 0..2 { wait empty parity (t + 1) % 2; AFTER elect { tcgen05.mma acc, a, a; tcgen05.commit full; } }
+  }
+  if accu { for t in 0..2 { wait full parity t % 2; AFTER ACCU } }
+  syncthreads;
+  if mma { tmem.dealloc cols 128; }
+}
+"""
+TC_RACE = {"ld": "SV302", "st": "SV303"}
+
+
+def _tc(accu: str, fenced: bool = False) -> str:
+    after = "tcgen05.fence::after_thread_sync;" if fenced else ""
+    return TC_SMALL.replace("AFTER", after).replace("ACCU", accu)
+
+
+def _tc_collective(kind: str, fenced: bool = False) -> str:
+    before = "tcgen05.fence::before_thread_sync; " if fenced else ""
+    return _tc(f"tcgen05.{kind} acc; tcgen05.wait::{kind}; {before}elect {{ arrive empty; }}", fenced)
+
+
+@pytest.mark.parametrize("kind", ["ld", "st"])
+def test_lane0_release_after_the_warps_tcgen05_wait(kind: str) -> None:
+    """The warp's loads (stores), its tcgen05.wait, the fence pair, lane 0's release: safe with SV609 alone at the
+    release, naming the wait; to the letter the MMA's next write races lanes 1..31's access (SV302 / SV303)."""
+    text = _tc_collective(kind, fenced=True)
+    verdict, errors, warnings, assumed = _run(text)
+    assert (verdict, errors) == (Verdict.SAFE, set()) and WARP_COLLECTIVE_ORDERS in assumed
+    assert [w.code for w in warnings] == ["SV609"]
+    assert "tcgen05.wait" in warnings[0].message and warnings[0].span.line == _line(text, "arrive empty")
+    assert _run(text, assume=False)[:2] == (Verdict.VIOLATION, {TC_RACE[kind], "SV508"})  # SV508: the release
+
+
+def test_the_reading_stands_for_a_syncwarp_not_for_the_before_fence() -> None:
+    """The MMA runs its after-fence but the loading warp no tcgen05.fence::before_thread_sync: the published loads
+    still lack that fence, and the MMA's write is the SV608 warning (the letter: SV603), as it is after a real
+    syncwarp; the reading gives the release the lanes' loads, not a fence the lanes did not run."""
+    text = _tc("tcgen05.ld acc; tcgen05.wait::ld; elect { arrive empty; }", fenced=True)
+    synced = _tc("tcgen05.ld acc; tcgen05.wait::ld; syncwarp; elect { arrive empty; }", fenced=True)
+    mma = _line(text, "tcgen05.mma")
+    for t in (text, synced):
+        verdict, errors, warnings, _ = _run(t)
+        assert (verdict, errors) == (Verdict.SAFE, set())
+        assert ("SV608", mma) in {(w.code, w.span.line) for w in warnings}
+    assert "SV609" in {w.code for w in _run(text)[2]} and "SV609" not in {w.code for w in _run(synced)[2]}
+
+
+def test_a_tcgen05_load_after_the_collective_wait_stays_the_race() -> None:
+    """The load after the warp's last wait is in flight at the release: SV302 under the reading too."""
+    text = _tc("tcgen05.ld acc; tcgen05.wait::ld; tcgen05.ld acc; elect { arrive empty; }", fenced=True)
+    for assume in (True, False):
+        assert _run(text, assume=assume)[:2] == (Verdict.VIOLATION, {"SV302", "SV508"})
+
+
+def test_the_cute_dsl_spec_and_its_twin() -> None:
+    """specs/: the acc-update warp's elected release after its loads and wait::ld is SV609 at the arrive (source
+    :1658-1659) beside the source's SV608, SV302 at the MMA to the letter; the load after the wait is SV302 under
+    both; bmc refuses the tensor-memory loads with a reason (never safe)."""
+    text = open(TC_SPEC).read()
+    verdict, errors, warnings, assumed = _run(text, path=TC_SPEC)
+    assert (verdict, errors) == (Verdict.SAFE, set()) and {w.code for w in warnings} == {"SV608", "SV609"}
+    assert WARP_COLLECTIVE_ORDERS in assumed
+    assert {w.span.line for w in warnings if w.code == "SV609"} == {_line(text, "arrive acc_empty")}
+    letter = _run(text, assume=False, path=TC_SPEC)
+    assert letter[0] is Verdict.VIOLATION and "SV302" in letter[1]
+    twin = open(TC_TWIN).read()
+    for assume in (True, False):
+        verdict, errors, _, _ = _run(twin, assume=assume, path=TC_TWIN)
+        assert verdict is Verdict.VIOLATION and "SV302" in errors
+    res = check_protocol(load(text, path=TC_SPEC), Options(engine="bmc", timeout=60))
+    assert res.verdict is Verdict.INCONCLUSIVE and "tcgen05" in res.coverage

@@ -115,8 +115,9 @@ class Assumptions:
     # a release/acquire synchronization orders tcgen05 operations across threads without the fence pair:
     # SV608 (a warning) instead of SV603 (families/tcgen05_sync.py)
     sync_orders_tcgen05: bool = True
-    # a wgmma.commit/wait by every lane of a warp orders the lanes' earlier generic accesses as a syncwarp
-    # would: SV609 (a warning) at a release by some lanes it lets publish them (families/warp_collective_order.py)
+    # a wgmma.commit/wait by every lane of a warp orders the lanes' earlier generic accesses (a tcgen05.wait the
+    # tcgen05.ld/st it completes) as a syncwarp would: SV609 (a warning) at a release by some lanes it lets
+    # publish them (families/warp_collective_order.py)
     warp_collective_orders: bool = True
     # a `bulk.commit` and `bulk.wait_read` retire the tensor-map reads of the thread's earlier TMA loads as they
     # retire its bulk stores' source reads (families/tensormap.py; NVIDIA's answer in cutlass#2912)
@@ -532,8 +533,8 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
 
 
-_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **COLLECTIVE_HANDLERS,
-             **TCGEN05_HANDLERS,
+_HANDLERS = {**MBARRIER_HANDLERS, **BARRIER_HANDLERS, **MEMORY_HANDLERS, **ASYNC_HANDLERS, **TCGEN05_HANDLERS,
+             **COLLECTIVE_HANDLERS,  # (after them: the collectives wrap wgmma's and tcgen05.wait's handlers)
              **CP_ASYNC_HANDLERS, **GLOBAL_HANDLERS, **PROBE_HANDLERS,
              **OPERAND_HANDLERS,  # (after them: registers first, then shared or global memory's handlers)
              **TENSORMAP_HANDLERS}  # (last: a copy that names a tensor map first, then the copy's family)

@@ -23,7 +23,17 @@ The reading is narrow on purpose: it acts only at such a release. It does not le
 meet the accesses (F_LANESYNCED, program.lanes_meet_unordered), does not give the leader lane
 their knowledge for its own later accesses, and covers only the process's own generic accesses
 (not async ones, not what the lanes learnt from others); all of that stays as PTX's letter gives
-it (more findings, never fewer)."""
+it (more findings, never fewer).
+
+`tcgen05.wait::ld` / `tcgen05.wait::st` (PTX ISA §9.7.16.8.5) is read the same way, for what it
+completes only: PTX words its `.sync` / `.aligned` as it words wgmma.wait_group's ("causes the
+executing thread to wait until all threads in the warp execute the same tcgen05.wait_operation
+instruction"; "all threads in the warp must execute the same"), and CUTLASS's CuTe-DSL kernels
+release an accumulator stage from one elected lane right after the warp's `tcgen05.ld` and
+wait::ld, with no `__syncwarp`. Executed by every lane of a whole warp, it marks the warp's own
+tensor-memory loads / stores of other lanes that it completes (not other records, not a partial
+wait's), and a release by some lanes publishes them; the before-fence knowledge (R_AKNOWN of a
+tensor-memory record) goes with them only where the lanes had it, as a syncwarp would carry it."""
 
 from __future__ import annotations
 
@@ -35,18 +45,22 @@ from ..core import Violation
 from ..program import OP, part_lanes
 from ..state import (
     F_ASYNC,
+    F_INFLIGHT,
     F_WARPSYNCED,
     LEADER,
     R_AKNOWN,
     R_FLAGS,
+    R_GRP,
     R_KNOWN,
     R_LINE,
     R_OWNER,
     R_PART,
     R_SPACE,
     SPACE_DATA,
+    SPACE_TMEM,
 )
 from .async_agents import AsyncAgentOps
+from .tcgen05 import Tcgen05Ops
 
 __all__ = [
     'F_COLLECTIVE',
@@ -56,6 +70,7 @@ __all__ = [
     'clear_collective',
     'collective_line',
     'mark_collective',
+    'mark_tc_wait',
     'publish_collective',
 ]
 
@@ -94,6 +109,23 @@ def mark_collective(records: tuple, owner: int, lanes_bit: int, line: int) -> tu
     return records if out is None else tuple(out)
 
 
+def mark_tc_wait(before: tuple, after: tuple, owner: int, line: int) -> tuple:
+    """After a `tcgen05.wait` by every lane of process ``owner`` (``before``: the records as the wait
+    found them, ``after``: as it left them, in the same order): the tensor-memory loads / stores of
+    other lanes than the leader alone that this wait completed (their in-flight tag went, R_GRP -1)
+    are marked F_COLLECTIVE with ``line``; nothing else is."""
+    out = None
+    for i, (old, r) in enumerate(zip(before, after, strict=True)):
+        flags = r[R_FLAGS]
+        if r[R_SPACE] != SPACE_TMEM or r[R_OWNER] != owner or r[R_PART] == LEADER or old[R_GRP] == r[R_GRP] or \
+                r[R_GRP] != -1 or flags & (F_INFLIGHT | F_WARPSYNCED | F_COLLECTIVE):
+            continue
+        if out is None:
+            out = list(after)
+        out[i] = (*r[:R_FLAGS], flags | F_COLLECTIVE | (line << _LINE_SHIFT), *r[R_FLAGS + 1:])
+    return after if out is None else tuple(out)
+
+
 def clear_collective(records: tuple, owners: set[int]) -> tuple:
     """After a real `syncwarp` of the processes in ``owners``: their records are ordered by PTX's
     letter (barriers._mark_warpsynced), so no later release owes its publication to the reading."""
@@ -114,12 +146,15 @@ def published_by_reading(r: tuple, proc: Any, releasing: int, target: int) -> bo
         bool(part_lanes(proc, r[R_PART]) & ~releasing)
 
 
-def publish_collective(records: tuple, proc: Any, releasing: int, target: int) -> tuple[tuple, tuple | None]:
+def publish_collective(records: tuple, proc: Any, releasing: int, target: int,
+                       mine: int) -> tuple[tuple, tuple | None]:
     """A release by the lanes ``releasing`` (a proper subset of ``proc``'s lanes) to holder bit
     ``target``, under the reading: every record a warp-collective marked (an own access of lanes
     that do not all release) becomes known by ``target``, as a syncwarp before the release would
-    have made it. Returns the records and the first one published so (None: the reading gave
-    nothing), for the SV609 warning."""
+    have made it. A tensor-memory record's R_AKNOWN (what went through a before-fence) goes to
+    ``target`` only where the process's holders (``mine``) had it: the reading stands for a
+    syncwarp, not for the fence. Returns the records and the first one published so (None: the
+    reading gave nothing), for the SV609 warning."""
     out, first = None, None
     for i, r in enumerate(records):
         # (the flag first: most records are not a warp-collective's, and the test stays inline for them)
@@ -128,19 +163,24 @@ def publish_collective(records: tuple, proc: Any, releasing: int, target: int) -
         if out is None:
             out = list(records)
         first = first or r
-        out[i] = (*r[:R_AKNOWN], r[R_AKNOWN] | target, r[R_KNOWN] | target)
+        aknown = r[R_AKNOWN] | target if r[R_SPACE] != SPACE_TMEM or r[R_AKNOWN] & mine else r[R_AKNOWN]
+        out[i] = (*r[:R_AKNOWN], aknown, r[R_KNOWN] | target)
     return (records if out is None else tuple(out)), first
 
 
 def release_warning(r: tuple, what: str, label: str, span: Any) -> Violation:
     """SV609 at a release by some lanes that publishes the other lanes' access ``r`` only by the
-    warp-collective reading."""
+    warp-collective reading (the collective named by the access's space: a wgmma commit/wait marks
+    generic accesses, a tcgen05.wait tensor-memory ones)."""
     line = collective_line(r[R_FLAGS])
+    tc = r[R_SPACE] == SPACE_TMEM
+    access = "tcgen05 access" if tc else "access"
+    collective = "tcgen05.wait" if tc else "wgmma"
     return Violation(
-        "SV609", f"{what} by {label} publishes the other lanes' access at line {r[R_LINE]} only because the "
-        f"warp-collective at line {line} is read as ordering them: PTX gives that ordering to bar.warp.sync "
-        "(\"guarantee memory ordering among threads participating in barrier\") and lists none for a "
-        "`.sync.aligned` wgmma instruction; a __syncwarp() before the release makes it the letter "
+        "SV609", f"{what} by {label} publishes the other lanes' {access} at line {r[R_LINE]} only because the "
+        f"warp-collective {collective} at line {line} is read as ordering them: PTX gives that ordering to "
+        "bar.warp.sync (\"guarantee memory ordering among threads participating in barrier\") and lists none for "
+        f"a `.sync.aligned` {collective} instruction; a __syncwarp() before the release makes it the letter "
         "(`--no-assume`: the race)", span,
         related=((line, "the warp-collective instruction"), (r[R_LINE], "the other lanes' access")),
         severity=Severity.WARNING, procs=(r[R_OWNER],))
@@ -175,7 +215,8 @@ def program_refusal(procs: list, programs: list, what: str) -> str | None:
 
 class WarpCollectiveOps:
     """`wgmma.commit` / `wgmma.wait` (AsyncAgentOps) followed, under the reading, by the ordering of
-    the warp's lanes' earlier own generic accesses."""
+    the warp's lanes' earlier own generic accesses; `tcgen05.wait` (Tcgen05Ops) by that of the
+    tensor-memory accesses it completes."""
 
     def op_collective_commit(self, w, p, proc, op: ir.GroupCommit, ins, env, ctx, lanes) -> Any:
         return self._collective_after(AsyncAgentOps.op_commit(self, w, p, proc, op, ins, env, ctx, lanes),  # type: ignore[arg-type]
@@ -185,10 +226,20 @@ class WarpCollectiveOps:
         return self._collective_after(AsyncAgentOps.op_group_wait(self, w, p, proc, op, ins, env, ctx, lanes),  # type: ignore[arg-type]
                                       w, p, proc, op, lanes)
 
+    def op_collective_tc_wait(self, w, p, proc, op: ir.TcWait, ins, env, ctx, lanes) -> Any:
+        before = w.records
+        moved = Tcgen05Ops.op_tc_wait(self, w, p, proc, op, ins, env, ctx, lanes)  # type: ignore[arg-type]
+        if moved is True and self._whole_warp_collective(p, proc, lanes):
+            w.records = mark_tc_wait(before, w.records, p, op.span.line)
+        return moved
+
+    def _whole_warp_collective(self, p: int, proc, lanes: int) -> bool:
+        """Under the reading, is this collective executed by every lane of a whole warp of several?"""
+        return bool(self.assume.warp_collective_orders and proc.whole_warp and  # type: ignore[attr-defined]
+                    proc.nthreads > 1 and lanes == self.holders.proc_mask(p))  # type: ignore[attr-defined]
+
     def _collective_after(self, moved: Any, w, p: int, proc, op: ir.GroupCommit | ir.GroupWait, lanes: int) -> Any:
-        mine = self.holders.proc_mask(p)  # type: ignore[attr-defined]
-        if moved is True and op.unit == "wgmma" and self.assume.warp_collective_orders and \
-                proc.whole_warp and proc.nthreads > 1 and lanes == mine:  # type: ignore[attr-defined]
+        if moved is True and op.unit == "wgmma" and self._whole_warp_collective(p, proc, lanes):
             w.records = mark_collective(w.records, p, self.holders.lanes(p), op.span.line)  # type: ignore[attr-defined]
         return moved
 
@@ -205,7 +256,8 @@ class WarpCollectiveOps:
         under the reading, what a warp-collective ordered is published too, and the SV609 warning says so."""
         if not self.assume.warp_collective_orders:  # type: ignore[attr-defined]
             return
-        w.records, r = publish_collective(w.records, proc, part_lanes(proc, part), target)
+        w.records, r = publish_collective(w.records, proc, part_lanes(proc, part), target,
+                                          self.holders.proc_mask(p))  # type: ignore[attr-defined]
         if r is not None:
             self.assume.used.add(WARP_COLLECTIVE_ORDERS)  # type: ignore[attr-defined]
             w.warnings.append(release_warning(r, what, self.proc_label(p), span))  # type: ignore[attr-defined]
@@ -214,4 +266,5 @@ class WarpCollectiveOps:
 HANDLERS = {
     ir.GroupCommit: WarpCollectiveOps.op_collective_commit,
     ir.GroupWait: WarpCollectiveOps.op_collective_wait,
+    ir.TcWait: WarpCollectiveOps.op_collective_tc_wait,
 }
