@@ -52,8 +52,9 @@ def reuse_warnings_only(res: StepResult) -> bool:
     is not set in any of them (docs/model.md).
 
     The SV609 warning (families/warp_collective_order.py) is decided the same way: on the marks the
-    arriving warp's own wgmma collectives (and tcgen05.waits) put on its own lanes' records, which no other process's step
-    sets (only the warp's own `syncwarp` clears them), so it too is at its largest with the step first.
+    arriving warp's own wgmma collectives and tcgen05.waits put on its own lanes' records, which no
+    other process's step sets (only the warp's own `syncwarp` clears them), so it too is at its
+    largest with the step first.
     Without this, every such release was expanded with every other step, and the DeepGEMM scale specs
     grew from 15,346 states to past a million.
 
