@@ -16,6 +16,7 @@
 //   params SIZE
 #include <cstddef>
 #include <cstdio>
+#include <new>
 #include <cstdlib>
 #include <type_traits>
 #include <utility>
@@ -121,13 +122,19 @@ int main(int argc, char** argv) {
   p.mode = cutlass::gemm::GemmUniversalMode::kGemm;
   p.problem_shape = shape;
   p.hw_info = hw;
-  p.scheduler = TileScheduler::to_underlying_arguments(append<4>(shape, 1), TileShape{}, ClusterShape{}, hw,
-                                                       sched_args, nullptr, NumEpilogueSubTiles);
+  // constructed in place (C++17 guaranteed elision) in p's zeroed storage: a copy from a
+  // temporary would carry the stack's bytes in its padding into the image
+  ::new (static_cast<void*>(&p.scheduler)) std::remove_reference_t<decltype(p.scheduler)>(
+      TileScheduler::to_underlying_arguments(append<4>(shape, 1), TileShape{}, ClusterShape{}, hw,
+                                                       sched_args, nullptr, NumEpilogueSubTiles));
   using Epilogue = typename GemmKernel::CollectiveEpilogue;
   typename Epilogue::FusionCallbacks::Arguments thread{};
   thread.alpha = 1.0f;
   thread.beta = float(std::atof(argv[6]));
-  p.epilogue.thread = Epilogue::FusionCallbacks::to_underlying_arguments(shape, thread, nullptr);
+  // constructed in place (C++17 guaranteed elision) in p's zeroed storage: a copy from a
+  // temporary would carry the stack's bytes in its padding into the image
+  ::new (static_cast<void*>(&p.epilogue.thread)) std::remove_reference_t<decltype(p.epilogue.thread)>(
+      Epilogue::FusionCallbacks::to_underlying_arguments(shape, thread, nullptr));
   FILE* f = std::fopen(argv[7], "wb");
   if (f == nullptr) { std::perror(argv[7]); return 2; }
   std::fwrite(&p, sizeof p, 1, f);
