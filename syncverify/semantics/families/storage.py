@@ -37,6 +37,7 @@ from ..state import (
     R_LINE,
     R_OWNER,
     R_REGION,
+    SHADOW,
     SPACE_DATA,
     SPACE_INIT,
     WRITE,
@@ -125,7 +126,7 @@ class StorageOps:
         size = self.protocol.buffers[buf].bytes
         lo_i, hi_i = _key_bounds(w, key)
         for r in w.records[lo_i:hi_i]:
-            if r[:4] != key or r[R_FLAGS] & F_MBAR or \
+            if r[:4] != key or r[R_FLAGS] & F_MBAR or r[R_KIND] == SHADOW or \
                     not self.parts.overlap(r[R_REGION], r[R_OWNER], self._bar_region(m), p, size):
                 continue
             if r[R_FLAGS] & F_INFLIGHT or (r[R_KNOWN] & lanes) != lanes:
