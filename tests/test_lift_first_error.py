@@ -64,9 +64,9 @@ def test_auto_reports_the_least_failing_trip_count_with_its_explicit_findings():
 def test_the_search_stops_at_its_first_error_only_when_asked():
     protocol = load(RING, path="ring.sync")
     chosen = plan(protocol.source, dict(protocol.defines), "ITERS", source_path=protocol.path)
-    stopped = lifted_search(chosen, max_states=5_000, stop_at_error=True)
+    stopped = lifted_search(chosen, max_states=1_000, stop_at_error=True)
     assert stopped.first_error and stopped.errors and not stopped.complete
-    on = lifted_search(chosen, max_states=5_000)
+    on = lifted_search(chosen, max_states=1_000)
     assert not on.first_error and on.states > stopped.states
     assert {f.violation.code for f in stopped.errors} <= {f.violation.code for f in on.errors}
 

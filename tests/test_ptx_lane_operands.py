@@ -16,6 +16,7 @@ tests/data/ptx/lanes/lane_rank.cu, compiled with nvcc here (skipped without it):
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -60,6 +61,9 @@ def test_lanes_agreeing_on_the_barrier_are_one_guarded_arrival(ptx: str) -> None
 
 @pytest.mark.parametrize("engine", ["explicit", "z3", "bmc"])
 def test_lane_rank_release_is_safe_and_its_own_rank_twin_races(ptx: str, engine: str) -> None:
+    if engine == "bmc" and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("the solver takes about 30 s on the two extracted protocols (2026-12-06); the explicit engine "
+                    "and z3 run in CI; run with SYNCVERIFY_SLOW=1")
     mod = load_module(ptx)
     assert _codes(extract(mod, LAUNCH, "lane_rank").text, engine) == ("safe", set())
     verdict, codes = _codes(extract(mod, LAUNCH, "lane_rank_own").text, engine)

@@ -363,7 +363,10 @@ def test_terms_agree_with_the_concrete_semantics(base, mods):
 
 def test_gemm_seed_empty_count_plus_one_deadlocks_at_the_smallest_k(tmp_path, capsys):
     """`sv_seed = 3`: the empty barriers' count one too high. `load_tail` waits for the release of the one
-    stage used at K = 64 (one k-tile, the range below the split), which never completes (about 15 s)."""
+    stage used at K = 64 (one k-tile, the range below the split), which never completes (about 45 s on a quiet
+    host, 2026-12-06: the symbolic extraction is most of it; SYNCVERIFY_SLOW=1)."""
+    if not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("the symbolic extraction and check of the GEMM seed take about 45 s; run with SYNCVERIFY_SLOW=1")
     _pristine, args = _gemm(tmp_path)
     rc, res = _json(capsys, ["check", str(_gemm_seed(tmp_path, 3)), *args, "--symbolic", "0[12:4]>=64",
                              "--fail-fast"])

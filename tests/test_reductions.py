@@ -68,6 +68,49 @@ SLOW_CASES = {("flashmask_bwd_2cta_lock_value_fixed.sync", "symmetry"),
               ("deepgemm_multicast_one_sided_unobserved.sync", "none")}
 
 
+# Searches measured to pass their test budget (2026-12-06, at SMALL; the skips of a full run): each spent the whole
+# budget, 12,000 or 30,000 states, to end in a skip. CI skips them before searching; SYNCVERIFY_SLOW=1 searches them
+# and skips at the budget as before. A spec not named here that outgrows the budget is still searched in CI.
+UNREDUCED_OVER_SMALL_BUDGET = {  # mode none: over 12,000 states
+    "cluster_multicast_ring.sync", "cluster_multicast_ring_cta_scope.sync", "cutlass_2sm_tmem_alloc_fixed.sync",
+    "cutlass_consumer_release_multicast.sync", "cutlass_consumer_release_multicast_early.sync",
+    "cutlass_sm100_umma_gemm.sync", "cutlass_splitk_serial.sync", "cutlass_splitk_serial_no_wait.sync",
+    "cutlass_ws_ring.sync", "deepgemm_hc_prenorm_rs_wgmma_a_overwrite.sync",
+    "deepgemm_hc_prenorm_rs_wgmma_wait_after_commit.sync", "deepgemm_k_grouped_tensormap_drained.sync",
+    "deepgemm_lane_rank_release.sync", "deepgemm_lane_rank_release_wrong_rank.sync",
+    "deepgemm_sm90_cta_release_scales.sync", "deepgemm_sm90_cta_release_scales_read_remotely.sync",
+    "deepgemm_sm90_scales_lane0_release.sync", "deepgemm_sm90_scales_lane0_release_no_collective.sync",
+    "flashinfer_grid_barrier_reset.sync", "flashmask_bwd_2cta_lock_value_fixed.sync",
+    "tilelang_wgmma_reader_fence.sync", "tilelang_wgmma_writer_fence.sync", "triton_fa_barrier_reuse.sync",
+    "trtllm_mmha_multiblock_last_block_syncwarp.sync"}
+UNREDUCED_OVER_BIG_BUDGET = {  # the same search at 30,000 states (symmetry mode without interchangeable processes)
+    "cutlass_sm100_2sm_umma_commit_no_multicast.sync", "cutlass_sm100_2sm_umma_gemm.sync",
+    "cutlass_sm100_2sm_umma_no_before_fence.sync", "deepgemm_sm100_sf_utccp.sync",
+    "deepgemm_sm90_two_lane_store.sync", "deepgemm_sm90_two_lane_store_one_wait.sync",
+    "flashinfer_grid_barrier_reset_fixed.sync", "tlx_fa_bwd_tmem_chunk_alias_barrier.sync"}
+UNREDUCED_OVER_BUDGET = UNREDUCED_OVER_SMALL_BUDGET | UNREDUCED_OVER_BIG_BUDGET
+
+
+def _skip_what_ci_need_not_search(name: str, mode: str, protocol) -> None:
+    """Skip, before searching, a comparison CI would only end in a skip or would repeat. Symmetry alone where no
+    processes are interchangeable is the unreduced search: mode none compares it where it fits 12,000 states, and
+    this mode (at 30,000) only where it does not."""
+    if mode == "none" and name in UNREDUCED_OVER_BUDGET:
+        pytest.skip(f"unreduced search of {name} passes the test budget (measured); SYNCVERIFY_SLOW=1 searches it")
+    if mode != "symmetry":
+        return
+    if (name, mode) in ONE_REDUCTION_TOO_BIG:
+        pytest.skip(f"symmetry alone on {name} passes the test budget (measured); SYNCVERIFY_SLOW=1 searches it")
+    plain = Machine(protocol)
+    if symmetry_groups(plain.procs, plain.programs):
+        return
+    if name not in UNREDUCED_OVER_BUDGET:
+        pytest.skip(f"no interchangeable processes in {name}: symmetry alone is the unreduced search, which mode "
+                    "none compares")
+    if name in UNREDUCED_OVER_BIG_BUDGET:
+        pytest.skip(f"unreduced search of {name} passes 30,000 states (measured); SYNCVERIFY_SLOW=1 searches it")
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("path", SPECS, ids=[p.name for p in SPECS])
 def test_reductions_preserve_findings(path, mode):
@@ -75,6 +118,8 @@ def test_reductions_preserve_findings(path, mode):
         pytest.skip(f"{mode} on {path.name}: 10-36 s of a 20-minute CI (measured, SLOW_CASES); its reduced "
                     "search runs in CI, this mode with SYNCVERIFY_SLOW=1")
     protocol = load(str(path), _small_defines(path))
+    if not os.environ.get("SYNCVERIFY_SLOW"):
+        _skip_what_ci_need_not_search(path.name, mode, protocol)
     reduced = _fully_reduced(path)
     por, symmetry = MODES[mode]
     other = explore(protocol, UNREDUCED_BUDGET if mode == "none" else BUDGET, Machine(protocol),
