@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -89,25 +89,45 @@ _BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "ar
               "complete_tx", "tc_commit", "probe"}
 
 
-def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
-          every: dict[object, list[Event]] | None = None, source_names: bool = False) -> Skeleton:
-    """The skeleton of the events; `every` (default: the events themselves) are all the event sequences
-    whose protocols must name the same objects: mbarriers and slots are computed over all of them (the
-    protocols of the residues of a loop kept as a loop, symextract.py)."""
-    notes: list[str] = []
+def _bars(seqs: Iterable[list[Event]]) -> set[int]:
+    """The offsets of the mbarriers the events name."""
     bars: set[int] = set()
-    for evs in (every or events).values():
+    for evs in seqs:
         for e in evs:
             if e.kind in _BAR_KINDS:
                 bars.add(e.args[0][1])  # type: ignore[index]
             elif e.kind in ("tma_load", "tma_load_2sm", "clc_try_cancel"):
                 bars.add(e.args[2][1])  # type: ignore[index]
+    return bars
+
+
+# the slots, each byte range's slot, the barriers that accesses touch as data (``_slots``)
+Slots = tuple[list[tuple[str, int, int, int, int]], list[tuple[int, int, str]], set[int]]
+
+
+def every_slots(mod: Module, every: dict[object, list[Event]]) -> Slots:
+    """What `build` computes from `every` alone (the slots of all the sequences): the same for each protocol
+    that shares `every`, so computed once for them (symextract.py: one per residue and per small trip count)."""
+    return _slots(mod, {k: _coalesce(v) for k, v in every.items()}, _bars(every.values()))
+
+
+def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
+          every: dict[object, list[Event]] | None = None, source_names: bool = False,
+          slots_of_every: Slots | None = None) -> Skeleton:
+    """The skeleton of the events; `every` (default: the events themselves) are all the event sequences
+    whose protocols must name the same objects: mbarriers and slots are computed over all of them (the
+    protocols of the residues of a loop kept as a loop, symextract.py); `slots_of_every`: `every_slots`
+    of `every`, where the caller has it."""
+    notes: list[str] = []
+    bars = _bars((every or events).values())
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
     events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
     symbols = shared_symbols(mod, kernel, launch) if source_names else []  # the source's names (names.py)
-    slots, slot_of, hosted = _slots(mod, events if every is None else {k: _coalesce(v) for k, v in every.items()},
-                                    bars)
+    if every is None:
+        slots, slot_of, hosted = _slots(mod, events, bars)
+    else:
+        slots, slot_of, hosted = slots_of_every or every_slots(mod, every)
     host = storage.hosts(hosted, slot_of)  # barrier offset -> (slot, byte in it): bytes that are data too
     mb_arrays = split_at_symbols(storage.runs(sorted(bars), host), symbols)
     members = member_symbols(mod, kernel, launch) if source_names else []

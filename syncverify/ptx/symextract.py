@@ -31,7 +31,7 @@ from .extract import Extracted, cluster_groups, pick_kernel
 from .globalcomm import check_static
 from .launch import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .parse import Function, Module, PtxError
-from .skeleton import build
+from .skeleton import Slots, build, every_slots
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
 from .symvalues import UPPER, SymCtx, SymParam
 from .writer import render
@@ -178,7 +178,7 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
         other = replace(launch, cluster_index=ci)
         for fam in fams:
             try:
-                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi)
+                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi, fam.ctx)
             except Split:
                 got = None
             if got is None or _statements(got) != _statements(fam):
@@ -188,8 +188,10 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
 
 
 def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam, bits: int,
-            hi: int) -> SymbolicKernel:
-    ctx = SymCtx(sym, bits, hi)
+            hi: int, ctx: SymCtx | None = None) -> SymbolicKernel:
+    """One range of N. ``ctx``: the context of the same range already extracted for another cluster,
+    whose Z3 answers (SymCtx.constant, SymCtx.under) hold here too: they depend on N's assumption only."""
+    ctx = ctx or SymCtx(sym, bits, hi)
     rng = f"{sym.lo}..{'2^30' if hi == UPPER else hi}"
     cfg = Cfg(fn)
     mem = Memory(mod, fn, launch)
@@ -241,10 +243,11 @@ def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam,
                   for key, res in results.items()}
         every.update({(f"kt{kt}", key): evs for key, evs in events.items()})
         small_events.append((kt, n, events))
+    shared = every_slots(mod, every)
     residues = tuple(Residue(r, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, r,
-                                        rng=rng)) for r, events in zip(feasible, per_r, strict=True))
+                                        rng=rng, shared=shared)) for r, events in zip(feasible, per_r, strict=True))
     small = tuple(Small(kt, n, _render(mod, name, launch, events, every, sym, first.trip_text, k0, period, None,
-                                       kt, rng)) for kt, n, events in small_events)
+                                       kt, rng, shared)) for kt, n, events in small_events)
     return SymbolicKernel(sym, first.trip_text, k0, period, residues, small, tuple(absent), ctx, t0)
 
 
@@ -260,8 +263,9 @@ def _warp_events(lp: WarpLoop, c: int, period: int, launch: Launch, warp: int) -
 
 def _render(mod: Module, name: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
             every: dict[object, list[Event]] | None, sym: SymParam, trip: str, k0: int, period: int,
-            r: int | None, kt: int | None = None, rng: str = "") -> Extracted:
-    sk = build(mod, name, launch, events, every)
+            r: int | None, kt: int | None = None, rng: str = "",
+            shared: Slots | None = None) -> Extracted:
+    sk = build(mod, name, launch, events, every, slots_of_every=shared)
     text, origin = render(sk, mod.path)
     lines = text.split("\n")
     at = next(i for i, ln in enumerate(lines) if ln.startswith("// Loops ran to completion"))

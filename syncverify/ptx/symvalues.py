@@ -61,6 +61,10 @@ class SymCtx:
     assume: z3.BoolRef = field(init=False)
     # answers by AST id; the term is kept with its answer, so that its id is not reused by another term
     _const: dict[int, tuple[z3.ExprRef, int | None]] = field(default_factory=dict)
+    # the contexts `under` made, by the AST id of their condition (kept with it, as above)
+    _under: dict[int, tuple[z3.BoolRef, SymCtx]] = field(default_factory=dict)
+    # the answers of _unsat, by the AST ids of the facts (kept with them, as above)
+    _asked: dict[tuple[int, ...], tuple[tuple[z3.BoolRef, ...], bool]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.n = z3.BitVec("N", self.bits)
@@ -68,10 +72,22 @@ class SymCtx:
 
     def under(self, cond: z3.BoolRef) -> SymCtx:
         """The same N with a stronger assumption (after a loop: the residue of its trip count), so that a
-        term that is constant for every N with that trip count is decided."""
+        term that is constant for every N with that trip count is decided.
+
+        One context per condition: every warp of a role leaves its loop under the same residue
+        conditions and then reads the same terms (the pipeline state advanced in closed form past
+        the loop), so the answers of ``constant`` are shared between them instead of asked of Z3
+        again per warp (on the 2x1 ping-pong GEMM with K symbolic most of the extraction's CPU was
+        those repeated questions). An answer depends only on the assumption and the term; Z3
+        hash-conses terms, so an equal condition has the same AST id."""
+        key = cond.get_id()
+        hit = self._under.get(key)
+        if hit is not None and z3.eq(hit[0], cond):
+            return hit[1]
         out = SymCtx(self.param, self.bits, self.hi)
         out.n = self.n
         out.assume = z3.And(self.assume, cond)
+        self._under[key] = (cond, out)
         return out
 
     def solver(self) -> z3.Solver:
@@ -80,17 +96,26 @@ class SymCtx:
         s.set("random_seed", 0)
         return s
 
+    def _unsat(self, *facts: z3.BoolRef) -> bool:
+        """Whether A and `facts` are unsatisfiable (False also when Z3 cannot tell), asked once per
+        context: the warps of a role ask the same questions (their trip counts, their suffixes'
+        conditions), and an answer depends only on A and the facts (terms hash-consed: equal terms,
+        equal AST ids)."""
+        key = tuple(f.get_id() for f in facts)
+        hit = self._asked.get(key)
+        if hit is None or not all(z3.eq(a, b) for a, b in zip(hit[0], facts, strict=True)):
+            s = self.solver()
+            s.add(self.assume, *facts)
+            hit = self._asked[key] = (facts, solve(s)[0] == z3.unsat)
+        return hit[1]
+
     def holds(self, claim: z3.BoolRef, *extra: z3.BoolRef) -> bool:
         """Whether `claim` is valid under A (and `extra`); False also when Z3 cannot tell."""
-        s = self.solver()
-        s.add(self.assume, *extra, z3.Not(claim))
-        return solve(s)[0] == z3.unsat
+        return self._unsat(*extra, z3.Not(claim))
 
     def possible(self, claim: z3.BoolRef, *extra: z3.BoolRef) -> bool:
         """Whether `claim` can hold under A; True also when Z3 cannot tell (never excludes a case)."""
-        s = self.solver()
-        s.add(self.assume, *extra, claim)
-        return solve(s)[0] != z3.unsat
+        return not self._unsat(*extra, claim)
 
     def model_n(self, claim: z3.BoolRef) -> int | None:
         """A value of N under A for which `claim` holds; None when none (or Z3 cannot tell)."""

@@ -39,15 +39,30 @@ OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is 
 
 # ---------------------------------------------------------------------- concretization
 def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: Finding,
-           assumptions: Assumptions = DEFAULT_ASSUMPTIONS) -> tuple[Machine, Symmetry, Violation] | None:
+           assumptions: Assumptions = DEFAULT_ASSUMPTIONS,
+           loaded: dict[int, tuple[Machine, Symmetry] | None] | None = None,
+           ) -> tuple[Machine, Symmetry, Violation] | None:
     """Replay a finding's path through ``Machine.step`` on the protocol loaded at its ITERS.
-    Returns the concrete machine and the violation it reports, or None if it does not reproduce."""
-    try:
-        concrete = load(protocol.source, {**defines, p.param: finding.iters}, path=protocol.path)
-    except Exception:  # an input the front end refuses reproduces nothing
+    Returns the concrete machine and the violation it reports, or None if it does not reproduce.
+
+    ``loaded``: the machines already loaded for the findings of one search, by ITERS. A search's
+    warnings mostly share their trip count, and the protocol was parsed and compiled again for each:
+    a quarter of the check of one residue protocol of the 2x1 ping-pong GEMM with K symbolic (38
+    SV602 warnings, a 1,162-line protocol; bench/RESULTS-speed.md). A machine's steps depend on
+    the state they are given only, so one machine replays every finding at its ITERS."""
+    loaded = {} if loaded is None else loaded
+    if finding.iters not in loaded:
+        try:
+            concrete = load(protocol.source, {**defines, p.param: finding.iters}, path=protocol.path)
+        except Exception:  # an input the front end refuses reproduces nothing
+            loaded[finding.iters] = None
+        else:
+            machine = Machine(concrete, assumptions)
+            loaded[finding.iters] = machine, Symmetry(machine.procs, machine.programs, machine.holders)
+    got = loaded[finding.iters]
+    if got is None:
         return None
-    machine = Machine(concrete, assumptions)
-    sym = Symmetry(machine.procs, machine.programs, machine.holders)
+    machine, sym = got
     state = sym.canon(machine.initial())[0]
     want = finding.violation
     for n, label in enumerate(finding.labels):
@@ -149,9 +164,10 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                         stop_at_error=only is None)
     stats = Stats(out.states + small.states, out.transitions + small.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
+    loaded: dict[int, tuple[Machine, Symmetry] | None] = {}
     iters: list[int] = []
     for f in sorted(out.errors, key=lambda f: (f.iters, len(f.labels))):
-        rep = replay(protocol, chosen, defines, f, assumptions)
+        rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
             machine, sym, v = rep
             diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
@@ -162,7 +178,7 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         if least is not None:
             return least
     for f in out.warnings:
-        rep = replay(protocol, chosen, defines, f, assumptions)
+        rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
             machine, sym, v = rep
             diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
