@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -22,11 +22,11 @@ from difflib import SequenceMatcher
 from . import fences, storage, tensormaps, tmem, wgmma_regs
 from .lane_operands import LANE_GUARDED
 from .lanes import check_crossing, lane_condition, slot_lanes
-from .launch import WARP, Event, Launch, Refusal, source_of
+from .launch import WARP, Event, Launch
 from .names import member_symbols, object_names, shared_symbols, split_at_symbols
 from .parse import Instr, Module
+from .slots import BAR_KINDS, Slots, bars_named, coalesce, every_slots, partition, refuse
 
-MAX_SLOTS = 256
 # executed by whole warps in the language (elect and lane subsets are refused for them)
 _WARP_COLLECTIVE = {"bar_sync", "bar_arrive", "syncwarp", "cluster_arrive", "cluster_wait", "wgmma_read", "rs_read",
                     "wgmma_commit", "wgmma_wait", *tmem.TMEM_COLLECTIVE}
@@ -80,37 +80,6 @@ def guarded_lanes(e: Event, lanes_full: int) -> bool:
     return e.kind in LANE_GUARDED and e.lanes != lanes_full and e.lanes & (e.lanes - 1) != 0
 
 
-def _refuse(mod: Module, ins: Instr, why: str) -> Refusal:
-    return Refusal(mod.path, ins.line, ins.column, f"cannot extract: {why}", mod.source_line(ins.line),
-                   f"CUDA source: {source_of(ins)}" if ins.src else "")
-
-
-_BAR_KINDS = {"init", "inval", "wait", "arrive", "arrive_drop", "arrive_tx", "arrive_drop_tx", "expect_tx",
-              "complete_tx", "tc_commit", "probe"}
-
-
-def _bars(seqs: Iterable[list[Event]]) -> set[int]:
-    """The offsets of the mbarriers the events name."""
-    bars: set[int] = set()
-    for evs in seqs:
-        for e in evs:
-            if e.kind in _BAR_KINDS:
-                bars.add(e.args[0][1])  # type: ignore[index]
-            elif e.kind in ("tma_load", "tma_load_2sm", "clc_try_cancel"):
-                bars.add(e.args[2][1])  # type: ignore[index]
-    return bars
-
-
-# the slots, each byte range's slot, the barriers that accesses touch as data (``_slots``)
-Slots = tuple[list[tuple[str, int, int, int, int]], list[tuple[int, int, str]], set[int]]
-
-
-def every_slots(mod: Module, every: dict[object, list[Event]]) -> Slots:
-    """What `build` computes from `every` alone (the slots of all the sequences): the same for each protocol
-    that shares `every`, so computed once for them (symextract.py: one per residue and per small trip count)."""
-    return _slots(mod, {k: _coalesce(v) for k, v in every.items()}, _bars(every.values()))
-
-
 def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int], list[Event]],
           every: dict[object, list[Event]] | None = None, source_names: bool = False,
           slots_of_every: Slots | None = None) -> Skeleton:
@@ -119,13 +88,13 @@ def build(mod: Module, kernel: str, launch: Launch, events: dict[tuple[int, int]
     protocols of the residues of a loop kept as a loop, symextract.py); `slots_of_every`: `every_slots`
     of `every`, where the caller has it."""
     notes: list[str] = []
-    bars = _bars((every or events).values())
+    bars = bars_named((every or events).values())
     raw = events
     owner: dict[tuple[int, int], list[int]] = {}
-    events = {key: _coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
+    events = {key: coalesce(evs, owner.setdefault(key, [])) for key, evs in events.items()}
     symbols = shared_symbols(mod, kernel, launch) if source_names else []  # the source's names (names.py)
     if every is None:
-        slots, slot_of, hosted = _slots(mod, events, bars)
+        slots, slot_of, hosted = partition(mod, events, bars)
     else:
         slots, slot_of, hosted = slots_of_every or every_slots(mod, every)
     host = storage.hosts(hosted, slot_of)  # barrier offset -> (slot, byte in it): bytes that are data too
@@ -254,117 +223,6 @@ def _renamed(name: str, rename: dict[str, str]) -> str:
     return rename.get(base, base) + bracket + rest
 
 
-def _ranges(e: Event) -> list[tuple[int, int, int]]:
-    """(rank, start, end) byte ranges of buffer accesses (the rank is the accessed CTA)."""
-    if e.kind in ("read", "write", "wgmma_read", "tc_mma", "tc_cp"):
-        return list(e.ranges)
-    if e.kind in ("tma_load", "tma_load_2sm", "clc_try_cancel"):
-        (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
-        return [(rank, off, off + size)]  # type: ignore[operator]
-    if e.kind == "tma_store":
-        (rank, off), size = e.args[0], e.args[1]  # type: ignore[misc]
-        return [(rank, off, off + size)]  # type: ignore[operator]
-    return []
-
-
-def _coalesce(evs: list[Event], owner: list[int] | None = None) -> list[Event]:
-    """Merge back-to-back accesses of one kind by the same lanes into one access.
-
-    Nothing that synchronizes lies between them, so every other access is
-    ordered with both or with neither: the race findings are the same. That
-    holds for the asynchronous operand reads of back-to-back wgmma too: no
-    commit lies between them, so one `wgmma.wait` completes both (a k-tile's
-    four m64n128k16 instructions become one read of the stage). ``owner`` receives, for each event,
-    the index of the access it became part of.
-    """
-    out: list[Event] = []
-    for e in evs:
-        last = out[-1] if out else None
-        # the same registers read or written again with nothing between: one access (wgmma_regs.py)
-        again = last is not None and e.kind in ("rs_read", "rs_write") and last.kind == e.kind \
-            and last.args == e.args and last.lanes == e.lanes
-        if owner is not None:
-            merge = last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
-                and last.lanes == e.lanes
-            owner.append(len(out) - 1 if merge or again else len(out))
-        if again:
-            continue
-        if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
-                and last.lanes == e.lanes:
-            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})),
-                            None, tuple(sorted({*last.footprint, *e.footprint})))
-        else:
-            out.append(e)
-    return out
-
-
-def _slots(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untyped-def,type-arg]
-    """Partition the accessed bytes so that accesses share a slot exactly when they share bytes.
-
-    Bytes touched by exactly the same accesses form one slot, whether or not
-    they are contiguous: merging them loses nothing, since any access that
-    touches one touches all.
-    """
-    bounds: set[int] = set()
-    touched: list[tuple[int, int, tuple[object, int]]] = []  # start, end, access id
-    hosted: dict[int, Instr] = {}  # barriers whose bytes accesses touch (data before their init, after their
-    #                                inval), each with the first access that does
-    for key, evs in events.items():
-        for k, e in enumerate(evs):
-            for _r, s, t in _ranges(e):
-                for b in bars:
-                    if s < b + 8 and b < t:
-                        hosted.setdefault(b, e.instr)
-                        bounds.update((b, b + 8))  # the barrier's bytes: in one slot, never split between two
-                bounds.update((s, t))
-                touched.append((s, t, (key, k)))
-    cuts = sorted(bounds)
-    index = {c: i for i, c in enumerate(cuts)}
-    who: list[set[tuple[object, int]]] = [set() for _ in cuts]
-    for s, t, i in touched:
-        for j in range(index[s], index[t]):
-            who[j].add(i)
-    by_sig: dict[frozenset[tuple[object, int]], list[tuple[int, int]]] = {}
-    for j in range(len(cuts) - 1):
-        if who[j]:
-            pieces = by_sig.setdefault(frozenset(who[j]), [])
-            if pieces and pieces[-1][1] == cuts[j]:
-                pieces[-1] = (pieces[-1][0], cuts[j + 1])
-            else:
-                pieces.append((cuts[j], cuts[j + 1]))
-    groups = list(by_sig.values())
-    if len(groups) > MAX_SLOTS:
-        raise Refusal(mod.path, 1, 1, f"cannot extract: the accesses cut shared memory into {len(groups)} "
-                      f"separate regions (more than {MAX_SLOTS}); slots would need sub-slot byte regions, "
-                      "which the language does not have yet")
-    slots: list[tuple[str, int, int, int, int]] = []
-    slot_of: list[tuple[int, int, str]] = []
-    i = 0
-    k = 0
-
-    def size(g: list[tuple[int, int]]) -> int:
-        return sum(b - a for a, b in g)
-
-    while i < len(groups):
-        n = 1
-        while i + n < len(groups) and size(groups[i + n]) == size(groups[i]) and len(groups[i + n]) == 1 \
-                and len(groups[i]) == 1 and groups[i + n][0][0] == groups[i + n - 1][-1][1]:
-            n += 1
-        name = f"s{k}"
-        k += 1
-        slots.append((name, n, size(groups[i]), groups[i][0][0], len(groups[i])))
-        for j in range(n):
-            for a, b in groups[i + j]:
-                slot_of.append((a, b, f"{name}[{j}]" if n > 1 else name))
-        i += n
-    for b, instr in hosted.items():
-        pieces = {name for a, end, name in slot_of if a < b + 8 and b < end}
-        if len(pieces) > 1 or not any(a <= b and b + 8 <= end for a, end, _n in slot_of):
-            raise _refuse(mod, instr, f"the bytes of the mbarrier at {b:#x} are accessed as data, but by accesses "
-                          "that split them between slots; the language places a barrier in one slot")
-    return slots, slot_of, set(hosted)
-
-
 class _Ctx:
     def __init__(self, mod: Module, mb: dict[int, str], slot_of: list[tuple[int, int, str]], notes: list[str],
                  slots: Sequence[tuple[str, int, int, int, int]] = (),
@@ -401,11 +259,11 @@ class _Ctx:
                   if not g and e.lanes & (e.lanes - 1) == 0 and e.lanes != lanes_full}
         if len(single) > 1:
             e = next(x for x in events if x.lanes in single and x.lanes != min(single))
-            raise _refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
+            raise refuse(self.mod, e.instr, "different single lanes of one warp execute synchronization "
                           "operations; the language has no lanes")
         if any(guarded) and single - {1}:
             e = next(x for x, g in zip(events, guarded, strict=True) if g)
-            raise _refuse(self.mod, e.instr, "some lanes of this warp run this operation under a lane guard, and "
+            raise refuse(self.mod, e.instr, "some lanes of this warp run this operation under a lane guard, and "
                           "another lane than lane 0 runs the warp's elected operations (written as lane 0, "
                           "`elect`): the two cannot be written together")
         i = 0
@@ -425,11 +283,11 @@ class _Ctx:
             i += 1
             elect = e.lanes != lanes_full and e.lanes & (e.lanes - 1) == 0
             if e.kind in _WARP_COLLECTIVE and e.lanes != lanes_full:
-                raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
+                raise refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute this "
                               "warp-collective barrier; the language counts barrier arrivals a whole warp at a time")
             if not elect and e.lanes != lanes_full:
                 if e.kind not in ("read", "write"):
-                    raise _refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
+                    raise refuse(self.mod, e.instr, f"{bin(e.lanes).count('1')} of the warp's lanes execute "
                                   "this synchronization operation; the language has whole warps and single "
                                   "elected lanes only")
             if i - 1 in by_lane:
@@ -444,7 +302,7 @@ class _Ctx:
         or TMA load, each under a guard naming exactly its lanes. Single lanes arriving each on the
         barrier of the CTA whose rank is the lane (DeepGEMM's `empty_barrier_arrive`) are one statement,
         `if lane < 2 { arrive … m @ lane; }`, the form docs/language.md §6.1 gives it."""
-        if len(evs) > 1 and all(e.kind in _BAR_KINDS and e.lanes & (e.lanes - 1) == 0 for e in evs):
+        if len(evs) > 1 and all(e.kind in BAR_KINDS and e.lanes & (e.lanes - 1) == 0 for e in evs):
             at_lane = [t for e in evs for t in self.render(-1, e)]
             lanes = [e.lanes.bit_length() - 1 for e in evs]
             each = len(at_lane) == len(evs) and all(t.endswith(f" @ {lane};")
@@ -497,7 +355,7 @@ class _Ctx:
         out = []
         for slot, n in self.slots_in(off, off + size):
             if n % 16:
-                raise _refuse(self.mod, e.instr, f"the copy's part in slot {slot} is {n} bytes, not a multiple "
+                raise refuse(self.mod, e.instr, f"the copy's part in slot {slot} is {n} bytes, not a multiple "
                               "of 16")
             out.append(form.format(slot=slot, n=n))
         return out
@@ -511,7 +369,7 @@ class _Ctx:
         if k == "wait":
             bar, parity, sem, scope = a
             if bar[0] != own:  # type: ignore[index]
-                raise _refuse(self.mod, e.instr, "a wait on another CTA's mbarrier")
+                raise refuse(self.mod, e.instr, "a wait on another CTA's mbarrier")
             q = "" if (sem, scope) == ("acquire", "cta") else f".{sem}.{scope}"
             return [f"wait{q} {self.bar(bar, own)} parity {parity};"]  # type: ignore[arg-type]
         if k in ("arrive", "arrive_drop"):
@@ -562,7 +420,7 @@ class _Ctx:
         if k == "tma_load":
             (drank, off), size, (brank, boff), mcast = a  # type: ignore[misc]
             if drank != own or brank != own:
-                raise _refuse(self.mod, e.instr, "a bulk copy into another CTA's shared memory, or completing "
+                raise refuse(self.mod, e.instr, "a bulk copy into another CTA's shared memory, or completing "
                               "on another CTA's mbarrier, has no form in the language")
             m = f" multicast {mcast:#x}" if mcast != -1 else ""  # type: ignore[str-format]
             m += tensormaps.copy_suffix(e, self.tmaps)
@@ -576,7 +434,7 @@ class _Ctx:
         if k == "probe":  # a try_wait/test_wait whose result is used (probe.py): `if try_wait …{`, `let T = …;`
             bar, parity, head, form = a
             if bar[0] != own:  # type: ignore[index]
-                raise _refuse(self.mod, e.instr, "a probe of another CTA's mbarrier")
+                raise refuse(self.mod, e.instr, "a probe of another CTA's mbarrier")
             test = f"{head} {self.bar(bar, own)} parity {parity}"  # type: ignore[arg-type]
             return [f"if {test} {{" if form == "if" else f"{form} = {test};"]
         if k == "text":  # a line written as it is (the bounds of a loop kept as a loop, symextract.py)

@@ -4,7 +4,7 @@ data (Triton's one-shot load barriers, reused for a pipeline stage), or data byt
 Extraction writes such a barrier in the slot that holds its bytes (`mbarrier mb0 in s0[0] at 0;`,
 docs/language.md §3.4), and the checker decides whether every data access of those bytes is ordered outside the
 barrier's life (SV408, SV409: semantics/families/storage.py). Only the placement is decided here: the slots are
-cut so that a barrier's 8 bytes lie in one slot (skeleton._slots), and barrier arrays are formed only of
+cut so that a barrier's 8 bytes lie in one slot (slots.partition), and barrier arrays are formed only of
 neighbours that lie in the same slot one after the other (or in none).
 """
 

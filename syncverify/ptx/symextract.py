@@ -31,7 +31,8 @@ from .extract import Extracted, cluster_groups, pick_kernel
 from .globalcomm import check_static
 from .launch import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_warps
 from .parse import Function, Module, PtxError
-from .skeleton import Slots, build, every_slots
+from .skeleton import build
+from .slots import Slots, every_slots
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
 from .symvalues import UPPER, SymCtx, SymParam
 from .writer import render
