@@ -24,6 +24,7 @@ from syncverify import load
 from syncverify.engines.reduction import successors as succ
 from syncverify.engines.reduction.cta_local import _blocked
 from syncverify.engines.reduction.element import reuse_warnings_only
+from syncverify.engines.reduction.exit import lone_exit_after_arrive
 from syncverify.engines.reduction.first_wait import lone_completing_arrive
 from syncverify.engines.reduction.named import named_refusal
 from syncverify.engines.reduction.precede_walk import _ANY_UPDATE, _NO_ARRIVAL
@@ -61,8 +62,8 @@ def _step_refusal(red: Reduction, state: State, p: int, cls: str, res) -> str:
         return "reaches: _lone_reaching_op" if not red._lone_reaching_op(state, p) else \
             ("warns" if res.warnings else "ends" if ends else "reaches (taken alone?)")
     if cls is succ._POR_ARRIVE:
-        if red._arrive_ends(p, ps):
-            return "arrive: ends its process"
+        if red._arrive_ends(p, ps) and not lone_exit_after_arrive(red, state, p):
+            return "arrive: ends its process, and may not leave early (exit.py)"
         if not red._lone_reaching_op(state, p):
             return "arrive: _lone_reaching_op"
         if red._arrive_set_aside(state, p) or red._completes_fresh_phase_before_a_first_wait(state, res, p):

@@ -355,3 +355,85 @@ def test_a_last_wait_taken_alone_with_its_exit_keeps_the_findings(monkeypatch):
     assert with_rule.verdict == without.verdict and error_codes(with_rule) == error_codes(without)
     assert with_rule.stats.states < without.stats.states, (with_rule.stats.states, without.stats.states)
 
+
+
+# ---- a plain mbarrier arrive that ends its process, while others run (exit.lone_exit_after_arrive) ---------
+
+# The CuTe-DSL blockwise GEMM's shape: consumer warps whose last operation is their release of the tile-info
+# stage (`arrive tempty`), a scheduler warp waiting for it before it writes the next entry. COUNT 64: both
+# consumers' arrivals complete the phase (safe); COUNT 32: the first completes it, and the scheduler's write
+# of `info` then races with the other consumer's read (the unreduced search's codes, asserted below).
+LAST_RELEASE = """
+protocol t {
+  cluster 2;
+  cta threads 96;
+  role cons[2] = warp i;
+  role sched = warp 2;
+  smem info bytes 16;
+  mbarrier tempty count COUNT;
+  if sched { elect { init tempty; fence.mbarrier_init; } }
+  cluster.sync;
+  if cons { read info; arrive tempty; }
+  if sched { wait tempty parity 0; write info; }
+}"""
+
+
+@pytest.mark.parametrize(("count", "expected"), [(64, set()), (32, {"SV201", "SV301", "SV501", "SV502"})])
+def test_a_last_arrive_taken_alone_with_its_exit_keeps_the_findings(count, expected, monkeypatch):
+    """The rule acts on both, the reduced search finds the unreduced one's codes, and on the safe one it
+    takes fewer steps than the search without it."""
+    protocol = load(LAST_RELEASE.replace("COUNT", str(count)), path="t.sync")
+    fired = _fired(monkeypatch, "lone_exit_after_arrive")
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    assert fired
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
+    assert _codes(full) == expected and _codes(reduced) == expected, (full.diagnostics, reduced.diagnostics)
+    assert reduced.verdict == full.verdict
+    _refuse(monkeypatch, "lone_exit_after_arrive")
+    without = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    assert _codes(without) == expected
+    if not expected:
+        assert reduced.stats.transitions < without.stats.transitions, (reduced.stats, without.stats)
+
+
+# cta2 program 2305 (tests/exhaustive_programs.py): w1 arrives twice on the cluster barrier and never waits
+# (SV205 where both arrivals fall in one generation); w0 ends at its elected arrive. The CTA synchronizes
+# with `syncthreads`, and not every cluster arrive is waited on: w0 may not leave early
+TWICE_ON_THE_CLUSTER_BARRIER = """
+protocol cta2_2305 {
+  cta threads 96;
+  role w0 = warp 0;
+  role w1 = warp 1;
+  role setup = warp 2;
+  mbarrier mb count 1;
+  smem buf bytes 64;
+  if setup { elect { init mb; } }
+  syncthreads;
+  if w0 { elect { arrive mb; } }
+  if w1 { for k10 in 0..2 { cluster.arrive; } }
+}"""
+
+
+def test_the_conditions_on_the_exit_of_a_last_arrive_matter(monkeypatch):
+    """With the conditions on p's exit dropped (an ending arrive taken alone wherever the rules for plain
+    arrives allow it), this program is called safe; the unreduced search and the search with the rule
+    find SV205 (the rule does not act here)."""
+    protocol = load(TWICE_ON_THE_CLUSTER_BARRIER, path="t.sync")
+    full = explore(protocol, BUDGET, Machine(protocol), symmetry=False, reduce=False)
+    assert full.verdict == Verdict.VIOLATION and _codes(full) == {"SV205"}, full.diagnostics
+    fired = _fired(monkeypatch, "lone_exit_after_arrive")
+    reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)
+    assert reduced.verdict == Verdict.VIOLATION and _codes(reduced) == {"SV205"} and not fired
+    monkeypatch.setattr(successors_mod, "lone_exit_after_arrive", lambda reduction, state, p: True)
+    assert explore(protocol, BUDGET, Machine(protocol), symmetry=True).verdict == Verdict.SAFE
+
+
+def test_every_cluster_program_with_a_last_arrive_agrees(monkeypatch):
+    """Every 400th program of the cluster2 scope (every 5th with SYNCVERIFY_SLOW=1: 375 programs where the
+    rule acts, the property below on all, equal codes on 366) on which the rule takes some ending arrive
+    alone, against the unreduced search: the property of _agrees_but_for_an_early_cta_exit."""
+    fired = _fired(monkeypatch, "lone_exit_after_arrive")
+    dense = bool(os.environ.get("SYNCVERIFY_SLOW"))
+    compared = compare_where_it_acts((("cluster2", 5 if dense else 400),), fired,
+                                     agree=_agrees_but_for_an_early_cta_exit)
+    assert compared >= (300 if dense else 5), compared

@@ -123,6 +123,17 @@ def lone_exit_after_wait(reduction: ReductionView, state: State, p: int) -> bool
     return _may_leave_early(reduction, state, p)
 
 
+def lone_exit_after_arrive(reduction: ReductionView, state: State, p: int) -> bool:
+    """May process p's plain mbarrier arrive, after which p ends, be taken alone while other processes
+    still run (the CuTe-DSL consumers' last release, each warp's last operation)? Where the arrive
+    itself may be taken alone by the rules for plain arrives (the caller asks them) and p may leave
+    early as for lone_early_exit. As for lone_exit_after_wait: each step u that can come before it
+    commutes with the arrive part, or taken after it reports what the other order reports (those
+    rules), and with the exit part (lone_early_exit), with the same one exception (the exit of p's
+    CTA may come earlier, SV404) (docs/model.md, "Exits taken alone while others run")."""
+    return _may_leave_early(reduction, state, p)
+
+
 def _may_leave_early(reduction: ReductionView, state: State, p: int) -> bool:
     """The conditions of lone_early_exit on p's exit (its docstring), but where p stands."""
     machine = reduction.machine
@@ -149,4 +160,4 @@ def _no_all_thread_named_barrier(reduction: ReductionView) -> list[bool]:
     return memo
 
 
-__all__ = ["lone_early_exit", "lone_exit_after_wait", "lone_final_exit"]
+__all__ = ["lone_early_exit", "lone_exit_after_arrive", "lone_exit_after_wait", "lone_final_exit"]

@@ -28,7 +28,7 @@ from .arrive_tx import lone_arrive_tx_among_byte_counts
 from .cp_arrive import lone_cp_arrival, lone_cp_arrive_issue, lone_cp_copy
 from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
-from .exit import lone_early_exit, lone_exit_after_wait, lone_final_exit
+from .exit import lone_early_exit, lone_exit_after_arrive, lone_exit_after_wait, lone_final_exit
 from .first_wait import lone_completing_arrive
 from .init_alone import InitAlone
 from .named import lone_named_arrival
@@ -225,7 +225,8 @@ class Reduction(ElementRules, LandingRules):
                     continue
             elif cls is _POR_ARRIVE:
                 lone_wait = False
-                if self._arrive_ends(p, procs[p]) or not self._lone_reaching_op(state, p):
+                if (self._arrive_ends(p, procs[p]) and not lone_exit_after_arrive(self, state, p)) or \
+                        not self._lone_reaching_op(state, p):
                     continue
                 if self._arrive_set_aside(state, p):
                     completing.append(p)
@@ -249,6 +250,9 @@ class Reduction(ElementRules, LandingRules):
             if machine.programs[p].code[res.state.procs[p][P_PC]].kind == END:
                 if cls is _POR_WAIT:
                     if not lone_exit_after_wait(self, state, p):
+                        continue
+                elif cls is _POR_ARRIVE:
+                    if not lone_exit_after_arrive(self, state, p):
                         continue
                 elif cls is not _POR_CLUSTER:
                     continue
@@ -371,8 +375,9 @@ class Reduction(ElementRules, LandingRules):
             lone_exit_after_wait(self, state, p)
 
     def _arrive_ends(self, p: int, pstate: tuple) -> bool:
-        """Does process p's plain arrive (class _POR_ARRIVE) end the process? Such a step is never
-        taken alone (an exit has effects on barriers), so the first loop of successors() need not
+        """Does process p's plain arrive (class _POR_ARRIVE) end the process? Such a step is not
+        taken alone (an exit has effects on barriers) unless p may leave early
+        (exit.lone_exit_after_arrive), so where it may not, the first loop of successors() need not
         compute it: on the 2x1 ping-pong GEMM the last arrive of the math warps (their final
         consumer release) was computed, and set aside, in nearly every state while they sat
         before it, a third of the steps computed.
