@@ -12,6 +12,7 @@ rule held a wait back.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,9 @@ def _held(monkeypatch) -> list[int]:
     ({"W": 2, "TILES": 1, "NBLK": 1}, Verdict.SAFE, {"SV203"}),
 ])
 def test_fa3_agrees_with_the_unreduced_search(defines, verdict, codes, monkeypatch):
+    if defines.get("TILES") == 2 and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("two tiles, searched unreduced: 15-20 s each of CI (2026-12-06); the one-tile case runs in CI, "
+                    "these with SYNCVERIFY_SLOW=1")
     protocol = load(str(FA3), defines)
     held = _held(monkeypatch)
     reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)

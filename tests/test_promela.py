@@ -15,6 +15,7 @@ hard-codes a verdict: both sides are computed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -113,6 +114,12 @@ CC_FLAGS = ("-O0",)
 FAMILIES = ({"SV301", "SV302", "SV303"}, {"SV201", "SV503"})
 
 missing = tools_available()
+# SPIN's compile and search of these take 5-10 s each of a 20-minute CI (2026-12-06, quiet host)
+SPIN_SLOW = {"cutlass_sm90_consumer_try_wait": "the probe-then-wait pair, about 10 s",
+             "tilelang_wgmma_writer_fence": "about 5 s (its reader twin too)",
+             "tilelang_wgmma_reader_fence": "about 5 s (its writer twin too)",
+             "bounded_try_wait_fallthrough": "about 5 s"}
+
 needs_spin = pytest.mark.skipif(missing is not None,
                                 reason=f"the SPIN agreement check needs spin and a C compiler ({missing})")
 
@@ -151,6 +158,8 @@ def test_spin_agrees_with_explicit_engine(spec: Path,
                                           spin_outcomes: Callable[[Path], SpinOutcome | ExportError]) -> None:
     if spec.stem in TOO_BIG:
         pytest.skip(TOO_BIG[spec.stem])
+    if spec.stem in SPIN_SLOW and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip(f"{spec.stem}: {SPIN_SLOW[spec.stem]}; run with SYNCVERIFY_SLOW=1")
     ours = check_path(str(spec), Options(engine="explicit", defines=SMALL.get(spec.stem, {}), timeout=120))
     assert ours.verdict in (Verdict.SAFE, Verdict.VIOLATION), ours.coverage
     spin = spin_outcomes(spec)

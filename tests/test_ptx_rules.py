@@ -3,6 +3,8 @@ that PTX makes undefined stays reported. Protocols that matter to the bmc engine
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import z3
 from test_engine_regressions import DSMEM_CTA_SCOPE
@@ -135,6 +137,9 @@ def test_first_wait_window_with_the_reductions_off_agrees(text, expected):
 @pytest.mark.parametrize("text, expected", [(LATE_FIRST_WAIT, set()), (LATE_FIRST_WAIT_UNORDERED, {"SV501"})],
                          ids=["ordered", "unordered"])
 def test_bmc_agrees_on_the_first_wait_window(text, expected):
+    if not expected and not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("the safe twin's solve takes about 15 s (2026-12-06); its SV501 twin runs in CI; "
+                    "run with SYNCVERIFY_SLOW=1")
     r = check(text, engine="bmc")
     assert errors(r) == expected
 
