@@ -14,7 +14,7 @@ parities, or (phases, for a waiter without history) compares with the
 constants 0..2 — and the counter shift is invisible because every
 counter-dependent expression is P-periodic from K on (proved with Z3 in
 ``periodic``). The record reductions of ``_normalize_records`` (saturated
-knowledge, epoch-only duplicates, dominated completed writes) drop only what no
+knowledge, epoch-only duplicates, dominated completed async accesses) drop only what no
 later step can observe. Two states with equal keys therefore have the same
 futures up to translation: the same steps and verdicts (a race may be named
 RAW instead of WAR, as under the explicit engine's reductions). The keys are finite when the
@@ -60,8 +60,10 @@ from ...semantics.state import (
     R_KNOWN,
     R_OBJ,
     R_OWNER,
+    R_REGION,
     R_SLOT,
     R_SPACE,
+    READ,
     SPACE_DATA,
     SPACE_INIT,
     SPACE_OBS,
@@ -98,6 +100,8 @@ class _Shape:
     runs: dict = field(default_factory=dict, compare=False)  # normalized runs of one slot's records
     counters: dict = field(default_factory=dict, compare=False)  # shifted (procs, mode, numbered), by (procs, mode)
     phases: dict = field(default_factory=dict, compare=False)  # shifted mbars and their shifts, by mbars
+    record_lows: dict = field(default_factory=dict, compare=False)  # least group numbers, by records
+    relabels: dict = field(default_factory=dict, compare=False)  # records with group numbers shifted, by shift
 
 
 _MEMO_LIMIT = 1 << 16  # entries per normalization table before it starts over
@@ -270,16 +274,14 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         # a warpgroup's warps compare their wgmma group numbers with one another's (Machine._wgmma_wait):
         # they move by one amount, the least over the team
         owner = sh.group_owner
-        low: dict[tuple[int, int], int] = {}
-        for r in records:
-            g = r[R_GRP]
-            if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
-                key = (owner[r[R_OWNER]][g % NUNITS], g % NUNITS)
-                low[key] = min(low.get(key, g // NUNITS), g // NUNITS)
-            elif r[R_SPACE] == SPACE_OBS and r[R_EPOCH]:  # an issue mark: a group number too
-                n = len(sh.teams)
-                key = (sh.teams[(r[R_EPOCH] - 1) % n][0], UNIT_WGMMA)
-                low[key] = min(low.get(key, (r[R_EPOCH] - 1) // n), (r[R_EPOCH] - 1) // n)
+        # (the records' least group numbers, and the records relabelled by a shift, recur across
+        # states: remembered)
+        from_records = sh.record_lows.get(records)
+        if from_records is None:
+            if len(sh.record_lows) > _MEMO_LIMIT:
+                sh.record_lows.clear()
+            from_records = sh.record_lows[records] = _record_lows(sh, records)
+        low = dict(from_records)
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
             for unit, field_ in enumerate(GROUP_FIELDS):
@@ -295,11 +297,34 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
                     ps = (*ps[:field_], ps[field_] - d, *ps[field_ + 1:])
             set_proc(q, ps)
         if shift:
-            records = tuple(sorted(
-                (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
-                if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records))
+            relabel_key = (records, tuple(shift.items()))
+            relabelled = sh.relabels.get(relabel_key)
+            if relabelled is None:
+                if len(sh.relabels) > _MEMO_LIMIT:
+                    sh.relabels.clear()
+                relabelled = sh.relabels[relabel_key] = tuple(sorted(
+                    (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
+                    if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records))
+            records = relabelled
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
+
+
+def _record_lows(sh: _Shape, records: tuple) -> dict[tuple[int, int], int]:
+    """The least group number among the records, per (team owner, unit): the group tags of access
+    records and the issue marks of observations."""
+    owner = sh.group_owner
+    low: dict[tuple[int, int], int] = {}
+    for r in records:
+        g = r[R_GRP]
+        if 0 <= g < UNCOMMITTED:  # (an uncommitted tag has no group number to shift)
+            key = (owner[r[R_OWNER]][g % NUNITS], g % NUNITS)
+            low[key] = min(low.get(key, g // NUNITS), g // NUNITS)
+        elif r[R_SPACE] == SPACE_OBS and r[R_EPOCH]:  # an issue mark: a group number too
+            n = len(sh.teams)
+            key = (sh.teams[(r[R_EPOCH] - 1) % n][0], UNIT_WGMMA)
+            low[key] = min(low.get(key, (r[R_EPOCH] - 1) // n), (r[R_EPOCH] - 1) // n)
+    return low
 
 
 def _shift_mark(r: tuple, teams: tuple[tuple[int, ...], ...], shift: dict[tuple[int, int], int]) -> tuple:
@@ -415,19 +440,28 @@ def _normalize_run(run: tuple, data: bool, all_procs: int, all_holders: int) -> 
         kept = [r for r in kept if not (r[R_KIND] == WRITE and not r[R_FLAGS] & F_INFLIGHT
                                         and r[R_KNOWN] & all_procs == all_procs and r[R_EPOCH] < newest_known)]
     # A completed async write (generic writes do not pile up: a new one drops the older records)
-    # dominated by a newer completed write of the same operation (every holder of the newer one
-    # holds the older one too, in both knowledge sets, and the updates keep it so: they are
-    # monotone in the bits) is ordered wherever the newer one is, and never raises the maximum
-    # over ordered writes: dropping it keeps the verdict. (Which write a race names, hence RAW or
-    # WAR, can change, as with the other reductions.)
-    writes = [r for r in kept if r[R_KIND] == WRITE and r[R_FLAGS] & F_ASYNC and not r[R_FLAGS] & F_INFLIGHT]
-    if len(writes) > 1:
+    # dominated by a newer completed write of the same operation (the same owner, part, line,
+    # flags, group tag and region; every holder of the newer one holds the older one too, in both
+    # knowledge sets, and the updates keep it so: they are monotone in the bits and treat the two
+    # alike) is ordered wherever the newer one is, and never raises the maximum over ordered
+    # writes: dropping it keeps the verdict. (Which write a race names, hence RAW or WAR, can
+    # change, as with the other reductions.) The same holds for a completed async read with no
+    # group tag (a retired wgmma read, a landed bulk copy's read), which nothing updates apart
+    # from its knowledge: wherever the older read is unordered with a later access, so is the
+    # newer one, and a race reports the same line, owner and kind; a reader's newest read keeps
+    # its epoch. Such reads pile up once per trip of a main loop (a wgmma's reads of a stage),
+    # each generation known a little further than the next: without this the key tells the
+    # trips apart for as long as the oldest generation is still spreading.
+    ops = [r for r in kept if r[R_FLAGS] & F_ASYNC and not r[R_FLAGS] & F_INFLIGHT
+           and (r[R_KIND] == WRITE or (r[R_KIND] == READ and r[R_GRP] == -1))]
+    if len(ops) > 1:
         dominated = set()
-        for old in writes:
-            for new in writes:
-                if new[R_EPOCH] > old[R_EPOCH] and new[R_OWNER:R_EPOCH] == old[R_OWNER:R_EPOCH] and \
+        for old in ops:
+            for new in ops:
+                if new[R_EPOCH] > old[R_EPOCH] and new[R_KIND:R_EPOCH] == old[R_KIND:R_EPOCH] and \
+                        old[R_GRP] == new[R_GRP] and old[R_REGION] == new[R_REGION] and \
                         (old[R_KNOWN] | new[R_KNOWN]) == old[R_KNOWN] and \
-                        (old[R_AKNOWN] | new[R_AKNOWN]) == old[R_AKNOWN] and old[R_GRP] == new[R_GRP]:
+                        (old[R_AKNOWN] | new[R_AKNOWN]) == old[R_AKNOWN]:
                     dominated.add(old)
                     break
         if dominated:
