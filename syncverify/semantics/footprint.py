@@ -16,6 +16,7 @@ from ..expr import Context, EvalError, evaluate
 from .core import _MEMO_LIMIT, Violation
 from .families.mbarrier_wait import wait_commutes
 from .footprint_probe import kept_probe_future
+from .hooked_local import remembered
 from .program import END, OP, Instr
 from .state import M_OBSERVED, P_PC, P_VARS, State
 
@@ -108,12 +109,21 @@ class Footprint:
         named-barrier arrival (see named_arrival), which only the named-barrier rule reads
         (engines/reduction/named.py).
 
-        Not remembered under a loop hook, as _run_local is not: the next key is the hook's answer
-        for its trip count of the moment, and each test is to be recorded by the hook when made."""
-        hooked = self.loop_hook is not None
-        out = _MISSING if hooked else self._future_memo.get(key, _MISSING)
-        if out is not _MISSING:
-            return out
+        Under a loop hook the next key is the hook's answer for its trip count of the moment, and
+        each test is to be recorded by the hook when made: there it is remembered with the tests it
+        asked, and used again only where the hook decides them alike (semantics/hooked_local.py)."""
+        if self.loop_hook is not None:
+            return remembered(self, self._hooked_future_memo, key, lambda: self._future(key))
+        out = self._future_memo.get(key, _MISSING)
+        if out is _MISSING:
+            out = self._future(key)
+            if len(self._future_memo) >= _MEMO_LIMIT:
+                self._future_memo.clear()
+            self._future_memo[key] = out
+        return out
+
+    def _future(self, key: tuple) -> tuple[tuple, tuple | None] | None:
+        """``future`` computed."""
         q, pc, vars_ = key
         ins = self.programs[q].code[pc]
         try:
@@ -131,11 +141,6 @@ class Footprint:
                 out = (events, (q, npc, nvars))
         except (EvalError, Violation, KeyError):
             out = None
-        if hooked:
-            return out
-        if len(self._future_memo) >= _MEMO_LIMIT:
-            self._future_memo.clear()
-        self._future_memo[key] = out
         return out
 
     def events(self, q: int, ins: Instr, vars_: tuple) -> tuple:

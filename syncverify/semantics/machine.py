@@ -60,6 +60,7 @@ from .families.tensormap import TensormapOps
 from .families.warp_collective_order import HANDLERS as COLLECTIVE_HANDLERS
 from .families.warp_collective_order import WarpCollectiveOps
 from .footprint import Footprint
+from .hooked_local import decision, run_local_hooked
 from .program import (
     BAR_WAIT,
     BRANCH,
@@ -213,6 +214,10 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
         # Local control flow and expression values are functions of (process, pc, variables): the
         # search meets the same ones in many states, so they are remembered (see _run_local, _eval).
         self._local_memo: dict[tuple[int, int, tuple], tuple[int, tuple]] = {}
+        # under a loop hook, with the tests each run asked it (semantics/hooked_local.py)
+        self._hooked_local_memo: dict[tuple[int, int, tuple], tuple[tuple[int, tuple], tuple]] = {}
+        self._hook_log: list | None = None  # the tests of the hooked run being remembered
+        self._hooked_future_memo: dict[tuple, tuple] = {}  # future under a loop hook, the same way
         self._envs: dict[tuple[int, tuple], _Env] = {}
         self._evals: dict[tuple[int, tuple[int, tuple]], tuple[ir.Expr, int]] = {}
         # the mbarrier events of each instruction and the next one, by (process, pc, variables): see future
@@ -269,10 +274,11 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
 
         Without a loop hook the result depends only on (p, pc, vars_), so it is remembered; a
         hook (the periodicity proof's trip counts) keeps state of its own, so with one installed
-        every call runs the code. A run that raises (an expression error, the time budget) is
-        not remembered."""
+        a run is remembered with the tests it asked the hook, and used again only where the hook
+        decides them alike (semantics/hooked_local.py). A run that raises (an expression error,
+        the time budget) is not remembered."""
         if self.loop_hook is not None:
-            return self._run_local_code(p, pc, vars_)
+            return run_local_hooked(self, p, pc, vars_)
         key = (p, pc, vars_)
         out = self._local_memo.get(key)
         if out is None:
@@ -308,7 +314,10 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                 lo = self._eval(ins.expr, env, ctx)
                 hi = self._eval(ins.expr2, env, ctx)
                 if self.loop_hook is not None:
-                    lo, hi = self.loop_hook(p, pc, lo, hi, lo)
+                    args = (p, pc, lo, hi, lo)
+                    lo, hi = self.loop_hook(*args)
+                    if self._hook_log is not None:
+                        self._hook_log.append(((True, args), decision(True, args[4], lo, hi)))
                 if lo < hi:
                     vars_ = (*vars_[:ins.slot], lo, *vars_[ins.slot + 1:])
                     env[ins.loop_var] = lo
@@ -319,7 +328,10 @@ class Machine(MbarrierOps, ProbeOps, BarrierOps, MemoryOps, AsyncAgentOps, CopyC
                 value = vars_[ins.slot] + 1
                 hi = self._eval(ins.expr2, env, ctx)
                 if self.loop_hook is not None:
-                    hi = self.loop_hook(p, pc, 0, hi, value)[1]
+                    args = (p, pc, 0, hi, value)
+                    hi = self.loop_hook(*args)[1]
+                    if self._hook_log is not None:
+                        self._hook_log.append(((False, args), decision(False, value, 0, hi)))
                 if value < hi:
                     vars_ = (*vars_[:ins.slot], value, *vars_[ins.slot + 1:])
                     env[ins.loop_var] = value

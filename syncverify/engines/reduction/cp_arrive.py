@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ... import ir
 from ...semantics.footprint import ref_element, touches
+from ...semantics.hooked_local import remembered
 from ...semantics.program import END, OP
 from ...semantics.state import AG_CPARRIVE, M_PEND, M_TX, P_PC, P_VARS, State
 from .hooked import walk_under_hook
@@ -125,13 +126,14 @@ def _slots_before_wait(red: Reduction, q: int, qstate: tuple, memo: dict) -> fro
     """The array elements (buffers and barriers: every reference an operation names) that process q's fixed
     sequence reaches before it stands at an mbarrier wait or its end, each index evaluated under the variables q
     will have there; None where the sequence cannot be followed (Machine.future) or is longer than WALK_LIMIT.
-    Under a loop hook nothing is remembered (the sequence is the hook's for its trip count of the moment, and a
-    remembered answer would skip recording its tests), and a walk that goes too far for the hook is None too
-    (hooked.py)."""
+    Under a loop hook the sequence is the hook's for its trip count of the moment: the answer is remembered with
+    the tests its walk asked the hook, and used again only where the hook decides them alike
+    (semantics/hooked_local.py); a walk that goes too far for the hook is None too (hooked.py)."""
     machine = red.machine
     key = (q, qstate[P_PC], qstate[P_VARS])
     if machine.loop_hook is not None:
-        return walk_under_hook(machine, lambda: _slots_walk(red, key, {}))
+        return walk_under_hook(machine, lambda: remembered(machine, red._hooked_slots_memo, key,
+                                                           lambda: _slots_walk(red, key, {})))
     if key in memo:
         return memo[key]
     return _slots_walk(red, key, memo)

@@ -20,6 +20,7 @@ from ...expr import Context
 from ...semantics import rules
 from ...semantics.core import StepResult
 from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, Element, ref_element, touches
+from ...semantics.hooked_local import remembered
 from ...semantics.program import BRANCH, END, FOR_INIT, FOR_NEXT, JUMP, OP, Program
 from ...semantics.state import M_K, M_VALID, P_CLTOKEN, P_PC, P_VARS, State
 from .hooked import walk_under_hook
@@ -243,13 +244,16 @@ class ElementRules:
         Control flow depends only on loop variables, so q runs a fixed sequence from (pc, variables)
         (Machine.future, as the walk of what can come first reads it), and each operation's barrier
         is the one its index names under the variables it will then have: exactly the elements q can
-        still touch. A function of (q, pc, variables): each key of a walked sequence is remembered,
-        but under a loop hook (the sequence is the hook's for its trip count of the moment, and a
-        remembered answer would skip recording its tests: hooked.py), where the walk may also go too
-        far for the hook and then counts as unknown."""
+        still touch. A function of (q, pc, variables): each key of a walked sequence is remembered.
+        Under a loop hook the sequence is the hook's for its trip count of the moment: the answer is
+        remembered from where q stands only, with the tests its walk asked the hook, and used again
+        only where the hook decides them alike (semantics/hooked_local.py); the walk may also go too
+        far for the hook (hooked.py) and then counts as unknown."""
         machine = self.machine
         if machine.loop_hook is not None:
-            return walk_under_hook(machine, lambda: self._walk_bytes_ahead(q, qstate, {}))
+            return walk_under_hook(machine, lambda: remembered(
+                machine, self._hooked_bytes_memo, (q, qstate[P_PC], qstate[P_VARS]),  # type: ignore[attr-defined]
+                lambda: self._walk_bytes_ahead(q, qstate, {})))
         return self._walk_bytes_ahead(q, qstate, self._bytes_memo)  # type: ignore[attr-defined]
 
     def _walk_bytes_ahead(self, q: int, qstate: tuple, memo: dict) -> frozenset[int] | None:

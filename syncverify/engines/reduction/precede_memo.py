@@ -12,7 +12,7 @@ What the walk reads, and so what the key holds (anything it does not hold must n
 Reduction._can_precede; a new read there needs its field here):
 
 * each process's position: program counter and variables (``Machine.future`` depends on nothing
-  else while no loop hook is installed; with one, nothing is remembered);
+  else while no loop hook is installed; with one, see "Under a loop hook");
 * each named barrier's open generation (count, threads arrived, generation number) and each
   process's wait token: a named-barrier wait passes in the walk by the first two, and a warp
   is parked on a generation by the last two;
@@ -49,6 +49,18 @@ are: nothing is merged that the tuple keys kept apart. The projections of a stat
 per state, not once per call: the parts of the state last asked about are kept (by reference, so
 that an identity test cannot be fooled by a reused address) with their numbers.
 
+Under a loop hook (the all-iterations lift's symbolic trip count). The sequences the walk reads are
+the hook's for its trip count of the moment, and each of their trip-count tests is to be recorded by
+the hook when made (hooked.py). So the walk's answer is a function of the key and of the hook's
+decisions on the tests the walk asked: an entry keeps those tests with the answer, a hit asks the
+hook each of them again (so that it records them as the walk would have, or finds one too far, when
+the walk refuses), and the answer is used only where every decision is the same
+(semantics/hooked_local.py). The same answer then holds for every state with that key: with ITERS
+fixed at n the machine is the concrete one, for which the key is exact; with ITERS not fixed, the
+answer is that of every concrete ITERS above the tests, and the values tested add their branches
+with ITERS fixed as a fresh walk's would. Such entries live in a table of their own, asked on every
+call.
+
 When the table is not asked. On some searches nearly every call misses: the 1x2 ping-pong GEMM (4% of
 37,739 calls hit, to 40,000 states) and the 2x1 cooperative GEMM with a stage reused (2%), where
 the key alone cost a twentieth of the search and the misses' entries its memory; on the 2-SM GEMM
@@ -65,6 +77,7 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ...semantics.hooked_local import remembered
 from ...semantics.state import AG_TMA, M_EXP, M_JPREV, M_K, M_PEND, M_TX, M_VALID, P_TOKEN, State
 from .hooked import walk_under_hook
 
@@ -121,6 +134,7 @@ class PrecedeMemo:
     def _start(self) -> None:
         """Empty the table and the numbering it is keyed by (together: a number means one value)."""
         self._table.clear()
+        self._hooked_table: dict[bytes, tuple] = {}  # under a loop hook: (answer, collected) and the tests asked
         self._position = [_Numbers() for _ in self._machine.procs]  # (pc, vars, token) per process
         self._mbars = _Numbers()  # every mbarrier's (valid, parity, pending, expected)
         self._named = _Numbers()  # every named barrier's open generation (count, arrived, gen)
@@ -176,11 +190,7 @@ class PrecedeMemo:
                  landings_ok: bool = False, updates: list | None = None,
                  goal: tuple[int, ...] = ()) -> tuple[bool, ...] | None:
         if self._machine.loop_hook is not None:
-            # Nothing is remembered: the walk's answer depends on the hook's trip count of the moment, and a
-            # table hit would skip recording its tests (hooked.py). The walk may refuse by going too far.
-            ends = walk_under_hook(self._machine, lambda: self._walk(state, m, frozen, agent, forbidden, freeze,
-                                                                     named, landings_ok, updates, goal))
-            return None if ends is None else tuple(ends)
+            return self._hooked(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
         if self._bypass:
             self._bypass -= 1
             ends = self._walk(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates, goal)
@@ -210,6 +220,30 @@ class PrecedeMemo:
         entry = (out, tuple(collected))
         self._table[key] = self._outcomes.setdefault(entry, entry)
         return out
+
+    def _hooked(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
+                freeze: bool, named: tuple[int, list] | None, landings_ok: bool, updates: list | None,
+                goal: tuple[int, ...]) -> tuple[bool, ...] | None:
+        """The walk under a loop hook (module docstring, "Under a loop hook")."""
+        if len(self._hooked_table) >= LIMIT:
+            self._start()
+        key = self.key(state, m, frozen, agent, forbidden, freeze, named, landings_ok, updates is not None, goal)
+        out_list = named[1] if named is not None else updates
+
+        def walk() -> tuple:
+            collected: list = []
+            ends = self._walk(state, m, frozen, agent, forbidden, freeze,
+                              None if named is None else (named[0], collected), landings_ok,
+                              None if updates is None else collected, goal)
+            return (None if ends is None else tuple(ends), tuple(collected))
+
+        def asked() -> tuple[bool, ...] | None:
+            ends, collected = remembered(self._machine, self._hooked_table, key, walk)
+            if out_list is not None:
+                out_list.extend(collected)
+            return ends
+
+        return walk_under_hook(self._machine, asked)
 
 
 __all__ = ["LIMIT", "PrecedeMemo"]

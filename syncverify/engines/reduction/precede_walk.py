@@ -72,11 +72,13 @@ condition that reads it keeps its argument.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ...expr import EvalError
-from ...semantics.core import Violation
+from ...semantics.core import BudgetExceeded, Violation
 from ...semantics.footprint import _END, _EV_ARRIVE, _EV_BYTES, _EV_FREE, _EV_LIFE, _EV_NAMED, _EV_WAIT
+from ...semantics.hooked_local import remembered
 from ...semantics.program import BAR_WAIT
 from ...semantics.state import AG_TMA, M_EXP, M_K, M_PEND, M_TX, M_VALID, P_PC, P_TOKEN, P_VARS, State
 
@@ -94,6 +96,13 @@ _BARWAIT = "barwait"  # the head of a segment that starts at a bar.sync's wait: 
 
 class FreshPass(Exception):
     """The walk met a wait that passes on the frozen barrier in phase 0 (or is a first wait)."""
+
+
+def _stop_at_deadline(machine: Machine) -> None:
+    """The search's time budget, asked inside a walk: a walk over long loops of many processes can take
+    longer than the whole budget (tests/test_adversarial.py, 512 warps of 1,000 rounds)."""
+    if machine.deadline is not None and time.monotonic() > machine.deadline:
+        raise BudgetExceeded("time budget reached while the partial-order reduction walked what can come first")
 
 
 def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) -> Segment | None:
@@ -126,7 +135,11 @@ def segment(machine: Machine, key: tuple, table: dict[tuple, Segment | None]) ->
         head, events = events[0], events[1:]
     gathered = list(events)
     at = nxt
+    walked = 0
     while True:
+        walked += 1
+        if not walked & 0xFFF:
+            _stop_at_deadline(machine)
         fut = future(at)
         if fut is None:
             seg = (head, tuple(gathered), None, False, True)
@@ -204,11 +217,18 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     fixpoint's. On the 2x1 ping-pong GEMM the peer CTA can end first in three quarters of the walks
     _peer_cannot_end_first asks for.
 
-    Under a loop hook the segments are kept for this walk only: a segment's next key is the hook's
-    answer for its trip count of the moment, and each of its tests is to be recorded by the hook
-    when made (hooked.py)."""
+    Under a loop hook a segment's next key is the hook's answer for its trip count of the moment,
+    and each of its tests is to be recorded by the hook when made (hooked.py): ``table`` then keeps
+    each segment with the tests it asked, and one is used again only where the hook decides them
+    alike (semantics/hooked_local.py)."""
     if machine.loop_hook is not None:
-        table = {}
+        segments = table
+
+        def segment_at(key: tuple) -> Segment | None:
+            return remembered(machine, segments, key, lambda: segment(machine, key, {}))
+    else:
+        def segment_at(key: tuple) -> Segment | None:
+            return table.get(key) or segment(machine, key, table)
     mbars = state.mbars
     names = machine.mb_names
     m_life = names[m][:2] if m >= 0 else None
@@ -288,6 +308,7 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
     assert not goal or (named is None and updates is None and not forbidden and not freeze)
     order = [*goal, *(q for q in range(nprocs) if q not in goal)] if goal else range(nprocs)
     goal_left = len(goal) if goal else -1  # processes of the goal not yet at their end
+    walked = 0  # segments met: every 4,096 the time budget is asked (a walk can be long: BudgetExceeded)
     try:
         grew = True
         while grew:
@@ -297,7 +318,10 @@ def can_precede(machine: Machine, table: dict, state: State, m: int, frozen: int
                 if stopped_at[q] == met:
                     continue
                 while key is not None:
-                    seg = table.get(key) or segment(machine, key, table)
+                    walked += 1
+                    if not walked & 0xFFF:
+                        _stop_at_deadline(machine)
+                    seg = segment_at(key)
                     if seg is None:
                         return None
                     head, events, nxt, end, bad = seg

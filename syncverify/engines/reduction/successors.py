@@ -117,6 +117,8 @@ class Reduction(ElementRules, LandingRules):
         self.tx_ahead = [_elements_ahead(prog, counts_bytes, ctx)
                          for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
         self._bytes_memo: dict[tuple, frozenset[int] | None] = {}  # (q, pc, vars) -> element._bytes_ahead
+        self._hooked_bytes_memo: dict[tuple, tuple] = {}  # the same under a loop hook, with its tests
+        self._hooked_slots_memo: dict[tuple, tuple] = {}  # cp_arrive._slots_before_wait under a loop hook
         self.cluster_wait_ahead = [_must_pass(prog, ir.ClusterWait) for prog in machine.programs]
         # Does every cluster arrive of every program have a cluster wait after it on every path
         # to the end? Then no thread can count on the cluster barrier and exit (an exited
