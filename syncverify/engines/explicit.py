@@ -290,7 +290,18 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
     # plain swaps only: with renamings (symmetry_perm.py) a finding at one of two mirrored lines is reported at
     # one of them only (tests/test_properties.py, SV204 from two sites), so that form is not the default yet;
     # exchanges of whole CTAs (symmetry_cta.py) keep every line, so they are
-    sym = (cta_symmetry(machine) or symmetry_for(machine, permuted=False)) if symmetry else None
+    # The budget's clock starts here: proving CTAs interchangeable can take seconds on a large grid, so it
+    # runs under the same deadline (it then gives up the exchange, which only costs states), and the search
+    # gets what is left.
+    clock = time.monotonic()
+    machine.deadline = clock + budget.seconds
+    try:
+        sym = (cta_symmetry(machine) or symmetry_for(machine, permuted=False)) if symmetry else None
+    except BudgetExceeded:
+        sym = None  # (the search then stops at once, on the same clock)
+    finally:
+        machine.deadline = None
+    budget = replace(budget, seconds=max(budget.seconds - (time.monotonic() - clock), 0.0))
     replays = Replays(machine)  # the reports' paths share prefixes: their steps replayed once
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym, replays)))

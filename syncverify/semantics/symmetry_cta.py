@@ -54,6 +54,7 @@ and replayed on the unreduced machine.
 
 from __future__ import annotations
 
+import time
 from dataclasses import fields, is_dataclass, replace
 
 from .. import ir, ir_tcgen05
@@ -318,6 +319,9 @@ def verify_exchange(machine, a: int, b: int) -> Auto:
             raise Mismatch(f"{procs[q].label()}: wgmma warpgroups differ")
     matcher = _CtaMatcher(machine, {a: b, b: a})
     for q, r in full.items():
+        if machine.deadline is not None and time.monotonic() > machine.deadline:
+            # (the check's time budget: a grid of hundreds of warps takes seconds to match)
+            raise Mismatch("the time budget ended before the CTAs' programs were matched")
         matcher.program(machine.programs[q], machine.programs[r], machine.ctx[q], machine.ctx[r])
     for name, table in (("global slots", matcher.gslots), ("flag elements", matcher.flags)):
         if len(set(table.values())) != len(table) or set(table.values()) != set(table):
