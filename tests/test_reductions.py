@@ -89,6 +89,17 @@ UNREDUCED_OVER_BIG_BUDGET = {  # the same search at 30,000 states (symmetry mode
     "deepgemm_sm90_two_lane_store.sync", "deepgemm_sm90_two_lane_store_one_wait.sync",
     "flashinfer_grid_barrier_reset_fixed.sync", "tlx_fa_bwd_tmem_chunk_alias_barrier.sync"}
 UNREDUCED_OVER_BUDGET = UNREDUCED_OVER_SMALL_BUDGET | UNREDUCED_OVER_BIG_BUDGET
+# One reduction alone where the spec has interchangeable processes: searches that fit the budget but took 12-39 s
+# each of a 20-minute CI (measured 2026-12-07, `pytest --durations=0` on the 2-core host). One spec of each pair
+# of twins still runs this mode in CI (cluster_multicast_ring_cta_scope, deepgemm_hc_prenorm_rs_wgmma_a_overwrite,
+# cutlass_ws_ring); SYNCVERIFY_SLOW=1 runs them all.
+ONE_REDUCTION_SLOW = {("bounded_try_wait_fallthrough.sync", "por"), ("bounded_try_wait_fallthrough.sync", "symmetry"),
+                      ("deepgemm_k_grouped_tensormap_drained.sync", "symmetry"),
+                      ("trtllm_mmha_multiblock_last_block_syncwarp.sync", "symmetry"),
+                      ("cluster_multicast_ring.sync", "symmetry"), ("cutlass_splitk_serial_no_wait.sync", "symmetry"),
+                      ("deepgemm_hc_prenorm_rs_wgmma_wait_after_commit.sync", "symmetry"),
+                      ("flashinfer_grid_barrier_reset.sync", "symmetry"),
+                      ("cutlass_ws_ring_no_empty_wait.sync", "symmetry")}
 
 
 def _skip_what_ci_need_not_search(name: str, mode: str, protocol) -> None:
@@ -102,6 +113,9 @@ def _skip_what_ci_need_not_search(name: str, mode: str, protocol) -> None:
         return
     if (name, mode) in ONE_REDUCTION_TOO_BIG:
         pytest.skip(f"{mode} alone on {name} passes the test budget (measured); SYNCVERIFY_SLOW=1 searches it")
+    if (name, mode) in ONE_REDUCTION_SLOW:
+        pytest.skip(f"{mode} alone on {name}: 12-39 s of a 20-minute CI (measured, ONE_REDUCTION_SLOW); its twin "
+                    "or the fully reduced search runs in CI, SYNCVERIFY_SLOW=1 searches it")
     plain = Machine(protocol)
     if symmetry_groups(plain.procs, plain.programs):
         return
