@@ -31,7 +31,7 @@ from ...semantics.machine import Assumptions, Machine, Violation
 from ...semantics.symmetry import Symmetry
 from ..periodic import Plan, Refusal, liftable_params, plan
 from ..tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
-from ..witness import deadlock, diagnostic
+from ..witness import Replays, deadlock, diagnostic
 from .search import DEFAULT_ASSUMPTIONS, Finding, lifted_search
 
 OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is run concretely
@@ -40,8 +40,8 @@ OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is 
 # ---------------------------------------------------------------------- concretization
 def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: Finding,
            assumptions: Assumptions = DEFAULT_ASSUMPTIONS,
-           loaded: dict[int, tuple[Machine, Symmetry] | None] | None = None,
-           ) -> tuple[Machine, Symmetry, Violation] | None:
+           loaded: dict[int, tuple[Machine, Symmetry, Replays] | None] | None = None,
+           ) -> tuple[Machine, Symmetry, Violation, Replays] | None:
     """Replay a finding's path through ``Machine.step`` on the protocol loaded at its ITERS.
     Returns the concrete machine and the violation it reports, or None if it does not reproduce.
 
@@ -49,7 +49,9 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
     warnings mostly share their trip count, and the protocol was parsed and compiled again for each:
     a quarter of the check of one residue protocol of the 2x1 ping-pong GEMM with K symbolic (38
     SV602 warnings, a 1,162-line protocol; bench/RESULTS-speed.md). A machine's steps depend on
-    the state they are given only, so one machine replays every finding at its ITERS."""
+    the state they are given only, so one machine replays every finding at its ITERS, and its steps
+    are remembered across them (witness.Replays: the findings' paths are branches of the one tree the
+    search built, and the report of each replays its path again); the Replays is returned for the report."""
     loaded = {} if loaded is None else loaded
     if finding.iters not in loaded:
         try:
@@ -58,31 +60,32 @@ def replay(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], finding: 
             loaded[finding.iters] = None
         else:
             machine = Machine(concrete, assumptions)
-            loaded[finding.iters] = machine, Symmetry(machine.procs, machine.programs, machine.holders)
+            loaded[finding.iters] = (machine, Symmetry(machine.procs, machine.programs, machine.holders),
+                                     Replays(machine))
     got = loaded[finding.iters]
     if got is None:
         return None
-    machine, sym = got
-    state = sym.canon(machine.initial())[0]
+    machine, sym, replays = got
+    state = replays.canon(sym, replays.initial())[0]
     want = finding.violation
     for n, label in enumerate(finding.labels):
-        res = machine.step(state, label)
+        res = replays.step(state, label)
         if res is None:
             return None
         if finding.final and n == len(finding.labels) - 1:
             for v in [res.violation, *res.soft, *res.warnings]:
                 if v is not None and v.code == want.code and v.span == want.span:
-                    return machine, sym, v
+                    return machine, sym, v, replays
             return None
         if res.state is None:
             return None
-        state = sym.canon(res.state)[0]
+        state = replays.canon(sym, res.state)[0]
     # no final step: a deadlock in the state reached
     # a deadlock: the model offers no step (a reduced search offers one exactly when it does)
     if list(machine.successors(state)) or all(machine.done(state, q) for q in range(len(machine.procs))):
         return None
     v = deadlock(machine, state)
-    return (machine, sym, v) if v.code == want.code else None
+    return (machine, sym, v, replays) if v.code == want.code else None
 
 
 # ---------------------------------------------------------------------- the engine's answers
@@ -164,13 +167,13 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                         stop_at_error=only is None)
     stats = Stats(out.states + small.states, out.transitions + small.transitions, time.monotonic() - start, 0.0)
     diags: list[Diagnostic] = []
-    loaded: dict[int, tuple[Machine, Symmetry] | None] = {}
+    loaded: dict[int, tuple[Machine, Symmetry, Replays] | None] = {}
     iters: list[int] = []
     for f in sorted(out.errors, key=lambda f: (f.iters, len(f.labels))):
         rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
-            machine, sym, v = rep
-            diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
+            machine, sym, v, replays = rep
+            diags.append(diagnostic(machine, v, f.labels, full_trace, sym, replays))
             iters.append(f.iters)
     if iters and out.first_error:
         least = _least_failing(protocol, chosen, defines, assumptions, min(iters), max_states - stats.states,
@@ -180,8 +183,8 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
     for f in out.warnings:
         rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
-            machine, sym, v = rep
-            diags.append(diagnostic(machine, v, f.labels, full_trace, sym))
+            machine, sym, v, replays = rep
+            diags.append(diagnostic(machine, v, f.labels, full_trace, sym, replays))
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     if iters:
         return Lift(Verdict.VIOLATION, f"{chosen.param}={min(iters)}", "", tuple(diags), stats)

@@ -100,8 +100,8 @@ class _Shape:
     runs: dict = field(default_factory=dict, compare=False)  # normalized runs of one slot's records
     counters: dict = field(default_factory=dict, compare=False)  # shifted (procs, mode, numbered), by (procs, mode)
     phases: dict = field(default_factory=dict, compare=False)  # shifted mbars and their shifts, by mbars
-    record_lows: dict = field(default_factory=dict, compare=False)  # least group numbers, by records
-    relabels: dict = field(default_factory=dict, compare=False)  # records with group numbers shifted, by shift
+    record_lows: dict = field(default_factory=dict, compare=False)  # (records, least group numbers), by id
+    relabels: dict = field(default_factory=dict, compare=False)  # (records, group numbers shifted), by id, shift
 
 
 _MEMO_LIMIT = 1 << 16  # entries per normalization table before it starts over
@@ -276,11 +276,14 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         owner = sh.group_owner
         # (the records' least group numbers, and the records relabelled by a shift, recur across
         # states: remembered)
-        from_records = sh.record_lows.get(records)
-        if from_records is None:
+        # (keyed by the records object, which the entry keeps alive so that no other takes its id: the
+        # records come from ``sh.memo``, one object per normalized tuple, and hashing them again costs)
+        kept = sh.record_lows.get(id(records))
+        if kept is None or kept[0] is not records:
             if len(sh.record_lows) > _MEMO_LIMIT:
                 sh.record_lows.clear()
-            from_records = sh.record_lows[records] = _record_lows(sh, records)
+            kept = sh.record_lows[id(records)] = (records, _record_lows(sh, records))
+        from_records = kept[1]
         low = dict(from_records)
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
@@ -297,15 +300,15 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
                     ps = (*ps[:field_], ps[field_] - d, *ps[field_ + 1:])
             set_proc(q, ps)
         if shift:
-            relabel_key = (records, tuple(shift.items()))
-            relabelled = sh.relabels.get(relabel_key)
-            if relabelled is None:
+            relabel_key = (id(records), tuple(shift.items()))
+            kept = sh.relabels.get(relabel_key)
+            if kept is None or kept[0] is not records:
                 if len(sh.relabels) > _MEMO_LIMIT:
                     sh.relabels.clear()
-                relabelled = sh.relabels[relabel_key] = tuple(sorted(
+                kept = sh.relabels[relabel_key] = (records, tuple(sorted(
                     (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
-                    if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records))
-            records = relabelled
+                    if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records)))
+            records = kept[1]
     out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
     return out, mode
 
