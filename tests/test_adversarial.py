@@ -134,6 +134,17 @@ def test_time_budget_holds_with_thousands_of_live_barriers(tmp_path):
     assert "time budget" in result["coverage"] and seconds < 4.0, f"--timeout 1 but the check took {seconds:.1f}s"
 
 
+def test_time_budget_holds_while_the_cta_symmetry_and_the_walks_run(tmp_path):
+    """512 warps in a cluster of 16 CTAs, 1,000 rounds: proving the CTAs interchangeable and one walk of what
+    can come first each took longer than the whole budget (the check stopped after 43 s with --timeout 4)."""
+    text = ("protocol cluster16 {\n  param ITERS = 1000;\n  cluster 16;\n  cta threads 1024;\n  role w[32] = warp i;\n"
+            "  named nb id 1 count 1024;\n  smem b bytes 16;\n  for k in 0..ITERS { bar.sync nb; "
+            "if w && instance == k % 32 { write b; } bar.sync nb; read b; }\n}\n")
+    rc, result, seconds = check(tmp_path, text, "--timeout", "1")
+    assert rc == 3 and "time budget" in result["coverage"], result
+    assert seconds < 15.0, f"--timeout 1 but the check took {seconds:.1f}s"
+
+
 def test_loop_without_operations_costs_nothing(tmp_path):
     """A loop in which a process executes no operation is compiled away for that process (it used to spin
     2^40 times inside one step of the search, out of reach of every budget: found by bench/fuzz.py)."""
