@@ -57,6 +57,9 @@ class Budget:
     # end or another budget). A violation is certain once found; what a stop here costs is completeness of
     # the list of findings, never a verdict: the result is a violation with `search not finished`.
     after_first_error: float | None = None
+    # time.monotonic() when the clock of ``seconds`` started (None: when the search starts). A check sets it
+    # before what it does ahead of the search (proving CTAs interchangeable), which the same clock bounds.
+    clock: float | None = None
 
 
 @dataclass
@@ -160,7 +163,8 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
     reported = 0  # errors handed to on_error so far
     last_report = last_memory = start
     first_error_at: float | None = None
-    machine.deadline = start + budget.seconds
+    clock = start if budget.clock is None else budget.clock
+    machine.deadline = clock + budget.seconds
     try:
         init = visited.add(machine.initial() if canon is None else canon(machine.initial())[0])
         assert init is not None  # the first state stored
@@ -176,7 +180,7 @@ def _search(machine: Machine, budget: Budget, symmetry: Symmetry | None,
             # the clock on every state (a state of a protocol with thousands of barriers can take
             # tens of milliseconds); memory every 256 states or 50 ms
             now = time.monotonic()
-            if now - start > budget.seconds:
+            if now - clock > budget.seconds:
                 stop, kind = budgets.reached(budgets.TIME, budget.seconds), budgets.TIME
                 break
             if popped % 256 == 0 or now - last_memory >= 0.05:
@@ -301,7 +305,7 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
         sym = None  # (the search then stops at once, on the same clock)
     finally:
         machine.deadline = None
-    budget = replace(budget, seconds=max(budget.seconds - (time.monotonic() - clock), 0.0))
+    budget = replace(budget, clock=clock)
     replays = Replays(machine)  # the reports' paths share prefixes: their steps replayed once
     on_error = None if on_finding is None else \
         (lambda v, labels: on_finding(diagnostic(machine, v, labels, full_trace, sym, replays)))
@@ -312,10 +316,10 @@ def explore(protocol: ir.Protocol, budget: Budget, machine: Machine, full_trace:
         seen = {(v.code, v.span.line if v.span else None) for v, _ in outcome.errors}
         on_new = None if on_error is None else \
             (lambda v, labels: (v.code, v.span.line if v.span else None) not in seen and on_error(v, labels))
-        # within what is left of the clock and of the states; where it cannot finish, the first search's findings
-        # stand (the same verdict and codes, the stale waiter's maybe at the wait's line)
-        left = replace(budget, seconds=max(budget.seconds - outcome.seconds, 0.0),
-                       max_states=max(budget.max_states - outcome.states, 0))
+        # within what is left of the clock (the same one: ``Budget.clock``) and of the states; where it cannot
+        # finish, the first search's findings stand (the same verdict and codes, the stale waiter's maybe at the
+        # wait's line)
+        left = replace(budget, max_states=max(budget.max_states - outcome.states, 0))
         again = (search_with or search)(machine, left, sym, progress, on_new, KEEP_TRUE_PROBES)
         outcome = again if again.complete else outcome
     diags = [diagnostic(machine, v, labels, full_trace, sym, replays) for v, labels in outcome.errors]

@@ -295,7 +295,8 @@ class _Coordinator:
         ctx = multiprocessing.get_context("fork")
         pipes = [ctx.Pipe() for _ in range(self.jobs)]
         inboxes = [ctx.Queue() for _ in range(self.jobs)]
-        deadline = start + self.budget.seconds
+        clock = start if self.budget.clock is None else self.budget.clock  # (explicit.Budget.clock)
+        deadline = clock + self.budget.seconds
         share = self.budget.memory_mb / self.jobs
         workers = [ctx.Process(target=_worker, daemon=True,
                                args=(w, self.jobs, self.machine, self.successors, self.canon, init, deadline,
@@ -323,7 +324,7 @@ class _Coordinator:
                 worker_mb = [max(m, r[5]) for m, r in zip(worker_mb, replies, strict=True)]
                 peak = max(peak, budgets.rss_mb())
                 stopped = next((r[4] for r in replies if r[4]), "")
-                if stopped or time.monotonic() - start > self.budget.seconds:
+                if stopped or time.monotonic() - clock > self.budget.seconds:
                     kind = stopped or budgets.TIME
                     limit = self.budget.seconds if kind == budgets.TIME else self.budget.memory_mb
                     self.stop, self.kind = budgets.reached(kind, limit), kind
