@@ -274,10 +274,9 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         # a warpgroup's warps compare their wgmma group numbers with one another's (Machine._wgmma_wait):
         # they move by one amount, the least over the team
         owner = sh.group_owner
-        # (the records' least group numbers, and the records relabelled by a shift, recur across
-        # states: remembered)
-        # (keyed by the records object, which the entry keeps alive so that no other takes its id: the
-        # records come from ``sh.memo``, one object per normalized tuple, and hashing them again costs)
+        # The records' least group numbers, and the records relabelled by a shift, recur across states:
+        # remembered by the records object (from ``sh.memo``: one object per normalized tuple, whose
+        # hashing would cost again), which each entry keeps alive so that no other object takes its id.
         kept = sh.record_lows.get(id(records))
         if kept is None or kept[0] is not records:
             if len(sh.record_lows) > _MEMO_LIMIT:
