@@ -98,26 +98,33 @@ def partition(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-unt
     they are contiguous: merging them loses nothing, since any access that
     touches one touches all.
     """
+    # accesses with the same byte ranges stand together: bytes are touched by exactly the accesses whose
+    # ranges contain them, so grouping bytes by the footprints (an access's ranges) that touch them groups
+    # them by the accesses that do; a residue's events repeat the loop body's footprints many times
+    first: dict[tuple[tuple[int, int], ...], Instr] = {}  # each footprint, with its first access
+    for evs in events.values():
+        for e in evs:
+            ranges = _ranges(e)
+            if ranges:
+                first.setdefault(tuple((s, t) for _r, s, t in ranges), e.instr)
     bounds: set[int] = set()
-    touched: list[tuple[int, int, tuple[object, int]]] = []  # start, end, access id
     hosted: dict[int, Instr] = {}  # barriers whose bytes accesses touch (data before their init, after their
     #                                inval), each with the first access that does
-    for key, evs in events.items():
-        for k, e in enumerate(evs):
-            for _r, s, t in _ranges(e):
-                for b in bars:
-                    if s < b + 8 and b < t:
-                        hosted.setdefault(b, e.instr)
-                        bounds.update((b, b + 8))  # the barrier's bytes: in one slot, never split between two
-                bounds.update((s, t))
-                touched.append((s, t, (key, k)))
+    for footprint, instr in first.items():  # in the order of each footprint's first access
+        for s, t in footprint:
+            for b in bars:
+                if s < b + 8 and b < t:
+                    hosted.setdefault(b, instr)
+                    bounds.update((b, b + 8))  # the barrier's bytes: in one slot, never split between two
+            bounds.update((s, t))
     cuts = sorted(bounds)
     index = {c: i for i, c in enumerate(cuts)}
-    who: list[set[tuple[object, int]]] = [set() for _ in cuts]
-    for s, t, i in touched:
-        for j in range(index[s], index[t]):
-            who[j].add(i)
-    by_sig: dict[frozenset[tuple[object, int]], list[tuple[int, int]]] = {}
+    who: list[set[int]] = [set() for _ in cuts]
+    for i, footprint in enumerate(first):
+        for s, t in footprint:
+            for j in range(index[s], index[t]):
+                who[j].add(i)
+    by_sig: dict[frozenset[int], list[tuple[int, int]]] = {}
     for j in range(len(cuts) - 1):
         if who[j]:
             pieces = by_sig.setdefault(frozenset(who[j]), [])

@@ -65,6 +65,8 @@ class SymCtx:
     _under: dict[int, tuple[z3.BoolRef, SymCtx]] = field(default_factory=dict)
     # the answers of _unsat, by the AST ids of the facts (kept with them, as above)
     _asked: dict[tuple[int, ...], tuple[tuple[z3.BoolRef, ...], bool]] = field(default_factory=dict)
+    # one model of A, asked once (``constant`` evaluates each term in it); [] until asked, [None] if none
+    _model: list[z3.ModelRef | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.n = z3.BitVec("N", self.bits)
@@ -125,6 +127,16 @@ class SymCtx:
             return None
         return s.model().eval(self.n, model_completion=True).as_signed_long()
 
+    def _some_model(self) -> z3.ModelRef | None:
+        """One model of A, the same for every term: the candidate value of a term is its value there, and
+        only the proof that it is the only one depends on the term (a fresh solver per term gave this same
+        model every time -- the query is A alone -- at the cost of one Z3 call per term)."""
+        if not self._model:
+            s = self.solver()
+            s.add(self.assume)
+            self._model.append(s.model() if solve(s)[0] == z3.sat else None)
+        return self._model[0]
+
     def constant(self, v: Sym) -> Value:
         """The term's value when Z3 proves it constant under A, else UNKNOWN."""
         key = v.expr.get_id()
@@ -135,10 +147,9 @@ class SymCtx:
             if z3.is_bv_value(e):
                 got = e.as_long()
             else:
-                s = self.solver()
-                s.add(self.assume)
-                if solve(s)[0] == z3.sat:
-                    val = s.model().eval(e, model_completion=True)
+                model = self._some_model()
+                if model is not None:
+                    val = model.eval(e, model_completion=True)
                     if self.holds(e == val):
                         got = val.as_long()
             self._const[key] = (v.expr, got)
