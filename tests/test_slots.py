@@ -7,13 +7,14 @@ that two pieces of one access's footprint must land in one slot and a shared ran
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
 from syncverify.ptx.launch import Event, Refusal
 from syncverify.ptx.parse import Instr
-from syncverify.ptx.slots import partition
+from syncverify.ptx.slots import coalesce, partition
 
 
 class _Mod:
@@ -86,3 +87,44 @@ def test_barrier_bytes_split_between_slots_are_refused_at_the_first_access() -> 
     assert got.value.line == 9 and "mbarrier at 0x8" in got.value.message
     _slots, _slot_of, hosted = partition(_Mod(), {0: [Event("read", (), 1, _instr(3), ((0, 0, 16),))]}, {8})  # type: ignore[arg-type]
     assert hosted == {8}
+
+
+def _coalesced_by_runs(evs: list[Event]) -> tuple[list[Event], list[int]]:
+    """The definition of `coalesce`, read as runs: consecutive accesses of one kind by the same lanes are one
+    (reads, writes, wgmma operand reads); the same registers read or written again are one (rs_read/rs_write)."""
+    def run_key(k: int) -> object:
+        e = evs[k]
+        if e.kind in ("read", "write", "wgmma_read"):
+            return (e.kind, e.lanes)
+        if e.kind in ("rs_read", "rs_write"):
+            return (e.kind, e.lanes, e.args)
+        return ("alone", k)
+
+    out: list[Event] = []
+    owner: list[int] = []
+    for _key, group in itertools.groupby(range(len(evs)), key=run_key):
+        members = [evs[k] for k in group]
+        first = members[0]
+        if len(members) > 1 and first.kind in ("read", "write", "wgmma_read"):
+            first = Event(first.kind, first.args, first.lanes, first.instr,
+                          tuple(sorted({r for e in members for r in e.ranges})), None,
+                          tuple(sorted({f for e in members for f in e.footprint})))
+        owner += [len(out)] * len(members)
+        out.append(first)
+    return out, owner
+
+
+def test_coalesce_merges_runs_of_one_kind_by_the_same_lanes() -> None:
+    rng = random.Random(11)
+    kinds = ("read", "write", "wgmma_read", "rs_read", "rs_write", "arrive")
+    for _ in range(400):
+        evs = []
+        for k in range(rng.randint(0, 12)):
+            s = 4 * rng.randint(0, 8)
+            evs.append(Event(rng.choice(kinds), (rng.randint(0, 1),), rng.choice((1, 3)), _instr(k),
+                             ((0, s, s + 4),), rng.choice((None, _instr(99))),
+                             ((rng.randint(0, 1), 0, s, s + 4),)))
+        owner: list[int] = []
+        got = coalesce(evs, owner)
+        assert (got, owner) == _coalesced_by_runs(evs)
+        assert coalesce(evs) == got

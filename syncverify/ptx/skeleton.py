@@ -235,9 +235,17 @@ class _Ctx:
                       for name, n, size, start, pieces in slots if pieces == 1 for j in range(n)}
         self.slot_of = sorted(slot_of)
         self.starts = [a for a, _b, _n in self.slot_of]
+        self._slots_in: dict[tuple[int, int], list[tuple[str, int]]] = {}
 
     def slots_in(self, s: int, t: int) -> list[tuple[str, int]]:
-        """The slots that bytes [s, t) touch, each with the number of its bytes in the range."""
+        """The slots that bytes [s, t) touch, each with the number of its bytes in the range (asked once per
+        range: a protocol's accesses repeat the loop body's ranges)."""
+        hit = self._slots_in.get((s, t))
+        if hit is None:
+            hit = self._slots_in[(s, t)] = self._find_slots(s, t)
+        return list(hit)
+
+    def _find_slots(self, s: int, t: int) -> list[tuple[str, int]]:
         out: dict[str, int] = {}
         j = max(bisect_right(self.starts, s) - 1, 0)
         while j < len(self.slot_of) and self.slot_of[j][0] < t:

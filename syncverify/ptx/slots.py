@@ -71,24 +71,39 @@ def coalesce(evs: list[Event], owner: list[int] | None = None) -> list[Event]:
     the index of the access it became part of.
     """
     out: list[Event] = []
+    ranges: set[tuple[int, int, int]] | None = None  # while out[-1] grows: the ranges and footprints of
+    footprint: set[tuple[int, int, int, int]] = set()  # its accesses so far, the merged event built once
     for e in evs:
         last = out[-1] if out else None
+        same = last is not None and last.kind == e.kind and last.lanes == e.lanes
         # the same registers read or written again with nothing between: one access (wgmma_regs.py)
-        again = last is not None and e.kind in ("rs_read", "rs_write") and last.kind == e.kind \
-            and last.args == e.args and last.lanes == e.lanes
-        if owner is not None:
-            merge = last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
-                and last.lanes == e.lanes
-            owner.append(len(out) - 1 if merge or again else len(out))
-        if again:
+        if same and e.kind in ("rs_read", "rs_write") and last.args == e.args:  # type: ignore[union-attr]
+            if owner is not None:
+                owner.append(len(out) - 1)
             continue
-        if last is not None and e.kind in ("read", "write", "wgmma_read") and last.kind == e.kind \
-                and last.lanes == e.lanes:
-            out[-1] = Event(last.kind, last.args, last.lanes, last.instr, tuple(sorted({*last.ranges, *e.ranges})),
-                            None, tuple(sorted({*last.footprint, *e.footprint})))
-        else:
-            out.append(e)
+        if same and e.kind in ("read", "write", "wgmma_read"):
+            if ranges is None:
+                ranges, footprint = set(last.ranges), set(last.footprint)  # type: ignore[union-attr]
+            ranges.update(e.ranges)
+            footprint.update(e.footprint)
+            if owner is not None:
+                owner.append(len(out) - 1)
+            continue
+        if ranges is not None:
+            out[-1] = _merged(out[-1], ranges, footprint)
+            ranges = None
+        if owner is not None:
+            owner.append(len(out))
+        out.append(e)
+    if ranges is not None:
+        out[-1] = _merged(out[-1], ranges, footprint)
     return out
+
+
+def _merged(first: Event, ranges: set[tuple[int, int, int]], footprint: set[tuple[int, int, int, int]]) -> Event:
+    """One access standing for back-to-back ones that began with `first`."""
+    return Event(first.kind, first.args, first.lanes, first.instr, tuple(sorted(ranges)), None,
+                 tuple(sorted(footprint)))
 
 
 def partition(mod: Module, events: dict, bars: set[int]):  # type: ignore[no-untyped-def,type-arg]

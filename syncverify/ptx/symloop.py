@@ -42,7 +42,7 @@ from .execute import WarpRun
 from .launch import PARAM_BASE, Event, Launch, Memory, Refusal, _bits, lanes_of
 from .loops import ExitTest, loop_info
 from .parse import Function, Instr, Module, Name, NegName, Operand, Vec
-from .symvalues import Sym, SymCtx, as_term, sym_compute
+from .symvalues import Sym, SymCtx, as_term
 from .values import UNKNOWN, Value, compute
 from .warp import _Entry
 
@@ -181,10 +181,7 @@ class SymWarpRun(WarpRun):
         for lane in lanes_of(lanes):
             srcs = [self.raw(op, lane) for op in ops[1:]]
             if any(isinstance(s, Sym) for s in srcs):
-                v = sym_compute(ins.base, ins.mods, srcs)
-                if isinstance(v, Sym) and self.mode in ("pre", "suffix"):
-                    e = z3.simplify(v.expr)
-                    v = e.as_long() if z3.is_bv_value(e) else Sym(e, v.bits)
+                v = self.ctx.compute(ins.base, ins.mods, srcs, self.mode in ("pre", "suffix"))
             else:
                 got = compute(ins.base, ins.mods, srcs)  # type: ignore[arg-type]
                 v = UNKNOWN if got is None else got

@@ -67,6 +67,9 @@ class SymCtx:
     _asked: dict[tuple[int, ...], tuple[tuple[z3.BoolRef, ...], bool]] = field(default_factory=dict)
     # one model of A, asked once (``constant`` evaluates each term in it); [] until asked, [None] if none
     _model: list[z3.ModelRef | None] = field(default_factory=list)
+    # sym_compute's results by operation and operands' AST ids (operands kept with them, as above): shared by
+    # the contexts `under` makes, since a result depends on neither the assumption nor the lane
+    _computed: dict[tuple[object, ...], tuple[list[Value | Sym], Value | Sym]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.n = z3.BitVec("N", self.bits)
@@ -89,6 +92,7 @@ class SymCtx:
         out = SymCtx(self.param, self.bits, self.hi)
         out.n = self.n
         out.assume = z3.And(self.assume, cond)
+        out._computed = self._computed
         self._under[key] = (cond, out)
         return out
 
@@ -175,6 +179,22 @@ class SymCtx:
             return None
         split = self.n >= b
         return b if self.holds(e == split) or self.holds(e == z3.Not(split)) else None
+
+    def compute(self, base: str, mods: tuple[str, ...], srcs: list[Value | Sym], simplified: bool) -> Value | Sym:
+        """``sym_compute``, simplified to a number where it is one when ``simplified``; asked once per
+        operation and operands: the 32 lanes of a warp mostly hold the same terms, and every warp of a
+        role runs the same instructions on them (in the 2x1 ping-pong GEMM's extraction with K symbolic
+        building and simplifying these terms again was a fifth of the CPU)."""
+        key = (base, mods, simplified, *((x.expr.get_id(), x.bits) if isinstance(x, Sym) else ("v", x)
+                                          for x in srcs))
+        hit = self._computed.get(key)
+        if hit is None:
+            v = sym_compute(base, mods, srcs)
+            if isinstance(v, Sym) and simplified:
+                e = z3.simplify(v.expr)
+                v = e.as_long() if z3.is_bv_value(e) else Sym(e, v.bits)
+            hit = self._computed[key] = (srcs, v)
+        return hit[1]
 
     def decide(self, pred: Sym) -> bool | None:
         """A predicate term's value when it is the same for every N under A; None when both can hold."""
