@@ -16,10 +16,13 @@ import itertools
 import signal
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from .check import Options, check_path
 from .result import CheckResult
 
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 @dataclass(frozen=True)
 class Task:
@@ -79,10 +82,22 @@ def run_all(todo: Sequence[Task], options: Options, jobs: int,
         for task in todo:
             yield _run_one(task, options, run)
         return
+    yield from in_order(_check, [(task, replace(options, progress=None)) for task in todo], jobs)
+
+
+def in_order(fn: Callable[[_In], _Out], items: Sequence[_In], jobs: int) -> Generator[_Out, None, None]:
+    """``fn`` of each item, yielded in the items' order; with jobs > 1 computed in that many worker
+    processes (``fn`` must be a module-level function, its items and results picklable). Closing the
+    generator early terminates the workers."""
+    if jobs <= 1 or len(items) <= 1:
+        for item in items:
+            yield fn(item)
+        return
     import multiprocessing
 
     # fork: the workers start at once, with the modules already imported; nothing here holds a lock
-    # or a thread that a fork could break (Z3 contexts are made per check, inside the worker)
+    # or a thread that a fork could break (the parent is single-threaded: Z3 answers its queries in the
+    # calling thread, and each check makes its own solvers inside the worker)
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(min(jobs, len(todo)), initializer=_quiet_worker) as pool:  # exit: terminate()
-        yield from pool.imap(_check, [(task, replace(options, progress=None)) for task in todo], chunksize=1)
+    with ctx.Pool(min(jobs, len(items)), initializer=_quiet_worker) as pool:  # exit: terminate()
+        yield from pool.imap(fn, items, chunksize=1)

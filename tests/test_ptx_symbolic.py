@@ -157,6 +157,21 @@ def test_seeded_twins_give_their_codes_with_a_concrete_n(ptx, codes, capsys):
     assert {d["code"] for d in res2["diagnostics"] if d["severity"] == "error"} >= codes
 
 
+def _answer(res: dict) -> tuple:
+    """What a symbolic check answers, but for the time it took."""
+    return (res["verdict"], res["bound"], res.get("coverage", ""), res["stats"]["states"],
+            [(d["code"], d["severity"], d["line"], d["message"], len(d["trace"])) for d in res["diagnostics"]])
+
+
+@pytest.mark.parametrize("ptx", ["ring_state.ptx", "ring_state_no_full_wait.ptx", "ring_state_empty_count_16.ptx"])
+def test_residue_protocols_checked_at_once_answer_as_one_job(ptx, capsys):
+    """`--jobs 2` checks the residues' protocols in two worker processes, read in the same order: the same
+    verdict, bound (the N of a finding), findings and traces as one job."""
+    one = _json(capsys, ["check", str(DATA / ptx), *SYM])
+    two = _json(capsys, ["check", str(DATA / ptx), *SYM, "--jobs", "2"])
+    assert one[0] == two[0] and _answer(one[1]) == _answer(two[1])
+
+
 @pytest.mark.parametrize("ptx", TWINS)
 def test_symbolic_answer_agrees_with_concrete_extraction_at_n_1_to_12(ptx, capsys):
     rc, res = _json(capsys, ["check", str(DATA / ptx), *SYM])
@@ -400,5 +415,8 @@ def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys, monkey
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM, "--timeout", "0.001"])
     assert rc == 3 and res["verdict"] == "inconclusive"
     assert "residue 0: not checked, the time budget of 0.001 s was spent" in res["coverage"]
+    # checked two at a time, each protocol starts with what is left of the same clock
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM, "--timeout", "0.001", "--jobs", "2"])
+    assert rc == 3 and "residue 3: not checked, the time budget of 0.001 s was spent" in res["coverage"]
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM])
     assert rc == 0 and res["verdict"] == "safe"

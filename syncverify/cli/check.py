@@ -64,8 +64,8 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
                        help="override a param, or pin a `choose` value; several values sweep it "
                             "(several sweeps: every combination)")
     check.add_argument("--jobs", "-j", type=positive_int, default=1, metavar="N",
-                       help="check up to N files or sweep points at once (results keep the input order; "
-                       "findings are then printed as each check ends)")
+                       help="check up to N files or sweep points at once, or a --symbolic kernel's residue protocols "
+                       "(results keep the input order; findings are then printed as each check ends)")
     check.add_argument("--search-jobs", type=positive_int, default=1, metavar="N",
                        help="run each explicit search on N processes: the same verdict, findings and "
                        "counterexamples as one (docs/engines.md, \"One search on several cores\")")

@@ -28,6 +28,7 @@ from ..result import CheckResult, Stats, Verdict
 from .kernel import _at_source, _same_site_sv204, launch_of, not_extracted
 
 if TYPE_CHECKING:  # the symbolic extraction and its values import z3: loaded when --symbolic is given
+    from ..check import Options
     from ..ptx.symextract import SymbolicKernel
     from ..ptx.symvalues import SymParam
 
@@ -132,11 +133,16 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     outlives it is inconclusive, "not extracted"): each protocol is checked
     with what is left of it (each protocol alone had the whole budget once, and a check of five of them
     ran five times as long as asked). A protocol reached with none left is not checked, and the answer is
-    inconclusive. The deterministic budgets (states, rlimit) stay per protocol."""
-    from ..check import check_protocol
-    from ..lang import load
+    inconclusive. The deterministic budgets (states, rlimit) stay per protocol.
+
+    With ``--jobs N`` the protocols are checked N at a time in worker processes, each with what is left
+    of the same wall clock when it begins; the results are read in the same order, so the answer, the
+    finding reported and its N are those of one job (a finding ends the checks still running).
+    Each protocol's search is independent, so this is what several cores buy a check of every K."""
+    from .. import runs
 
     start = time.monotonic()
+    jobs = getattr(args, "jobs", 1)  # the family's protocols checked at once (`check --jobs`)
     try:
         with budget.clock(options.timeout):  # the symbolic executor and the loop roller look at it
             fams = symbolic_kernel(path, args)
@@ -149,19 +155,17 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     states, secs = 0, 0.0
     inconclusive: list[str] = []
-    for fam in fams:
-        for what, ex, opts, base in _cases(fam, options):
-            left = options.timeout - (time.monotonic() - start)
-            if left <= 0:
+    cases = [(fam, *case) for fam in fams for case in _cases(fam, options)]
+    work = [(ex.text, replace(opts, progress=None) if jobs > 1 else opts, sync_name, start + options.timeout)
+            for _fam, _what, ex, opts, _base in cases]
+    checked = runs.in_order(_check_case, work, jobs)
+    try:
+        for (fam, what, ex, _opts, base), got in zip(cases, checked, strict=True):
+            if got is None:
                 inconclusive.append(f"{what}: not checked, the time budget of {options.timeout:g} s was spent")
                 continue
-            opts = replace(opts, timeout=left)
-            try:
-                protocol = load(ex.text, opts.defines, path=sync_name)  # type: ignore[attr-defined]
-            except InputError as err:
-                d = err.diagnostics[0]
-                return PtxError(path, 1, 1, f"the extracted protocol ({what}) is not valid .sync: {d.message}")
-            got = check_protocol(protocol, opts)  # type: ignore[arg-type]
+            if isinstance(got, str):
+                return PtxError(path, 1, 1, f"the extracted protocol ({what}) is not valid .sync: {got}")
             states += got.stats.states
             secs += got.stats.seconds
             diags = tuple(_at_source(d, ex, sync_name) for d in got.diagnostics if not _same_site_sv204(d, ex))
@@ -177,12 +181,31 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
                 inconclusive.append(f"{what}: {got.coverage or got.bound}")
             elif base is not None and not _every_q(got.bound):
                 inconclusive.append(f"{what}: only {got.bound}")
+    finally:
+        checked.close()  # (a finding returned early: the checks still running are stopped)
     stats = Stats(states=states, seconds=secs)
     kernel = fams[0].residues[0].extracted.kernel
     if inconclusive:
         return CheckResult(path=path, protocol=kernel, verdict=Verdict.INCONCLUSIVE, bound="", stats=stats,
                            coverage="; ".join(inconclusive))
     return CheckResult(path=path, protocol=kernel, verdict=Verdict.SAFE, bound=bound_text(fams), stats=stats)
+
+
+def _check_case(work: tuple[str, Options, str, float]) -> CheckResult | str | None:
+    """One protocol of the family: its result, the parse error's message, or None when the command's time
+    budget (``deadline``, on the monotonic clock every process shares) was spent before it began."""
+    from ..check import check_protocol
+    from ..lang import load
+
+    text, opts, sync_name, deadline = work
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return None
+    try:
+        protocol = load(text, opts.defines, path=sync_name)
+    except InputError as err:
+        return err.diagnostics[0].message
+    return check_protocol(protocol, replace(opts, timeout=left))
 
 
 def _violation_bound(fam: SymbolicKernel, what: str, bound: str, base: int | None) -> str | None:
