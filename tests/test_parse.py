@@ -600,3 +600,29 @@ def test_op_spans_point_at_the_statement():
     assert isinstance(op, ir.MbarArrive)
     assert (op.span.line, op.span.column, op.span.end_column) == (15, 3, 38)
     assert (op.bar.span.column, op.remote.span.column) == (26, 36)  # type: ignore[union-attr]
+
+
+def test_a_text_loaded_again_with_other_defines_is_resolved_afresh() -> None:
+    """load() keeps the parse trees of the last texts it read (lang/load.py): a tree serves every load of its
+    text, each resolved with its own defines, and a changed text is parsed again."""
+    import importlib
+    from pathlib import Path
+
+    from syncverify.lang import load
+    from syncverify.lang.parse import parse_recovering
+
+    load_module = importlib.import_module("syncverify.lang.load")  # (the package exports the function)
+    text = (Path(__file__).resolve().parent.parent / "specs" / "nvfuser_cb_no_war_wait.sync").read_text()
+    changed = text.replace("param ITERS    = 6;", "param ITERS    = 5;")
+    assert changed != text
+    fresh = {}
+    for key, source, defines in (("6", text, {}), ("3", text, {"ITERS": 3}), ("9", text, {"ITERS": 9}),
+                                 ("5", changed, {})):
+        load_module._parsed_trees.clear()
+        fresh[key] = load(source, defines, path="cb.sync")
+    for key, source, defines in (("6", text, {}), ("3", text, {"ITERS": 3}), ("5", changed, {}),
+                                 ("9", text, {"ITERS": 9}), ("6", text, {})):
+        assert load(source, defines, path="cb.sync") == fresh[key]
+    assert fresh["3"] != fresh["9"] and fresh["5"].source == changed
+    kept = load_module._parsed_trees[(text, "cb.sync")][0]
+    assert kept == parse_recovering(text, "cb.sync")[0]  # resolve never changed the tree it was given

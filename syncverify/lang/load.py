@@ -6,11 +6,17 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..diagnostics import CODES, InputError, Severity, Span, make
 from .parse import parse_recovering
 from .resolve import resolve
+
+if TYPE_CHECKING:
+    from lark import Tree
+
+    from ..diagnostics import Diagnostic
 
 _EXPECT = re.compile(r"^\s*//\s*expect\s*:(.*)$")
 MAX_SOURCE_BYTES = 1 << 20
@@ -92,7 +98,7 @@ def load(source: str | os.PathLike[str], defines: Mapping[str, int] | None = Non
         name = path or "<text>"
         text = str(source)
     expect = parse_expect(text, name)
-    tree, syntax_errors = parse_recovering(text, name)
+    tree, syntax_errors = _parsed(text, name)
     if tree is None:
         raise InputError(syntax_errors)
     try:
@@ -127,6 +133,25 @@ def instantiate(protocol: ir.Protocol, defines: Mapping[str, int],
 
 def _by_position(diags: list) -> list:
     return sorted(diags, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+
+
+# The parse trees of the last few texts loaded (by text and name): one protocol is loaded again and again
+# with other defines -- the all-iterations lift loads it at two trip counts for its plan, once more per small
+# trip count and per finding replayed, a --symbolic check once per residue -- and parsing is most of a load.
+# `resolve` reads a tree and never changes it, so a tree serves every load of its text.
+_PARSED_KEPT = 8
+_parsed_trees: dict[tuple[str, str], tuple[Tree | None, list[Diagnostic]]] = {}
+
+
+def _parsed(text: str, name: str) -> tuple[Tree | None, list[Diagnostic]]:
+    key = (text, name)
+    hit = _parsed_trees.get(key)
+    if hit is None:
+        hit = parse_recovering(text, name)  # (raises for input with no tree at all: nothing is kept)
+        if len(_parsed_trees) >= _PARSED_KEPT:
+            del _parsed_trees[next(iter(_parsed_trees))]
+        _parsed_trees[key] = hit
+    return hit[0], list(hit[1])
 
 
 def load_many(paths: list[str]) -> list[str]:
