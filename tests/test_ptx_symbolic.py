@@ -3,6 +3,7 @@ count (symvalues.py, loops.py, symloop.py, symextract.py, cli/symbolic.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -420,3 +421,27 @@ def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys, monkey
     assert rc == 3 and "residue 3: not checked, the time budget of 0.001 s was spent" in res["coverage"]
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM])
     assert rc == 0 and res["verdict"] == "safe"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_residue_protocols_warnings_are_reported_beside_a_safe_answer(jobs, capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    """A kernel checked concretely reports its warnings beside a safe answer; a check of every N reports those
+    of its protocols too (they were once dropped), each once, at the CUDA line, naming the protocol that gave
+    it. The engine is made to warn at each residue protocol's first arrive, the same line in every residue."""
+    from syncverify import check as check_module
+    from syncverify.diagnostics import Span, make
+
+    real = check_module.check_protocol
+
+    def warning_at_the_first_arrive(protocol, options):  # type: ignore[no-untyped-def]
+        got = real(protocol, options)
+        line = next(k for k, text in enumerate(protocol.source.splitlines(), 1) if text.strip().startswith("arrive"))
+        warn = make("SV505", "an arrive the test marks", Span(protocol.path, line, 1, line, 2))
+        return dataclasses.replace(got, diagnostics=(*got.diagnostics, warn))
+
+    monkeypatch.setattr(check_module, "check_protocol", warning_at_the_first_arrive)
+    rc, res = _json(capsys, ["check", str(STATE), *SYM, "--jobs", jobs])
+    assert rc == 0 and res["verdict"] == "safe"
+    warned = [d for d in res["diagnostics"] if d["code"] == "SV505"]
+    assert len(warned) == 1 and warned[0]["severity"] == "warning"
+    assert warned[0]["file"].endswith("ring_state.cu") and "found in residue 0" in warned[0]["notes"]

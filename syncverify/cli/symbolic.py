@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import budget
-from ..diagnostics import InputError
+from ..diagnostics import Diagnostic, InputError, Severity
 from ..ptx.extract import Extracted, load_module
 from ..ptx.parse import PtxError
 from ..ptx.undefined import Undefined, finding_result
@@ -155,6 +155,9 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     states, secs = 0, 0.0
     inconclusive: list[str] = []
+    # The warnings of every protocol (a kernel checked concretely reports its warnings beside a safe answer;
+    # so does a check of every N), once per code, place and message, with the first protocol that gave it.
+    kept: dict[tuple[object, ...], Diagnostic] = {}
     cases = [(fam, *case) for fam in fams for case in _cases(fam, options)]
     work = [(ex.text, replace(opts, progress=None) if jobs > 1 else opts, sync_name, start + options.timeout)
             for _fam, _what, ex, opts, _base in cases]
@@ -169,6 +172,9 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
             states += got.stats.states
             secs += got.stats.seconds
             diags = tuple(_at_source(d, ex, sync_name) for d in got.diagnostics if not _same_site_sv204(d, ex))
+            for d in diags:  # warnings and notes: kept for the family's answer, each once
+                if d.severity is not Severity.ERROR:
+                    kept.setdefault((d.code, d.span, d.message), replace(d, notes=(*d.notes, f"found in {what}")))
             if got.verdict is Verdict.VIOLATION:
                 bound = _violation_bound(fam, what, got.bound, base)
                 if bound is None:
@@ -187,8 +193,9 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
     kernel = fams[0].residues[0].extracted.kernel
     if inconclusive:
         return CheckResult(path=path, protocol=kernel, verdict=Verdict.INCONCLUSIVE, bound="", stats=stats,
-                           coverage="; ".join(inconclusive))
-    return CheckResult(path=path, protocol=kernel, verdict=Verdict.SAFE, bound=bound_text(fams), stats=stats)
+                           coverage="; ".join(inconclusive), diagnostics=tuple(kept.values()))
+    return CheckResult(path=path, protocol=kernel, verdict=Verdict.SAFE, bound=bound_text(fams), stats=stats,
+                       diagnostics=tuple(kept.values()))
 
 
 def _check_case(work: tuple[str, Options, str, float]) -> CheckResult | str | None:
