@@ -171,6 +171,9 @@ def test_residue_protocols_checked_at_once_answer_as_one_job(ptx, capsys):
     one = _json(capsys, ["check", str(DATA / ptx), *SYM])
     two = _json(capsys, ["check", str(DATA / ptx), *SYM, "--jobs", "2"])
     assert one[0] == two[0] and _answer(one[1]) == _answer(two[1])
+    one = _json(capsys, ["check", str(DATA / ptx), *SYM, "--fail-fast"])
+    two = _json(capsys, ["check", str(DATA / ptx), *SYM, "--fail-fast", "--jobs", "2"])
+    assert one[0] == two[0] and _answer(one[1]) == _answer(two[1])
 
 
 @pytest.mark.parametrize("ptx", TWINS)

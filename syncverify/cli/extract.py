@@ -211,7 +211,7 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
                         "or --cutlass-problem MxNxK for a CUTLASS GEMM")
     library = patterns_of(getattr(args, "library", ()))
     if getattr(args, "symbolic", None) is not None:
-        stop = (lambda d: True) if getattr(args, "fail_fast", False) else None
+        stop = _stop_at_first if getattr(args, "fail_fast", False) else None
         return check_symbolic(path, args, replace(options, on_finding=stop))
     start = time.monotonic()
     try:
@@ -253,6 +253,12 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     if la.tensor_bytes:
         bound += ", tensor maps " + ", ".join(f"{p}[{o}]={n}" for (p, o), n in la.tensor_bytes.items())
     return replace(result, path=path, diagnostics=diags, bound=bound, protocol=demangled(result.protocol or ""))
+
+
+def _stop_at_first(_finding: object) -> bool:
+    """`--fail-fast` for the protocols of a --symbolic check: each search stops at its first error (a
+    module-level function, so that the options reach the worker processes of --jobs)."""
+    return True
 
 
 def _shown(v: int | bytes | ParamBytes) -> str:
