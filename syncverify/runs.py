@@ -24,6 +24,7 @@ from .result import CheckResult
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
 
+
 @dataclass(frozen=True)
 class Task:
     """One check: a file at one point of the sweep."""
