@@ -5,6 +5,8 @@ exactly stays refused."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from exhaustive_programs import Scope, programs, render
 
@@ -170,13 +172,15 @@ COMMITS = Scope("commits", 1, 2, ((2, 1), (2, 0)), atoms=("umma.commit", "arrive
 
 
 def test_bmc_agrees_on_generated_commit_programs():
-    """Every 100th generated program that commits: bmc's verdict equals the explicit engine's (as
+    """Every 200th generated program that commits in CI (8 of 1,412; every 100th took 22-54 s of a 20-minute
+    CI), every 100th with SYNCVERIFY_SLOW=1: bmc's verdict equals the explicit engine's (as
     tests/diff_engines.py compares them: a program with several bugs may have bmc's shortest
     counterexample end in another one than the explicit engine's first, e.g. SV303 of two copies
     beside its SV301; a bmc violation is always one the machine confirmed by replay)."""
     texts = [t for t in (render(COMMITS, p) for p in programs(COMMITS)) if "umma.commit" in t]
     agree = 0
-    for text in texts[::100]:
+    every = 100 if os.environ.get("SYNCVERIFY_SLOW") else 200
+    for text in texts[::every]:
         protocol = syncverify.load(text, path="g.sync")
         ref = check_protocol(protocol, Options(engine="explicit", timeout=60))
         res = check_protocol(protocol, Options(engine="bmc", timeout=120))
@@ -184,4 +188,4 @@ def test_bmc_agrees_on_generated_commit_programs():
         assert res.verdict == ref.verdict, (res.coverage, ref.coverage, text)
         assert res.verdict is Verdict.SAFE or _errors(res), res.coverage
         agree += 1
-    assert agree >= 10
+    assert agree == len(texts[::every]) >= 7

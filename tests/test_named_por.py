@@ -9,6 +9,7 @@ site (SV204), an all-thread barrier with a warp that exits instead of arriving, 
 warp-scheduler ping-pong with its pre-arrival.
 """
 
+import os
 from pathlib import Path
 
 import pytest
@@ -145,7 +146,9 @@ def test_named_arrivals_alone_agree_with_the_unreduced_search(name):
     assert reduced.stats.states <= full.stats.states
 
 
-@pytest.mark.parametrize("bug", [0, 1])
+@pytest.mark.parametrize("bug", [pytest.param(0, marks=pytest.mark.skipif(
+    not os.environ.get("SYNCVERIFY_SLOW"), reason="the safe forward pass: 18-29 s of a 20-minute CI (2026-12-07); "
+    "its seeded twin (bug=1) runs in CI; run with SYNCVERIFY_SLOW=1")), 1])
 def test_fa3_forward_at_one_warp_per_warpgroup_agrees_with_the_unreduced_search(bug):
     protocol = load(str(FAMILIES / "fa3_fwd.sync"), {"W": 1, "TILES": 2, "NBLK": 2, "BUG": bug})
     reduced = explore(protocol, BUDGET, Machine(protocol), symmetry=True)

@@ -164,7 +164,10 @@ def _answer(res: dict) -> tuple:
             [(d["code"], d["severity"], d["line"], d["message"], len(d["trace"])) for d in res["diagnostics"]])
 
 
-@pytest.mark.parametrize("ptx", ["ring_state.ptx", "ring_state_no_full_wait.ptx", "ring_state_empty_count_16.ptx"])
+@pytest.mark.parametrize("ptx", ["ring_state.ptx", "ring_state_no_full_wait.ptx", pytest.param(
+    "ring_state_empty_count_16.ptx", marks=pytest.mark.skipif(not os.environ.get("SYNCVERIFY_SLOW"), reason=(
+        "a third ring: 7-12 s of a 20-minute CI (2026-12-07); the safe ring and a seeded one run in CI; run with "
+        "SYNCVERIFY_SLOW=1")))])
 def test_residue_protocols_checked_at_once_answer_as_one_job(ptx, capsys):
     """`--jobs 2` checks the residues' protocols in two worker processes, read in the same order: the same
     verdict, bound (the N of a finding), findings and traces as one job."""
