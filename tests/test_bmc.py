@@ -18,6 +18,7 @@ import pytest
 import z3
 from diff_engines import CONCLUSIVE, compare, engines, family
 from hypothesis import HealthCheck, assume, given, settings
+from spec_cache import loaded
 from strategies import protocols
 from test_symbolic import _ring
 
@@ -235,16 +236,16 @@ BMC_REFUSES = {"cp_async_mbarrier_noinc": "cp.async.mbarrier.arrive",
                "bounded_try_wait_fallthrough": "try_wait"}
 # a barrier declared in a buffer's bytes (`mbarrier B in buf[s]`): refused with that reason (families/storage.py)
 BMC_REFUSES |= {p.stem: "a barrier in a buffer's bytes" for p in SPECS.glob("*.sync")
-                if any(mb.storage is not None for mb in syncverify.load(str(p)).mbarriers)}
+                if any(mb.storage is not None for mb in loaded(str(p)).mbarriers)}
 # global memory (flags, atomics, grids, global buffers): refused with the reason (families/globalmem.py)
 BMC_REFUSES |= {p.stem: "does not model global memory" for p in SPECS.glob("*.sync")
-                if global_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
+                if global_refusal(loaded(str(p)), "the bmc engine") is not None}
 # registers of RS-form wgmma (`regs`): refused with the reason (families/async_operands.py)
 BMC_REFUSES |= {p.stem: "does not model registers" for p in SPECS.glob("*.sync")
-                if register_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
+                if register_refusal(loaded(str(p)), "the bmc engine") is not None}
 # rewritten tensor maps (`tensormap`): refused with the reason (families/tensormap.py)
 BMC_REFUSES |= {p.stem: "does not model tensor maps" for p in SPECS.glob("*.sync")
-                if tensormap_refusal(syncverify.load(str(p)), "the bmc engine") is not None}
+                if tensormap_refusal(loaded(str(p)), "the bmc engine") is not None}
 # a release by some lanes of a warp that runs a wgmma collective after generic accesses of its lanes: refused
 # with the reason (families/warp_collective_order.py), after the encoding's own refusals
 BMC_REFUSES.update({name: "warp-collective reading" for name in (
@@ -278,12 +279,12 @@ SLOW_WHY = {"lane_reduction_reads_one_release": "12-28 s of solving in a 20-minu
 # (a commit is encoded where it is the protocol's only tcgen05 operation: Tcgen05Encoding)
 TCGEN05_UNENCODED = {p.stem for p in SPECS.glob("*.sync")
                      if any(ir.tensor_core_async(op) and not isinstance(op, ir.UmmaCommit)
-                            for op in ir.ops_of(syncverify.load(str(p)).body))}
+                            for op in ir.ops_of(loaded(str(p)).body))}
 
 
 def _spec_cases():
     for path in sorted(SPECS.glob("*.sync")):
-        defines = {name: 1 for name in syncverify.load(str(path)).loop_params}
+        defines = {name: 1 for name in loaded(str(path)).loop_params}
         yield pytest.param(path.stem, defines, marks=[pytest.mark.slow] if path.stem in SLOW_SPECS else [],
                            id=path.stem)
     # a violation that needs two iterations: an index out of range (SV104)

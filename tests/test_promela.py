@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from spec_cache import loaded
 from test_engine_regressions import LONE_ARRIVE_BEFORE_A_FRESH_START
 
 from syncverify import ir
@@ -74,7 +75,7 @@ TOO_BIG = {"deepgemm_multicast_one_sided": "4 warps in two CTAs: 83,909 SPIN sta
 
 # Specs with tensor-memory operations (tcgen05.mma/ld/st/fence, 2-SM copies): the export refuses them with
 # the reason (docs/engines.md); the test checks that it does, and fails once one is exported but disagrees.
-TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op in ir.ops_of(load(str(s)).body))}
+TCGEN05_REFUSED = {s.stem for s in SPECS if any(ir.tensor_core_async(op) for op in ir.ops_of(loaded(str(s)).body))}
 
 # Specs whose operations the export refuses (docs/promela.md), with the words of the refusal: the
 # refusal itself is checked. Non-bulk cp.async has no Promela model yet.
@@ -83,17 +84,17 @@ NOT_EXPORTED = {name: "non-bulk cp.async" for name in (
     "cp_async_mbarrier_inc_hang")}
 # a barrier declared in a buffer's bytes: the model keeps barriers and data apart (families/storage.py)
 NOT_EXPORTED |= {s.stem: "a barrier in a buffer's bytes" for s in SPECS
-                 if any(mb.storage is not None for mb in load(str(s)).mbarriers)}
+                 if any(mb.storage is not None for mb in loaded(str(s)).mbarriers)}
 
 # Specs of global memory (flags, atomics, grids, global buffers): the export refuses the family with the
 # reason (docs/engines.md, "Where each primitive lives"); the refusal itself is checked.
-GLOBAL_REFUSED = {s.stem for s in SPECS if global_refusal(load(str(s)), "the Promela export") is not None}
+GLOBAL_REFUSED = {s.stem for s in SPECS if global_refusal(loaded(str(s)), "the Promela export") is not None}
 # registers of RS-form wgmma (`regs`): the export refuses them with the reason (families/async_operands.py)
 NOT_EXPORTED |= {s.stem: "does not model registers" for s in SPECS
-                 if register_refusal(load(str(s)), "the Promela export") is not None}
+                 if register_refusal(loaded(str(s)), "the Promela export") is not None}
 # rewritten tensor maps (`tensormap`): the export refuses them with the reason (families/tensormap.py)
 NOT_EXPORTED |= {s.stem: "does not model tensor maps" for s in SPECS
-                 if tensormap_refusal(load(str(s)), "the Promela export") is not None}
+                 if tensormap_refusal(loaded(str(s)), "the Promela export") is not None}
 # bulk async-groups of some lanes of a warp: the export refuses them with the reason (families/lane_groups.py)
 NOT_EXPORTED.update({name: "bulk async-groups of some lanes" for name in (
     "deepgemm_sm90_two_lane_store", "deepgemm_sm90_two_lane_store_one_wait")})

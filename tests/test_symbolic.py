@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from spec_cache import loaded
 
 from syncverify.check import Options, check_path, check_protocol
 from syncverify.cli import main
@@ -83,7 +84,7 @@ _HEAVY_PAST_PERIOD = {"bounded_try_wait_fallthrough", "cutlass_consumer_release_
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["first-iteration", "past-period"])
-@pytest.mark.parametrize("path", [p for p in SPECS if load(p).loop_params], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in SPECS if loaded(str(p)).loop_params], ids=lambda p: p.stem)
 def test_bounded_periodic_search_agrees_with_explicit(path: Path, late: bool):
     if late and path.stem in _HEAVY_PAST_PERIOD and not os.environ.get("SYNCVERIFY_SLOW"):
         pytest.skip("about a minute of search past the period; run with SYNCVERIFY_SLOW=1")
