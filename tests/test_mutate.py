@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -33,9 +34,13 @@ def test_ring_mutants_cover_every_applicable_operator():
     assert len({m.ident for m in ms}) == len(ms)
 
 
-@pytest.mark.parametrize("path", sorted(SPECS.glob("*.sync")), ids=lambda p: p.name)
-def test_every_mutant_is_spec_text_that_loads_or_is_refused_cleanly(path):
-    for m in mutants(path.read_text(), str(path)):
+# Every mutant with SYNCVERIFY_SLOW=1; every third in CI, from an offset that turns with the spec so that each
+# position in the list is tried on some spec (all of them: about 90 s of parsing in a 20-minute CI, 2026-12-07).
+@pytest.mark.parametrize("index, path", [pytest.param(i, p, id=p.name)
+                                         for i, p in enumerate(sorted(SPECS.glob("*.sync")))])
+def test_every_mutant_is_spec_text_that_loads_or_is_refused_cleanly(index, path):
+    every = mutants(path.read_text(), str(path))
+    for m in every if os.environ.get("SYNCVERIFY_SLOW") else every[index % 3::3]:
         try:
             syncverify.load(m.text, path=str(path))
         except InputError as err:

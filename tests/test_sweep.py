@@ -218,6 +218,9 @@ path = "ring.sync"
 def test_ray_sweep_survives_a_killed_worker_and_matches_the_local_run(tmp_path, capsys):
     """A head and two workers on loopback; one worker is killed once the first point has landed. Every point
     still has its result (Ray runs the lost ones again), and the results are the local executor's."""
+    if not os.environ.get("SYNCVERIFY_SLOW"):
+        pytest.skip("three Ray nodes on loopback: 26 s alone, 34-345 s beside the other test worker of a 20-minute "
+                    "CI (measured 2026-12-07); Ray is an optional extra; run with SYNCVERIFY_SLOW=1")
     cluster_class = _ray_or_skip()
     _write_specs(tmp_path)
     m = tmp_path / "m.toml"
