@@ -205,7 +205,7 @@ def _cell(run: Run | None) -> list[str]:
         return ["", "", "", "", "", ""]
     states = f"{run.states:,}" if run.states else "—"
     rate = f"{run.rate:,.0f}" if run.states else "—"
-    bps = f"{run.bytes_per_state:,.0f}" if run.states else "—"
+    bps = f"{run.bytes_per_state:,.0f}" if run.states and run.search_mb > 0 else "—"
     verdict = run.verdict + (f" ({run.codes})" if run.codes else "") + (f" [{run.note}]" if not run.finished else "")
     return [states, rate, f"{run.cpu_s:.1f}", f"{run.peak_mb:.0f}", bps, verdict]
 

@@ -7,10 +7,12 @@ period of P_w iterations and a suffix per residue, with its trip count
 T_w(N) = (a*N + b) / d proved for every N under the assumption.
 
 Across warps every T_w must differ from the first one's (KT := T_0) by a
-constant (Z3). With P the lcm of the periods and K0 the smallest KT from
-which every warp is past its transient, KT = K0 + R + P*Q for one residue R in
-0..P-1 and some Q >= 0, and then each warp's events are concrete statements
-around `for q in 0..Q { P/P_w periods }`: one protocol per residue, each with
+constant (Z3). With P the lcm of the warps' blocks (the period; with
+`--half-periods`, half of it where the second half is the first with its
+parities flipped: symblocks.py) and K0 the smallest KT from which every warp is past its transient,
+KT = K0 + R + P*Q for one residue R in 0..P-1 and some Q >= 0, and then each
+warp's events are concrete statements around `for q in 0..Q { P/H_w blocks }`
+(parities of a halved period spelled by the block): one protocol per residue, each with
 the one param Q that the z3 engine lifts to every value. The KT below K0 are
 extracted concretely at an N that Z3 finds for each (none: that KT does not
 occur). The mbarriers and slots are computed over the events of every
@@ -33,6 +35,7 @@ from .launch import WARP, Event, Launch, Memory, ParamBytes, _params, cluster_wa
 from .parse import Function, Module, PtxError
 from .skeleton import build
 from .slots import Slots, every_slots
+from .symblocks import EXIT_NAME, block_events, block_size
 from .symloop import Split, WarpAnalysis, WarpLoop, WarpResult
 from .symvalues import UPPER, SymCtx, SymParam
 from .writer import render
@@ -108,9 +111,11 @@ def _resolve(mod: Module, fn_params: list[tuple[str, int]], sym: SymParam) -> tu
 MAX_DOMAINS = 8
 
 
-def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam) -> tuple[SymbolicKernel, ...]:
+def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam,
+                     halves: bool = False) -> tuple[SymbolicKernel, ...]:
     """The protocols covering every N from sym.lo to 2^30 (see the module docstring), one family per range
-    of N; refusals raise PtxError.
+    of N; refusals raise PtxError. ``halves``: each loop written over half periods where it has them
+    (symblocks.py; `--half-periods`).
 
     A branch before the loop that would be refused but is `N >= L` for a threshold L -- the zero-trip guard
     of a rotated loop, CUTLASS's `k_tile_count - 1 > 0` before the consumer's mainloop -- splits the range
@@ -130,7 +135,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
     while todo:
         lo, hi = todo.pop(0)
         try:
-            out.append(_domain(mod, launch, name, fn, replace(sym, lo=lo), bits, hi))
+            out.append(_domain(mod, launch, name, fn, replace(sym, lo=lo), bits, hi, halves=halves))
         except Split as sp:
             if len(out) + len(todo) + 2 > MAX_DOMAINS:
                 raise sp.refusal from None
@@ -141,7 +146,7 @@ def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymPa
                        "other values, bound by --param or constant), so this would be one concrete check, not a "
                        "check of every N. Bind it with --param, or leave unbound the values its trip counts are "
                        "computed from (a tile scheduler's k-tile counts)")
-    _other_clusters(mod, launch, name, fn, bits, tuple(out))
+    _other_clusters(mod, launch, name, fn, bits, tuple(out), halves)
     check_static(mod, fn, launch)  # threads communicating through global memory, acquires of it: refused
     return tuple(out)
 
@@ -167,7 +172,7 @@ def _statements(fam: SymbolicKernel) -> list[list[str]]:
 
 
 def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: int,
-                    fams: tuple[SymbolicKernel, ...]) -> None:
+                    fams: tuple[SymbolicKernel, ...], halves: bool) -> None:
     """With --grid, every cluster of the grid must give the same protocols for each range of N, as
     extract.py requires of a concrete extraction (one cluster of each group that runs alike,
     extract.cluster_groups; under the check's clock); else refused, naming the cluster."""
@@ -179,7 +184,7 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
         other = replace(launch, cluster_index=ci)
         for fam in fams:
             try:
-                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi, fam.ctx)
+                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi, fam.ctx, halves)
             except Split:
                 got = None
             if got is None or _statements(got) != _statements(fam):
@@ -189,7 +194,7 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
 
 
 def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam, bits: int,
-            hi: int, ctx: SymCtx | None = None) -> SymbolicKernel:
+            hi: int, ctx: SymCtx | None = None, halves: bool = False) -> SymbolicKernel:
     """One range of N. ``ctx``: the context of the same range already extracted for another cluster,
     whose Z3 answers (SymCtx.constant, SymCtx.under) hold here too: they depend on N's assumption only."""
     ctx = ctx or SymCtx(sym, bits, hi)
@@ -217,7 +222,8 @@ def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam,
                            f"{lp.trip_text} times and the first one's {first.trip_text}; their difference is not "
                            "a constant", mod.source_line(lp.instr.line))
         offsets[key] = a
-    period = math.lcm(*(lp.period for lp in loops.values()))
+    block = {key: block_size(lp) if halves else lp.period for key, lp in loops.items()}  # symblocks.py
+    period = math.lcm(*block.values())
     k0 = max(0, *(lp.j0 + 1 - offsets[k] for k, lp in loops.items()))
     every: dict[object, list[Event]] = {}
     per_r: list[dict[tuple[int, int], list[Event]]] = []
@@ -226,7 +232,9 @@ def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam,
     for r in feasible:
         events: dict[tuple[int, int], list[Event]] = {}
         for key, res in results.items():
-            if isinstance(res, WarpLoop):
+            if isinstance(res, WarpLoop) and block[key] < res.period:
+                events[key] = block_events(res, k0 + r + offsets[key] - 1 - res.j0, period, launch, key[1], QNAME)
+            elif isinstance(res, WarpLoop):
                 events[key] = _warp_events(res, k0 + r + offsets[key] - 1 - res.j0, period, launch, key[1])
             else:
                 events[key] = list(res)
@@ -322,5 +330,5 @@ def _indent_loops(lines: list[str]) -> None:
             depth -= 1
         if depth > 0:
             lines[i] = "  " * depth + ln
-        if body.startswith(f"for q in 0..{QNAME} {{"):
+        if body.startswith((f"for q in 0..{QNAME} {{", f"for {EXIT_NAME} in {QNAME}..")):
             depth += 1
