@@ -158,8 +158,8 @@ def test_elements_of_references():  # type: ignore[no-untyped-def]
     ctx = Context(0, 0, frozenset())
     consumer = next(p for p in machine.procs if p.role == "consumer").index
     ahead = Reduction(machine).waits_ahead[consumer][0]
-    assert ahead == frozenset({("mb", None)})  # `mb[k % 2]`: any element
-    assert touches(ahead, "mb", 3) and not touches(ahead, "other", 0)
+    assert ahead == frozenset({("mb", 0), ("mb", 1)})  # `mb[k % 2]` for k in 0..3 (loop_envs.py)
+    assert touches(ahead, "mb", 1) and not touches(ahead, "mb", 3) and not touches(ahead, "other", 0)
     ring = Machine(load(_RING.format(first=_RELEASE_AFTER_READ), path="t.sync"))
     producer = next(p for p in ring.procs if p.role == "producer").index
     tx = Reduction(ring).tx_ahead[producer][0]

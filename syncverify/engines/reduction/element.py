@@ -104,19 +104,21 @@ def _successor_pcs(prog: Program) -> list[list[int]]:
 
 
 def _elements_ahead(prog: Program, kinds: tuple[type, ...] | Callable[[ir.Op], bool],
-                    ctx: Context) -> list[frozenset[Element]]:
+                    ctx: Context, envs: list[tuple[dict[str, int], ...]]) -> list[frozenset[Element]]:
     """For every pc: the mbarrier elements that ops of the given kinds can still touch from there.
 
-    An index is evaluated in the process's context alone (its CTA, instance and roles; the
-    protocol's parameters are constants by now): one that reads a loop or `let` variable stands
-    for every element of its array. Extracted kernels keep all their barriers in one array, so
-    a name alone would make every barrier conflict with every other (docs/model.md)."""
+    An index is evaluated in the process's context (its CTA, instance and roles; the protocol's
+    parameters are constants by now) under each value the enclosing constant-bound loops can give
+    their variables there (``envs``, loop_envs.py): one that reads another variable (a `let`, a
+    loop a hook answers) stands for every element of its array. Extracted kernels keep all their
+    barriers in one array, so a name alone would make every barrier conflict with every other
+    (docs/model.md)."""
     code = prog.code
     n = len(code)
     succ = _successor_pcs(prog)
     chosen = kinds if callable(kinds) else (lambda op: isinstance(op, kinds))
-    own = [frozenset({ref_element(ins.op.bar, {}, ctx)}) if ins.kind == OP and chosen(ins.op)
-           else frozenset() for ins in code]
+    own = [frozenset(ref_element(ins.op.bar, env, ctx) for env in envs[pc]) if ins.kind == OP and chosen(ins.op)
+           else frozenset() for pc, ins in enumerate(code)]
     ahead = list(own)
     changed = True
     while changed:  # backward fixpoint over the (small) control-flow graph

@@ -54,6 +54,21 @@ class WalkedHook(Protocol):
         """End the walk begun at ``mark``; unless ``keep``, forget the tests it recorded."""
         ...
 
+    def governs(self, proc: int, pc: int) -> bool:
+        """Does the hook answer the bounds of process ``proc``'s loop whose `for` is at ``pc``?"""
+        ...
+
+
+def governed_loops(machine: Machine, proc: int) -> Callable[[int], bool]:
+    """For the per-pc tables (loop_envs.py): which of a process's loops have bounds other than their
+    constants, those a loop hook answers. Under a hook that cannot say which, every loop."""
+    hook = machine.loop_hook
+    if hook is None:
+        return lambda pc: False
+    if not isinstance(hook, WalkedHook):
+        return lambda pc: True
+    return lambda pc: hook.governs(proc, pc)
+
 
 def walk_under_hook(machine: Machine, walk: Callable[[], T | None]) -> T | None:
     """``walk()``, where no loop hook is installed; under one, bracketed as the module docstring says:
@@ -74,4 +89,4 @@ def walk_under_hook(machine: Machine, walk: Callable[[], T | None]) -> T | None:
     return out
 
 
-__all__ = ["WalkTooFar", "WalkedHook", "walk_under_hook"]
+__all__ = ["WalkTooFar", "WalkedHook", "governed_loops", "walk_under_hook"]

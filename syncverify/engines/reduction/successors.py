@@ -30,7 +30,9 @@ from .cta_local import CtaLocalSteps
 from .element import ElementRules, _elements_ahead, _must_pass, counts_bytes, reuse_warnings_only
 from .exit import lone_early_exit, lone_exit_after_arrive, lone_exit_after_wait, lone_final_exit
 from .first_wait import lone_completing_arrive
+from .hooked import governed_loops
 from .init_alone import InitAlone
+from .loop_envs import loop_envs
 from .named import lone_named_arrival
 from .precede_memo import PrecedeMemo
 from .precede_walk import _ANY_UPDATE, _NO_ARRIVAL, can_precede
@@ -108,14 +110,16 @@ class Reduction(ElementRules, LandingRules):
     def __init__(self, machine: Machine, cover_probes: bool = True) -> None:
         self.machine = machine
         # (a test_wait counts: whether it acquires depends on what comes first, as for an init)
-        self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx)
-                                for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        envs = [loop_envs(prog, ctx, governed_loops(machine, q))
+                for q, (prog, ctx) in enumerate(zip(machine.programs, machine.ctx, strict=True))]
+        self.lifecycle_ahead = [_elements_ahead(prog, (ir.MbarInit, ir.MbarInval, ir.MbarTestWait), ctx, env)
+                                for prog, ctx, env in zip(machine.programs, machine.ctx, envs, strict=True)]
         # (a probe counts as the wait it is when it returns true: families/mbarrier_probe.py)
-        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait, ir.MbarProbe), ctx)
-                            for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        self.waits_ahead = [_elements_ahead(prog, (ir.MbarWait, ir.MbarTestWait, ir.MbarProbe), ctx, env)
+                            for prog, ctx, env in zip(machine.programs, machine.ctx, envs, strict=True)]
         # barriers that bytes can still be counted on (expect/complete_tx, copies, commits, arrive.expect_tx)
-        self.tx_ahead = [_elements_ahead(prog, counts_bytes, ctx)
-                         for prog, ctx in zip(machine.programs, machine.ctx, strict=True)]
+        self.tx_ahead = [_elements_ahead(prog, counts_bytes, ctx, env)
+                         for prog, ctx, env in zip(machine.programs, machine.ctx, envs, strict=True)]
         self._bytes_memo: dict[tuple, frozenset[int] | None] = {}  # (q, pc, vars) -> element._bytes_ahead
         self._hooked_bytes_memo: dict[tuple, tuple] = {}  # the same under a loop hook, with its tests
         self._hooked_slots_memo: dict[tuple, tuple] = {}  # cp_arrive._slots_before_wait under a loop hook

@@ -57,6 +57,9 @@ class TripCount:
         if not keep:
             del self.tested[mark:]
 
+    def governs(self, proc: int, pc: int) -> bool:
+        return (proc, pc) in self.loops
+
     def __call__(self, p: int, pc: int, lo: int, hi: int, value: int) -> tuple[int, int]:
         loop = self.loops.get((p, pc))
         if loop is None:
