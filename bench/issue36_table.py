@@ -221,8 +221,8 @@ def main() -> int:
                     "under the working tree")
     ap.add_argument("--max-states", type=int, default=5_000_000, help="the search's state budget")
     ap.add_argument("--only", default="", help="the cases whose name contains this")
-    ap.add_argument("--half-periods", action="store_true", help="the K-symbolic cases under the working tree "
-                    "with `--half-periods` (the tree measured first runs them as it runs them)")
+    ap.add_argument("--whole-periods", action="store_true", help="the K-symbolic cases under the working tree "
+                    "with `--whole-periods` (the tree measured first runs them as it runs them)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-speed.md"),
                     help="Markdown file (the section goes before its first section), or - for stdout")
     args = ap.parse_args()
@@ -247,8 +247,8 @@ def main() -> int:
                 continue
             before = run_case(row.case, base, scratch, args.before_cap, args.max_states)
             mine = row.case
-            if args.half_periods and "--symbolic" in mine.args:
-                mine = dataclasses.replace(mine, args=(*mine.args, "--half-periods"))
+            if args.whole_periods and "--symbolic" in mine.args:
+                mine = dataclasses.replace(mine, args=(*mine.args, "--whole-periods"))
             after = run_case(mine, ROOT, scratch, row.after_cap, args.max_states)
             measured.append((row, before, after))
             print(" | ".join([row.case.name, *_cell(before, args.before_cap), *_cell(after, row.after_cap)]),

@@ -116,17 +116,21 @@ def test_the_kept_loop_reproduces_every_concrete_execution(ptx):
                    [(e.kind, e.args, e.lanes, e.instr) for e in concrete[key]], (ptx, n, key)
 
 
-def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
+@pytest.mark.parametrize(("halves", "period"), [(True, 2), (False, 4)])
+def test_residue_protocols_name_the_same_objects_and_load(tmp_path, halves, period):
+    """The ring's period of 4 (two stages, a phase bit) is written over half periods by default, each
+    flipped parity spelled by the loop counter (symblocks.py); `--whole-periods` keeps the 4."""
     mod = load_module(str(STATE))
-    (sk,) = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1))
-    assert (sk.period, sk.k0, sk.trip_text) == (4, 1, "N - 1")
+    (sk,) = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 1), halves=halves)
+    assert (sk.period, sk.k0, sk.trip_text) == (period, 1, "N - 1")
     assert [(sm.kt, sm.n) for sm in sk.small] == [(0, 1)] and sk.absent == ()
     decls = set()
     assert "this protocol is every N" in sk.small[0].extracted.text
     for res in sk.residues:
         text = res.extracted.text
         assert "param Q = 1;" in text and "for q in 0..Q {" in text
-        assert f"residue {res.r} of 4" in text and "The parameter 2 is symbolic" in text
+        assert f"residue {res.r} of {period}" in text and "The parameter 2 is symbolic" in text
+        assert ("% 2;" in text) == halves  # a parity spelled by the counter
         decls.add(tuple(ln for ln in text.splitlines() if ln.lstrip().startswith(("mbarrier ", "smem "))))
         load(text, {"Q": 3}, path=str(tmp_path / "x.sync"))
     assert len(decls) == 1
@@ -135,9 +139,11 @@ def test_residue_protocols_name_the_same_objects_and_load(tmp_path):
 def test_check_ring_state_is_safe_for_every_trip_count(capsys):
     rc, res = _json(capsys, ["check", str(STATE), *SYM])
     assert rc == 0 and res["verdict"] == "safe"
-    assert res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
+    assert res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..1)"
     # with a grid, the other cluster gives the same protocols (it is compared, as a concrete extraction does)
     rc, res = _json(capsys, ["check", str(STATE), *SYM, "--grid", "2"])
+    assert rc == 0 and res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..1)"
+    rc, res = _json(capsys, ["check", str(STATE), *SYM, "--grid", "2", "--whole-periods"])
     assert rc == 0 and res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
 
 
@@ -225,12 +231,12 @@ def test_a_zero_trip_guard_splits_the_range_of_n(capsys):
     rc, res = _json(capsys, ["check", str(STATE), "--block", "64", "--symbolic", "2>=0"])
     assert rc == 0
     assert res["bound"] == ("all-iterations of 2 >= 0 (and <= 2^30) (0..0: one protocol; 1..2^30: KT = N - 1, "
-                            "residues 0..3)")
+                            "residues 0..1)")
     mod = load_module(str(STATE))
     low, high = extract_symbolic(mod, Launch(block=(64, 1, 1)), None, SymParam("2", 0, None, 0))
     assert low.trip is None and "for q in" not in low.residues[0].extracted.text
     assert "tma.load" not in low.residues[0].extracted.text       # no k-tile at N = 0
-    assert (high.sym.lo, high.period) == (1, 4)
+    assert (high.sym.lo, high.period) == (1, 2)
     # a larger lower bound is fine too: the first iterations are then unrolled before the kept loop
     rc, res = _json(capsys, ["check", str(STATE), "--block", "64", "--symbolic", "2>=5"])
     assert rc == 0 and ">= 5" in res["bound"]
@@ -264,9 +270,15 @@ def test_extract_writes_one_protocol_per_residue(tmp_path, capsys):
     out = tmp_path / "rs.sync"
     assert main(["extract", str(STATE), *SYM, "-o", str(out)]) == 0
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync", "rs_r2.sync", "rs_r3.sync"]
-    assert "5 protocol(s) for all-iterations of 2 >= 1" in capsys.readouterr().err
-    assert main(["check", "--engine", "z3", str(tmp_path / "rs_r2.sync")]) == 0
+    assert files == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync"]
+    assert "3 protocol(s) for all-iterations of 2 >= 1" in capsys.readouterr().err
+    assert main(["check", "--engine", "z3", str(tmp_path / "rs_r1.sync")]) == 0
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    assert main(["extract", str(STATE), *SYM, "--whole-periods", "-o", str(whole / "rs.sync")]) == 0
+    assert sorted(p.name for p in whole.iterdir()) == ["rs_kt0.sync", "rs_r0.sync", "rs_r1.sync", "rs_r2.sync",
+                                                        "rs_r3.sync"]
+    assert main(["check", "--engine", "z3", str(whole / "rs_r2.sync")]) == 0
 
 
 # ---- the CUTLASS GEMM with K symbolic ------------------------------------------------------------------
@@ -424,7 +436,7 @@ def test_the_time_budget_spans_every_protocol_of_a_symbolic_check(capsys, monkey
     assert "residue 0: not checked, the time budget of 0.001 s was spent" in res["coverage"]
     # checked two at a time, each protocol starts with what is left of the same clock
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM, "--timeout", "0.001", "--jobs", "2"])
-    assert rc == 3 and "residue 3: not checked, the time budget of 0.001 s was spent" in res["coverage"]
+    assert rc == 3 and "residue 1: not checked, the time budget of 0.001 s was spent" in res["coverage"]
     rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *SYM])
     assert rc == 0 and res["verdict"] == "safe"
 

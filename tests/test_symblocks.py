@@ -80,21 +80,23 @@ def test_a_period_whose_halves_differ_otherwise_is_not_halved():
     assert block_size(replace(lp, body=tuple(body))) == lp.period
 
 
-def test_check_with_half_periods_answers_as_the_whole_period(capsys):
-    """`--half-periods`: the ring's two residue protocols instead of four; the same verdict, and each seeded
-    twin's finding at an N where the kernel checked concretely fails too."""
+def test_check_over_half_periods_answers_as_the_whole_period(capsys):
+    """By default the ring's two residue protocols, with `--whole-periods` its four; the same verdict, and each
+    seeded twin's finding at an N where the kernel checked concretely fails too."""
     sym = ["--block", "64", "--symbolic", "2>=1"]
-    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *sym, "--half-periods"])
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *sym])
     assert rc == 0 and res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..1)"
+    rc, res = _json(capsys, ["check", str(DATA / "ring_state.ptx"), *sym, "--whole-periods"])
+    assert rc == 0 and res["bound"] == "all-iterations of 2 >= 1 (and <= 2^30) (KT = N - 1, residues 0..3)"
     for ptx in TWINS[1:]:
-        whole, res_whole = _json(capsys, ["check", str(DATA / ptx), *sym])
-        rc, res = _json(capsys, ["check", str(DATA / ptx), *sym, "--half-periods"])
+        whole, res_whole = _json(capsys, ["check", str(DATA / ptx), *sym, "--whole-periods"])
+        rc, res = _json(capsys, ["check", str(DATA / ptx), *sym])
         assert rc == whole == 1
         n = _n_of(res["bound"])
         concrete, _ = _json(capsys, ["check", str(DATA / ptx), "--block", "64", "--param", f"2={n}"])
         assert concrete == 1 and _n_of(res_whole["bound"]) >= n, (ptx, res["bound"], res_whole["bound"])
 
 
-def test_half_periods_without_symbolic_is_an_input_error(capsys):
-    assert main(["extract", str(DATA / "ring_state.ptx"), "--block", "64", "--half-periods"]) == 2
+def test_whole_periods_without_symbolic_is_an_input_error(capsys):
+    assert main(["extract", str(DATA / "ring_state.ptx"), "--block", "64", "--whole-periods"]) == 2
     assert "give --symbolic too" in capsys.readouterr().err

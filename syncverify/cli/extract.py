@@ -169,8 +169,8 @@ def _with_cutlass(path: str, args: argparse.Namespace) -> tuple[Module | None, a
 def cmd_extract(args: argparse.Namespace) -> int:
     if args.symbolic is not None:
         return cmd_extract_symbolic(args)
-    if getattr(args, "half_periods", False):
-        print("syncverify: error: --half-periods writes a loop kept by --symbolic; give --symbolic too",
+    if getattr(args, "whole_periods", False):
+        print("syncverify: error: --whole-periods writes a loop kept by --symbolic; give --symbolic too",
               file=sys.stderr)
         return 2
     try:
@@ -214,8 +214,8 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
         return PtxError(path, 1, 1, "checking a kernel needs its launch: give --block (and --cluster, --param), "
                         "or --cutlass-problem MxNxK for a CUTLASS GEMM")
     library = patterns_of(getattr(args, "library", ()))
-    if getattr(args, "half_periods", False) and getattr(args, "symbolic", None) is None:
-        return PtxError(path, 1, 1, "--half-periods writes a loop kept by --symbolic; give --symbolic too")
+    if getattr(args, "whole_periods", False) and getattr(args, "symbolic", None) is None:
+        return PtxError(path, 1, 1, "--whole-periods writes a loop kept by --symbolic; give --symbolic too")
     if getattr(args, "symbolic", None) is not None:
         stop = _stop_at_first if getattr(args, "fail_fast", False) else None
         return check_symbolic(path, args, replace(options, on_finding=stop))

@@ -58,18 +58,19 @@ def add_symbolic_arg(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--symbolic", type=parse_symbolic, metavar="NAME[OFF:LEN]>=LO",
                    help="keep this parameter symbolic (N >= LO, N <= 2^30) and its loop as a loop: the protocols "
                         "cover every N (one per residue of the trip count)")
-    g.add_argument("--half-periods", action="store_true",
-                   help="with --symbolic: write a kept loop over half periods where its second half is its first "
-                        "with every mbarrier parity flipped (a pipeline's two phases): half as many residue "
-                        "protocols, each lifted over a counter of period 2. Measured faster on one kernel and "
-                        "slower on another (docs/extract.md)")
+    g.add_argument("--whole-periods", action="store_true",
+                   help="with --symbolic: write a kept loop over its whole recorded period, also where its second "
+                        "half is its first with every mbarrier parity flipped (a pipeline's two phases), which by "
+                        "default is written over half periods: twice as many residue protocols (docs/extract.md, "
+                        "\"Half periods\")")
 
 
 def symbolic_kernel(path: str, args: argparse.Namespace) -> tuple[SymbolicKernel, ...]:
     from ..ptx.symextract import extract_symbolic
 
     mod = load_module(path, args.includes, getattr(args, "nvcc_flags", ()))
-    return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic, getattr(args, "half_periods", False))
+    return extract_symbolic(mod, launch_of(args), args.kernel, args.symbolic,
+                            halves=not getattr(args, "whole_periods", False))
 
 
 def residue_path(out: str, kernel: str, tag: str) -> str:

@@ -7,9 +7,9 @@ period of P_w iterations and a suffix per residue, with its trip count
 T_w(N) = (a*N + b) / d proved for every N under the assumption.
 
 Across warps every T_w must differ from the first one's (KT := T_0) by a
-constant (Z3). With P the lcm of the warps' blocks (the period; with
-`--half-periods`, half of it where the second half is the first with its
-parities flipped: symblocks.py) and K0 the smallest KT from which every warp is past its transient,
+constant (Z3). With P the lcm of the warps' blocks (half the period where
+the second half is the first with its parities flipped, symblocks.py; the
+whole period with `--whole-periods`) and K0 the smallest KT from which every warp is past its transient,
 KT = K0 + R + P*Q for one residue R in 0..P-1 and some Q >= 0, and then each
 warp's events are concrete statements around `for q in 0..Q { P/H_w blocks }`
 (parities of a halved period spelled by the block): one protocol per residue, each with
@@ -112,10 +112,10 @@ MAX_DOMAINS = 8
 
 
 def extract_symbolic(mod: Module, launch: Launch, kernel: str | None, sym: SymParam,
-                     halves: bool = False) -> tuple[SymbolicKernel, ...]:
+                     halves: bool = True) -> tuple[SymbolicKernel, ...]:
     """The protocols covering every N from sym.lo to 2^30 (see the module docstring), one family per range
     of N; refusals raise PtxError. ``halves``: each loop written over half periods where it has them
-    (symblocks.py; `--half-periods`).
+    (symblocks.py; False: `--whole-periods`).
 
     A branch before the loop that would be refused but is `N >= L` for a threshold L -- the zero-trip guard
     of a rotated loop, CUTLASS's `k_tile_count - 1 > 0` before the consumer's mainloop -- splits the range
