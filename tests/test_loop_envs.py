@@ -1,18 +1,21 @@
 """The per-pc tables read an index under the values its constant-bound loops give it (loop_envs.py).
 
 Each test could fail: the element sets are compared exactly, against the elements the loop can
-name and against "any element" where the index reads a `let`,
-the range is long, or a loop hook answers the bound. The lift's case: a producer whose stages are a
-rolled loop inside the trip-count loop; its walks go too far while the trip count is not fixed, so
-the consumers' releases are taken alone only when the table keeps them apart from its copies."""
+name and against "any element" where the index reads a `let`, the range is long, or a loop hook
+answers the bound (the lift's one-pass exit loop, whose compiled bound is one trip count's). The
+lift's case: a producer whose stages are a rolled loop inside the trip-count loop; its walks go too
+far while the trip count is not fixed, so the consumers' releases are taken alone only when the
+table keeps them apart from its copies."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from syncverify import load
 from syncverify.engines import periodic
-from syncverify.engines.reduction import Reduction
+from syncverify.engines.reduction import Reduction, successors
 from syncverify.engines.reduction.loop_envs import MAX_RANGE
 from syncverify.engines.symbolic.hook import TripCount
 from syncverify.engines.symbolic.search import lifted_search
@@ -123,3 +126,27 @@ def test_the_trip_count_loop_stays_unknown_and_the_lift_reads_the_inner_loop(tmp
                     for path in (path, unrolled))
     assert rolled.complete and flat.complete and not rolled.errors and not flat.errors
     assert rolled.states == flat.states
+
+
+def test_a_one_pass_exit_loop_of_the_lift_stays_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`for qx in Q..Q + 1` after the trip-count loop: compiled at the plan's base trip count its variable is one
+    value, whose parity is the base's; at other trip counts it is the other. The hook answers its bounds, so its
+    index stands for the whole array; read as a constant loop it would name one element only."""
+    marker = "      }\n    }\n  }\n  if consumer {"
+    tail = "      for qx in Q..Q + 1 {\n        arrive.expect_tx mb[qx % 2] bytes 64;\n      }\n"
+    assert marker in _LIFTED
+    path = tmp_path / "exit.sync"
+    path.write_text(_LIFTED.replace(marker, "      }\n" + tail + "    }\n  }\n  if consumer {"))
+    plan = periodic.plan(str(path), {}, "Q")
+
+    def exit_table() -> frozenset:
+        machine = Machine(plan.protocol)
+        machine.loop_hook = TripCount(plan)
+        producer = next(p for p in machine.procs if p.role == "producer").index
+        code = machine.programs[producer].code
+        last = max(pc for pc, ins in enumerate(code) if type(ins.op).__name__ == "MbarArrive")
+        return Reduction(machine).tx_ahead[producer][last]
+
+    assert exit_table() == {("mb", None)}
+    monkeypatch.setattr(successors, "governed_loops", lambda machine, proc: (lambda pc: False))
+    assert len(exit_table()) == 1 and ("mb", None) not in exit_table()  # what the hook's answer prevents
