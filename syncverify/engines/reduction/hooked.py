@@ -26,7 +26,7 @@ A room of its own: the reduction reads the hook only through this protocol, and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast, runtime_checkable
 
 if TYPE_CHECKING:
     from ...semantics.machine import Machine
@@ -59,15 +59,29 @@ class WalkedHook(Protocol):
         ...
 
 
+_WALKED: dict[type, bool] = {}  # per hook type: isinstance(hook, WalkedHook), which a protocol check makes slow
+
+
+def _walked(hook: object) -> WalkedHook | None:
+    """The hook, where it offers the walks' protocol (its methods are the class's); else None. Asked once
+    per type: the reduction asks it for every walk, and a protocol's isinstance reads every attribute."""
+    kind = type(hook)
+    known = _WALKED.get(kind)
+    if known is None:
+        known = _WALKED[kind] = isinstance(hook, WalkedHook)
+    return cast(WalkedHook, hook) if known else None
+
+
 def governed_loops(machine: Machine, proc: int) -> Callable[[int], bool]:
     """For the per-pc tables (loop_envs.py): which of a process's loops have bounds other than their
     constants, those a loop hook answers. Under a hook that cannot say which, every loop."""
     hook = machine.loop_hook
     if hook is None:
         return lambda pc: False
-    if not isinstance(hook, WalkedHook):
+    walked = _walked(hook)
+    if walked is None:
         return lambda pc: True
-    return lambda pc: hook.governs(proc, pc)
+    return lambda pc: walked.governs(proc, pc)
 
 
 def walk_under_hook(machine: Machine, walk: Callable[[], T | None]) -> T | None:
@@ -76,16 +90,17 @@ def walk_under_hook(machine: Machine, walk: Callable[[], T | None]) -> T | None:
     hook = machine.loop_hook
     if hook is None:
         return walk()
-    if not WALKS_UNDER_HOOK or not isinstance(hook, WalkedHook):
+    walked = _walked(hook)
+    if not WALKS_UNDER_HOOK or walked is None:
         return None
-    mark = hook.walk_begin()
+    mark = walked.walk_begin()
     out: T | None = None
     try:
         out = walk()
     except WalkTooFar:
         out = None
     finally:
-        hook.walk_end(mark, out is not None)
+        walked.walk_end(mark, out is not None)
     return out
 
 
