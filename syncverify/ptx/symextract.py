@@ -184,7 +184,7 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
         other = replace(launch, cluster_index=ci)
         for fam in fams:
             try:
-                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi, fam.ctx, halves)
+                got = _domain(mod, other, name, fn, fam.sym, bits, fam.ctx.hi, fam.ctx, halves=halves)
             except Split:
                 got = None
             if got is None or _statements(got) != _statements(fam):
@@ -194,7 +194,7 @@ def _other_clusters(mod: Module, launch: Launch, name: str, fn: Function, bits: 
 
 
 def _domain(mod: Module, launch: Launch, name: str, fn: Function, sym: SymParam, bits: int,
-            hi: int, ctx: SymCtx | None = None, halves: bool = False) -> SymbolicKernel:
+            hi: int, ctx: SymCtx | None = None, *, halves: bool) -> SymbolicKernel:
     """One range of N. ``ctx``: the context of the same range already extracted for another cluster,
     whose Z3 answers (SymCtx.constant, SymCtx.under) hold here too: they depend on N's assumption only."""
     ctx = ctx or SymCtx(sym, bits, hi)

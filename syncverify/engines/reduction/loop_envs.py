@@ -12,7 +12,8 @@ what the reduction reads, and the lift of the 1x1 ping-pong GEMM with its period
 
 Here a loop whose bounds are constants in the process's context ranges its variable over
 ``lo..hi``: at an operation inside it, the variable holds one of those values, because only the
-loop writes its slot (checked: no `let` and no inner loop of the body writes it). Each enclosing
+loop writes its slot (checked: no instruction of the body names it, so no `let`, no inner loop and
+no value kept by an operation, a probe's or a flag's, writes it). Each enclosing
 loop of that kind contributes its values; an index is then evaluated once per combination, and
 the elements it names are exactly those it can name there. A loop whose bounds read a variable,
 whose range is long, or whose bounds a loop hook answers (the lift's trip count: the program's
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from itertools import product
 
 from ...expr import Context, EvalError, evaluate
-from ...semantics.program import FOR_INIT, LET, Program
+from ...semantics.program import FOR_INIT, Program
 
 MAX_RANGE = 64  # values of one loop variable enumerated
 MAX_ENVS = 512  # combinations at one pc; beyond, the innermost loops are left out
@@ -43,7 +44,7 @@ def loop_envs(prog: Program, ctx: Context, governed: Callable[[int], bool]) -> l
         if ins.kind != FOR_INIT or governed(init):
             continue
         body = range(init + 1, ins.target - 1)  # the FOR_NEXT is at target - 1
-        if any(code[pc].kind in (LET, FOR_INIT) and code[pc].slot == ins.slot for pc in body):
+        if any(code[pc].slot == ins.slot for pc in body):  # a `let`, an inner loop, a kept value writes it
             continue
         try:
             values = range(evaluate(ins.expr, {}, ctx), evaluate(ins.expr2, {}, ctx))
