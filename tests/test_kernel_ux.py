@@ -146,6 +146,27 @@ def test_the_first_finding_is_streamed_placed_and_the_search_stops_after_it(caps
     assert short["stats"]["states"] < whole["stats"]["states"]
 
 
+def test_a_specs_search_stops_after_its_first_error_by_default_as_a_kernels_does(capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    """A spec's check takes the kernels' default --after-first-error (here made 1e-9 s, so that the stop
+    does not wait on the machine's speed): the violation, with fewer states than the whole search and
+    the stop named; 0 goes to the end, and so does --search-jobs 2 without the option (a stop by the
+    clock cannot be replayed on several processes: not refused, not applied)."""
+    from syncverify.cli import extract as cli_extract
+
+    monkeypatch.setattr(cli_extract, "AFTER_FIRST_ERROR", 1e-9)
+    spec = str(Path(__file__).resolve().parents[1] / "specs" / "trtllm_mmha_multiblock_last_block.sync")
+    runs = {}
+    for name, extra in (("default", []), ("to the end", ["--after-first-error", "0"]),
+                        ("two processes", ["--search-jobs", "2"])):
+        assert main(["check", spec, "--format", "json", "-q", "--engine", "explicit", *extra]) == 1, name
+        (runs[name],) = json.loads(capsys.readouterr().out)["results"]
+    short, whole, parallel = runs["default"], runs["to the end"], runs["two processes"]
+    assert short["verdict"] == whole["verdict"] == parallel["verdict"] == "violation"
+    assert "after the first error" in short["coverage"], short["coverage"]
+    assert "after the first error" not in whole["coverage"] and "not finished" not in whole["coverage"]
+    assert short["stats"]["states"] < whole["stats"]["states"] == parallel["stats"]["states"]
+
+
 def test_a_safe_kernels_warnings_are_one_line_per_code():
     from syncverify.diagnostics import Diagnostic, Severity, Span, TraceStep
     from syncverify.report.live import summarized

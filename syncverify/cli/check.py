@@ -90,8 +90,8 @@ def add_subcommand(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     check.add_argument("--warning-traces", action="store_true",
                        help="a kernel's warnings each with its trace (default: one line per code, with a count)")
     check.add_argument("--after-first-error", type=float, metavar="SECONDS",
-                       help="stop the search this long after its first error (default: for kernels "
-                       f"{cli_extract.AFTER_FIRST_ERROR:g}, for specs never; 0: never)")
+                       help="stop the search this long after its first error (default: "
+                       f"{cli_extract.AFTER_FIRST_ERROR:g}; 0: never)")
     check.add_argument("--no-assume", action="store_true",
                        help="drop the readings of unsettled PTX behaviour that production kernels rely on")
     check.add_argument("--assume", action="append", default=[], choices=sorted(READINGS), metavar="READING",
@@ -171,7 +171,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         results = []
     options = Options(engine=args.engine, max_states=args.max_states, timeout=args.timeout,
                       max_memory_mb=args.max_memory, rlimit=args.rlimit, strict=args.strict,
-                      full_trace=args.full_trace, after_first_error=args.after_first_error or None,
+                      full_trace=args.full_trace, after_first_error=cli_extract.after_first_error(args),
                       **readings, search_jobs=args.search_jobs)
     live = _live(args)
     run = _runner(live) if "-" in paths else check_path

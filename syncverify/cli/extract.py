@@ -193,7 +193,20 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
-AFTER_FIRST_ERROR = 10.0  # a kernel's search goes on this long after its first error (--after-first-error)
+AFTER_FIRST_ERROR = 10.0  # a search goes on this long after its first error (--after-first-error)
+
+
+def after_first_error(args: argparse.Namespace) -> float | None:
+    """How long a check's search goes on after its first error (None: to its end), for a spec as for a
+    kernel. By default AFTER_FIRST_ERROR seconds: the violation is certain once found, and a protocol
+    of a real kernel can have millions of states past it (the CuTe-DSL 2-CTA blockscaled GEMM's seed:
+    87,655 states in 86 s with no end in sight). 0 says to the end, and so does --search-jobs N > 1
+    unless a time is given (which the parallel search then refuses: a stop by the clock cannot be
+    replayed on several cores)."""
+    after = getattr(args, "after_first_error", None)
+    if after is None and getattr(args, "search_jobs", 1) > 1:
+        after = 0
+    return AFTER_FIRST_ERROR if after is None else (after or None)
 
 
 def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | PtxError:  # type: ignore[no-untyped-def]
@@ -235,12 +248,9 @@ def check_kernel(path: str, args: argparse.Namespace, options) -> CheckResult | 
     def placed(d):  # type: ignore[no-untyped-def]
         return False if told is None or _same_site_sv204(d, ex) else told(_at_source(d, ex, library=library))
 
-    after = getattr(args, "after_first_error", None)
-    if options.search_jobs > 1:  # a stop by the clock cannot be replayed on several cores: to the end
-        after = 0 if after is None else after
     options = replace(options, timeout=max(options.timeout - (time.monotonic() - start), 1e-3),
                       on_finding=placed if told is not None else None,
-                      after_first_error=AFTER_FIRST_ERROR if after is None else (after or None),
+                      after_first_error=after_first_error(args),
                       sites=sites_of(ex, library))
     sync_name = os.path.splitext(path)[0] + ".extracted.sync"
     try:
