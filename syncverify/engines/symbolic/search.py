@@ -104,13 +104,16 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         return max((state.procs[q][P_VARS][slot] - hi_off for q, init_pc, slot, hi_off in mains
                     if state.procs[q][P_PC] > init_pc), default=-1)
 
-    def keep(mode: tuple[int, int]) -> bool:
+    def keep(mode: tuple[int, int], shift: int) -> bool:
+        """Whether a branch of a state whose counters stand ``shift`` above their values is searched."""
         if only is None:
             return True
-        return mode[1] < only if mode[0] == UNFIXED else mode[1] == only
+        return mode[1] + shift < only if mode[0] == UNFIXED else mode[1] + shift == only
 
-    def expand(state: State, mode: tuple[int, int]) -> list[tuple[list[StepResult], tuple[int, int], int]]:
-        """Per branch of the trip count: the successors, the mode after them, the ITERS they run with."""
+    def expand(state: State, mode: tuple[int, int],
+               shift: int) -> list[tuple[list[StepResult], tuple[int, int], int]]:
+        """Per branch of the trip count: the successors, the mode after them, the ITERS they run with
+        (all three as the state's counters read: ``shift`` below the path's)."""
         if mode[0] == FIXED:
             hook.fixed = mode[1]
             return [(list(successors(state)), mode, mode[1])]
@@ -128,9 +131,10 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             known = top if res.state is None else max(mode[1], counter_top(res.state))
             by_known.setdefault(known, []).append(res)
         # with ``only``, an unfixed branch is kept only while it stands for ITERS = only too
-        out = [(group, (UNFIXED, known), known + 1 if only is None else only) for known, group in by_known.items()]
+        out = [(group, (UNFIXED, known), known + 1 if only is None else only - shift)
+               for known, group in by_known.items()]
         if not results:
-            out.append(([], (UNFIXED, top), top + 1 if only is None else only))
+            out.append(([], (UNFIXED, top), top + 1 if only is None else only - shift))
         if not full or not results:
             # A set partial-order reduction took alone (one step, or one CTA's steps): it is persistent
             # for every ITERS above every test made (``top``: the walks whose answers took it read the
@@ -168,18 +172,24 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     except (_Unexpected, BudgetExceeded) as err:
         return LiftOutcome(False, 0, 0, time.monotonic() - start, stop_reason=str(err),
                            stopped_by=budgets.TIME if isinstance(err, BudgetExceeded) else "")
+    # A state is searched as its merge key (``normalize``: its counters, T or the fixed ITERS, phases
+    # and group numbers shifted down, what no later step observes dropped), whose futures are the
+    # state's up to that translation (key.py): the same steps by the same labels, so a path of labels
+    # is one of the machine's. ``shifts``: how far the counters of a path to each key stand above the
+    # key's (what its trip count is, as the path runs it).
     index: dict[tuple, int] = {}
     parents: list[tuple[int, tuple | None]] = []
     nodes: list[tuple[State, tuple[int, int]]] = []
+    shifts: list[int] = []
     queue: deque[int] = deque()
     for st, mode in starts:
-        if not keep(mode):
+        if not keep(mode, 0):
             continue
-        st = sym.canon(st)[0]
-        key = normalize(sh, st, mode)
+        key = normalize(sh, sym.canon(st)[0], mode)
         if key not in index:
             index[key] = len(nodes)
-            nodes.append((st, mode))
+            nodes.append(key)
+            shifts.append(mode[1] - key[1][1])
             parents.append((-1, None))
             queue.append(index[key])
     reached: set[tuple[State, tuple[int, int]]] = set()
@@ -209,14 +219,16 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             break
         sid = queue.popleft()
         state, mode = nodes[sid]
+        shift = shifts[sid]
         try:
-            branches = expand(state, mode)
+            branches = expand(state, mode, shift)
         except (_Unexpected, BudgetExceeded) as err:
             stop, kind = str(err), budgets.TIME if isinstance(err, BudgetExceeded) else ""
             break
         for results, new_mode, iters in branches:
-            if not keep(new_mode):
+            if not keep(new_mode, shift):
                 continue
+            iters += shift
             if not results and not all(machine.done(state, q) for q in range(nprocs)):
                 v = deadlock(machine, state)
                 pending.append((errors, (v.code, v.span.line if v.span else 0, "deadlock"), v, sid, None, iters))
@@ -239,7 +251,8 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                 key = normalize(sh, nxt, new_mode)
                 new = len(nodes)
                 if index.setdefault(key, new) == new:
-                    nodes.append((nxt, new_mode))
+                    nodes.append(key)
+                    shifts.append(shift + new_mode[1] - key[1][1])
                     parents.append((sid, res.label))
                     queue.append(new)
             for table, key, v, at, label, n in pending:
