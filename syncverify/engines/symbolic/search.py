@@ -192,7 +192,14 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             shifts.append(mode[1] - key[1][1])
             parents.append((-1, None))
             queue.append(index[key])
-    reached: set[tuple[State, tuple[int, int]]] = set()
+    # The successors met (canonical, with their mode) while the level being built was expanded, and
+    # the level before, by hash: a successor equal to one of them is known without normalizing it
+    # (nearly every duplicate is one: two interleavings of the same steps are equally long). A cache:
+    # a successor not found there is normalized and looked up in ``index``, so it changes the work,
+    # never the states. Whole over the search it kept every successor's raw records alive.
+    reached: dict[int, tuple] = {}
+    reached_before: dict[int, tuple] = {}
+    level_end = 0  # the number of the first key of the level after the one being expanded
     errors: dict[tuple, Finding] = {}
     warnings: dict[tuple, Finding] = {}
     pending: list[tuple[dict, tuple, Violation, int, tuple | None, int]] = []
@@ -218,6 +225,9 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
             stop = f"stopped after {MAX_ERRORS} distinct violations"
             break
         sid = queue.popleft()
+        if sid >= level_end:
+            reached_before, reached = reached, {}
+            level_end = len(nodes)
         state, mode = nodes[sid]
         shift = shifts[sid]
         try:
@@ -244,10 +254,14 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                                              v.related[0][0] if v.related else 0), v, sid, res.label, iters))
                     continue
                 nxt = sym.canon(res.state)[0]
-                before = len(reached)
-                reached.add((nxt, new_mode))  # (one hash: a set that did not grow had it already)
-                if len(reached) == before:
+                raw = (nxt, new_mode)
+                h = hash(raw)  # (once: a tuple's hash is not kept)
+                hit = reached.get(h)
+                if hit is None:
+                    hit = reached_before.get(h)
+                if hit is not None and hit == raw:
                     continue  # this very state was reached before: its key is known
+                reached[h] = raw
                 key = normalize(sh, nxt, new_mode)
                 new = len(nodes)
                 if index.setdefault(key, new) == new:
