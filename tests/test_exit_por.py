@@ -179,14 +179,15 @@ def test_idle_warps_cost_almost_no_states_on_the_2cta_gemm():
 
 
 def test_every_cluster_program_ending_in_the_shape_agrees(monkeypatch):
-    """Every 52nd program of the cluster2-seq scope and every 320th of cluster2 (every 13th and 80th
-    with SYNCVERIFY_SLOW=1) on which the rule takes some exit alone: the same verdict and error codes
-    as the unreduced search (the early exits off: they keep a weaker property, checked below)."""
+    """Every 104th program of the cluster2-seq scope and every 640th of cluster2 (every 13th and 80th
+    with SYNCVERIFY_SLOW=1; every 52nd and 320th took 24 s of a 20-minute CI on a slow host, 2026-12-07)
+    on which the rule takes some exit alone: the same verdict and error codes as the unreduced search
+    (the early exits off: they keep a weaker property, checked below)."""
     _refuse(monkeypatch, "lone_early_exit")
     fired = _fired(monkeypatch)
     dense = bool(os.environ.get("SYNCVERIFY_SLOW"))
-    every = (("cluster2-seq", 13), ("cluster2", 80)) if dense else (("cluster2-seq", 52), ("cluster2", 320))
-    assert compare_where_it_acts(every, fired) >= (25 if dense else 6)
+    every = (("cluster2-seq", 13), ("cluster2", 80)) if dense else (("cluster2-seq", 104), ("cluster2", 640))
+    assert compare_where_it_acts(every, fired) >= (25 if dense else 3)
 
 
 # ---- exits taken alone while other processes still run (exit.lone_early_exit) ----------------------

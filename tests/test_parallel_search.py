@@ -75,8 +75,8 @@ def test_the_counterexample_is_the_same_on_every_run_and_every_number_of_process
     budget = Budget(max_states=100_000, seconds=300)
     one = _explore(path, 1, budget)
     assert one.verdict is Verdict.VIOLATION and any(d.trace for d in one.diagnostics)
-    answers = [_answer(_explore(path, jobs, budget)) for jobs in (2, 3, 2)]
-    assert answers == [_answer(one)] * 3
+    answers = [_answer(_explore(path, jobs, budget)) for jobs in (2, 3)]
+    assert answers == [_answer(one)] * 2
 
 
 @pytest.mark.parametrize("limit", [1, 300, 700, -1, 0])
