@@ -25,12 +25,14 @@ from syncverify.diagnostics import InputError
 
 ENGINES = {e.name: e for e in engines()}
 # Every k-th program of a scope, per engine (registers: 168,000 programs; tmem-ranges: 1,155): each test
-# stays under half a minute here; with SYNCVERIFY_SLOW=1 the reduced/unreduced slice of registers is twice
-# as dense (every 997th: about 170 programs)
-EVERY = {"explicit-unreduced": {"registers": 997 if os.environ.get("SYNCVERIFY_SLOW") else 1999,
-                                "tmem-ranges": 5},
+# stays under a quarter of a minute here. In CI the registers slices are every 3,989th program unreduced
+# (43 agree) and every 9,973rd under bmc (16 refused): every 1,999th and 4,999th took 36 s and 20 s of a
+# 20-minute CI on a slow host (2026-12-07). With SYNCVERIFY_SLOW=1 every 997th (about 170 programs) and
+# every 4,999th.
+SLOW = bool(os.environ.get("SYNCVERIFY_SLOW"))
+EVERY = {"explicit-unreduced": {"registers": 997 if SLOW else 3989, "tmem-ranges": 5},
          "symbolic": {"registers": 2999, "tmem-ranges": 11},
-         "bmc": {"registers": 4999, "tmem-ranges": 23}}
+         "bmc": {"registers": 4999 if SLOW else 9973, "tmem-ranges": 23}}
 FINDING = {"registers": "SV605", "tmem-ranges": "SV303"}
 REFUSAL = {"registers": "does not model registers", "tmem-ranges": "tcgen05"}
 
@@ -61,7 +63,7 @@ def _slice(scope: str, every: int, names: list[str], offset: int = 0) -> collect
 @pytest.mark.parametrize("scope", sorted(OPERAND_SCOPES))
 def test_reduced_and_unreduced_explicit_agree(scope: str):
     tally = _slice(scope, EVERY["explicit-unreduced"][scope], ["explicit-unreduced"])
-    assert tally["explicit-unreduced agrees"] >= 50, tally
+    assert tally["explicit-unreduced agrees"] >= (50 if SLOW or scope != "registers" else 40), tally
     assert tally["safe"] and tally["violation"], tally
     assert tally[f"code {FINDING[scope]}"], tally  # the slice reaches the scope's finding, not only others
 
