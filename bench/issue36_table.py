@@ -39,7 +39,6 @@ import dataclasses
 import datetime as dt
 import gzip
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -59,7 +58,9 @@ from search_speed import (
     Case,
     Run,
     cases,
+    command_line,
     run_case,
+    tree_at,
 )
 
 PP_1X2 = "sm90_gemm_pingpong_1x2.ptx"
@@ -228,20 +229,12 @@ def main() -> int:
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     load_before = _load()
-    shown = list(sys.argv[1:])
-    if "--out" in shown:
-        i = shown.index("--out")
-        del shown[i:i + 2]
-    command = "nice -n 5 python3 bench/issue36_table.py " + shlex.join(shown)
+    command = command_line("issue36_table.py")
     measured: list[tuple[Row, Run, Run]] = []
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / "ptx"
         scratch.mkdir()
-        base = Path(tmp) / "before"
-        base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        base = tree_at(args.before, Path(tmp) / "before")
         for row in rows(scratch, args.after_cap, args.symbolic_cap):
             if args.only not in row.case.name:
                 continue

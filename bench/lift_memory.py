@@ -21,14 +21,13 @@ import datetime as dt
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from issue36_table import _symbolic_args, write_section
-from search_speed import PP_1X1, PP_1X1_BOXES, PP_2X1, PP_2X1_BOXES, ROOT, materialize
+from search_speed import PP_1X1, PP_1X1_BOXES, PP_2X1, PP_2X1_BOXES, ROOT, command_line, materialize, tree_at
 
 GEMMS = {
     "1x1": ("gz:sm90_gemm_pingpong_1x1.ptx", PP_1X1, "sm90_gemm_pingpong_1x1_fields_128x128x128.bin", PP_1X1_BOXES,
@@ -100,11 +99,7 @@ def main() -> int:
                     help="Markdown file (the section goes before its first section), or - for stdout")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
-    shown = list(sys.argv[1:])
-    if "--out" in shown:
-        i = shown.index("--out")
-        del shown[i:i + 2]
-    command = "nice -n 5 python3 bench/lift_memory.py " + shlex.join(shown)
+    command = command_line("lift_memory.py")
     tags = tuple(f"_{t}.sync" for t in args.residues.split(","))
     head = ["GEMM", "protocol"] + [f"{h} ({t})" for t in (args.before, "working tree")
                                    for h in ("keys", "CPU s", "peak growth MB", "B/key", "keys/CPU s")]
@@ -112,11 +107,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / "ptx"
         scratch.mkdir()
-        base = Path(tmp) / "before"
-        base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        base = tree_at(args.before, Path(tmp) / "before")
         for gemm in args.gemms.split(","):
             for path in extract(gemm, scratch):
                 param = loop_param(path)

@@ -112,6 +112,23 @@ def cases() -> list[Case]:
     return out
 
 
+def tree_at(ref: str, folder: Path) -> Path:
+    """The tree of git ``ref``, extracted into ``folder`` (made here) with git archive."""
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def command_line(script: str) -> str:
+    """The command that ran this script, as its results section quotes it (without --out FILE)."""
+    shown = list(sys.argv[1:])
+    if "--out" in shown:
+        i = shown.index("--out")
+        del shown[i:i + 2]
+    return f"nice -n 5 python3 bench/{script} " + shlex.join(shown)
+
+
 def materialize(source: str, scratch: Path) -> Path:
     """The file a case checks: a .sync as it is, a PTX decompressed (or patched) into ``scratch``."""
     if source.startswith("gz:"):
@@ -244,11 +261,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-speed.md"), help="Markdown file, or - for stdout")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
-    shown = list(sys.argv[1:])
-    if "--out" in shown:
-        i = shown.index("--out")
-        del shown[i:i + 2]
-    command = " ".join(["nice -n 5 python3 bench/search_speed.py", shlex.join(shown)])
+    command = command_line("search_speed.py")
     chosen = [c for c in cases() if (args.heavy or not c.heavy) and args.only in c.name]
     rows: list[tuple[Case, Run | None, Run | None]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -258,11 +271,7 @@ def main() -> int:
         if args.before_tree:
             base = Path(args.before_tree)
         elif args.before:
-            base = Path(tmp) / "before"
-            base.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True,
-                                     capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+            base = tree_at(args.before, Path(tmp) / "before")
         for case in chosen:
             before = run_case(case, base, scratch, args.cap, args.max_states) if base is not None else None
             after = run_case(case, ROOT, scratch, args.cap, args.max_states)
