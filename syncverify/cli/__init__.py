@@ -102,4 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        # a Ctrl-C before ``main`` handles its own (while it builds its parser and reads the configuration):
+        # an interrupt like a later one, exit 130, not a death by SIGINT (Python's own exit for an interrupt
+        # nobody caught: exit status -2 to the caller)
+        code = 130
+    sys.exit(code)
