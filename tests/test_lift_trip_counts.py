@@ -400,3 +400,38 @@ def test_lifting_a_derived_loop_bound_names_what_stays_fixed():
     text = total_text("if ITERS % 3 != 1 { arrive done; }")  # (a deadlock at ITERS = 1, 4, 7, …)
     result = check(text, engine="z3")
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations, ITERS=8"), result.coverage
+
+
+SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
+
+
+@pytest.mark.parametrize("name", ["cutlass_ws_ring", "tilelang_wgmma_writer_fence",
+                                  "deepgemm_sm90_two_lane_store_one_wait", "fa3_pingpong_source"])
+def test_the_explicit_start_changes_no_answer(monkeypatch, name):  # type: ignore[no-untyped-def]
+    """The least trip count the search could start at, tried with the explicit engine first (answers.py,
+    EXPLICIT_START_STATES): the same verdict, bound and codes as the search covering it itself."""
+    from syncverify.engines.symbolic import answers
+
+    protocol = load(str(SPECS_DIR / f"{name}.sync"))
+    tried = check_protocol(protocol, Options(engine="z3"))
+    monkeypatch.setattr(answers, "EXPLICIT_START_STATES", 0)
+    searched = check_protocol(protocol, Options(engine="z3"))
+    assert (tried.verdict, tried.bound, tried.codes()) == (searched.verdict, searched.bound, searched.codes())
+    assert tried.verdict in (Verdict.SAFE, Verdict.VIOLATION)
+    assert tried.stats.states != searched.stats.states  # the try acted: another split of the same work
+
+
+def test_a_violation_at_the_least_trip_count_is_the_explicit_starts_answer(monkeypatch):  # type: ignore[no-untyped-def]
+    """A ring whose consumer never waits: its CTA exits with the first copy in flight at ITERS = 1 (SV404). Tried
+    explicitly, that is the answer; without the try, the search refuses the consumer's loop, which runs without
+    reaching an operation."""
+    from syncverify.engines.symbolic import answers
+
+    text = ring().replace("      wait full[s] parity (k / STAGES) % 2;\n      read tile[s];\n      arrive empty[s];\n",
+                          "      if k % 2 == 5 { read tile[s]; }\n")
+    assert "arrive empty" not in text
+    tried = check_protocol(load(text, path="x.sync"), Options(engine="z3"))
+    assert (tried.verdict, tried.bound) == (Verdict.VIOLATION, "ITERS=1") and "SV404" in tried.codes()
+    monkeypatch.setattr(answers, "EXPLICIT_START_STATES", 0)
+    searched = check_protocol(load(text, path="x.sync"), Options(engine="z3"))
+    assert searched.verdict is Verdict.INCONCLUSIVE and "without reaching an operation" in searched.coverage

@@ -35,12 +35,14 @@ from ..witness import Replays, deadlock, diagnostic
 from .search import DEFAULT_ASSUMPTIONS, Finding, lifted_search
 
 OVERFLOW_REACH = 64  # an overflow this far past the periodic search's start is run concretely
-# Trip counts checked one by one with the explicit engine past the least one the periodic search could start
-# at. With ITERS fixed at its least value the search branches off a concrete search from every state of its
-# not-yet-fixed part that tests it, each reduced for ITERS = ∞ first: on residue 0 of the 2x1 ping-pong GEMM
-# with K symbolic, 12,890 of its 20,662 keys had ITERS = 1, which the explicit engine checks in 1,412 states.
-# Starting one higher: 9,300 keys, and 10.1 -> 7.4 CPU s with the explicit check (bench/RESULTS-speed.md).
-EXPLICIT_PAST_START = 1
+# The least trip count the periodic search could start at is first tried with the explicit engine, within this many
+# states; where that check finishes, the search starts one higher. With ITERS fixed at its least value the search
+# branches off a concrete search from every state of its not-yet-fixed part that tests it, each from a state reduced
+# for ITERS = ∞, and the explicit engine reduces that one trip count from its start: on residue 0 of the 2x1
+# ping-pong GEMM with K symbolic, 12,890 of the search's 20,662 keys had ITERS = 1, which the explicit engine checks
+# in 1,412 states. Not always: on the 1x1 GEMM's residue 0 the explicit engine needs 7,067 states at ITERS = 1 and
+# the search from 2 saves 435 keys. A cap in states keeps the answer deterministic (bench/RESULTS-speed.md).
+EXPLICIT_START_STATES = 2048
 
 
 # ---------------------------------------------------------------------- concretization
@@ -153,8 +155,6 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
         why = "; ".join(reasons) if reasons else "no loop bound is a param"
         return Lift(Verdict.INCONCLUSIVE, "", f"not lifted to all iterations ({why})",
                     stats=Stats(seconds=time.monotonic() - start))
-    if chosen.max_iters is None or chosen.max_iters >= chosen.min_iters + EXPLICIT_PAST_START:
-        chosen = replace(chosen, min_iters=chosen.min_iters + EXPLICIT_PAST_START)
     # the trip counts below the periodic search's start: one by one with the explicit engine (and,
     # with ``only`` outside the search's range, that one trip count)
     outside = only is not None and (only < chosen.min_iters or (chosen.max_iters is not None
@@ -163,6 +163,9 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
     first = 0 if only is None else only
     small = small_trip_counts(protocol, chosen.param, below, defines, assumptions, max_states,
                               max(0.0, seconds - (time.monotonic() - start)), full_trace, first)
+    if only is None and small.failed is None:
+        small, chosen = _explicit_start(protocol, chosen, defines, assumptions, small, max_states,
+                                        max(0.0, seconds - (time.monotonic() - start)), full_trace)
     if small.failed is not None or (only is not None and below):
         return _small_answer(chosen.param, small, only, time.monotonic() - start, max_states)
     if chosen.max_iters is not None and only is None:
@@ -206,6 +209,27 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                     f"states; {stop}", stats=stats, stopped_by=out.stopped_by)
     bound = f"{chosen.param}={only}" if only is not None else _bound_all(protocol, chosen, small)
     return Lift(Verdict.SAFE, bound, "", tuple(diags), stats)
+
+
+def _explicit_start(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,
+                    small: SmallCheck, max_states: int, seconds: float, full_trace: bool) -> tuple[SmallCheck, Plan]:
+    """The least trip count the periodic search could start at, tried with the explicit engine within
+    EXPLICIT_START_STATES states: where that check finishes (safe, or not valid input there) the search
+    starts one higher; a violation there is the answer; where it does not finish, the search covers it as
+    it could. The states it took count against the check's budget either way."""
+    n = p.min_iters
+    room = min(EXPLICIT_START_STATES, max_states - small.states)
+    if room <= 0 or (p.max_iters is not None and p.max_iters < n + 1):
+        return small, p
+    tried = small_trip_counts(protocol, p.param, n + 1, defines, assumptions, room, seconds, full_trace, n)
+    states, transitions = small.states + tried.states, small.transitions + tried.transitions
+    elapsed = small.seconds + tried.seconds
+    if tried.failed is None:
+        return SmallCheck(small.checked + tried.checked, small.invalid + tried.invalid, None, -1, states, transitions,
+                          elapsed), replace(p, min_iters=n + 1)
+    if tried.failed.verdict is Verdict.VIOLATION:
+        return SmallCheck(small.checked, small.invalid, tried.failed, n, states, transitions, elapsed), p
+    return SmallCheck(small.checked, small.invalid, None, -1, states, transitions, elapsed), p
 
 
 def _least_failing(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,
