@@ -59,6 +59,7 @@ from search_speed import (
     Run,
     cases,
     command_line,
+    publish,
     run_case,
     tree_at,
 )
@@ -252,11 +253,7 @@ def main() -> int:
              f"{args.before}, {args.after_cap:.0f} s under the working tree ({args.symbolic_cap:.0f} s for the "
              f"K-symbolic cases); state budget {args.max_states:,}.", "",
              *table(measured, args.before_cap, args.before), ""]
-    text = "\n".join(lines)
-    if args.out == "-":
-        print(text)
-    else:
-        write_section(Path(args.out), text)
+    publish(args.out, "\n".join(lines), write_section)
     return 0
 
 

@@ -27,7 +27,17 @@ import tempfile
 from pathlib import Path
 
 from issue36_table import _symbolic_args, write_section
-from search_speed import PP_1X1, PP_1X1_BOXES, PP_2X1, PP_2X1_BOXES, ROOT, command_line, materialize, tree_at
+from search_speed import (
+    PP_1X1,
+    PP_1X1_BOXES,
+    PP_2X1,
+    PP_2X1_BOXES,
+    ROOT,
+    command_line,
+    materialize,
+    publish,
+    tree_at,
+)
 
 GEMMS = {
     "1x1": ("gz:sm90_gemm_pingpong_1x1.ptx", PP_1X1, "sm90_gemm_pingpong_1x1_fields_128x128x128.bin", PP_1X1_BOXES,
@@ -120,11 +130,7 @@ def main() -> int:
                 print(rows[-1], file=sys.stderr, flush=True)
     lines = [f"## {started} UTC: the lift per residue protocol, before ({args.before}) and after", "",
              "```sh", command, "```", "", f"Load at the end: `{os.getloadavg()}`.", "", *rows, ""]
-    text = "\n".join(lines)
-    if args.out == "-":
-        print(text)
-    else:
-        write_section(Path(args.out), text)
+    publish(args.out, "\n".join(lines), write_section)
     return 0
 
 

@@ -35,6 +35,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,14 @@ def command_line(script: str) -> str:
         i = shown.index("--out")
         del shown[i:i + 2]
     return f"nice -n 5 python3 bench/{script} " + shlex.join(shown)
+
+
+def publish(out: str, text: str, write: Callable[[Path, str], None]) -> None:
+    """A results section to stdout (``--out -``) or, with ``write``, into the Markdown file named."""
+    if out == "-":
+        print(text)
+    else:
+        write(Path(out), text)
 
 
 def materialize(source: str, scratch: Path) -> Path:
@@ -281,11 +290,7 @@ def main() -> int:
     labels = (args.before or "-", "working tree")
     lines = [f"Measured {started} UTC (load at the end {load}), CPU cap {args.cap:.0f} s per case per tree, "
              f"state budget {args.max_states:,}:", "", "```sh", command, "```", "", *table(rows, labels), ""]
-    text = "\n".join(lines)
-    if args.out == "-":
-        print(text)
-    else:
-        write_between_marks(Path(args.out), text)
+    publish(args.out, "\n".join(lines), write_between_marks)
     return 0
 
 

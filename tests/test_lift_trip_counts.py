@@ -28,6 +28,8 @@ from syncverify.engines.symbolic import lift
 from syncverify.lang import load
 from syncverify.result import CheckResult, Verdict
 
+SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
+
 RING = """\
 protocol ring {{
   param STAGES = 4;
@@ -400,9 +402,6 @@ def test_lifting_a_derived_loop_bound_names_what_stays_fixed():
     text = total_text("if ITERS % 3 != 1 { arrive done; }")  # (a deadlock at ITERS = 1, 4, 7, …)
     result = check(text, engine="z3")
     assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations, ITERS=8"), result.coverage
-
-
-SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
 
 
 @pytest.mark.parametrize("name", ["cutlass_ws_ring", "tilelang_wgmma_writer_fence",
