@@ -1,9 +1,11 @@
-"""The lift searches each state as its merge key (engines/symbolic/search.py, key.py).
+"""The lift searches each state as its merge key (engines/symbolic/search.py, key.py), held packed (packed.py).
 
 Two things make that sound, and both are checked here on real searches: a key normalizes to itself
 (so the key and the state it came from have equal keys, and the same futures up to the translation),
 and a finding whose path passed a shift of the counters is replayed at the trip count the path runs
-at, not the key's (the shift is kept per key)."""
+at, not the key's (the shift is kept per key). And the packed form is exact: each held key opens to
+``normalize``'s key of the same state, and its code is the one the records, cut into their runs
+afresh, are given (so equal keys are held alike, and the lift merges what it merged before)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from syncverify.check import check_path
-from syncverify.engines.symbolic import search
+from syncverify.engines.symbolic import key, search
 from syncverify.options import Options
 from syncverify.result import Verdict
 
@@ -20,19 +22,25 @@ SPECS = Path(__file__).resolve().parents[1] / "specs"
 
 
 def _watch_keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Normalize through a wrapper that checks each key normalizes to itself and counts the keys whose
-    trip-count mode moved (a counter shift)."""
-    seen = {"keys": 0, "not fixed points": 0, "counters shifted": 0}
-    real = search.normalize
+    """Key the lift's states through a wrapper that checks each held key: that it opens to the key
+    ``normalize`` gives, that this key normalizes to itself and is held as the same key again, and
+    that its code is its records' cut afresh; and counts the keys whose trip-count mode moved (a
+    counter shift)."""
+    seen = {"keys": 0, "not fixed points": 0, "not opened alike": 0, "codes not canonical": 0,
+            "counters shifted": 0}
+    real = search.held_key
 
-    def normalize(sh, state, mode):  # type: ignore[no-untyped-def]
-        key = real(sh, state, mode)
+    def held_key(sh, state, mode):  # type: ignore[no-untyped-def]
+        held = real(sh, state, mode)
+        opened = sh.table.open(held)
         seen["keys"] += 1
-        seen["not fixed points"] += real(sh, *key) != key
-        seen["counters shifted"] += key[1] != mode
-        return key
+        seen["not opened alike"] += opened != key.normalize(sh, state, mode)
+        seen["not fixed points"] += key.normalize(sh, *opened) != opened or real(sh, *opened) != held
+        seen["codes not canonical"] += sh.table.code(sh.table.numbers(opened[0].records)) != held[-2]
+        seen["counters shifted"] += opened[1] != mode
+        return held
 
-    monkeypatch.setattr(search, "normalize", normalize)
+    monkeypatch.setattr(search, "held_key", held_key)
     return seen
 
 
@@ -45,7 +53,8 @@ def test_every_key_the_lift_searches_normalizes_to_itself(monkeypatch, name, def
     seen = _watch_keys(monkeypatch)
     result = check_path(str(SPECS / f"{name}.sync"), Options(engine="z3", defines=defines))
     assert result.verdict is verdict, result.coverage
-    assert seen["keys"] > 20 and seen["not fixed points"] == 0, seen
+    assert seen["keys"] > 20, seen
+    assert seen["not fixed points"] == seen["not opened alike"] == seen["codes not canonical"] == 0, seen
 
 
 def test_a_finding_past_a_counter_shift_replays_at_the_trip_count_its_path_runs(monkeypatch):  # type: ignore[no-untyped-def]

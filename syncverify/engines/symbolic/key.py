@@ -25,7 +25,8 @@ The search goes on from the key itself (``search``): ``normalize`` gives a key b
 the key and the state it came from have equal keys, and so the same futures up to the translation.
 
 A room of its own: the key is the part of the lift whose soundness argument stands alone (each
-shift is a translation the machine cannot observe), and the search only calls ``normalize``.
+shift is a translation the machine cannot observe), and the search only calls ``held_key``:
+``normalize``'s key, held packed (packed.py).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from ...semantics.state import (
 )
 from ..periodic import Plan, ProcPlan
 from .hook import FIXED
+from .packed import KeyTable
 
 PHASE_FLOOR = 3  # a phase ≥ 3 is "past phases 0..2" for every absolute comparison the machine makes
 
@@ -99,18 +101,20 @@ class _Shape:
     # (a warpgroup's wgmma-groups are shared: program.wgmma_teams), named by the team's first process
     group_owner: tuple[tuple[int, ...], ...] = ()
     teams: tuple[tuple[int, ...], ...] = ()  # Machine.teams: an observation's issue mark names one (R_EPOCH)
-    memo: dict = field(default_factory=dict, compare=False)  # normalized record tuples, by (records, shifts)
+    memo: dict = field(default_factory=dict, compare=False)  # normalized records' codes, by (records, shifts)
     runs: dict = field(default_factory=dict, compare=False)  # normalized runs of one slot's records
     counters: dict = field(default_factory=dict, compare=False)  # shifted (procs, mode, numbered), by (procs, mode)
     phases: dict = field(default_factory=dict, compare=False)  # shifted mbars and their shifts, by mbars
-    record_lows: dict = field(default_factory=dict, compare=False)  # (records, least group numbers), by id
-    relabels: dict = field(default_factory=dict, compare=False)  # (records, group numbers shifted), by id, shift
+    record_lows: dict = field(default_factory=dict, compare=False)  # least group numbers, by the records' code
+    relabels: dict = field(default_factory=dict, compare=False)  # code of the records relabelled, by code, shift
+    table: KeyTable = field(default_factory=lambda: KeyTable(_RUN_HEAD), compare=False)  # the keys held (packed.py)
 
 
 _MEMO_LIMIT = 1 << 16  # entries per normalization table before it starts over
-# entries of the table of normalized records before it starts over: its keys hold a state's own records
-# (some 300 on the 2x1 ping-pong GEMM), and at 65,536 entries it held 90 MB of a residue of 20,662 keys
-_RECORDS_MEMO_LIMIT = 1024
+# entries of the table of normalized records' codes before it starts over: its keys hold a state's own
+# records (some 300 on the 2x1 ping-pong GEMM), and at 65,536 entries it held 90 MB of a residue of
+# 20,662 keys; at 1,024, 15 MB. With 256 that residue normalizes 12,323 records tuples instead of 12,162.
+_RECORDS_MEMO_LIMIT = 256
 _RUN_HEAD = itemgetter(R_SPACE, R_CTA, R_OBJ, R_SLOT)  # what one run of records shares
 
 
@@ -205,6 +209,18 @@ def _shift_phases(sh: _Shape, mbars: tuple) -> tuple[tuple, tuple[tuple[int, int
 
 def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, tuple[int, int]]:
     """The merge key of a state: every counter the machine only uses relatively, shifted down."""
+    procs, mbars, named, cluster, agents, tmem, code, mode = _normalized(sh, state, mode)
+    return State(procs, mbars, named, cluster, agents, sh.table.records(code), tmem), mode
+
+
+def held_key(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple:
+    """The merge key of a state as the lift holds it (packed.py): ``normalize``'s, its records the
+    code the normalization gave them as it built them."""
+    return sh.table.hold(_normalized(sh, state, mode))
+
+
+def _normalized(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple:
+    """``normalize``'s key in the form packed.KeyTable holds, its parts not yet shared."""
     procs = state.procs
     nprocs = len(procs)
     plist: list[tuple] | None = None
@@ -267,28 +283,26 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
         if not any((q, cur[q][P_PC]) in sh.tmem_ops and cur[q][P_TOKEN] >= 0 for q in range(nprocs)):
             tmem = tuple((arrived, 0) for arrived, _ in tmem)
     memo_key = (state.records, phase_items)
-    records = sh.memo.get(memo_key)
-    if records is None:
+    code = sh.memo.get(memo_key)
+    if code is None:
         if len(sh.memo) > _RECORDS_MEMO_LIMIT:
             sh.memo.clear()
-        # sorted, as every State's records are (a step that leaves them alone passes them on unsorted:
-        # _Work.freeze)
-        records = sh.memo[memo_key] = tuple(sorted(_normalize_records(state.records, dict(phase_items),
-                                                                      sh.all_procs, sh.all_holders, sh.runs)))
+        # the records are the runs numbered in sh.table (sorted, as every State's are: _normalize_records
+        # keeps their order); a key holds their code
+        code = sh.memo[memo_key] = sh.table.code(_normalize_records(
+            state.records, dict(phase_items), sh.all_procs, sh.all_holders, sh.runs, sh.table))
     # bulk and wgmma group numbers per process (the steps above leave them alone)
     if numbered:
         # a warpgroup's warps compare their wgmma group numbers with one another's (Machine._wgmma_wait):
         # they move by one amount, the least over the team
         owner = sh.group_owner
         # The records' least group numbers, and the records relabelled by a shift, recur across states:
-        # remembered by the records object (from ``sh.memo``: one object per normalized tuple, whose
-        # hashing would cost again), which each entry keeps alive so that no other object takes its id.
-        kept = sh.record_lows.get(id(records))
-        if kept is None or kept[0] is not records:
+        # remembered by the records' code
+        from_records = sh.record_lows.get(code)
+        if from_records is None:
             if len(sh.record_lows) > _MEMO_LIMIT:
                 sh.record_lows.clear()
-            kept = sh.record_lows[id(records)] = (records, _record_lows(sh, records))
-        from_records = kept[1]
+            from_records = sh.record_lows[code] = _record_lows(sh, sh.table.records(code))
         low = dict(from_records)
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
@@ -305,17 +319,17 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
                     ps = (*ps[:field_], ps[field_] - d, *ps[field_ + 1:])
             set_proc(q, ps)
         if shift:
-            relabel_key = (id(records), tuple(shift.items()))
-            kept = sh.relabels.get(relabel_key)
-            if kept is None or kept[0] is not records:
+            relabel_key = (code, tuple(shift.items()))
+            relabelled = sh.relabels.get(relabel_key)
+            if relabelled is None:
                 if len(sh.relabels) > _MEMO_LIMIT:
                     sh.relabels.clear()
-                kept = sh.relabels[relabel_key] = (records, tuple(sorted(
+                relabelled = sh.relabels[relabel_key] = sh.table.code(sh.table.numbers(tuple(sorted(
                     (*r[:R_GRP], r[R_GRP] - NUNITS * shift.get((r[R_OWNER], r[R_GRP] % NUNITS), 0), *r[R_GRP + 1:])
-                    if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift) for r in records)))
-            records = kept[1]
-    out = State(tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, records, tmem)
-    return out, mode
+                    if 0 <= r[R_GRP] < UNCOMMITTED else _shift_mark(r, sh.teams, shift)
+                    for r in sh.table.records(code)))))
+            code = relabelled
+    return (tuple(plist) if plist is not None else procs, mbars, named, cluster, state.agents, tmem, code, mode)
 
 
 def _record_lows(sh: _Shape, records: tuple) -> dict[tuple[int, int], int]:
@@ -356,7 +370,7 @@ def _all_have_history(sh: _Shape, m: int, jprevs: tuple) -> bool:
 
 
 def _normalize_records(records: tuple, phase_shift: Mapping[int, int], all_procs: int, all_holders: int,
-                       memo: dict) -> tuple:
+                       memo: dict, table: KeyTable) -> list[int]:
     """Observation phases follow their barrier's shift; write epochs become ranks per slot;
     knowledge every process already has is saturated.
 
@@ -377,6 +391,11 @@ def _normalize_records(records: tuple, phase_shift: Mapping[int, int], all_procs
     the same (space, CTA, object, slot) are normalized one at a time, each run memoized: a step
     changes few of them. The init and CTA-start records, which sort between the data and the
     observation records, rarely change at all: their whole block is memoized too.
+
+    The normalized records are given as the numbers of their runs in ``table`` (packed.py), in order.
+    No rule moves a record out of its run ((space, CTA, object, slot) stay; an observation run's
+    phase moves with every other of its barrier's), and each run comes out sorted: so the runs, in
+    order, are the normalized records sorted, and each is one maximal run of them.
     """
     # (bisect puts each boundary between a record below and one at or above the space searched
     # for, never inside a run, so the three parts give the runs of the whole tuple, in order)
@@ -385,29 +404,34 @@ def _normalize_records(records: tuple, phase_shift: Mapping[int, int], all_procs
     key = (SPACE_INIT, records[lo:hi])  # (no run is keyed so: its items are records)
     block = memo.get(key)
     if block is None:
-        block = memo[key] = tuple(_normalize_runs(key[1], phase_shift, all_procs, all_holders, memo))
-    return (*_normalize_runs(records[:lo], phase_shift, all_procs, all_holders, memo), *block,
-            *_normalize_runs(records[hi:], phase_shift, all_procs, all_holders, memo))
+        block = memo[key] = _normalize_runs(key[1], phase_shift, all_procs, all_holders, memo, table)
+    return (_normalize_runs(records[:lo], phase_shift, all_procs, all_holders, memo, table) + block
+            + _normalize_runs(records[hi:], phase_shift, all_procs, all_holders, memo, table))
 
 
 def _normalize_runs(records: tuple, phase_shift: Mapping[int, int], all_procs: int, all_holders: int,
-                    memo: dict) -> list[tuple]:
-    """``_normalize_records`` for one part of a record tuple, run by run."""
-    out: list[tuple] = []
+                    memo: dict, table: KeyTable) -> list[int]:
+    """``_normalize_records`` for one part of a record tuple, run by run: the number of each run
+    normalized (none for a run the rules empty)."""
+    numbers: list[int] = []
     for head, members in groupby(records, _RUN_HEAD):
         run = tuple(members)
         space = head[0]
-        if space == SPACE_OBS:
-            d = phase_shift.get(head[2], 0)
-            out += [(*x[:R_SLOT], x[R_SLOT] - d, *x[R_SLOT + 1:]) for x in run] if d else run
-            continue
-        done = memo.get(run)
+        # (an observation run is keyed with its barrier's phase shift, a tuple of three)
+        memo_key = (SPACE_OBS, phase_shift.get(head[2], 0), run) if space == SPACE_OBS else run
+        done = memo.get(memo_key)
         if done is None:
             if len(memo) > 1 << 17:
                 memo.clear()
-            done = memo[run] = _normalize_run(run, space == SPACE_DATA, all_procs, all_holders)
-        out += done
-    return out
+            if space == SPACE_OBS:
+                d = memo_key[1]
+                normal = tuple([(*x[:R_SLOT], x[R_SLOT] - d, *x[R_SLOT + 1:]) for x in run]) if d else run
+            else:
+                normal = _normalize_run(run, space == SPACE_DATA, all_procs, all_holders)
+            done = memo[memo_key] = table.number(normal) if normal else -1
+        if done >= 0:
+            numbers.append(done)
+    return numbers
 
 
 def _saturate(r: tuple, all_procs: int, all_holders: int) -> tuple:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -40,7 +41,7 @@ from ..periodic import Plan
 from ..reduction import Reduction
 from ..witness import deadlock
 from .hook import FIXED, UNFIXED, TripCount, _Unexpected
-from .key import _shape, normalize
+from .key import _shape, held_key
 
 MAX_ERRORS = 12
 DEFAULT_ASSUMPTIONS = Assumptions()
@@ -175,22 +176,24 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     # A state is searched as its merge key (``normalize``: its counters, T or the fixed ITERS, phases
     # and group numbers shifted down, what no later step observes dropped), whose futures are the
     # state's up to that translation (key.py): the same steps by the same labels, so a path of labels
-    # is one of the machine's. ``shifts``: how far the counters of a path to each key stand above the
-    # key's (what its trip count is, as the path runs it).
+    # is one of the machine's. The keys are held packed (packed.py: exact, each opened to be expanded).
+    # ``shifts``: how far the counters of a path to each key stand above the key's (what its trip
+    # count is, as the path runs it).
+    held = sh.table
     index: dict[tuple, int] = {}
-    parents: list[tuple[int, tuple | None]] = []
-    nodes: list[tuple[State, tuple[int, int]]] = []
+    parents = _Parents()
+    nodes: list[tuple] = []
     shifts: list[int] = []
     queue: deque[int] = deque()
     for st, mode in starts:
         if not keep(mode, 0):
             continue
-        key = normalize(sh, sym.canon(st)[0], mode)
+        key = held_key(sh, sym.canon(st)[0], mode)
         if key not in index:
             index[key] = len(nodes)
             nodes.append(key)
-            shifts.append(mode[1] - key[1][1])
-            parents.append((-1, None))
+            shifts.append(mode[1] - key[-1][1])
+            parents.append(-1, None)
             queue.append(index[key])
     # The successors met (canonical, with their mode) while the level being built was expanded, and
     # the level before, by hash: a successor equal to one of them is known without normalizing it
@@ -228,7 +231,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         if sid >= level_end:
             reached_before, reached = reached, {}
             level_end = len(nodes)
-        state, mode = nodes[sid]
+        state, mode = held.open(nodes[sid])
         shift = shifts[sid]
         try:
             branches = expand(state, mode, shift)
@@ -262,12 +265,12 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                 if hit is not None and hit == raw:
                     continue  # this very state was reached before: its key is known
                 reached[h] = raw
-                key = normalize(sh, nxt, new_mode)
+                key = held_key(sh, nxt, new_mode)
                 new = len(nodes)
                 if index.setdefault(key, new) == new:
                     nodes.append(key)
-                    shifts.append(shift + new_mode[1] - key[1][1])
-                    parents.append((sid, res.label))
+                    shifts.append(shift + new_mode[1] - key[-1][1])
+                    parents.append(sid, res.label)
                     queue.append(new)
             for table, key, v, at, label, n in pending:
                 if key not in table:
@@ -280,10 +283,24 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                        first_error=stop_at_error and bool(errors))
 
 
-def _path(parents: list[tuple[int, tuple | None]], sid: int, last: tuple | None) -> list[tuple]:
+class _Parents:
+    """Each key's parent and the label of the step from it, by key number (-1, None: a start): the
+    numbers in an array and the labels interned (few distinct values, built afresh by every step),
+    as the explicit search keeps them (explicit.Parents)."""
+
+    def __init__(self) -> None:
+        self.parent = array("q")
+        self.label: list[tuple | None] = []
+        self._labels: dict[tuple | None, tuple | None] = {}
+
+    def append(self, parent: int, label: tuple | None) -> None:
+        self.parent.append(parent)
+        self.label.append(self._labels.setdefault(label, label))
+
+
+def _path(parents: _Parents, sid: int, last: tuple | None) -> list[tuple]:
     labels = [] if last is None else [last]
-    while parents[sid][0] >= 0:
-        parent, label = parents[sid]
-        labels.append(label)
-        sid = parent
+    while parents.parent[sid] >= 0:
+        labels.append(parents.label[sid])
+        sid = parents.parent[sid]
     return labels[::-1]

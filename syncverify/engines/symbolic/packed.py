@@ -1,0 +1,114 @@
+"""The lift's keys held compactly: each run of records numbered once, a key's records a few chunk numbers.
+
+Why. The lift stores every merge key it searches (key.normalize: a State and its trip-count mode),
+in its visited table and its list of keys to expand. Held as objects, a key of the 2x1 ping-pong
+GEMM cost 3.3 KB: nearly all of it the key's own tuple of its ~310 access records (the records
+themselves were shared between keys), and every lookup of a key hashed all of them.
+
+How. A key's records, sorted as every State's are, fall into *runs*: the maximal sequences of
+records with one (space, CTA, object, slot) (key._RUN_HEAD), some 120 a key there. The
+normalization builds a key's records run by run, from tables it keeps anyway (key._normalize_runs),
+so each run it builds is numbered here, once per distinct value (``KeyTable.number``), where it is
+built, not per key. A key's run numbers are cut into chunks of CHUNK numbers, each chunk numbered
+once too (``KeyTable.code``): the key holds the chunk numbers as ``bytes``, about 16 four-byte
+numbers. The processes, barriers, agents in flight and tensor memory are numbered as wholes (few
+distinct values occur). A held key is the tuple ``(procs, mbars, named, cluster, agents, tmem, code,
+mode)`` of those numbers, the code and the trip-count mode, and ``KeyTable.open`` gives the State
+back, each part the table's object, the records the runs'.
+
+Exact, not hashed. A number is given to a value once and never reused for the table's lifetime (the
+lift's), so a held key opens to one key only: no key is ever merged with a different one (this is not
+hash compaction). And the cut of a sorted records tuple into maximal runs is fixed by the tuple, so
+equal keys are held alike: the lift merges what it merged holding the keys whole, the same keys in
+the same order. tests/test_lift_keys.py checks both on real searches: every held key opens to
+``normalize``'s key, and its code is the one its records, cut afresh, are given.
+
+What it costs. A lookup of a held key hashes six numbers, the code (a ``bytes``, whose hash is kept)
+and the mode, where a whole key's hashed its ~310 records; the code itself is made once per records
+tuple the normalization meets (key.py remembers it with the records it came from). Expanding a key
+opens it, joining its runs, the last OPENED records tuples kept by code.
+"""
+
+from __future__ import annotations
+
+from array import array
+from itertools import chain, groupby
+
+from ...semantics.state import State
+
+CHUNK = 8  # run numbers per chunk
+# records tuples opened, kept by code: the knowledge updates (semantics/state.py) remember what they
+# computed by the identity of the records tuple, so equal records are best one object
+OPENED = 1024
+_NUMBERS = "I"
+assert array(_NUMBERS).itemsize == 4
+
+
+class _Numbering:
+    """Values numbered in the order met: ``number`` gives a value's (a new one for a value not met
+    before), ``values`` the value of each number."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[object, int] = {}
+        self.values: list = []
+
+    def number(self, value: object, kept: object = None) -> int:
+        """The number of ``value``; ``kept``: what ``values`` keeps for a new one (the value itself
+        if None)."""
+        n = self._numbers.get(value)
+        if n is None:
+            n = self._numbers[value] = len(self.values)
+            self.values.append(value if kept is None else kept)
+        return n
+
+
+class KeyTable:
+    """The numbered runs and chunks of one lift, and its numbered parts (module docstring)."""
+
+    def __init__(self, run_head) -> None:  # type: ignore[no-untyped-def]
+        self._run_head = run_head  # a record's (space, CTA, object, slot): what one run shares
+        self._runs = _Numbering()  # each run's records
+        self._chunks = _Numbering()  # each chunk of run numbers (its bytes; kept: the numbers)
+        self._parts = _Numbering()  # the processes, barriers, ... and modes met
+        self._opened: dict[bytes, tuple] = {}
+
+    def number(self, run: tuple) -> int:
+        """The number of a run of records."""
+        return self._runs.number(run)
+
+    def numbers(self, records: tuple) -> list[int]:
+        """The run numbers of a sorted records tuple, cut into its runs here (where the normalization
+        did not build them run by run)."""
+        return [self._runs.number(tuple(members)) for _, members in groupby(records, self._run_head)]
+
+    def code(self, numbers: list[int]) -> bytes:
+        """A key's run numbers as the numbers of their chunks, in bytes."""
+        chunk = self._chunks.number
+        return array(_NUMBERS, [chunk(array(_NUMBERS, numbers[i:i + CHUNK]).tobytes(), tuple(numbers[i:i + CHUNK]))
+                                for i in range(0, len(numbers), CHUNK)]).tobytes()
+
+    def records(self, code: bytes) -> tuple:
+        """The records a code stands for (the same object for a code opened lately: OPENED)."""
+        out = self._opened.get(code)
+        if out is None:
+            if len(self._opened) >= OPENED:
+                self._opened.clear()
+            runs, chunks = self._runs.values, self._chunks.values
+            out = self._opened[code] = tuple(chain.from_iterable(
+                runs[r] for c in array(_NUMBERS, code) for r in chunks[c]))
+        return out
+
+    def hold(self, key: tuple) -> tuple:
+        """A key as it is held: of (procs, mbars, named, cluster, agents, tmem, code, mode), the parts'
+        numbers, the code and the mode (the first one met of its value: the last item of both)."""
+        procs, mbars, named, cluster, agents, tmem, code, mode = key
+        part = self._parts.number
+        return (part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem), code,
+                self._parts.values[part(mode)])
+
+    def open(self, held: tuple) -> tuple[State, tuple[int, int]]:
+        """The key a held one stands for."""
+        procs, mbars, named, cluster, agents, tmem, code, mode = held
+        parts = self._parts.values
+        return State(parts[procs], parts[mbars], parts[named], parts[cluster], parts[agents], self.records(code),
+                     parts[tmem]), mode
