@@ -6,12 +6,14 @@ once, with the working tree (`syncverify extract ... --symbolic ... -o DIR`), an
 on the residues asked for, each in a process of its own, under the tree of ``--before`` and under the
 working tree: the keys searched, the CPU seconds of the search, the growth of the process's peak
 resident set over the search (what the search held at its peak, the tables and caches included) and
-that growth per key. The bounded tables and caches fill early in a search, so the growth per key
-over a whole search of some 20,000 keys is mostly theirs: the last column is the cost of a key
-past them, the growth of the second half of the search per key (the lift run again, stopped by
-its state budget at half the keys: its growth, subtracted). The same keys under both trees is part
-of the answer: the lift's key space does not depend on how a key is stored or which state of it is
-searched.
+that growth per key. Over a search of some 20,000 keys that growth is mostly the bounded tables and
+caches of the normalization and the reduction, still filling at its end. So the last column is what
+the stored keys themselves hold, per key: the bytes of every object reachable from the search's
+table of keys, its list of keys, their parents and counter shifts (and, where the keys are held
+packed, their numbered runs and parts: engines/symbolic/packed.py), each object counted once
+(sys.getsizeof), at the end of the search, in a run of its own. The same keys under both trees is
+part of the answer: the lift's key space does not depend on how a key is stored or which state of
+it is searched.
 
 Usage:
     nice -n 5 python3 bench/lift_memory.py --before 8b836f6                 # adds a section to RESULTS-speed.md
@@ -84,8 +86,55 @@ def loop_param(path: Path) -> str | None:
     return found[1] if found else None
 
 
-def measure(path: Path, param: str, tree: Path, max_states: int, seconds: float) -> dict:
-    got = subprocess.run([sys.executable, "-c", _LIFT, str(path), param, str(max_states), str(seconds)],
+# the same, the bytes the stored keys hold counted at the end of the search (the search's locals, read
+# where it makes its outcome: this tree's names, and those of earlier trees alike)
+_HELD = """
+import json, sys
+from array import array
+from syncverify.engines import periodic
+from syncverify.engines.symbolic import search
+
+
+def deep_size(roots):
+    seen, total, todo = set(), 0, list(roots)
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            todo += obj.keys()
+            todo += obj.values()
+        elif isinstance(obj, (tuple, list, set, frozenset)):
+            todo += obj
+        elif not isinstance(obj, (int, bytes, str, float, array)) and hasattr(obj, "__dict__"):
+            todo.append(vars(obj))
+    return total
+
+
+found = {}
+made = search.LiftOutcome
+
+
+def outcome(*args, **kwargs):
+    where = sys._getframe(1).f_locals
+    roots = [where[name] for name in ("index", "nodes", "parents", "shifts")]
+    table = getattr(where["sh"], "table", None)
+    found["held_bytes"] = deep_size(roots + ([table] if table is not None else []))
+    found["keys"] = len(where["nodes"])
+    return made(*args, **kwargs)
+
+
+search.LiftOutcome = outcome
+p = periodic.plan(sys.argv[1], {}, sys.argv[2])
+search.lifted_search(p, max_states=int(sys.argv[3]), seconds=float(sys.argv[4]))
+print(json.dumps(found))
+"""
+
+
+def measure(path: Path, param: str, tree: Path, max_states: int, seconds: float, script: str = _LIFT) -> dict:
+    got = subprocess.run([sys.executable, "-c", script, str(path), param, str(max_states), str(seconds)],
                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(tree)),
                          cwd=str(tree))  # (`-c` puts the working directory first on the path)
     if got.returncode != 0:
@@ -93,24 +142,20 @@ def measure(path: Path, param: str, tree: Path, max_states: int, seconds: float)
     return json.loads(got.stdout.strip().splitlines()[-1])
 
 
-def measure_both(path: Path, param: str, tree: Path, max_states: int, seconds: float) -> tuple[dict, dict | None]:
-    """The lift to its end, and again stopped at half its keys (None where the first did not finish)."""
-    whole = measure(path, param, tree, max_states, seconds)
-    if "failed" in whole or not whole["complete"] or whole["keys"] < 2:
-        return whole, None
-    return whole, measure(path, param, tree, whole["keys"] // 2, seconds)
+def measure_both(path: Path, param: str, tree: Path, max_states: int, seconds: float) -> tuple[dict, dict]:
+    """The lift timed, and again with what its stored keys hold counted."""
+    return (measure(path, param, tree, max_states, seconds),
+            measure(path, param, tree, max_states, seconds, _HELD))
 
 
-def _cells(run: dict, half: dict | None) -> list[str]:
+def _cells(run: dict, held: dict) -> list[str]:
     if "failed" in run:
         return ["failed: " + " ".join(run["failed"]), "", "", "", "", ""]
     per_key = run["growth_mb"] * 2**20 / run["keys"] if run["keys"] else 0.0
     done = "" if run["complete"] else " (not finished)"
-    second = "—"
-    if half is not None and "failed" not in half and run["keys"] > half["keys"]:
-        second = f"{(run['growth_mb'] - half['growth_mb']) * 2**20 / (run['keys'] - half['keys']):,.0f}"
+    held_per_key = f"{held['held_bytes'] / held['keys']:,.0f}" if held.get("keys") else "—"
     return [f"{run['keys']:,}{done}", f"{run['cpu_s']:.1f}", f"{run['growth_mb']:.0f}", f"{per_key:,.0f}",
-            f"{run['keys'] / run['cpu_s']:,.0f}" if run["cpu_s"] else "—", second]
+            f"{run['keys'] / run['cpu_s']:,.0f}" if run["cpu_s"] else "—", held_per_key]
 
 
 def main() -> int:
@@ -128,7 +173,7 @@ def main() -> int:
     tags = tuple(f"_{t}.sync" for t in args.residues.split(","))
     head = ["GEMM", "protocol"] + [f"{h} ({t})" for t in (args.before, "working tree")
                                    for h in ("keys", "CPU s", "peak growth MB", "B/key", "keys/CPU s",
-                                             "B/key, second half")]
+                                             "B/key held by the keys")]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / "ptx"
