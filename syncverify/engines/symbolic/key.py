@@ -213,7 +213,7 @@ def normalize(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple[State, t
     return State(procs, mbars, named, cluster, agents, sh.table.records(code), tmem), mode
 
 
-def held_key(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple:
+def held_key(sh: _Shape, state: State, mode: tuple[int, int]) -> bytes:
     """The merge key of a state as the lift holds it (packed.py): ``normalize``'s, its records the
     code the normalization gave them as it built them."""
     return sh.table.hold(_normalized(sh, state, mode))

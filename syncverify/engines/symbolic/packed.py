@@ -12,9 +12,10 @@ so each run it builds is numbered here, once per distinct value (``KeyTable.numb
 built, not per key. A key's run numbers are cut into chunks of CHUNK numbers, each chunk numbered
 once too (``KeyTable.code``): the key holds the chunk numbers as ``bytes``, about 16 four-byte
 numbers. The processes, barriers, agents in flight and tensor memory are numbered as wholes (few
-distinct values occur). A held key is the tuple ``(procs, mbars, named, cluster, agents, tmem, code,
-mode)`` of those numbers, the code and the trip-count mode, and ``KeyTable.open`` gives the State
-back, each part the table's object, the records the runs'.
+distinct values occur), and so is its trip-count mode. A held key is one ``bytes``: those seven
+numbers, then the code; ``KeyTable.open`` gives the State back, each part the table's object, the
+records the runs'. The runs' records, and the items of the parts, are one object per value, their
+fields too (the normalization builds equal records afresh, and knowledge sets are large integers).
 
 Exact, not hashed. A number is given to a value once and never reused for the table's lifetime (the
 lift's), so a held key opens to one key only: no key is ever merged with a different one (this is not
@@ -23,8 +24,8 @@ equal keys are held alike: the lift merges what it merged holding the keys whole
 the same order. tests/test_lift_keys.py checks both on real searches: every held key opens to
 ``normalize``'s key, and its code is the one its records, cut afresh, are given.
 
-What it costs. A lookup of a held key hashes six numbers, the code (a ``bytes``, whose hash is kept)
-and the mode, where a whole key's hashed its ~310 records; the code itself is made once per records
+What it costs. A lookup of a held key hashes some 90 bytes (and a ``bytes`` keeps its hash), where a
+whole key's hashed its ~310 records; the code itself is made once per records
 tuple the normalization meets (key.py remembers it with the records it came from). Expanding a key
 opens it, joining its runs, the last OPENED records tuples kept by code.
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import chain, groupby
+from struct import Struct
 
 from ...semantics.state import State
 
@@ -42,6 +44,9 @@ CHUNK = 8  # run numbers per chunk
 OPENED = 1024
 _NUMBERS = "I"
 assert array(_NUMBERS).itemsize == 4
+# a held key's head: the numbers of its processes, mbarriers, named barriers, cluster barrier, agents in
+# flight, tensor memory and trip-count mode; its records' code follows
+_HEAD = Struct("<7I")
 
 
 class _Numbering:
@@ -49,15 +54,15 @@ class _Numbering:
     before), ``values`` the value of each number."""
 
     def __init__(self) -> None:
-        self._numbers: dict[object, int] = {}
+        self.numbers: dict[object, int] = {}
         self.values: list = []
 
     def number(self, value: object, kept: object = None) -> int:
         """The number of ``value``; ``kept``: what ``values`` keeps for a new one (the value itself
         if None)."""
-        n = self._numbers.get(value)
+        n = self.numbers.get(value)
         if n is None:
-            n = self._numbers[value] = len(self.values)
+            n = self.numbers[value] = len(self.values)
             self.values.append(value if kept is None else kept)
         return n
 
@@ -71,15 +76,31 @@ class KeyTable:
         self._chunks = _Numbering()  # each chunk of run numbers (its bytes; kept: the numbers)
         self._parts = _Numbering()  # the processes, barriers, ... and modes met
         self._opened: dict[bytes, tuple] = {}
+        # the runs' records and their fields, one object per value (the normalization builds equal
+        # records afresh in different runs, and their knowledge sets are large integers)
+        self._records: dict[tuple, tuple] = {}
+        self._fields: dict[object, object] = {}
 
     def number(self, run: tuple) -> int:
         """The number of a run of records."""
-        return self._runs.number(run)
+        n = self._runs.numbers.get(run)
+        if n is None:
+            n = self._runs.number(tuple([self._record(r) for r in run]))
+        return n
+
+    def _record(self, r: tuple) -> tuple:
+        """A record (or a process's or a barrier's state), its fields one object per value."""
+        out = self._records.get(r)
+        if out is None:
+            field = self._fields.setdefault
+            out = tuple([field(x, x) for x in r])
+            self._records[out] = out
+        return out
 
     def numbers(self, records: tuple) -> list[int]:
         """The run numbers of a sorted records tuple, cut into its runs here (where the normalization
         did not build them run by run)."""
-        return [self._runs.number(tuple(members)) for _, members in groupby(records, self._run_head)]
+        return [self.number(tuple(members)) for _, members in groupby(records, self._run_head)]
 
     def code(self, numbers: list[int]) -> bytes:
         """A key's run numbers as the numbers of their chunks, in bytes."""
@@ -98,17 +119,32 @@ class KeyTable:
                 runs[r] for c in array(_NUMBERS, code) for r in chunks[c]))
         return out
 
-    def hold(self, key: tuple) -> tuple:
-        """A key as it is held: of (procs, mbars, named, cluster, agents, tmem, code, mode), the parts'
-        numbers, the code and the mode (the first one met of its value: the last item of both)."""
+    def hold(self, key: tuple) -> bytes:
+        """A key as it is held, from (procs, mbars, named, cluster, agents, tmem, code, mode): the
+        numbers of the parts and of the mode, then the code."""
         procs, mbars, named, cluster, agents, tmem, code, mode = key
-        part = self._parts.number
-        return (part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem), code,
-                self._parts.values[part(mode)])
+        part = self._part
+        return _HEAD.pack(part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem),
+                          part(mode)) + code
 
-    def open(self, held: tuple) -> tuple[State, tuple[int, int]]:
+    def _part(self, value: tuple) -> int:
+        n = self._parts.numbers.get(value)
+        if n is None:  # (its items one object per value, as the records are)
+            n = self._parts.number(tuple([self._record(x) if type(x) is tuple else x for x in value]))
+        return n
+
+    def open(self, held: bytes) -> tuple[State, tuple[int, int]]:
         """The key a held one stands for."""
-        procs, mbars, named, cluster, agents, tmem, code, mode = held
+        procs, mbars, named, cluster, agents, tmem, mode = _HEAD.unpack_from(held)
         parts = self._parts.values
-        return State(parts[procs], parts[mbars], parts[named], parts[cluster], parts[agents], self.records(code),
-                     parts[tmem]), mode
+        return State(parts[procs], parts[mbars], parts[named], parts[cluster], parts[agents],
+                     self.records(held[_HEAD.size:]), parts[tmem]), parts[mode]
+
+    def mode(self, held: bytes) -> tuple[int, int]:
+        """The trip-count mode of a held key."""
+        return self._parts.values[_HEAD.unpack_from(held)[6]]
+
+    @staticmethod
+    def code_of(held: bytes) -> bytes:
+        """The code of a held key's records."""
+        return held[_HEAD.size:]

@@ -180,9 +180,9 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     # ``shifts``: how far the counters of a path to each key stand above the key's (what its trip
     # count is, as the path runs it).
     held = sh.table
-    index: dict[tuple, int] = {}
+    index: dict[bytes, int] = {}
     parents = _Parents()
-    nodes: list[tuple] = []
+    nodes: list[bytes] = []
     shifts: list[int] = []
     queue: deque[int] = deque()
     for st, mode in starts:
@@ -192,7 +192,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
         if key not in index:
             index[key] = len(nodes)
             nodes.append(key)
-            shifts.append(mode[1] - key[-1][1])
+            shifts.append(mode[1] - held.mode(key)[1])
             parents.append(-1, None)
             queue.append(index[key])
     # The successors met (canonical, with their mode) while the level being built was expanded, and
@@ -269,7 +269,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                 new = len(nodes)
                 if index.setdefault(key, new) == new:
                     nodes.append(key)
-                    shifts.append(shift + new_mode[1] - key[-1][1])
+                    shifts.append(shift + new_mode[1] - held.mode(key)[1])
                     parents.append(sid, res.label)
                     queue.append(new)
             for table, key, v, at, label, n in pending:
