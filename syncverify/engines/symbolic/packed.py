@@ -10,12 +10,15 @@ records with one (space, CTA, object, slot) (key._RUN_HEAD), some 120 a key ther
 normalization builds a key's records run by run, from tables it keeps anyway (key._normalize_runs),
 so each run it builds is numbered here, once per distinct value (``KeyTable.number``), where it is
 built, not per key. A key's run numbers are cut into chunks of CHUNK numbers, each chunk numbered
-once too (``KeyTable.code``): the key holds the chunk numbers as ``bytes``, about 16 four-byte
-numbers. The processes, barriers, agents in flight and tensor memory are numbered as wholes (few
-distinct values occur), and so is its trip-count mode. A held key is one ``bytes``: those seven
-numbers, then the code; ``KeyTable.open`` gives the State back, each part the table's object, the
-records the runs'. The runs' records, and the items of the parts, are one object per value, their
-fields too (the normalization builds equal records afresh, and knowledge sets are large integers).
+once too (``KeyTable.code``): the code is the chunk numbers, about 16. The processes, barriers,
+agents in flight and tensor memory are numbered as wholes (few distinct values occur), and so is the
+trip-count mode. A held key is one ``bytes``: those seven numbers, then the code; ``KeyTable.open``
+gives the State back, each part the table's object, the records the runs'. Every sequence of numbers
+is packed two bytes a number where all of them fit (``_pack``), as they do while a lift has met fewer
+than 65,536 runs, chunks and parts. The runs' records, and the items of the parts, are one object per
+value, their fields too (the normalization builds equal records afresh, and knowledge sets are
+large integers); the table that finds them is emptied every RECORDS records (what it holds changes
+the memory, never a key).
 
 Exact, not hashed. A number is given to a value once and never reused for the table's lifetime (the
 lift's), so a held key opens to one key only: no key is ever merged with a different one (this is not
@@ -24,17 +27,16 @@ equal keys are held alike: the lift merges what it merged holding the keys whole
 the same order. tests/test_lift_keys.py checks both on real searches: every held key opens to
 ``normalize``'s key, and its code is the one its records, cut afresh, are given.
 
-What it costs. A lookup of a held key hashes some 90 bytes (and a ``bytes`` keeps its hash), where a
-whole key's hashed its ~310 records; the code itself is made once per records
-tuple the normalization meets (key.py remembers it with the records it came from). Expanding a key
-opens it, joining its runs, the last OPENED records tuples kept by code.
+What it costs. A lookup of a held key hashes some 50 bytes (and a ``bytes`` keeps its hash), where a
+whole key's hashed its ~310 records; the code itself is made once per records tuple the normalization
+meets (key.py remembers it with the records it came from). Expanding a key opens it, joining its
+runs, the last OPENED records tuples kept by code.
 """
 
 from __future__ import annotations
 
 from array import array
 from itertools import chain, groupby
-from struct import Struct
 
 from ...semantics.state import State
 
@@ -42,11 +44,26 @@ CHUNK = 8  # run numbers per chunk
 # records tuples opened, kept by code: the knowledge updates (semantics/state.py) remember what they
 # computed by the identity of the records tuple, so equal records are best one object
 OPENED = 1024
-_NUMBERS = "I"
-assert array(_NUMBERS).itemsize == 4
-# a held key's head: the numbers of its processes, mbarriers, named barriers, cluster barrier, agents in
-# flight, tensor memory and trip-count mode; its records' code follows
-_HEAD = Struct("<7I")
+# records found by value before that table starts over: emptied every 2**12 records, the 2x1 ping-pong
+# GEMM's residue 0 held 575 B a key in its runs; every 2**14, 555; never, 540 and 127 in the table
+RECORDS = 1 << 14
+_NARROW, _WIDE = "H", "I"  # two-byte numbers where every one of a sequence fits, else four
+assert array(_NARROW).itemsize == 2 and array(_WIDE).itemsize == 4
+_WIDTH = {2: _NARROW, 4: _WIDE}
+_HEAD = 7  # a held key's head: the numbers of its processes, barriers, ..., tensor memory and mode
+
+
+def _pack(numbers: list[int]) -> bytes:
+    """A sequence of numbers as bytes, two a number where all are below 65,536, else four, and a last
+    byte saying which: a function of the numbers alone, so equal sequences pack alike and unequal
+    ones unlike."""
+    if not numbers or max(numbers) < 1 << 16:
+        return array(_NARROW, numbers).tobytes() + b"\x02"
+    return array(_WIDE, numbers).tobytes() + b"\x04"
+
+
+def _unpack(packed: bytes) -> array:
+    return array(_WIDTH[packed[-1]], packed[:-1])
 
 
 class _Numbering:
@@ -73,7 +90,7 @@ class KeyTable:
     def __init__(self, run_head) -> None:  # type: ignore[no-untyped-def]
         self._run_head = run_head  # a record's (space, CTA, object, slot): what one run shares
         self._runs = _Numbering()  # each run's records
-        self._chunks = _Numbering()  # each chunk of run numbers (its bytes; kept: the numbers)
+        self._chunks = _Numbering()  # each chunk of run numbers, packed
         self._parts = _Numbering()  # the processes, barriers, ... and modes met
         self._opened: dict[bytes, tuple] = {}
         # the runs' records and their fields, one object per value (the normalization builds equal
@@ -92,6 +109,8 @@ class KeyTable:
         """A record (or a process's or a barrier's state), its fields one object per value."""
         out = self._records.get(r)
         if out is None:
+            if len(self._records) >= RECORDS:
+                self._records.clear()
             field = self._fields.setdefault
             out = tuple([field(x, x) for x in r])
             self._records[out] = out
@@ -103,10 +122,9 @@ class KeyTable:
         return [self.number(tuple(members)) for _, members in groupby(records, self._run_head)]
 
     def code(self, numbers: list[int]) -> bytes:
-        """A key's run numbers as the numbers of their chunks, in bytes."""
+        """A key's run numbers as the numbers of their chunks, packed."""
         chunk = self._chunks.number
-        return array(_NUMBERS, [chunk(array(_NUMBERS, numbers[i:i + CHUNK]).tobytes(), tuple(numbers[i:i + CHUNK]))
-                                for i in range(0, len(numbers), CHUNK)]).tobytes()
+        return _pack([chunk(_pack(numbers[i:i + CHUNK])) for i in range(0, len(numbers), CHUNK)])
 
     def records(self, code: bytes) -> tuple:
         """The records a code stands for (the same object for a code opened lately: OPENED)."""
@@ -116,7 +134,7 @@ class KeyTable:
                 self._opened.clear()
             runs, chunks = self._runs.values, self._chunks.values
             out = self._opened[code] = tuple(chain.from_iterable(
-                runs[r] for c in array(_NUMBERS, code) for r in chunks[c]))
+                runs[r] for c in _unpack(code) for r in _unpack(chunks[c])))
         return out
 
     def hold(self, key: tuple) -> bytes:
@@ -124,8 +142,8 @@ class KeyTable:
         numbers of the parts and of the mode, then the code."""
         procs, mbars, named, cluster, agents, tmem, code, mode = key
         part = self._part
-        return _HEAD.pack(part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem),
-                          part(mode)) + code
+        head = _pack([part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem), part(mode)])
+        return head[-1:] + head[:-1] + code  # (the head's width first: it says where the code begins)
 
     def _part(self, value: tuple) -> int:
         n = self._parts.numbers.get(value)
@@ -135,16 +153,18 @@ class KeyTable:
 
     def open(self, held: bytes) -> tuple[State, tuple[int, int]]:
         """The key a held one stands for."""
-        procs, mbars, named, cluster, agents, tmem, mode = _HEAD.unpack_from(held)
+        end = 1 + _HEAD * held[0]
+        procs, mbars, named, cluster, agents, tmem, mode = array(_WIDTH[held[0]], held[1:end])
         parts = self._parts.values
         return State(parts[procs], parts[mbars], parts[named], parts[cluster], parts[agents],
-                     self.records(held[_HEAD.size:]), parts[tmem]), parts[mode]
+                     self.records(held[end:]), parts[tmem]), parts[mode]
 
     def mode(self, held: bytes) -> tuple[int, int]:
         """The trip-count mode of a held key."""
-        return self._parts.values[_HEAD.unpack_from(held)[6]]
+        width = held[0]
+        return self._parts.values[array(_WIDTH[width], held[1 + (_HEAD - 1) * width:1 + _HEAD * width])[0]]
 
     @staticmethod
     def code_of(held: bytes) -> bytes:
         """The code of a held key's records."""
-        return held[_HEAD.size:]
+        return held[1 + _HEAD * held[0]:]
