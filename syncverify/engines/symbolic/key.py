@@ -312,12 +312,15 @@ def _normalized(sh: _Shape, state: State, mode: tuple[int, int]) -> tuple:
         shift: dict[tuple[int, int], int] = {}
         for q in range(nprocs):
             ps = (plist if plist is not None else procs)[q]
+            moved = False
             for unit, field_ in enumerate(GROUP_FIELDS):
                 d = low[(owner[q][unit], unit)]
                 if d > 0:
                     shift[(q, unit)] = d
                     ps = (*ps[:field_], ps[field_] - d, *ps[field_ + 1:])
-            set_proc(q, ps)
+                    moved = True
+            if moved:  # (the local states stay the remembered object where none moves: packed.py finds it so)
+                set_proc(q, ps)
         if shift:
             relabel_key = (code, tuple(shift.items()))
             relabelled = sh.relabels.get(relabel_key)

@@ -10,9 +10,11 @@ records with one (space, CTA, object, slot) (key._RUN_HEAD), some 120 a key ther
 normalization builds a key's records run by run, from tables it keeps anyway (key._normalize_runs),
 so each run it builds is numbered here, once per distinct value (``KeyTable.number``), where it is
 built, not per key. A key's run numbers are cut into chunks of CHUNK numbers, each chunk numbered
-once too (``KeyTable.code``): the code is the chunk numbers, about 16. The processes, barriers,
-agents in flight and tensor memory are numbered as wholes (few distinct values occur), and so is the
-trip-count mode. A held key is one ``bytes``: those seven numbers, then the code; ``KeyTable.open``
+once too (``KeyTable.code``): the code is the chunk numbers, about 16. The processes' local states
+and the mbarriers are numbered as the packed numbers of their items (a process's state, a barrier's:
+a few hundred values of each occur), the named barriers, cluster barrier, agents in flight, tensor
+memory and the trip-count mode as wholes. A held key is one ``bytes``: those seven numbers, then the
+code; ``KeyTable.open``
 gives the State back, each part the table's object, the records the runs'. Every sequence of numbers
 is packed two bytes a number where all of them fit (``_pack``), as they do while a lift has met fewer
 than 65,536 runs, chunks and parts. The runs' records, and the items of the parts, are one object per
@@ -47,6 +49,7 @@ OPENED = 1024
 # records found by value before that table starts over: emptied every 2**12 records, the 2x1 ping-pong
 # GEMM's residue 0 held 575 B a key in its runs; every 2**14, 555; never, 540 and 127 in the table
 RECORDS = 1 << 14
+RECENT = 4096  # processes' and mbarriers' objects whose numbers are kept by identity
 _NARROW, _WIDE = "H", "I"  # two-byte numbers where every one of a sequence fits, else four
 assert array(_NARROW).itemsize == 2 and array(_WIDE).itemsize == 4
 _WIDTH = {2: _NARROW, 4: _WIDE}
@@ -91,7 +94,10 @@ class KeyTable:
         self._run_head = run_head  # a record's (space, CTA, object, slot): what one run shares
         self._runs = _Numbering()  # each run's records
         self._chunks = _Numbering()  # each chunk of run numbers, packed
-        self._parts = _Numbering()  # the processes, barriers, ... and modes met
+        self._parts = _Numbering()  # the processes (packed), barriers (the mbarriers packed), ... and modes met
+        self._items = _Numbering()  # a process's local state, an mbarrier's state
+        self._recent: dict[int, tuple[tuple, int]] = {}  # the number of a wide part, by the id of the object
+        self._wide: dict[int, tuple] = {}  # a wide part opened, by number
         self._opened: dict[bytes, tuple] = {}
         # the runs' records and their fields, one object per value (the normalization builds equal
         # records afresh in different runs, and their knowledge sets are large integers)
@@ -142,7 +148,8 @@ class KeyTable:
         numbers of the parts and of the mode, then the code."""
         procs, mbars, named, cluster, agents, tmem, code, mode = key
         part = self._part
-        head = _pack([part(procs), part(mbars), part(named), part(cluster), part(agents), part(tmem), part(mode)])
+        head = _pack([self._wide_part(procs), self._wide_part(mbars), part(named), part(cluster), part(agents),
+                      part(tmem), part(mode)])
         return head[-1:] + head[:-1] + code  # (the head's width first: it says where the code begins)
 
     def _part(self, value: tuple) -> int:
@@ -151,12 +158,36 @@ class KeyTable:
             n = self._parts.number(tuple([self._record(x) if type(x) is tuple else x for x in value]))
         return n
 
+    def _wide_part(self, value: tuple) -> int:
+        """The number of the processes' local states, or of the mbarriers: of the numbers of their
+        items, packed (24 and 60 items on the 2x1 ping-pong GEMM, a few hundred values of each). Found
+        first by the object, which the normalization's tables hand on for equal values (RECENT: each
+        entry keeps its object alive, so that no other takes its id)."""
+        hit = self._recent.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        item = self._items.number
+        n = self._parts.number(_pack([item(x) for x in value]))
+        if len(self._recent) >= RECENT:
+            self._recent.clear()
+        self._recent[id(value)] = (value, n)
+        return n
+
+    def _opened_wide(self, n: int) -> tuple:
+        out = self._wide.get(n)
+        if out is None:
+            if len(self._wide) >= OPENED:
+                self._wide.clear()
+            items = self._items.values
+            out = self._wide[n] = tuple([items[i] for i in _unpack(self._parts.values[n])])
+        return out
+
     def open(self, held: bytes) -> tuple[State, tuple[int, int]]:
         """The key a held one stands for."""
         end = 1 + _HEAD * held[0]
         procs, mbars, named, cluster, agents, tmem, mode = array(_WIDTH[held[0]], held[1:end])
         parts = self._parts.values
-        return State(parts[procs], parts[mbars], parts[named], parts[cluster], parts[agents],
+        return State(self._opened_wide(procs), self._opened_wide(mbars), parts[named], parts[cluster], parts[agents],
                      self.records(held[end:]), parts[tmem]), parts[mode]
 
     def mode(self, held: bytes) -> tuple[int, int]:
