@@ -38,6 +38,7 @@ runs, the last OPENED records tuples kept by code.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from itertools import chain, groupby
 
 from ...semantics.state import State
@@ -77,20 +78,19 @@ class _Numbering:
         self.numbers: dict[object, int] = {}
         self.values: list = []
 
-    def number(self, value: object, kept: object = None) -> int:
-        """The number of ``value``; ``kept``: what ``values`` keeps for a new one (the value itself
-        if None)."""
+    def number(self, value: object) -> int:
+        """The number of ``value``."""
         n = self.numbers.get(value)
         if n is None:
             n = self.numbers[value] = len(self.values)
-            self.values.append(value if kept is None else kept)
+            self.values.append(value)
         return n
 
 
 class KeyTable:
     """The numbered runs and chunks of one lift, and its numbered parts (module docstring)."""
 
-    def __init__(self, run_head) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, run_head: Callable[[tuple], tuple]) -> None:
         self._run_head = run_head  # a record's (space, CTA, object, slot): what one run shares
         self._runs = _Numbering()  # each run's records
         self._chunks = _Numbering()  # each chunk of run numbers, packed
