@@ -108,8 +108,11 @@ def deep_size(roots):
             todo += obj.values()
         elif isinstance(obj, (tuple, list, set, frozenset)):
             todo += obj
-        elif not isinstance(obj, (int, bytes, str, float, array)) and hasattr(obj, "__dict__"):
-            todo.append(vars(obj))
+        elif not isinstance(obj, (int, bytes, str, float, array)):
+            if hasattr(obj, "__dict__"):
+                todo.append(vars(obj))
+            todo += [getattr(obj, slot) for kind in type(obj).__mro__ for slot in getattr(kind, "__slots__", ())
+                     if hasattr(obj, slot)]
     return total
 
 

@@ -115,24 +115,25 @@ class Parents:
     """Each stored state's parent and the label of the step from it, by state number: the numbers
     in an array (8 bytes each) and the labels interned (a label is ("p", process) or ("a", agent):
     few distinct values, built afresh by every step). A list of (parent, label) pairs kept a pair
-    and a label, about 130 bytes, per stored state."""
+    and a label, about 130 bytes, per stored state. A start has parent -1 and no label: state 0,
+    entered here (``root``), or each start a search with several enters itself (the lift's)."""
 
-    def __init__(self) -> None:
-        self.parent = array("q", [-1])
-        self.label: list[tuple | None] = [None]
-        self._labels: dict[tuple, tuple] = {}
+    def __init__(self, root: bool = True) -> None:
+        self.parent = array("q", [-1] if root else [])
+        self.label: list[tuple | None] = [None] if root else []
+        self._labels: dict[tuple | None, tuple | None] = {}
 
     def __len__(self) -> int:
         return len(self.parent)
 
-    def append(self, parent: int, label: tuple) -> None:
+    def append(self, parent: int, label: tuple | None) -> None:
         self.parent.append(parent)
         self.label.append(self._labels.setdefault(label, label))
 
 
 def _path_to(parents: Parents, sid: int, last: tuple | None) -> list[tuple]:
     labels = [] if last is None else [last]
-    while sid > 0:
+    while parents.parent[sid] >= 0:
         labels.append(parents.label[sid])
         sid = parents.parent[sid]
     return labels[::-1]

@@ -109,8 +109,9 @@ def numbers_of(packed: bytes) -> array:
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
 
 
-class _Table:
-    """One kind of part: value -> number, number -> value (the first object met of that value)."""
+class NumberTable:
+    """One kind of part: value -> number, number -> value (the first object met of that value). The
+    lift's key table numbers its parts so too (symbolic/packed.py)."""
 
     __slots__ = ("number", "value")
 
@@ -126,7 +127,7 @@ class _Table:
         return n
 
 
-class _Elements(_Table):
+class _Elements(NumberTable):
     """A table of sequence elements, with the id() of each object it holds: a state's elements are
     mostly the tables' own objects (its parent's, or its siblings'), found so without hashing them.
     Sound: the table keeps those objects alive, so no other object has their id meanwhile."""
@@ -162,7 +163,7 @@ class _Chunks:
 
     def __init__(self, elements: _Elements) -> None:
         self.elements = elements
-        self.chunks = _Table()
+        self.chunks = NumberTable()
 
     def of(self, eids: array, start: int) -> int:
         return self.chunks(eids[start:start + CHUNK].tobytes())
@@ -270,7 +271,7 @@ class Store:
     def __init__(self) -> None:
         self.procs = _Elements()
         # one table per kind of part numbered whole: values of different kinds never mixed
-        self.mbars, self.named, self.cluster, self.agents, self.tmem = (_Table() for _ in range(5))
+        self.mbars, self.named, self.cluster, self.agents, self.tmem = (NumberTable() for _ in range(5))
         self.record_table = _Elements()
         self.records = _Chunks(self.record_table)
 

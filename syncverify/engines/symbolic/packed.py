@@ -42,6 +42,7 @@ from collections.abc import Callable
 from itertools import chain, groupby
 
 from ...semantics.state import State
+from ..store import NumberTable
 
 CHUNK = 8  # run numbers per chunk
 # records tuples opened, kept by code: the knowledge updates (semantics/state.py) remember what they
@@ -70,32 +71,15 @@ def _unpack(packed: bytes) -> array:
     return array(_WIDTH[packed[-1]], packed[:-1])
 
 
-class _Numbering:
-    """Values numbered in the order met: ``number`` gives a value's (a new one for a value not met
-    before), ``values`` the value of each number."""
-
-    def __init__(self) -> None:
-        self.numbers: dict[object, int] = {}
-        self.values: list = []
-
-    def number(self, value: object) -> int:
-        """The number of ``value``."""
-        n = self.numbers.get(value)
-        if n is None:
-            n = self.numbers[value] = len(self.values)
-            self.values.append(value)
-        return n
-
-
 class KeyTable:
     """The numbered runs and chunks of one lift, and its numbered parts (module docstring)."""
 
     def __init__(self, run_head: Callable[[tuple], tuple]) -> None:
         self._run_head = run_head  # a record's (space, CTA, object, slot): what one run shares
-        self._runs = _Numbering()  # each run's records
-        self._chunks = _Numbering()  # each chunk of run numbers, packed
-        self._parts = _Numbering()  # the processes (packed), barriers (the mbarriers packed), ... and modes met
-        self._items = _Numbering()  # a process's local state, an mbarrier's state
+        self._runs = NumberTable()  # each run's records
+        self._chunks = NumberTable()  # each chunk of run numbers, packed
+        self._parts = NumberTable()  # the processes (packed), barriers (the mbarriers packed), ... and modes met
+        self._items = NumberTable()  # a process's local state, an mbarrier's state
         self._recent: dict[int, tuple[tuple, int]] = {}  # the number of a wide part, by the id of the object
         self._wide: dict[int, tuple] = {}  # a wide part opened, by number
         self._opened: dict[bytes, tuple] = {}
@@ -106,9 +90,9 @@ class KeyTable:
 
     def number(self, run: tuple) -> int:
         """The number of a run of records."""
-        n = self._runs.numbers.get(run)
+        n = self._runs.number.get(run)
         if n is None:
-            n = self._runs.number(tuple([self._record(r) for r in run]))
+            n = self._runs(tuple([self._record(r) for r in run]))
         return n
 
     def _record(self, r: tuple) -> tuple:
@@ -129,7 +113,7 @@ class KeyTable:
 
     def code(self, numbers: list[int]) -> bytes:
         """A key's run numbers as the numbers of their chunks, packed."""
-        chunk = self._chunks.number
+        chunk = self._chunks
         return _pack([chunk(_pack(numbers[i:i + CHUNK])) for i in range(0, len(numbers), CHUNK)])
 
     def records(self, code: bytes) -> tuple:
@@ -138,7 +122,7 @@ class KeyTable:
         if out is None:
             if len(self._opened) >= OPENED:
                 self._opened.clear()
-            runs, chunks = self._runs.values, self._chunks.values
+            runs, chunks = self._runs.value, self._chunks.value
             out = self._opened[code] = tuple(chain.from_iterable(
                 runs[r] for c in _unpack(code) for r in _unpack(chunks[c])))
         return out
@@ -153,9 +137,9 @@ class KeyTable:
         return head[-1:] + head[:-1] + code  # (the head's width first: it says where the code begins)
 
     def _part(self, value: tuple) -> int:
-        n = self._parts.numbers.get(value)
+        n = self._parts.number.get(value)
         if n is None:  # (its items one object per value, as the records are)
-            n = self._parts.number(tuple([self._record(x) if type(x) is tuple else x for x in value]))
+            n = self._parts(tuple([self._record(x) if type(x) is tuple else x for x in value]))
         return n
 
     def _wide_part(self, value: tuple) -> int:
@@ -166,8 +150,8 @@ class KeyTable:
         hit = self._recent.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
-        item = self._items.number
-        n = self._parts.number(_pack([item(x) for x in value]))
+        item = self._items
+        n = self._parts(_pack([item(x) for x in value]))
         if len(self._recent) >= RECENT:
             self._recent.clear()
         self._recent[id(value)] = (value, n)
@@ -178,22 +162,22 @@ class KeyTable:
         if out is None:
             if len(self._wide) >= OPENED:
                 self._wide.clear()
-            items = self._items.values
-            out = self._wide[n] = tuple([items[i] for i in _unpack(self._parts.values[n])])
+            items = self._items.value
+            out = self._wide[n] = tuple([items[i] for i in _unpack(self._parts.value[n])])
         return out
 
     def open(self, held: bytes) -> tuple[State, tuple[int, int]]:
         """The key a held one stands for."""
         end = 1 + _HEAD * held[0]
         procs, mbars, named, cluster, agents, tmem, mode = array(_WIDTH[held[0]], held[1:end])
-        parts = self._parts.values
+        parts = self._parts.value
         return State(self._opened_wide(procs), self._opened_wide(mbars), parts[named], parts[cluster], parts[agents],
                      self.records(held[end:]), parts[tmem]), parts[mode]
 
     def mode(self, held: bytes) -> tuple[int, int]:
         """The trip-count mode of a held key."""
         width = held[0]
-        return self._parts.values[array(_WIDTH[width], held[1 + (_HEAD - 1) * width:1 + _HEAD * width])[0]]
+        return self._parts.value[array(_WIDTH[width], held[1 + (_HEAD - 1) * width:1 + _HEAD * width])[0]]
 
     @staticmethod
     def code_of(held: bytes) -> bytes:

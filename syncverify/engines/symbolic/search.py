@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import time
-from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -36,7 +35,7 @@ from ... import budget as budgets
 from ...semantics.machine import Assumptions, BudgetExceeded, Machine, StepResult, Violation
 from ...semantics.state import P_PC, P_VARS, State
 from ...semantics.symmetry import Symmetry
-from ..explicit import cyclic_gc_paused
+from ..explicit import Parents, _path_to, cyclic_gc_paused
 from ..periodic import Plan
 from ..reduction import Reduction
 from ..witness import deadlock
@@ -181,7 +180,7 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
     # count is, as the path runs it).
     held = sh.table
     index: dict[bytes, int] = {}
-    parents = _Parents()
+    parents = Parents(root=False)
     nodes: list[bytes] = []
     shifts: list[int] = []
     queue: deque[int] = deque()
@@ -274,33 +273,10 @@ def _lifted_search(p: Plan, assumptions: Assumptions, max_states: int, seconds: 
                     queue.append(new)
             for table, key, v, at, label, n in pending:
                 if key not in table:
-                    table[key] = Finding(v, _path(parents, at, label), n, label is not None)
+                    table[key] = Finding(v, _path_to(parents, at, label), n, label is not None)
             pending.clear()
 
     return LiftOutcome(complete=not queue and not stop, states=len(nodes), transitions=transitions,
                        seconds=time.monotonic() - start, errors=list(errors.values()),
                        warnings=list(warnings.values()), stop_reason=stop, stopped_by=kind,
                        first_error=stop_at_error and bool(errors))
-
-
-class _Parents:
-    """Each key's parent and the label of the step from it, by key number (-1, None: a start): the
-    numbers in an array and the labels interned (few distinct values, built afresh by every step),
-    as the explicit search keeps them (explicit.Parents)."""
-
-    def __init__(self) -> None:
-        self.parent = array("q")
-        self.label: list[tuple | None] = []
-        self._labels: dict[tuple | None, tuple | None] = {}
-
-    def append(self, parent: int, label: tuple | None) -> None:
-        self.parent.append(parent)
-        self.label.append(self._labels.setdefault(label, label))
-
-
-def _path(parents: _Parents, sid: int, last: tuple | None) -> list[tuple]:
-    labels = [] if last is None else [last]
-    while parents.parent[sid] >= 0:
-        labels.append(parents.label[sid])
-        sid = parents.parent[sid]
-    return labels[::-1]
