@@ -434,3 +434,47 @@ def test_a_violation_at_the_least_trip_count_is_the_explicit_starts_answer(monke
     monkeypatch.setattr(answers, "EXPLICIT_START_STATES", 0)
     searched = check_protocol(load(text, path="x.sync"), Options(engine="z3"))
     assert searched.verdict is Verdict.INCONCLUSIVE and "without reaching an operation" in searched.coverage
+
+
+# ---------------------------------------------------------------------- 4. findings below the search's start
+ALIGNED = """\
+protocol aligned {{
+  param ITERS = 2;
+  cta threads 64;
+  role a = warp 0;
+  role b = warp 1;
+  for k in 0..ITERS {{
+    {loop}
+  }}
+  if ITERS == 0 {{
+    {tail}
+  }}
+}}
+"""
+TWO_LINES = "if a { bar.sync 2, 64; }\n    if b { bar.sync 2, 64; }"  # one barrier, reached from two lines
+
+
+def test_a_warning_only_below_the_search_is_reported():
+    """Two warps meet at one `bar.sync` from two lines (SV204, a warning) where ITERS = 0 only: a trip count the
+    explicit engine checks below the all-iterations search. Its findings are the check's: reported with the trip
+    count, and with --strict the verdict is a violation. They had been dropped (safe under --strict)."""
+    text = ALIGNED.format(loop="bar.sync 1, 64;", tail=TWO_LINES)
+    for engine in ("auto", "z3"):
+        result = check(text, engine=engine)
+        assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+        found = [d for d in result.diagnostics if d.code == "SV204"]
+        assert sorted(d.span.line for d in found) == [10, 11]
+        assert all("found at ITERS=0" in d.notes for d in found)
+        assert check(text, engine=engine, strict=True).verdict is Verdict.VIOLATION
+    twin = check(ALIGNED.format(loop="bar.sync 1, 64;", tail="bar.sync 2, 64;"), strict=True)
+    assert (twin.verdict, twin.bound, twin.diagnostics) == (Verdict.SAFE, "all-iterations", ())
+
+
+def test_a_warning_below_and_in_the_search_is_reported_once():
+    """The same warning at every trip count (the loop's two lines meet at one barrier): the explicit engine's finding
+    at a small trip count and the search's at the same code and line are one finding."""
+    text = ALIGNED.format(loop=TWO_LINES.replace("2, 64", "1, 64"), tail="bar.sync 2, 64;")
+    for engine in ("auto", "z3"):
+        result = check(text, engine=engine)
+        assert (result.verdict, result.bound) == (Verdict.SAFE, "all-iterations")
+        assert sorted(d.span.line for d in result.diagnostics if d.code == "SV204") == [7, 8]

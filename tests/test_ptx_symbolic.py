@@ -463,3 +463,26 @@ def test_the_residue_protocols_warnings_are_reported_beside_a_safe_answer(jobs, 
     warned = [d for d in res["diagnostics"] if d["code"] == "SV505"]
     assert len(warned) == 1 and warned[0]["severity"] == "warning"
     assert warned[0]["file"].endswith("ring_state.cu") and "found in residue 0" in warned[0]["notes"]
+
+
+def test_a_residue_protocols_finding_at_a_small_trip_count_names_the_kernels_n(capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    """A finding the lift's explicit checks of small trip counts gave carries ``found at Q=q`` (tripcount.py), Q
+    being the residue protocol's own trip count; a check of every N says it in the kernel's N, as a violation's
+    bound does: the N, the k-tile count and the residue's Q. The engine is made to give such a note."""
+    from syncverify import check as check_module
+    from syncverify.diagnostics import Span, make
+
+    real = check_module.check_protocol
+
+    def noted(protocol, options):  # type: ignore[no-untyped-def]
+        got = real(protocol, options)
+        line = next(k for k, text in enumerate(protocol.source.splitlines(), 1) if text.strip().startswith("arrive"))
+        warn = dataclasses.replace(make("SV505", "an arrive the test marks", Span(protocol.path, line, 1, line, 2)),
+                                   notes=("found at Q=1",))
+        return dataclasses.replace(got, diagnostics=(*got.diagnostics, warn))
+
+    monkeypatch.setattr(check_module, "check_protocol", noted)
+    rc, res = _json(capsys, ["check", str(STATE), *SYM])
+    assert rc == 0 and res["verdict"] == "safe"
+    notes = [n for d in res["diagnostics"] if d["code"] == "SV505" for n in d["notes"] if n.startswith("found at")]
+    assert notes and all(re.fullmatch(r"found at \S+=\d+ \(KT=\d+, residue \d+ at Q=1\)", n) for n in notes), notes

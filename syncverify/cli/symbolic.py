@@ -180,7 +180,8 @@ def check_symbolic(path: str, args: argparse.Namespace, options) -> CheckResult 
             diags = tuple(_at_source(d, ex, sync_name) for d in got.diagnostics if not _same_site_sv204(d, ex))
             for d in diags:  # warnings and notes: kept for the family's answer, each once
                 if d.severity is not Severity.ERROR:
-                    kept.setdefault((d.code, d.span, d.message), replace(d, notes=(*d.notes, f"found in {what}")))
+                    notes = tuple(_at_kernel_trip_count(n, fam, what, base) for n in d.notes)
+                    kept.setdefault((d.code, d.span, d.message), replace(d, notes=(*notes, f"found in {what}")))
             if got.verdict is Verdict.VIOLATION:
                 bound = _violation_bound(fam, what, got.bound, base)
                 if bound is None:
@@ -233,6 +234,14 @@ def _violation_bound(fam: SymbolicKernel, what: str, bound: str, base: int | Non
     kt = base + fam.period * int(m.group(1))
     n = fam.n_for(kt)
     return None if n is None else f"{fam.sym.show()}={n} (KT={kt}, {what} at Q={m.group(1)})"
+
+
+def _at_kernel_trip_count(note: str, fam: SymbolicKernel, what: str, base: int | None) -> str:
+    """A finding's note ``found at Q=q`` (a trip count the lift checked with the explicit engine,
+    tripcount.small_trip_counts) said in the kernel's N, as a violation's bound is; any other note as it is."""
+    m = re.fullmatch(r"found at (Q=\d+)", note)
+    at = None if m is None or base is None else _violation_bound(fam, what, m.group(1), base)
+    return note if at is None else f"found at {at}"
 
 
 def _every_q(bound: str) -> bool:

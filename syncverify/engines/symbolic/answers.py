@@ -30,7 +30,16 @@ from ...result import Stats, Verdict
 from ...semantics.machine import Assumptions, Machine, Violation
 from ...semantics.symmetry import Symmetry
 from ..periodic import Plan, Refusal, liftable_params, plan
-from ..tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
+from ..tripcount import (
+    SmallCheck,
+    ancestors,
+    at_line,
+    check_one,
+    dependents,
+    describe_range,
+    first_of_each,
+    small_trip_counts,
+)
 from ..witness import Replays, deadlock, diagnostic
 from .search import DEFAULT_ASSUMPTIONS, Finding, lifted_search
 
@@ -191,11 +200,18 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
                                seconds - (time.monotonic() - start), full_trace, stats)
         if least is not None:
             return least
+    # the findings of the trip counts the explicit engine checked are the check's too; where one has the code
+    # and line of a warning of the search, the search's is not replayed again for its report
+    diags += small.findings
+    reported = {at_line(d) for d in diags}
     for f in out.warnings:
+        if (f.violation.code, f.violation.span.line if f.violation.span else 0) in reported:
+            continue
         rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
             machine, sym, v, replays = rep
             diags.append(diagnostic(machine, v, f.labels, full_trace, sym, replays))
+    diags = list(first_of_each(diags))
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     if iters:
         return Lift(Verdict.VIOLATION, f"{chosen.param}={min(iters)}", "", tuple(diags), stats)
@@ -226,10 +242,11 @@ def _explicit_start(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], 
     elapsed = small.seconds + tried.seconds
     if tried.failed is None:
         return SmallCheck(small.checked + tried.checked, small.invalid + tried.invalid, None, -1, states, transitions,
-                          elapsed), replace(p, min_iters=n + 1)
+                          elapsed, small.merged(tried)), replace(p, min_iters=n + 1)
     if tried.failed.verdict is Verdict.VIOLATION:
-        return SmallCheck(small.checked, small.invalid, tried.failed, n, states, transitions, elapsed), p
-    return SmallCheck(small.checked, small.invalid, None, -1, states, transitions, elapsed), p
+        return SmallCheck(small.checked, small.invalid, tried.failed, n, states, transitions, elapsed,
+                          small.findings), p
+    return SmallCheck(small.checked, small.invalid, None, -1, states, transitions, elapsed, small.findings), p
 
 
 def _least_failing(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], assumptions: Assumptions,
@@ -281,9 +298,10 @@ def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: floa
     if res is None:
         if only is not None and only in small.invalid:
             return Lift(Verdict.INCONCLUSIVE, "", f"{param}={only} is not valid input", stats=stats)
-        return Lift(Verdict.SAFE, f"{param}={only}", "", stats=stats)
+        return Lift(Verdict.SAFE, f"{param}={only}", "", small.findings, stats)
     if res.verdict is Verdict.VIOLATION:
-        return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", res.diagnostics, stats)
+        return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", first_of_each((*res.diagnostics,
+                                                                                        *small.findings)), stats)
     why = res.coverage
     if res.stopped_by == budgets.STATES:
         why = f"no violation in {res.stats.states} states; {budgets.reached(budgets.STATES, max_states)}"
