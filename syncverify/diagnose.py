@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from . import ir
 from .diagnose_ir import RACES, blocks, map_ops, operations
-from .diagnostics import Diagnostic, Related, Span, make
+from .diagnostics import Diagnostic, Related, Span, code_and_line, make
 from .result import CheckResult, Verdict
 from .semantics.program import OP
 
@@ -57,8 +57,8 @@ def root_causes(protocol: ir.Protocol, result: CheckResult, options: Options) ->
     found += early_release(protocol, result, options, _search_clean, same_site)
     found += released_in_flight(protocol, result)
     found += wrong_rank(protocol, result, options, _search_clean, same_site)
-    have = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-    found = [d for d in found if (d.code, d.span.line if d.span else 0) not in have]
+    have = {code_and_line(d) for d in result.diagnostics}
+    found = [d for d in found if code_and_line(d) not in have]
     return replace(result, diagnostics=tuple(found) + result.diagnostics) if found else result
 
 

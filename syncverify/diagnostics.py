@@ -8,8 +8,10 @@ one or more diagnostics, so the CLI can print them all and exit with code 2.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,33 @@ CODES: dict[str, tuple[str, Severity]] = {
 # Codes only the extraction of a kernel reports: no protocol can express what they are about (a member mask),
 # so their documentation shows a kernel checked, not a protocol.
 KERNEL_ONLY = frozenset({"SV207"})
+
+
+class Located(Protocol):
+    """A finding at a place: a Diagnostic, or the model's Violation before it is reported."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def span(self) -> Span | None: ...
+
+
+def code_and_line(found: Located) -> tuple[str, int]:
+    """What makes two findings one: their code and line. A report lists each once, whichever engine, trip
+    count or pass found it (the first one found is kept)."""
+    return found.code, found.span.line if found.span else 0
+
+
+def one_per_code_and_line(diags: Iterable[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """The first finding of each code and line, in their order."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for d in diags:
+        if code_and_line(d) not in seen:
+            seen.add(code_and_line(d))
+            out.append(d)
+    return tuple(out)
 
 
 def make(code: str, message: str, span: Span | None = None, *, severity: Severity | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..diagnostics import Diagnostic, InputError
+from ..diagnostics import Diagnostic, InputError, code_and_line
 from ..lang.choices import MAX_ASSIGNMENTS, assignments, count, describe, open_choices, ranges
 from ..lang.load import instantiate
 from ..result import CheckResult, Stats, Verdict
@@ -65,7 +65,7 @@ def _combine(protocol: ir.Protocol, done: list[tuple[ir.Assignment, CheckResult]
     others: list[int] = []
     for assignment, result in done:
         for d in result.diagnostics:
-            key = (d.code, d.span.line if d.span else 0)
+            key = code_and_line(d)
             if key in first:
                 others[first[key]] += 1
                 continue

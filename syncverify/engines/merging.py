@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..diagnostics import code_and_line
 from ..result import CheckResult, Verdict
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ def merge_static(result: CheckResult, findings: list | StaticOutcome) -> CheckRe
     if findings.gap and result.verdict is Verdict.SAFE:
         result = replace(result, verdict=Verdict.INCONCLUSIVE, coverage=findings.gap,
                          stopped_by=findings.stopped_by)
-    seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-    extra = [d for d in findings.findings if (d.code, d.span.line if d.span else 0) not in seen]
+    seen = {code_and_line(d) for d in result.diagnostics}
+    extra = [d for d in findings.findings if code_and_line(d) not in seen]
     if not extra:
         return result
     verdict = Verdict.VIOLATION if any(d.is_error for d in extra) else result.verdict

@@ -32,7 +32,7 @@ import z3
 
 from .. import ir
 from ..budget import solve
-from ..diagnostics import Diagnostic, InputError
+from ..diagnostics import Diagnostic, InputError, one_per_code_and_line
 from ..expr import MAX_MAGNITUDE, Context, EvalError, evaluate, free_names
 from ..lang import load
 from ..result import CheckResult, Verdict
@@ -201,26 +201,6 @@ class SmallCheck:
     # ``--strict`` a warning is an error), so the lift's answer reports them (symbolic/answers.py)
     findings: tuple[Diagnostic, ...] = ()
 
-    def merged(self, later: SmallCheck) -> tuple[Diagnostic, ...]:
-        """This check's findings, then those of ``later`` at another code and line."""
-        return first_of_each((*self.findings, *later.findings))
-
-
-def at_line(d: Diagnostic) -> tuple[str, int]:
-    """A finding's code and line: two findings with the same are reported once."""
-    return d.code, d.span.line if d.span else 0
-
-
-def first_of_each(diags: tuple[Diagnostic, ...] | list[Diagnostic]) -> tuple[Diagnostic, ...]:
-    """The first finding of each code and line, in their order."""
-    seen: set[tuple[str, int]] = set()
-    out = []
-    for d in diags:
-        if at_line(d) not in seen:
-            seen.add(at_line(d))
-            out.append(d)
-    return tuple(out)
-
 
 def check_one(protocol: ir.Protocol, param: str, n: int, defines: Mapping[str, int], assumptions: Assumptions,
               max_states: int, seconds: float, full_trace: bool = False) -> CheckResult | None:
@@ -261,11 +241,11 @@ def small_trip_counts(protocol: ir.Protocol, param: str, below: int, defines: Ma
         transitions += result.stats.transitions
         if result.verdict is not Verdict.SAFE:
             return SmallCheck(tuple(checked), tuple(invalid), result, n, states, transitions,
-                              time.monotonic() - start, first_of_each(found))
+                              time.monotonic() - start, one_per_code_and_line(found))
         checked.append(n)
         found += [replace(d, notes=(*d.notes, f"found at {param}={n}")) for d in result.diagnostics]
     return SmallCheck(tuple(checked), tuple(invalid), None, -1, states, transitions, time.monotonic() - start,
-                      first_of_each(found))
+                      one_per_code_and_line(found))
 
 
 def describe_range(param: str, invalid: tuple[int, ...], below: int, upper: int | None) -> str:
@@ -285,5 +265,5 @@ def describe_range(param: str, invalid: tuple[int, ...], below: int, upper: int 
     return ", ".join(parts)
 
 
-__all__ = ["MAX_SETTLE", "SettleRefusal", "SmallCheck", "ancestors", "at_line", "check_one", "dependents",
-           "describe_range", "first_of_each", "settle_point", "small_trip_counts"]
+__all__ = ["MAX_SETTLE", "SettleRefusal", "SmallCheck", "ancestors", "check_one", "dependents", "describe_range",
+           "settle_point", "small_trip_counts"]

@@ -24,22 +24,13 @@ from dataclasses import dataclass, field, replace
 from ... import budget as budgets
 from ... import ir
 from ...diagnose_ir import operations
-from ...diagnostics import Diagnostic, Severity
+from ...diagnostics import Diagnostic, Severity, code_and_line, one_per_code_and_line
 from ...lang import load
 from ...result import Stats, Verdict
 from ...semantics.machine import Assumptions, Machine, Violation
 from ...semantics.symmetry import Symmetry
 from ..periodic import Plan, Refusal, liftable_params, plan
-from ..tripcount import (
-    SmallCheck,
-    ancestors,
-    at_line,
-    check_one,
-    dependents,
-    describe_range,
-    first_of_each,
-    small_trip_counts,
-)
+from ..tripcount import SmallCheck, ancestors, check_one, dependents, describe_range, small_trip_counts
 from ..witness import Replays, deadlock, diagnostic
 from .search import DEFAULT_ASSUMPTIONS, Finding, lifted_search
 
@@ -203,15 +194,15 @@ def lift(protocol: ir.Protocol, defines: Mapping[str, int], assumptions: Assumpt
     # the findings of the trip counts the explicit engine checked are the check's too; where one has the code
     # and line of a warning of the search, the search's is not replayed again for its report
     diags += small.findings
-    reported = {at_line(d) for d in diags}
+    reported = {code_and_line(d) for d in diags}
     for f in out.warnings:
-        if (f.violation.code, f.violation.span.line if f.violation.span else 0) in reported:
+        if code_and_line(f.violation) in reported:
             continue
         rep = replay(protocol, chosen, defines, f, assumptions, loaded)
         if rep is not None:
             machine, sym, v, replays = rep
             diags.append(diagnostic(machine, v, f.labels, full_trace, sym, replays))
-    diags = list(first_of_each(diags))
+    diags = list(one_per_code_and_line(diags))
     diags.sort(key=lambda d: (d.severity is not Severity.ERROR, d.span.line if d.span else 0, d.code))
     if iters:
         return Lift(Verdict.VIOLATION, f"{chosen.param}={min(iters)}", "", tuple(diags), stats)
@@ -241,8 +232,9 @@ def _explicit_start(protocol: ir.Protocol, p: Plan, defines: Mapping[str, int], 
     states, transitions = small.states + tried.states, small.transitions + tried.transitions
     elapsed = small.seconds + tried.seconds
     if tried.failed is None:
+        findings = one_per_code_and_line((*small.findings, *tried.findings))
         return SmallCheck(small.checked + tried.checked, small.invalid + tried.invalid, None, -1, states, transitions,
-                          elapsed, small.merged(tried)), replace(p, min_iters=n + 1)
+                          elapsed, findings), replace(p, min_iters=n + 1)
     if tried.failed.verdict is Verdict.VIOLATION:
         return SmallCheck(small.checked, small.invalid, tried.failed, n, states, transitions, elapsed,
                           small.findings), p
@@ -300,8 +292,8 @@ def _small_answer(param: str, small: SmallCheck, only: int | None, seconds: floa
             return Lift(Verdict.INCONCLUSIVE, "", f"{param}={only} is not valid input", stats=stats)
         return Lift(Verdict.SAFE, f"{param}={only}", "", small.findings, stats)
     if res.verdict is Verdict.VIOLATION:
-        return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", first_of_each((*res.diagnostics,
-                                                                                        *small.findings)), stats)
+        findings = one_per_code_and_line((*res.diagnostics, *small.findings))
+        return Lift(Verdict.VIOLATION, f"{param}={small.failed_at}", "", findings, stats)
     why = res.coverage
     if res.stopped_by == budgets.STATES:
         why = f"no violation in {res.stats.states} states; {budgets.reached(budgets.STATES, max_states)}"

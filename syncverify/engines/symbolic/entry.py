@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ... import budget as budgets
 from ... import ir
-from ...diagnostics import Severity
+from ...diagnostics import Severity, code_and_line
 from ...result import CheckResult, Stats, Verdict
 from ...semantics.machine import Assumptions, Machine
 from ..explicit import Budget, explore
@@ -54,9 +54,8 @@ def _with_given_params(result: CheckResult, protocol: ir.Protocol, res: Lift, op
     left = max(1, options.max_states - res.stats.states)
     given = explore(protocol, Budget(left, max(0.0, deadline - time.monotonic()), options.max_memory_mb), machine,
                     full_trace=options.full_trace, strict=options.strict)
-    seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-    extra = tuple(d for d in given.diagnostics
-                  if d.is_error and (d.code, d.span.line if d.span else 0) not in seen)
+    seen = {code_and_line(d) for d in result.diagnostics}
+    extra = tuple(d for d in given.diagnostics if d.is_error and code_and_line(d) not in seen)
     stats = Stats(result.stats.states + given.stats.states, result.stats.transitions + given.stats.transitions,
                   result.stats.seconds + given.stats.seconds, result.stats.peak_mb)
     return replace(result, diagnostics=result.diagnostics + extra, stats=stats)
@@ -95,8 +94,8 @@ def lift_result(result: CheckResult, protocol: ir.Protocol, options,
     stats = Stats(result.stats.states + res.stats.states, result.stats.transitions + res.stats.transitions,
                   result.stats.seconds + res.stats.seconds, result.stats.peak_mb)
     if res.verdict in (Verdict.SAFE, Verdict.VIOLATION):
-        seen = {(d.code, d.span.line if d.span else 0) for d in result.diagnostics}
-        extra = tuple(d for d in res.diagnostics if (d.code, d.span.line if d.span else 0) not in seen)
+        seen = {code_and_line(d) for d in result.diagnostics}
+        extra = tuple(d for d in res.diagnostics if code_and_line(d) not in seen)
         verdict = Verdict.VIOLATION if any(d.is_error or (options.strict and d.severity is Severity.WARNING)
                                            for d in extra) else result.verdict
         if res.verdict is Verdict.SAFE or verdict is Verdict.VIOLATION:
