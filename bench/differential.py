@@ -107,6 +107,7 @@ def main() -> int:
     timing = collections.defaultdict(float)
     ref_verdicts: collections.Counter[tuple[str, str]] = collections.Counter()
     ref_codes: collections.Counter[str] = collections.Counter()
+    ref_warns = 0  # safe protocols whose reference warns: the other engines compared on their warnings too
     disagreements: list[dict] = []
     rows = []
     start = time.monotonic()
@@ -124,6 +125,7 @@ def main() -> int:
         timing[ref_engine.name] += ref.seconds
         ref_verdicts[(res["pattern"], ref.verdict)] += 1
         ref_codes.update(ref.codes)
+        ref_warns += ref.verdict == "safe" and bool(ref.warnings)
         row = {"seed": seed, "pattern": res["pattern"], ref_engine.name: [ref.verdict, sorted(ref.codes)]}
         for name, entry in res["others"].items():
             if "crash" in entry:
@@ -157,7 +159,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=0) + "\n")
     if args.out:
-        args.out.write_text(report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes,
+        args.out.write_text(report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, ref_warns,
                                    disagreements, elapsed))
     for name, c in stats.items():
         print(name, dict(c))
@@ -184,7 +186,8 @@ def confirm_beyond_bound(protocol, text: str, seed: int, other, ref_engine, args
                       f"{ref.verdict}")
 
 
-def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, disagreements, elapsed) -> str:
+def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, ref_warns, disagreements,
+           elapsed) -> str:
     intro = [
         "Random small protocols (`tests/strategies.py`: TMA/generic rings with full/empty mbarriers, named-barrier",
         "hand-offs, TMA-store epilogues, two-CTA clusters with remote arrivals; bug knobs drawn at random: parities,",
@@ -213,6 +216,7 @@ def report(args, all_engines, active, stats, timing, ref_verdicts, ref_codes, di
         f"{elapsed / 60:.1f} min ({args.jobs} worker process{'es' if args.jobs > 1 else ''}, {os.cpu_count()} CPUs); "
         f"Python {platform.python_version()}",
         f"- disagreements: **{len(disagreements)}**",
+        f"- safe protocols whose reference warns (the engines compared on their warnings too): {ref_warns}",
         "",
         "## Reference verdicts (explicit engine)",
         "",

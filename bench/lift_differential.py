@@ -10,6 +10,9 @@ arrivals and counter expressions that may exceed 2^62. Each is checked with
   from 0 to the periodic search's start + its threshold K + three periods P (capped by
   the bound's upper limit, if it has one). Every one must be safe, or not valid input
   and left out by the bound. Anything else is a disagreement.
+* Each warning the explicit engine reports at a trip count compared (its code and line) must be among the
+  lift's: a warning the lift leaves out is a `--strict` violation answered safe. A warning of the lift the
+  explicit engine meets at no trip count compared is counted (it may lie beyond them), not a disagreement.
 * `violation` at `ITERS=n`: the explicit engine at n must find a violation too.
 * `inconclusive`: counted with its reason (the lift refused, or a budget ran out).
 
@@ -31,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from strategies import random_trip_protocol  # noqa: E402
 
 from syncverify.check import Options, check_protocol  # noqa: E402
-from syncverify.diagnostics import InputError  # noqa: E402
+from syncverify.diagnostics import InputError, Severity, code_and_line  # noqa: E402
 from syncverify.engines import periodic  # noqa: E402
 from syncverify.engines.explicit import Budget, explore  # noqa: E402
 from syncverify.lang import load  # noqa: E402
@@ -74,7 +77,9 @@ def run_text(text: str, path: str, max_states: int = 100_000, seconds: float = 6
     protocol = load(text, path=path)
     result = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds))
     row: dict = {"verdict": result.verdict.value, "bound": result.bound, "coverage": result.coverage,
-                 "checked": [], "invalid": [], "disagree": "", "explicit_inconclusive": []}
+                 "checked": [], "invalid": [], "disagree": "", "explicit_inconclusive": [],
+                 "warnings": sorted(_warnings(result)), "warnings_unseen": []}
+    seen: set[tuple[str, int]] = set()
     if result.verdict is Verdict.SAFE and result.bound.startswith("all-iterations"):
         plan = _chosen_plan(protocol)
         param = plan.param
@@ -99,6 +104,13 @@ def run_text(text: str, path: str, max_states: int = 100_000, seconds: float = 6
                 row["explicit_inconclusive"].append(n)
                 continue
             row["checked"].append(n)
+            missed = _warnings(explicit) - set(row["warnings"])
+            if missed:
+                row["disagree"] = f"all-iterations safe, explicit at {param}={n} warns {sorted(missed)}, the lift not"
+                break
+            seen |= _warnings(explicit)
+        if not row["disagree"] and not row["explicit_inconclusive"]:
+            row["warnings_unseen"] = sorted(set(row["warnings"]) - seen)
     elif result.verdict is Verdict.VIOLATION and "=" in result.bound:
         param, value = result.bound.split(", ")[-1].split("=")
         n = int(value)
@@ -108,6 +120,11 @@ def run_text(text: str, path: str, max_states: int = 100_000, seconds: float = 6
         if explicit.verdict is not Verdict.VIOLATION:
             row["disagree"] = f"violation at ITERS={n}, explicit there: {explicit.verdict.value}"
     return row
+
+
+def _warnings(result) -> set[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    """A result's warnings, each as its code and line."""
+    return {code_and_line(d) for d in result.diagnostics if d.severity is Severity.WARNING}
 
 
 def _reason(coverage: str) -> str:
@@ -162,6 +179,9 @@ def main() -> int:
         f"* trip counts left out as invalid input (and so named by the bound): "
         f"{sum(len(r['invalid']) for r in rows)}",
         f"* explicit runs out of budget (not compared): {sum(len(r['explicit_inconclusive']) for r in rows)}",
+        f"* all-iterations safes with warnings (their codes and lines compared): "
+        f"{sum(1 for r in rows if r['warnings'] and r['bound'].startswith('all-iterations'))}; warnings of the lift "
+        f"the explicit engine met at no trip count compared: {sum(len(r['warnings_unseen']) for r in rows)}",
         "",
         "| lift verdict | bound | protocols |",
         "|---|---|---|",

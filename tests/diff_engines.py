@@ -21,6 +21,13 @@ Codes are compared as information only: with reductions the RAW/WAR name of
 one race may depend on the interleaving explored first (docs/model.md), so
 the reduced engine's codes must be among the full engine's, with SV301/SV302
 as one family.
+
+Warnings are compared where both answers are `safe` and both engines report
+them (the explicit engines and the all-iterations one): `--strict` makes a
+warning a violation, so the engines must agree whether there is one (an
+all-iterations `safe` must warn where the bounded reference does: it covers
+that trip count), and the reference's warning codes must be among the
+unreduced search's, as its errors are.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from syncverify import ir
+from syncverify.diagnostics import Severity
 from syncverify.result import Verdict
 
 
@@ -46,6 +54,7 @@ class Answer:
     seconds: float = 0.0
     detail: str = ""
     bound: str = ""  # what the answer covers, e.g. "ITERS=3" (where a violation was found) or "all-iterations"
+    warnings: frozenset[str] | None = None  # the warning codes, where the engine reports warnings
 
 
 @dataclass(frozen=True)
@@ -57,11 +66,13 @@ class Engine:
     reference: bool = False  # the engine the others are compared with
 
 
-def _from_result(res, start: float) -> Answer:
+def _from_result(res, start: float, warns: bool = False) -> Answer:
+    """``warns``: the engine reports warnings, so its answer carries their codes."""
     codes = frozenset(d.code for d in res.diagnostics if d.is_error)
     verdict = {Verdict.SAFE: "safe", Verdict.VIOLATION: "violation", Verdict.INCONCLUSIVE: "inconclusive",
                Verdict.ERROR: "error"}[res.verdict]
-    return Answer(verdict, codes, res.stats.states, time.monotonic() - start, res.coverage, res.bound)
+    warnings = frozenset(d.code for d in res.diagnostics if d.severity is Severity.WARNING) if warns else None
+    return Answer(verdict, codes, res.stats.states, time.monotonic() - start, res.coverage, res.bound, warnings)
 
 
 def _explicit(reduce: bool, symmetry: bool, readings: dict[str, bool]) -> Callable[[ir.Protocol, int, float], Answer]:
@@ -79,7 +90,7 @@ def _explicit(reduce: bool, symmetry: bool, readings: dict[str, bool]) -> Callab
         res = explore(protocol, Budget(max_states, seconds), machine, symmetry=symmetry, reduce=reduce)
         res = merge_static(res, static_findings(protocol, machine.programs))
         # the root causes check_protocol adds for every engine (the others run through it)
-        return _from_result(root_causes(protocol, res, options), start)
+        return _from_result(root_causes(protocol, res, options), start, warns=True)
 
     return run
 
@@ -90,7 +101,7 @@ def _symbolic(protocol: ir.Protocol, max_states: int, seconds: float,
 
     start = time.monotonic()
     res = check_protocol(protocol, Options(engine="z3", max_states=max_states, timeout=seconds, **(readings or {})))
-    answer = _from_result(res, start)
+    answer = _from_result(res, start, warns=True)
     if answer.verdict == "inconclusive" and "not part of this version" in answer.detail:
         return Answer("unsupported", detail=answer.detail)
     if answer.verdict == "inconclusive" and "not lifted" in answer.detail:
@@ -214,12 +225,30 @@ def compare(ref: Answer, other: Answer, engine: Engine) -> Comparison:
     if ref.verdict not in CONCLUSIVE or other.verdict not in CONCLUSIVE:
         return Comparison("skipped", f"{ref.verdict} / {other.verdict}")
     codes_differ = family(ref.codes) != family(other.codes)
+    warned = _warnings_differ(ref, other, engine)
     if engine.scope == "all-iterations":
         if other.verdict == "safe" and ref.verdict == "violation":
             return Comparison("disagree", "proved safe for all trip counts, violation at the spec's", codes_differ)
         if other.verdict == "violation" and ref.verdict == "safe":
             return Comparison("beyond-bound", "violation at another trip count", codes_differ)
+        if warned:
+            return Comparison("disagree", warned, codes_differ)
         return Comparison("agree", codes_differ=codes_differ)
     if other.verdict != ref.verdict:
         return Comparison("disagree", f"{engine.name} {other.verdict}, reference {ref.verdict}", codes_differ)
+    if warned:
+        return Comparison("disagree", warned, codes_differ)
     return Comparison("agree", codes_differ=codes_differ)
+
+
+def _warnings_differ(ref: Answer, other: Answer, engine: Engine) -> str:
+    """Why two safe answers' warnings disagree (see the module's doc), or "" where they do not or are not
+    compared."""
+    if (ref.verdict, other.verdict) != ("safe", "safe") or ref.warnings is None or other.warnings is None:
+        return ""
+    if bool(ref.warnings) != bool(other.warnings) and (engine.scope == "bounded" or ref.warnings):
+        return (f"{engine.name} warns {sorted(other.warnings)}, the reference {sorted(ref.warnings)}: "
+                f"under --strict one is safe, the other a violation")
+    if engine.name == "explicit-unreduced" and not ref.warnings <= other.warnings:
+        return f"the reference warns {sorted(ref.warnings - other.warnings)}, which the unreduced search does not"
+    return ""

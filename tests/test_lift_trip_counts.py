@@ -359,6 +359,17 @@ def test_differential_slice_of_trip_count_derived_protocols(seed: int):
     assert row["verdict"] == "inconclusive" or row["checked"]  # something was compared
 
 
+def test_differential_compares_the_warnings_of_the_trip_counts():
+    """Seed 13 warns (SV204) at ITERS = 0 only, below the lift's search: the explicit engine's warnings at every trip
+    count compared must be the lift's. The lift had dropped them (a --strict safe); the slice above compared
+    verdicts only, so it did not see that."""
+    row = run_seed(13, max_states=50_000, seconds=30)
+    assert (row["verdict"], row["bound"]) == ("safe", "all-iterations")
+    assert not row["disagree"], row
+    assert row["warnings"] and {code for code, _ in row["warnings"]} == {"SV204"}
+    assert 0 in row["checked"] and not row["warnings_unseen"]
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(text=trip_protocols())
 def test_trip_count_derived_protocols_from_hypothesis(text: str):
