@@ -91,6 +91,7 @@ def tally_row(row, per_scope, per_engine, ref_codes, rejected, seconds, disagree
         return
     ref = row["answers"]["explicit"]
     per_scope[scope][ref.verdict] += 1
+    per_scope[scope]["safe, warns"] += ref.verdict == "safe" and bool(ref.warnings)  # compared on its warnings
     for c in ref.codes:
         ref_codes[scope][c] += 1
     for name, a in row["answers"].items():
@@ -229,13 +230,13 @@ def report(args, scopes, per_scope, per_engine, ref_codes, rejected, seconds, di
              "## Scopes", "", *scope_table(scopes), "",
              "## Programs", "",
              "A program with a `choose` value is checked once per value, pinned (`-D C=v`): its checks count each.", "",
-             "| scope | programs | checks | rejected by the loader | reference safe | reference violation "
-             "| inconclusive |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| scope | programs | checks | rejected by the loader | reference safe | of them warning "
+             "| reference violation | inconclusive |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for s in scopes:
         c = per_scope[s]
-        lines.append(f"| {s} | {c['programs']} | {c['checks']} | {c['rejected']} | {c['safe']} | {c['violation']} | "
-                     f"{c['inconclusive'] + c['error']} |")
+        lines.append(f"| {s} | {c['programs']} | {c['checks']} | {c['rejected']} | {c['safe']} | {c['safe, warns']} | "
+                     f"{c['violation']} | {c['inconclusive'] + c['error']} |")
     shared = "; ".join(f"{s}: " + ", ".join(f"{k} {v}" for k, v in rejected[s].most_common()) for s in scopes
                        if rejected[s])
     lines += ["", f"Rejected programs are input errors every engine shares (the loader refuses them): {shared}."
