@@ -104,11 +104,12 @@ def run_text(text: str, path: str, max_states: int = 100_000, seconds: float = 6
                 row["explicit_inconclusive"].append(n)
                 continue
             row["checked"].append(n)
-            missed = _warnings(explicit) - set(row["warnings"])
+            warned = _warnings(explicit)
+            missed = warned - set(row["warnings"])
             if missed:
                 row["disagree"] = f"all-iterations safe, explicit at {param}={n} warns {sorted(missed)}, the lift not"
                 break
-            seen |= _warnings(explicit)
+            seen |= warned
         if not row["disagree"] and not row["explicit_inconclusive"]:
             row["warnings_unseen"] = sorted(set(row["warnings"]) - seen)
     elif result.verdict is Verdict.VIOLATION and "=" in result.bound:
