@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .parse import Instr, Module, _source_file
+from .parse import Instr, Module, SrcLoc, _source_file
 
 # Path pieces that mark a library header. CUTLASS/CuTe, CCCL (cub, thrust, libcu++), Triton, and the
 # CUDA toolkit's own headers (`sm_30_intrinsics.hpp` holds `__syncwarp`, `crt/` the device functions).
@@ -64,20 +64,34 @@ def _asm_lines(text: str) -> frozenset[int]:
 
 def frames(ins: Instr, mod: Module) -> list[Frame]:
     """The instruction's source frames, innermost first (empty without `.loc`)."""
-    if ins.src is None:
-        return []
-    raw = [(ins.src.file, ins.src.line, ins.src.column), *ins.src.inlined_at, *ins.src.outer]
-    return [Frame(_source_file(f, mod.path), ln, max(col, 1)) for f, ln, col in raw]
+    return [] if ins.src is None else list(_chain(ins.src, ins.src.outer, mod.path))
+
+
+def _chain(src: SrcLoc, outer: tuple[tuple[str, int, int], ...], ptx_path: str) -> tuple[Frame, ...]:
+    raw = [(src.file, src.line, src.column), *src.inlined_at, *outer]
+    return tuple(Frame(_source_file(f, ptx_path), ln, max(col, 1)) for f, ln, col in raw)
 
 
 def user_frame(ins: Instr, mod: Module,
                patterns: tuple[str, ...] = LIBRARY_PATTERNS) -> tuple[Frame, list[Frame]] | None:
     """The primary frame (the first in the user's own code) and the other frames of the chain as notes,
     each saying what it is; None without line info."""
-    chain = frames(ins, mod)
-    if not chain:
+    if ins.src is None:
         return None
-    in_asm = ins.line in _asm_lines(mod.text)
+    primary, notes = _user_frame(ins.src, ins.src.outer, ins.line in _asm_lines(mod.text), mod.path, patterns,
+                                 os.getcwd())
+    return primary, list(notes)
+
+
+@lru_cache(maxsize=4096)
+def _user_frame(src: SrcLoc, outer: tuple[tuple[str, int, int], ...], in_asm: bool, ptx_path: str,
+                patterns: tuple[str, ...], cwd: str) -> tuple[Frame, tuple[Frame, ...]]:
+    """user_frame, remembered by the source position: a check asks it of one instruction several times
+    (its finding's place, the role names, the sites of its lines), and the answer reads the file system
+    and the source (whose lines ``linecache`` keeps once read) for each frame of a chain ten deep in a
+    CUTLASS kernel. ``outer`` is a field the position's equality leaves out, and a relative `.file` is
+    found from the working directory (`_source_file`), so the key names both."""
+    chain = _chain(src, outer, ptx_path)
     marked: list[Frame] = []
     pick = None
     for i, f in enumerate(chain):
@@ -98,7 +112,7 @@ def user_frame(ins: Instr, mod: Module,
             continue
         why = next((m.why for m in marked if (m.file, m.line, m.column) == (f.file, f.line, f.column)), "")
         notes.append(Frame(f.file, f.line, f.column, why or ("called from" if i > pick else "inlined into it")))
-    return primary, notes
+    return primary, tuple(notes)
 
 
 def _is_asm_statement(f: Frame) -> bool:

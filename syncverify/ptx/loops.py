@@ -175,25 +175,28 @@ class LoopInfo:
         rel: set[str] = set()
         for ins in body:
             rel |= _seeds(ins, zero_global)
-        writers = [ins for ins in body if ins.operands and ins.base not in ("ld", "ldu", "st", "bra")
-                   and not affects_sync(ins) and not ins.opcode.startswith("cp.async.bulk.tensor")]
+        # each writer as (the names that make it relevant, the names it then makes relevant): for the
+        # arithmetic of _DEFS its destination and its inputs, for anything else all its operands and all
+        # of them; read once, not at every pass of the fixpoint
+        rules: list[tuple[frozenset[str], frozenset[str]]] = []
+        for ins in body:
+            ops = ins.operands
+            if not ops or ins.base in ("ld", "ldu", "st", "bra") or affects_sync(ins) or \
+                    ins.opcode.startswith("cp.async.bulk.tensor"):
+                continue
+            if ins.base in _DEFS:
+                rules.append((frozenset(_names(ops[0])), frozenset(n for op in ops[1:] for n in _names(op))))
+            else:
+                names = frozenset(n for op in ops for n in _names(op))
+                rules.append((names, names))
         changed = True
         while changed:
             changed = False
-            for ins in writers:
-                ops = ins.operands
-                if ins.base in _DEFS:
-                    if rel.isdisjoint(_names(ops[0])):
-                        continue
-                    new = {n for op in ops[1:] for n in _names(op)} - rel
-                else:
-                    names = {n for op in ops for n in _names(op)}
-                    if rel.isdisjoint(names):
-                        continue
-                    new = names - rel
-                if new:
-                    rel |= new
-                    changed = True
+            for trigger, inputs in rules:
+                if rel.isdisjoint(trigger) or inputs <= rel:
+                    continue
+                rel |= inputs
+                changed = True
         out = frozenset(rel)
         self._relevant[key] = out
         return out

@@ -65,7 +65,7 @@ class GivesUp:
 
 def _frozen(state: WarpState, start: dict[str, list[object]], relevant: frozenset[str], at: int) -> object:
     """The position and everything that can differ between two visits of it and matter: the registers that
-    differ from where the exploration started (a kernel has thousands; a spin changes a few) and can reach
+    differ from the waiting warp's, `start` (a kernel has thousands; a spin changes a few) and can reach
     a guard or a synchronizing operand (`LoopInfo.relevant`: a retry counter that decides nothing does not
     keep a spin from repeating), local memory."""
     regs = tuple(sorted((k, tuple(v)) for k, v in state.regs.items() if k in relevant and start.get(k) != v))
@@ -98,8 +98,13 @@ def spins(run: WarpState, pc: int, lanes: int, pred: Operand, key: tuple[object,
     for lane in range(32):
         if lanes >> lane & 1:
             start.write(Name(name), lane, 0, 1)
-    origin: dict[str, list[object]] = {k: list(v) for k, v in start.regs.items()}
     relevant = loop_info(run.cfg).relevant(bool(run.launch.zero_global))
+    # what _frozen compares against: the waiting warp's own registers, not a copy (the exploration runs on
+    # forks, and `run` is not written meanwhile). Any fixed origin whose registers every path's state has
+    # gives the same answer: a register's part of the key (its value, or nothing where it equals the
+    # origin's) is one-to-one in its value, so two visits' keys are equal exactly when their relevant
+    # registers are; this one differs from `start` in the predicate written above only.
+    origin: dict[str, list[object]] = run.regs
     todo: list[tuple[WarpState, int, int]] = [(start, pc + 1, 0)]
     seen: set[object] = set()
     retry: Instr | None = None

@@ -25,6 +25,7 @@ widened to its whole 16*W-byte unit, which can only add bytes (races), never hid
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 _WIDTH = {0: 1, 1: 8, 2: 4, 3: 2}  # swizzle mode -> W (16-byte chunks per swizzled row)
 
@@ -80,8 +81,10 @@ def swizzle(addr: int, width: int) -> int:
     return addr ^ (((addr >> 7) & mask) << 4)
 
 
+@lru_cache(maxsize=1024)
 def operand_ranges(desc: int, mn: int, elem: int, k: int, k_major: bool) -> tuple[tuple[int, int], ...]:
-    """The byte ranges [lo, hi) the operand reads, merged and sorted."""
+    """The byte ranges [lo, hi) the operand reads, merged and sorted (remembered: a function of its
+    arguments, asked again by each warp of a warpgroup at each k-block, ~4,000 chunks a 64x256 tile)."""
     d = MatrixDescriptor.decode(desc)
     w = d.width
     spans: set[tuple[int, int]] = set()
