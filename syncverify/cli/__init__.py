@@ -9,6 +9,7 @@ its handler (`HANDLERS`); this package holds what they share: the parser,
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -101,7 +102,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.unraisablehook = hook
 
 
+# the collector's first threshold in a syncverify process (Python's default: 700 allocations)
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def collect_less() -> None:
+    """The cyclic garbage collector, set for the process of a command (``entry`` only: a program that
+    imports syncverify keeps its own settings).
+
+    A check allocates millions of small objects (a kernel's parse tree, the executed warps' registers,
+    the search's states and records), nearly all freed by their reference counts or kept to the end; at
+    Python's default thresholds the collector ran 488 times in the check of the 1x2 ping-pong GEMM's
+    deadlock seed and took 0.11 to 0.18 of its 1.3 to 1.5 CPU seconds, mostly traversing objects that
+    were alive and stayed so. So the modules' own objects, imported by now, are frozen (never traversed
+    again: they live as long as the process), and a young collection waits for GC_YOUNG_THRESHOLD
+    allocations. Cycles are still collected, later; no answer depends on when (bench/RESULTS-speed.md)."""
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
+
+
 def entry() -> None:
+    collect_less()
     try:
         code = main()
     except KeyboardInterrupt:
