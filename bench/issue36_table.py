@@ -17,6 +17,13 @@ against the issue's where it gives them (20× and 1.5×); on a K-symbolic check,
 How a case is run, capped and measured is bench/search_speed.py's (`run_case`: one process per check,
 RLIMIT_CPU, CPU from wait4, peak from ru_maxrss); this script only adds the cases and the columns.
 
+Bytecode. Python compiles a module's source the first time it is imported and keeps the bytecode beside
+it, as pip does at install time: a user's check reads it. So each tree is compiled once before its first
+case (not timed) and the checks run with the bytecode cache, whatever PYTHONDONTWRITEBYTECODE says here.
+``--compile-each-run`` keeps this host's setting instead (PYTHONDONTWRITEBYTECODE=1: every process
+compiles the modules it imports, about 0.3 CPU s of a kernel's check): the measurement of the sections
+before 2026-12-08.
+
 The ping-pong 1x2 GEMM is tests/data/ptx/sm90_gemm_pingpong_1x2.ptx.gz (CUTLASS 4.2 as it ships) at
 128x256xK, the launch CUTLASS's host code computes for it (`--cutlass-problem`, ptx/cutlass_host.py); the
 launch, Params fields and boxes are passed explicitly, so that a tree without `--cutlass-problem` checks
@@ -294,6 +301,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="the cases whose name contains this")
     ap.add_argument("--whole-periods", action="store_true", help="the K-symbolic cases under the working tree "
                     "with `--whole-periods` (the tree measured first runs them as it runs them)")
+    ap.add_argument("--compile-each-run", action="store_true", help="no bytecode cache: every check compiles "
+                    "the modules it imports (PYTHONDONTWRITEBYTECODE as this environment sets it)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "RESULTS-speed.md"),
                     help="Markdown file (the section goes before its first section), or - for stdout")
     args = ap.parse_args()
@@ -305,6 +314,10 @@ def main() -> int:
         scratch = Path(tmp) / "ptx"
         scratch.mkdir()
         base = tree_at(args.before, Path(tmp) / "before")
+        if not args.compile_each_run:
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+            for tree in (base, ROOT):
+                subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "syncverify")], check=True)
         for row in rows(scratch, args.after_cap, args.symbolic_cap):
             if args.only not in row.case.name:
                 continue
@@ -320,7 +333,10 @@ def main() -> int:
              "", "```sh", command, "```", "",
              f"Load before: `{load_before}`; after: `{_load()}`. CPU caps: {args.before_cap:.0f} s under "
              f"{args.before}, {args.after_cap:.0f} s under the working tree ({args.symbolic_cap:.0f} s for the "
-             f"K-symbolic cases); state budget {args.max_states:,}.", "",
+             f"K-symbolic cases); state budget {args.max_states:,}. "
+             + ("Every check compiled the modules it imported (`--compile-each-run`)." if args.compile_each_run
+                else "Each tree's modules compiled once before its first case, not timed (the bytecode a check "
+                     "reads, as an installed package's)."), "",
              *table(measured, args.before_cap, args.before), ""]
     publish(args.out, "\n".join(lines), write_section)
     return 0
