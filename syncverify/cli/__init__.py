@@ -116,9 +116,11 @@ def collect_less() -> None:
     deadlock seed and took 0.11 to 0.18 of its 1.3 to 1.5 CPU seconds, mostly traversing objects that
     were alive and stayed so. So the modules' own objects, imported by now, are frozen (never traversed
     again: they live as long as the process), and a young collection waits for GC_YOUNG_THRESHOLD
-    allocations. Cycles are still collected, later; no answer depends on when (bench/RESULTS-speed.md)."""
+    allocations (0.05 CPU s of collection in that check). The older generations keep Python's multipliers
+    (10): at 20 the 1x1 ping-pong GEMM's K-symbolic check peaked at 228 MB, not 204. Cycles are still
+    collected, later; no answer depends on when (bench/RESULTS-speed.md)."""
     gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
 
 
 def entry() -> None:
