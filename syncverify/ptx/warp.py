@@ -311,6 +311,16 @@ class WarpState:
         size = _access_bytes(mods)
         dst = ops[0]
         src = ops[1]
+        if ("param" in mods or "global" not in mods) and isinstance(src, Addr) and src.base in self.params:
+            # `[PARAM+off]`: the same bytes in every lane, read once (a CUTLASS kernel's prologue has hundreds)
+            # (written lane by lane with `write`, which the K-symbolic executor overrides, symloop.py)
+            a = self._param_address(src, 0)
+            lane_list = _lanes(lanes)
+            for k, item in enumerate(dst.items if isinstance(dst, Vec) else (dst,)):
+                v = self._load_param(a + k * size, size)  # type: ignore[operator]
+                for lane in lane_list:
+                    self.write(item, lane, v, 8 * size)
+            return
         for lane in _lanes(lanes):
             v: Value = UNKNOWN
             a = self._param_address(src, lane) if "param" in mods or "global" not in mods else UNKNOWN
