@@ -20,9 +20,11 @@ RLIMIT_CPU, CPU from wait4, peak from ru_maxrss); this script only adds the case
 Bytecode. Python compiles a module's source the first time it is imported and keeps the bytecode beside
 it, as pip does at install time: a user's check reads it. So each tree is compiled once before its first
 case (not timed) and the checks run with the bytecode cache, whatever PYTHONDONTWRITEBYTECODE says here.
-``--compile-each-run`` keeps this host's setting instead (PYTHONDONTWRITEBYTECODE=1: every process
-compiles the modules it imports, about 0.3 CPU s of a kernel's check): the measurement of the sections
-before 2026-12-08.
+``--compile-each-run`` measures as the sections before 2026-12-08 did, on this host's setting
+(PYTHONDONTWRITEBYTECODE=1, and no bytecode beside the sources): every process compiles the modules it
+imports, about 0.3 CPU s of a kernel's check. It reads none of syncverify's either: the trees' `__pycache__`
+folders are removed first (the standard library's and the dependencies' bytecode, written at their install,
+is read in both modes).
 
 The ping-pong 1x2 GEMM is tests/data/ptx/sm90_gemm_pingpong_1x2.ptx.gz (CUTLASS 4.2 as it ships) at
 128x256xK, the launch CUTLASS's host code computes for it (`--cutlass-problem`, ptx/cutlass_host.py); the
@@ -50,6 +52,7 @@ import dataclasses
 import datetime as dt
 import gzip
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -314,7 +317,12 @@ def main() -> int:
         scratch = Path(tmp) / "ptx"
         scratch.mkdir()
         base = tree_at(args.before, Path(tmp) / "before")
-        if not args.compile_each_run:
+        if args.compile_each_run:  # none of syncverify's bytecode written, and none read
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+            for tree in (base, ROOT):
+                for cache in (tree / "syncverify").rglob("__pycache__"):
+                    shutil.rmtree(cache)
+        else:
             os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
             for tree in (base, ROOT):
                 subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "syncverify")], check=True)
