@@ -122,7 +122,8 @@ def test_search_unchanged_when_the_table_is_skipped(path, defines, monkeypatch):
     def counted(self) -> None:
         window_end(self)
         skipped["walks"] += self._bypass
-        skipped["kept"] += len(self._table) + len(self._rest) + len(self._mbars) if self._bypass else 0
+        skipped["kept"] += (len(self._table) + len(self._rest) + len(self._mbars) + len(self._agent_kinds)
+                            + len(self._agent_sets)) if self._bypass else 0
 
     monkeypatch.setattr(precede_memo.PrecedeMemo, "_window_end", counted)
     monkeypatch.setattr(precede_memo, "WINDOW", 64)
@@ -131,3 +132,45 @@ def test_search_unchanged_when_the_table_is_skipped(path, defines, monkeypatch):
     assert skipped["walks"] > 0 and skipped["kept"] == 0
     monkeypatch.setattr(precede_memo, "SKIPPED", 0)  # no call skips the table
     assert run() == with_skips
+
+
+@pytest.mark.parametrize(("path", "defines"), [POINTS[2], POINTS[4]], ids=["sm100_2sm_umma_gemm", "fa3_fwd"])
+def test_agents_numbered_as_their_multiset(path, defines, monkeypatch):
+    """The key's agents in flight (``PrecedeMemo._others``): between two starts of the table, two calls get
+    the same number exactly when the multisets of (kind, target barrier, bytes of a copy) of the agents
+    other than the step's own (the first that *is* it) are equal, as the sorted tuple of those triples
+    that the key held before."""
+    lifetimes: list[dict] = [{}]
+    calls = {"skipped": 0, "several": 0}
+    others = precede_memo.PrecedeMemo._others
+    start = precede_memo.PrecedeMemo._start
+
+    def reference(agents: tuple, agent) -> tuple:
+        rest, skip = [], agent is not None
+        for b in agents:
+            if skip and b is agent:
+                skip = False
+                continue
+            rest.append((b[0], b[4], b[5] if b[0] == precede_memo.AG_TMA else 0))
+        calls["skipped"] += agent is not None and len(rest) < len(agents)
+        calls["several"] += len(rest) > 1
+        return tuple(sorted(rest))
+
+    def checked(self, agents, agent):
+        n = others(self, agents, agent)
+        seen = lifetimes[-1]
+        want = reference(agents, agent)
+        assert seen.setdefault(n, want) == want  # one multiset per number
+        return n
+
+    def restarted(self):
+        start(self)
+        lifetimes.append({})
+
+    monkeypatch.setattr(precede_memo.PrecedeMemo, "_others", checked)
+    monkeypatch.setattr(precede_memo.PrecedeMemo, "_start", restarted)
+    protocol = load(str(ROOT / path), defines)
+    explore(protocol, Budget(max_states=6_000, seconds=120), Machine(protocol))
+    for seen in lifetimes:  # one number per multiset
+        assert len(set(seen.values())) == len(seen)
+    assert calls["skipped"] > 0 and calls["several"] > 0, calls

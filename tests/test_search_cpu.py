@@ -114,6 +114,24 @@ def test_remembered_update_never_answers_for_another_tuple():
     assert len(state_mod._knowledge_memo) <= state_mod._KNOWLEDGE_MEMO_SIZE
 
 
+def test_remembered_updates_bounded_by_their_records(monkeypatch):
+    """The table of knowledge updates is emptied when the tuples it was asked of hold
+    _KNOWLEDGE_MEMO_RECORDS records together, before it holds _KNOWLEDGE_MEMO_SIZE entries."""
+    monkeypatch.setattr(state_mod, "_KNOWLEDGE_MEMO_RECORDS", 100)
+    state_mod._knowledge_memo.clear()
+    monkeypatch.setattr(state_mod, "_knowledge_held", 0)
+    kept = []  # alive, so that each is remembered under its own id()
+    most = 0
+    for i in range(60):
+        records = tuple(_record(j, 1 << (i % 5), 0) for j in range(10))
+        kept.append(records)
+        state_mod._transfer(records, 1, 2)
+        most = max(most, len(state_mod._knowledge_memo))
+        held = sum(len(r) for r, _ in state_mod._knowledge_memo.values())
+        assert held == state_mod._knowledge_held <= 100
+    assert most == 10  # ten tuples of ten records, then it starts over
+
+
 def test_splice_numbers_chunks_as_the_whole_sequence_does():
     rng = random.Random(11)
     table = _Elements()

@@ -276,9 +276,18 @@ def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
 # object per records value among the states it holds (engines/store.py), so equal records are the
 # same object there. Exact: an entry keeps the tuple it was asked of alive, so while it is kept no
 # other object has that id(), and an update is a function of the records' value. Bounded: the
-# table is emptied when full (what it holds changes the work, never an answer).
+# table is emptied when full (what it holds changes the work, never an answer), full at
+# _KNOWLEDGE_MEMO_SIZE entries or when the records tuples it was asked of hold
+# _KNOWLEDGE_MEMO_RECORDS records together, whichever comes first. Why both: on the 1x1 ping-pong
+# GEMM with K symbolic, 2,048 entries hit 463,837 of 671,897 updates and 256 entries 425,072, so the
+# entries stay (with the records bound too: 463,896); but where a state holds ~450 records (the
+# CuTe-DSL 2-CTA blockscaled GEMM, the 2x1 cooperative GEMM with a stage reused) an entry held ~13 KB,
+# the 2,048 entries 20 MB, and they hit as many updates as 128 entries did (2,441 of 20,425 and 734 of
+# 9,996 with 2,048; 2,412 and 728 with 128).
 _KNOWLEDGE_MEMO_SIZE = 2048
+_KNOWLEDGE_MEMO_RECORDS = 2048 * 128
 _knowledge_memo: dict[tuple, tuple[tuple, tuple]] = {}
+_knowledge_held = 0  # the records of the tuples the table was asked of
 
 
 def _remembered(kind: int, records: tuple, a: int, b: int) -> tuple | None:
@@ -287,9 +296,12 @@ def _remembered(kind: int, records: tuple, a: int, b: int) -> tuple | None:
 
 
 def _remember(kind: int, records: tuple, a: int, b: int, out: tuple) -> tuple:
-    if len(_knowledge_memo) >= _KNOWLEDGE_MEMO_SIZE:
+    global _knowledge_held
+    if len(_knowledge_memo) >= _KNOWLEDGE_MEMO_SIZE or _knowledge_held >= _KNOWLEDGE_MEMO_RECORDS:
         _knowledge_memo.clear()
+        _knowledge_held = 0
     _knowledge_memo[(kind, id(records), a, b)] = (records, out)
+    _knowledge_held += len(records)
     return out
 
 

@@ -69,7 +69,10 @@ one call in FEW_HITS hit, the next SKIPPED calls walk without a key (then a wind
 again), and the table and its numberings start over: by the next window the search has moved on. On
 the CuTe-DSL 2-CTA blockscaled GEMM (up to 256 agents in flight, each key's projection of them a tuple
 of triples) the 4,096 entries of its one window, none of them hit, had held 37 MB, 40% of that
-search's memory, to its end. Which calls go where is a function of the sequence of calls, so a search does the same work
+search's memory, to its end. The window's entries still held 27 MB while it lasted, and the memory
+freed then was the high mark that the rest of the search filled: 441,808 triples in 3,775 entries. So
+the agents are numbered too: each agent's triple once, each multiset as its agents' numbers sorted and
+packed (``_others``; four bytes an agent). Which calls go where is a function of the sequence of calls, so a search does the same work
 each time it runs; and a call answered by the walk gets the walk's answer, as a remembered one
 does, so no answer depends on it.
 """
@@ -77,7 +80,10 @@ does, so no answer depends on it.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable
+from itertools import compress, count, repeat
+from operator import is_
 from typing import TYPE_CHECKING
 
 from ...semantics.hooked_local import remembered
@@ -143,6 +149,8 @@ class PrecedeMemo:
         self._mbars = _Numbers()  # every mbarrier's (valid, parity, pending, expected)
         self._named = _Numbers()  # every named barrier's open generation (count, arrived, gen)
         self._rest = _Numbers()  # the arguments, the own barrier's fields, the agents in flight
+        self._agent_kinds = _Numbers()  # each agent's (kind, target barrier, bytes of a copy)
+        self._agent_sets = _Numbers()  # a multiset of agents: their sorted numbers, packed
         self._outcomes: dict[tuple, tuple] = {}  # one object per distinct answer
         # the parts of the state last asked about, kept by reference, and their numbers
         self._last_procs: tuple | None = None
@@ -151,6 +159,11 @@ class PrecedeMemo:
         self._last_mbars_n = 0
         self._last_named: tuple | None = None
         self._last_named_n = 0
+        self._last_agents: tuple | None = None
+        self._last_agent_numbers: list[int] = []  # each agent's number, in the state's order
+        self._last_agents_sorted = array("i")  # those numbers sorted
+        self._last_agents_packed = b""  # ... and packed
+        self._last_agents_n = 0  # the number of the whole multiset
 
     def key(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
             freeze: bool, named: tuple[int, list] | None, landings_ok: bool, collect: bool = False,
@@ -176,18 +189,33 @@ class PrecedeMemo:
         if freeze and m >= 0:
             mb = mbars[m]
             own = (mb[M_K] == 0, mb[M_JPREV])
-        agents = []
-        skip = agent is not None
-        for b in state.agents:
-            if skip and b is agent:
-                skip = False
-                continue
-            agents.append((b[0], b[4], b[5] if b[0] == AG_TMA else 0))
-        agents.sort()
-        rest = self._rest((own, tuple(agents), m, frozen, forbidden, freeze,
+        rest = self._rest((own, self._others(state.agents, agent), m, frozen, forbidden, freeze,
                            named[0] if named is not None else None, landings_ok, collect, goal))
         # 4 bytes a number: each numbering grows only on a miss, and the table starts over at LIMIT
         return array("i", [*self._last_positions, self._last_mbars_n, self._last_named_n, rest]).tobytes()
+
+    def _others(self, agents: tuple, agent: tuple | None) -> int:
+        """The number of the multiset of the agents in flight other than ``agent`` (the first one that *is*
+        it, if any), each agent as its (kind, target barrier, bytes of a copy). Each agent is numbered
+        and the multiset is its agents' numbers sorted, packed in bytes: equal numbers exactly when the
+        multisets of triples are equal, as a sorted tuple of the triples was, but a few bytes an agent
+        where the tuple held a triple (module docstring, "When the table is not asked"). The numbers
+        of a state's agents are worked out once per state."""
+        if agents is not self._last_agents:
+            kind = self._agent_kinds
+            self._last_agent_numbers = [kind((b[0], b[4], b[5] if b[0] == AG_TMA else 0)) for b in agents]
+            self._last_agents_sorted = array("i", sorted(self._last_agent_numbers))
+            self._last_agents_packed = self._last_agents_sorted.tobytes()
+            self._last_agents_n = self._agent_sets(self._last_agents_packed)
+            self._last_agents = agents
+        if agent is None:
+            return self._last_agents_n
+        at = next(compress(count(), map(is_, agents, repeat(agent))), None)
+        if at is None:
+            return self._last_agents_n
+        whole = self._last_agents_packed
+        i = 4 * bisect_left(self._last_agents_sorted, self._last_agent_numbers[at])
+        return self._agent_sets(whole[:i] + whole[i + 4:])
 
     def __call__(self, state: State, m: int, frozen: int, agent: tuple | None, forbidden: frozenset[int],
                  freeze: bool, named: tuple[int, list] | None = None,
