@@ -126,6 +126,24 @@ def test_packing_is_exact_and_decodes(path, params):
     assert against > 100
 
 
+def test_record_table_holds_one_object_per_knowledge_set():
+    """The records' table keeps each knowledge set (a record's last two fields) as one object per value,
+    whatever objects the records it was given held; the records it gives back are equal to those."""
+    pairs = _states(_machine(*POINTS[0]))
+    store = Store()
+    given = {}
+    for state, succ in pairs:
+        for s in [state, *succ]:
+            for r in s.records:
+                given[store.record_table(r)] = r
+    table = store.record_table.value
+    assert all(table[n] == r for n, r in given.items())
+    knowledge = [r[-2] for r in table] + [r[-1] for r in table]
+    assert len({id(x) for x in knowledge}) == len(set(knowledge))
+    fresh = [r[-1] for r in given.values() if r[-1] > 256]  # integers above CPython's shared small ones
+    assert len({id(x) for x in fresh}) > len(set(fresh))  # the records given held several objects of a value
+
+
 def test_records_change_in_one_chunk_only():
     """A successor that changes one record renumbers the chunk that holds it, and shares its
     other chunks with its parent."""

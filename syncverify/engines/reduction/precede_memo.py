@@ -72,9 +72,11 @@ of triples) the 4,096 entries of its one window, none of them hit, had held 37 M
 search's memory, to its end. The window's entries still held 27 MB while it lasted, and the memory
 freed then was the high mark that the rest of the search filled: 441,808 triples in 3,775 entries. So
 the agents are numbered too: each agent's triple once, each multiset as its agents' numbers sorted and
-packed (``_others``; four bytes an agent). Which calls go where is a function of the sequence of calls, so a search does the same work
-each time it runs; and a call answered by the walk gets the walk's answer, as a remembered one
-does, so no answer depends on it.
+packed (``_others``; four bytes an agent).
+
+Which calls go where is a function of the sequence of calls, so a search does the same work each time
+it runs; and a call answered by the walk gets the walk's answer, as a remembered one does, so no
+answer depends on it.
 """
 
 from __future__ import annotations
