@@ -41,8 +41,9 @@ same position has the parent's number, found by identity (position by position, 
 hashing it; a part equal to the parent's (a rebuilt tuple of the same barriers) too, compared in C;
 where a record was added or dropped, the records the successor shares with its parent at the start
 and at the end of the sequence (the same objects, found in C) keep theirs; only what the step rebuilt
-is looked up (by the table's id() of its objects, else by value), and only the chunks it falls in (or,
-after an added or dropped record, the chunks from there on) are numbered again. Identity is a sound
+is looked up (a process by the table's id() of its objects, else by value; a record by value), and
+only the chunks it falls in (or, after an added or dropped record, the chunks from there on) are
+numbered again. Identity is a sound
 test while the objects compared are alive: the parent's are (it is being expanded), and so are the
 tables' (they keep them).
 
@@ -157,12 +158,18 @@ class _Elements(NumberTable):
         return found
 
 
-class _RecordTable(_Elements):
-    """The access records' table. A record's knowledge sets (its last two fields) are integers of
-    several hundred bits where a protocol has many holders (619 on the CuTe-DSL 2-CTA blockscaled GEMM),
-    and every knowledge update makes new ones: there, 76,600 integer objects of 11,831 values, 4.3 MB of
-    the table's 15 MB. So a record new to the table is kept with the table's one object of each of those
-    values (an equal tuple: the record's number and every answer are unchanged)."""
+class _RecordTable(NumberTable):
+    """The access records' table: by value, without the id() table of _Elements. A successor's records
+    that are its parent's objects are found by the parent's numbers (``_Chunks.against``, ``spliced``);
+    the others are records a step rebuilt, new objects whatever their value: on the ping-pong 1x2, the
+    2x1 cooperative and the CuTe-DSL 2-CTA blockscaled GEMMs not one of 102,802 such look-ups found its
+    object in an id() table, which held 2.5 MB on the last.
+
+    A record's knowledge sets (its last two fields) are integers of several hundred bits where a
+    protocol has many holders (619 on the CuTe-DSL GEMM), and every knowledge update makes new ones:
+    there, 76,600 integer objects of 11,831 values, 4.3 MB of the table's 15 MB. So a record new to the
+    table is kept with the table's one object of each of those values (an equal tuple: the record's
+    number and every answer are unchanged)."""
 
     __slots__ = ("_ints",)
 
@@ -180,8 +187,20 @@ class _RecordTable(_Elements):
                 v = (*v[:R_AKNOWN], shared_a, shared_k)
             n = self.number[v] = len(self.value)
             self.value.append(v)
-            self.by_id[id(v)] = n
         return n
+
+    of = __call__
+
+    def all_of(self, seq: tuple, known: dict[int, int] | None = None) -> list[int]:
+        """The numbers of a sequence's records: by id() where ``known`` (id() -> number of objects alive
+        meanwhile, a parent's) holds the object, else by value."""
+        if known is None:
+            return list(map(self, seq))
+        found = list(map(known.get, map(id, seq)))
+        if None in found:
+            for i in compress(range(len(found)), map(is_, found, repeat(None))):
+                found[i] = self(seq[i])
+        return found
 
 
 class _Chunks:
@@ -189,7 +208,7 @@ class _Chunks:
 
     __slots__ = ("chunks", "elements")
 
-    def __init__(self, elements: _Elements) -> None:
+    def __init__(self, elements: _RecordTable) -> None:
         self.elements = elements
         self.chunks = NumberTable()
 
