@@ -279,13 +279,15 @@ def acquire(records: tuple, source_bit: int, target_mask: int) -> tuple:
 # table is emptied when full (what it holds changes the work, never an answer), full at
 # _KNOWLEDGE_MEMO_SIZE entries or when the records tuples it was asked of hold
 # _KNOWLEDGE_MEMO_RECORDS records together, whichever comes first. Why both: on the 1x1 ping-pong
-# GEMM with K symbolic, 2,048 entries hit 463,837 of 671,897 updates and 256 entries 425,072, so the
-# entries stay (with the records bound too: 463,896); but where a state holds ~450 records (the
-# CuTe-DSL 2-CTA blockscaled GEMM, the 2x1 cooperative GEMM with a stage reused) an entry held ~13 KB,
-# the 2,048 entries 20 MB, and they hit as many updates as 128 entries did (2,441 of 20,425 and 734 of
-# 9,996 with 2,048; 2,412 and 728 with 128).
+# GEMM with K symbolic (61 records an update on average), 2,048 entries hit 463,837 of 671,897 updates
+# and 256 entries 425,072, so the entries stay; but where a state holds ~450 records (the CuTe-DSL
+# 2-CTA blockscaled GEMM, the 2x1 cooperative GEMM with a stage reused) an entry held ~13 KB, the
+# 2,048 entries 20 MB, and they hit as many updates as 128 entries did (2,441 of 20,425 and 734 of
+# 9,996 with 2,048; 2,412 and 728 with 128). With the records bound of 2,048 updates of 64 records,
+# the 1x1 K-symbolic ping-pong hits 464,009 updates, the 2x1 88,829 instead of 90,086 of 308,954,
+# the CuTe-DSL GEMM 2,437.
 _KNOWLEDGE_MEMO_SIZE = 2048
-_KNOWLEDGE_MEMO_RECORDS = 2048 * 128
+_KNOWLEDGE_MEMO_RECORDS = 2048 * 64
 _knowledge_memo: dict[tuple, tuple[tuple, tuple]] = {}
 _knowledge_held = 0  # the records of the tuples the table was asked of
 
