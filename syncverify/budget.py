@@ -31,7 +31,6 @@ import math
 import os
 import resource
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -39,6 +38,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+from . import z3_lazy
 
 STATES = "states"
 RLIMIT = "rlimit"
@@ -77,7 +78,7 @@ def _interrupt_queries() -> None:
     Z3_interrupt is made to be called from another thread while a query runs)."""
     global interrupted
     interrupted = True
-    z3 = sys.modules.get("z3")
+    z3 = z3_lazy.loaded()
     contexts = list(_solving) + ([z3.main_ctx()] if z3 is not None else [])
     for ctx in contexts:
         ctx.interrupt()
@@ -120,7 +121,7 @@ def sigint_watched() -> Iterator[None]:
         thread.join(timeout=1.0)
         os.close(write_end)
         os.close(read_end)
-        z3 = sys.modules.get("z3")
+        z3 = z3_lazy.loaded()
         if z3 is not None:
             z3.set_param("ctrl_c", True)  # Z3's default again, for whoever uses it next in this process
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
+from ...z3_lazy import z3
 from .. import rules
 from ..core import (
     STAY,

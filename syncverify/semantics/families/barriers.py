@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
 from ...diagnostics import Severity
+from ...z3_lazy import z3
 from .. import rules
 from ..core import (
     PLACED,

@@ -12,9 +12,8 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
+from ...z3_lazy import z3
 from ..core import (
     Violation,
     _key_bounds,

@@ -51,9 +51,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
+from ...z3_lazy import z3
 from ..program import part_lanes
 from ..state import (
     F_GENERIC,

@@ -14,10 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
 from ...diagnostics import Severity
+from ...z3_lazy import z3
 from ..core import Violation
 from ..state import (
     F_INFLIGHT,

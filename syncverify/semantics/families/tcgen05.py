@@ -36,10 +36,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import z3
-
 from ... import ir
 from ...diagnostics import Severity
+from ...z3_lazy import z3
 from .. import rules
 from ..core import ModelBound, Violation
 from ..state import (

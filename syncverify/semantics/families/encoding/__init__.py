@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import z3
+from ....z3_lazy import z3
 
 
 class Z3Arith:
