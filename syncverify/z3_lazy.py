@@ -34,7 +34,9 @@ z3 = _lazy("z3")
 def loaded() -> ModuleType | None:
     """z3 if it has been loaded (used) in this process, else None: a look-up on the module would load it."""
     module = sys.modules.get("z3")
-    return None if module is None or isinstance(module, importlib.util._LazyModule) else module
+    # a lazy module is of a subclass of ModuleType until it loads, then of ModuleType itself (type() looks
+    # nothing up on it)
+    return module if type(module) is ModuleType else None
 
 
 __all__ = ["loaded", "z3"]

@@ -36,7 +36,7 @@ def test_an_smt_check_loads_z3():
     assert _z3_after("bmc") == "loaded"
 
 
-def test_loaded_tells_without_loading():
+def test_loaded_gives_z3_once_used():
     from syncverify import z3_lazy
 
     z3_lazy.z3.BoolVal(True)  # any look-up loads it

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import compress, count, repeat
 from operator import floordiv, is_, is_not, ne
 
@@ -107,7 +107,6 @@ def numbers_of(packed: bytes) -> array:
     numbers = array("I")
     numbers.frombytes(bytes(whole))
     return numbers
-assert R_KNOWN == R_AKNOWN + 1  # a record's last two fields (_RecordTable)
 _new_tuple = tuple.__new__  # tuple.__new__(State, parts): without State's Python-level constructor
 
 
@@ -151,11 +150,16 @@ class _Elements(NumberTable):
     def all_of(self, seq: tuple, known: dict[int, int] | None = None) -> list[int]:
         """The numbers of a sequence's elements: by id() where ``known`` (id() -> number of objects
         alive meanwhile, a parent's) or the table holds the object, else by value."""
-        found = list(map((self.by_id if known is None else known).get, map(id, seq)))
-        if None in found:
-            for i in compress(range(len(found)), map(is_, found, repeat(None))):
-                found[i] = self.of(seq[i])
-        return found
+        return _numbers_of(seq, self.by_id if known is None else known, self.of)
+
+
+def _numbers_of(seq: tuple, by_id: dict[int, int], of: Callable[[object], int]) -> list[int]:
+    """The numbers of ``seq``'s elements: those whose id() ``by_id`` holds from it (in C), the others by ``of``."""
+    found = list(map(by_id.get, map(id, seq)))
+    if None in found:
+        for i in compress(range(len(found)), map(is_, found, repeat(None))):
+            found[i] = of(seq[i])
+    return found
 
 
 class _RecordTable(NumberTable):
@@ -184,7 +188,7 @@ class _RecordTable(NumberTable):
             aknown, known = v[R_AKNOWN], v[R_KNOWN]
             shared_a, shared_k = ints.setdefault(aknown, aknown), ints.setdefault(known, known)
             if shared_a is not aknown or shared_k is not known:
-                v = (*v[:R_AKNOWN], shared_a, shared_k)
+                v = (*v[:R_AKNOWN], shared_a, *v[R_AKNOWN + 1:R_KNOWN], shared_k, *v[R_KNOWN + 1:])
             n = self.number[v] = len(self.value)
             self.value.append(v)
         return n
@@ -194,13 +198,7 @@ class _RecordTable(NumberTable):
     def all_of(self, seq: tuple, known: dict[int, int] | None = None) -> list[int]:
         """The numbers of a sequence's records: by id() where ``known`` (id() -> number of objects alive
         meanwhile, a parent's) holds the object, else by value."""
-        if known is None:
-            return list(map(self, seq))
-        found = list(map(known.get, map(id, seq)))
-        if None in found:
-            for i in compress(range(len(found)), map(is_, found, repeat(None))):
-                found[i] = self(seq[i])
-        return found
+        return list(map(self, seq)) if known is None else _numbers_of(seq, known, self)
 
 
 class _Chunks:
